@@ -1,0 +1,186 @@
+//! M2: the COSE_Sign1 envelope (RFC 9052 §4.2, tag 18) with alg EdDSA (-8, RFC 9053 §2.2).
+//!
+//! ```text
+//! COSE_Sign1 = 18([ protected: bstr .cbor {1: -8, 4: kid}, unprotected: {}, payload: bstr,
+//!                   signature: bstr .size 64 ])
+//! Sig_structure = ["Signature1", protected, h'', payload]          (RFC 9052 §4.4)
+//! ```
+//! Verification uses ed25519-dalek's `verify_strict` (rejects small-order keys and
+//! non-canonical signatures; S >= L is always rejected).
+
+use super::cbor::{as_bytes32, decode_value, encode_payload, encode_value, strict_map};
+use super::{EntryId, KeyId, ProvEntry, RecordError, WriterKey};
+use ciborium::Value;
+use ed25519_dalek::Signature;
+
+/// COSE header label `alg` (RFC 9052 §3.1).
+const HDR_ALG: u64 = 1;
+/// COSE header label `kid` (RFC 9052 §3.1).
+const HDR_KID: u64 = 4;
+/// COSE algorithm EdDSA (RFC 9053 §2.2).
+const ALG_EDDSA: i64 = -8;
+/// CBOR tag for COSE_Sign1 (RFC 9052 §2).
+const TAG_COSE_SIGN1: u64 = 18;
+
+/// A decoded, signature-checked entry: the only way to hold one is [`SignedEntry::sign`] or
+/// [`SignedEntry::decode`], so a value of this type always has valid, canonical bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedEntry {
+    entry: ProvEntry,
+    cose: Vec<u8>,
+    id: EntryId,
+}
+
+impl SignedEntry {
+    /// Signs `entry` with `key` and wraps it in COSE_Sign1.
+    ///
+    /// # Errors
+    /// [`RecordError::WriterMismatch`] when `entry.writer` is not `key`'s id; any
+    /// [`ProvEntry::check`] error.
+    pub fn sign(entry: ProvEntry, key: &WriterKey) -> Result<Self, RecordError> {
+        if entry.writer != key.key_id() {
+            return Err(RecordError::WriterMismatch);
+        }
+        entry.check()?;
+        let protected = protected_header(&entry.writer);
+        let payload = encode_payload(&entry);
+        let signature = key.sign(&sig_structure(&protected, &payload));
+        let cose = envelope(protected, payload, signature.to_vec());
+        let id = EntryId::of_cose(&cose);
+        Ok(SignedEntry { entry, cose, id })
+    }
+
+    /// Decodes COSE_Sign1 bytes and verifies the signature with `verify_strict` under the key in
+    /// `kid`. The bytes must be exactly the deterministic encoding (`spec/record.md` §6).
+    ///
+    /// # Errors
+    /// A [`RecordError`] naming the first problem. Does not panic on any input.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RecordError> {
+        let (entry, protected, payload, signature) = parse(bytes)?;
+        let vk = entry.writer.verifying_key()?;
+        let sig = Signature::from_bytes(&signature);
+        vk.verify_strict(&sig_structure(&protected, &payload), &sig)
+            .map_err(|_| RecordError::BadSignature)?;
+        Ok(SignedEntry {
+            entry,
+            cose: bytes.to_vec(),
+            id: EntryId::of_cose(bytes),
+        })
+    }
+
+    /// The signed provenance record.
+    pub fn entry(&self) -> &ProvEntry {
+        &self.entry
+    }
+
+    /// The COSE_Sign1 bytes (what the log commits to).
+    pub fn cose(&self) -> &[u8] {
+        &self.cose
+    }
+
+    /// The entry id, `SHA-256(0x00 || cose)`.
+    pub fn id(&self) -> EntryId {
+        self.id
+    }
+
+    /// The writer's key id.
+    pub fn writer(&self) -> KeyId {
+        self.entry.writer
+    }
+}
+
+/// The canonical protected header `{1: -8, 4: kid}` as bytes (`a2 01 27 04 58 20 ‖ kid`).
+pub fn protected_header(kid: &KeyId) -> Vec<u8> {
+    encode_value(&Value::Map(vec![
+        (Value::Integer(HDR_ALG.into()), Value::Integer(ALG_EDDSA.into())),
+        (Value::Integer(HDR_KID.into()), Value::Bytes(kid.0.to_vec())),
+    ]))
+}
+
+/// The bytes that are signed: `["Signature1", protected, h'', payload]` (RFC 9052 §4.4).
+pub fn sig_structure(protected: &[u8], payload: &[u8]) -> Vec<u8> {
+    encode_value(&Value::Array(vec![
+        Value::Text("Signature1".into()),
+        Value::Bytes(protected.to_vec()),
+        Value::Bytes(Vec::new()),
+        Value::Bytes(payload.to_vec()),
+    ]))
+}
+
+fn envelope(protected: Vec<u8>, payload: Vec<u8>, signature: Vec<u8>) -> Vec<u8> {
+    encode_value(&Value::Tag(
+        TAG_COSE_SIGN1,
+        Box::new(Value::Array(vec![
+            Value::Bytes(protected),
+            Value::Map(Vec::new()),
+            Value::Bytes(payload),
+            Value::Bytes(signature),
+        ])),
+    ))
+}
+
+type Parsed = (ProvEntry, Vec<u8>, Vec<u8>, [u8; 64]);
+
+/// Structural decoding without the signature check.
+fn parse(bytes: &[u8]) -> Result<Parsed, RecordError> {
+    let Value::Tag(TAG_COSE_SIGN1, inner) = decode_value(bytes)? else {
+        return Err(RecordError::WrongTag);
+    };
+    let Value::Array(items) = *inner else {
+        return Err(RecordError::WrongType {
+            field: "COSE_Sign1",
+            want: "an array of 4 items",
+        });
+    };
+    let [protected, unprotected, payload, signature]: [Value; 4] =
+        items.try_into().map_err(|_| RecordError::WrongType {
+            field: "COSE_Sign1",
+            want: "an array of 4 items",
+        })?;
+    let (Value::Bytes(protected), Value::Bytes(payload), Value::Bytes(signature)) =
+        (protected, payload, signature)
+    else {
+        return Err(RecordError::WrongType {
+            field: "COSE_Sign1",
+            want: "byte strings for protected, payload and signature",
+        });
+    };
+    match unprotected {
+        Value::Map(m) if m.is_empty() => {}
+        _ => return Err(RecordError::UnprotectedHeader),
+    }
+    let kid = parse_protected(&protected)?;
+    let signature: [u8; 64] = signature.try_into().map_err(|_| RecordError::WrongType {
+        field: "signature",
+        want: "a 64-byte byte string",
+    })?;
+    let entry = super::decode_payload(&payload)?;
+    if entry.writer != kid {
+        return Err(RecordError::WriterMismatch);
+    }
+    if envelope(protected.clone(), payload.clone(), signature.to_vec()) != bytes {
+        return Err(RecordError::NonCanonical);
+    }
+    Ok((entry, protected, payload, signature))
+}
+
+fn parse_protected(protected: &[u8]) -> Result<KeyId, RecordError> {
+    let map = strict_map(
+        decode_value(protected).map_err(|_| RecordError::BadProtectedHeader)?,
+        "protected",
+    )
+    .map_err(|_| RecordError::BadProtectedHeader)?;
+    let [(HDR_ALG, alg), (HDR_KID, kid)]: [(u64, Value); 2] =
+        map.try_into().map_err(|_| RecordError::BadProtectedHeader)?
+    else {
+        return Err(RecordError::BadProtectedHeader);
+    };
+    if alg != Value::Integer(ALG_EDDSA.into()) {
+        return Err(RecordError::BadProtectedHeader);
+    }
+    let kid = KeyId(as_bytes32(kid, "kid").map_err(|_| RecordError::BadProtectedHeader)?);
+    if protected_header(&kid) != protected {
+        return Err(RecordError::BadProtectedHeader);
+    }
+    Ok(kid)
+}

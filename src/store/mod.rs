@@ -1,0 +1,161 @@
+//! Storage behind a [`crate::Ledger`]: entries, content, tree hashes, checkpoints.
+//!
+//! A `Store` keeps bytes; it decides nothing. Verification never reads a store (it takes bytes
+//! and keys), so a store is trusted only for availability, never for integrity: everything read
+//! back is re-checkable against a signed checkpoint.
+//!
+//! Tree hashes use the stored-hash layout of Crosby–Wallach / Go `sumdb/tlog`
+//! ([`crate::log::stored_hash_index`]): appending leaf `n` stores its leaf hash and every
+//! subtree hash it completes, at consecutive indexes starting at `stored_hash_index(0, n)`.
+
+mod memory;
+mod sqlite;
+
+pub use memory::MemoryStore;
+pub use sqlite::SqliteStore;
+
+use crate::lineage::Label;
+use crate::record::{EntryId, Hash32, Kind};
+
+/// One entry as a batch append hands it to a store.
+#[derive(Clone, Debug)]
+pub struct NewEntry<'a> {
+    /// Its leaf index; a batch's indexes are contiguous from [`Store::tree_size`].
+    pub index: u64,
+    /// Its id (leaf hash).
+    pub id: EntryId,
+    /// COSE_Sign1 bytes.
+    pub cose: &'a [u8],
+    /// Its kind (kept so that reopening can find keyring entries and tombstones cheaply).
+    pub kind: Kind,
+    /// The label computed at append.
+    pub label: Label,
+    /// `(content hash, content bytes)`, stored beside the entry, if given.
+    pub content: Option<(Hash32, &'a [u8])>,
+    /// Tree hashes to store from `stored_hash_index(0, index)` on (1 + completed subtrees).
+    pub hashes: Vec<[u8; 32]>,
+}
+
+/// What a store keeps about an entry besides its bytes: enough to rebuild the in-memory index
+/// on reopen without recomputing anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryMeta {
+    /// Leaf index.
+    pub index: u64,
+    /// Entry id.
+    pub id: EntryId,
+    /// Kind.
+    pub kind: Kind,
+    /// Label computed at append.
+    pub label: Label,
+}
+
+/// A storage backend. Implementations: [`MemoryStore`], [`SqliteStore`].
+///
+/// Every method returns a [`StoreError`] instead of panicking. A failed `append` changes
+/// nothing (all or nothing).
+pub trait Store {
+    /// Number of entries (the tree size).
+    ///
+    /// # Errors
+    /// [`StoreError`] on I/O failure.
+    fn tree_size(&self) -> Result<u64, StoreError>;
+
+    /// Appends a batch atomically. For [`SqliteStore`] the batch is durable when this returns.
+    ///
+    /// # Errors
+    /// [`StoreError::NotContiguous`] when the first index is not [`Store::tree_size`] or indexes
+    /// skip; [`StoreError::Duplicate`] when an id is already stored; I/O errors. On error,
+    /// nothing of the batch is stored.
+    fn append(&mut self, batch: &[NewEntry<'_>]) -> Result<(), StoreError>;
+
+    /// The COSE bytes of the entry at `index`, if stored.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn entry_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// The leaf index of `id`, if stored.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn index_of(&self, id: &EntryId) -> Result<Option<u64>, StoreError>;
+
+    /// Metadata of all entries with index `>= from`, in index order.
+    ///
+    /// # Errors
+    /// I/O errors; [`StoreError::Corrupt`] when a stored kind or label code is unknown.
+    fn metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError>;
+
+    /// The tree hashes at the given stored-hash indexes, in the same order.
+    ///
+    /// # Errors
+    /// [`StoreError::MissingHash`] when one is absent; I/O errors.
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError>;
+
+    /// Content bytes by content hash, if stored and not redacted.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Deletes stored content (the entry and its hash stay in the log). Returns whether it was
+    /// there.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn redact(&mut self, hash: &Hash32) -> Result<bool, StoreError>;
+
+    /// Stores a signed checkpoint note for `size`.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn put_checkpoint(&mut self, size: u64, note: &[u8]) -> Result<(), StoreError>;
+
+    /// The stored checkpoint note with the largest size, if any.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn latest_checkpoint(&self) -> Result<Option<(u64, Vec<u8>)>, StoreError>;
+
+    /// A ledger setting (log origin, verifier key, τ, rule), if set.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn meta(&self, key: &str) -> Result<Option<String>, StoreError>;
+
+    /// Sets a ledger setting.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError>;
+}
+
+/// Storage failures. None of them loses what was stored before.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The batch does not start at the tree size or is not contiguous (caller error).
+    #[error("append not contiguous: got index {got}, want {want}")]
+    NotContiguous {
+        /// First offending index.
+        got: u64,
+        /// The index expected there.
+        want: u64,
+    },
+    /// The entry id is already stored.
+    #[error("entry {0} already stored")]
+    Duplicate(EntryId),
+    /// A tree hash the caller needs is absent (store corrupt or truncated).
+    #[error("tree hash at stored index {0} missing")]
+    MissingHash(u64),
+    /// Stored bytes make no sense (unknown code, wrong length).
+    #[error("store corrupt: {0}")]
+    Corrupt(String),
+    /// SQLite failed (I/O, locking, file not a database).
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// File-system failure.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}

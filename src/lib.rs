@@ -13,3 +13,7 @@ pub mod record;
 pub mod lineage;
 pub mod log;
 pub mod store;
+pub mod gate;
+// pub mod ledger; (enabled once src/log lands)
+
+// pub use ledger::{Appended, Draft, Ledger, LedgerError};

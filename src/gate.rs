@@ -1,0 +1,383 @@
+//! M6: the gate in front of sensitive tool calls (`spec/gate.md`).
+//!
+//! A [`Policy`] names the sensitive tools (sinks) and, per parameter, the worst label allowed to
+//! justify it. A [`ToolCall`] comes with, for each argument, the entries that justify it. The
+//! decision is [`Decision::Allow`], or [`Decision::Deny`] naming the parameter, the offending
+//! entry and the lineage path back to the untrusted source. Policy is input, not code.
+
+use crate::lineage::Label;
+use crate::record::EntryId;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The default policy, as TOML (also shipped as `examples/policy.toml`).
+pub const DEFAULT_POLICY_TOML: &str = include_str!("../examples/policy.toml");
+
+/// What the gate needs to know about entries. [`crate::Ledger`] implements it from the log;
+/// other views (e.g. the signatures-only baseline of the replay) can be plugged in.
+pub trait LineageView {
+    /// The entry's label, `None` if the entry is not in the log.
+    fn label_of(&self, id: &EntryId) -> Option<Label>;
+    /// Whether the entry has been tombstoned.
+    fn tombstoned(&self, id: &EntryId) -> bool;
+    /// The lineage path from `id` back to its untrusted source (first element `id`'s source,
+    /// last `id`); empty if unknown or not untrusted.
+    fn path_to_source(&self, id: &EntryId) -> Vec<EntryId>;
+}
+
+/// A gate policy (`spec/gate.md` §2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Worst label allowed for any parameter of a sensitive tool the policy does not detail.
+    pub default_max_label: Label,
+    /// What to do with an argument that has no justifying entry.
+    pub unsourced: Unsourced,
+    /// Tools that are sensitive sinks. A call the runtime itself marks sensitive is gated too.
+    pub sensitive_tools: BTreeSet<String>,
+    /// Per-tool rules.
+    pub tools: BTreeMap<String, ToolRule>,
+}
+
+/// The rule for one sensitive tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolRule {
+    /// Worst label allowed for parameters not named in `params` (default: the policy default).
+    pub max_label: Option<Label>,
+    /// Worst label allowed per parameter.
+    pub params: BTreeMap<String, Label>,
+}
+
+/// What to do with an argument no recorded entry justifies (a value the agent composed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unsourced {
+    /// Allow it: nothing untrusted is known to have produced it.
+    Allow,
+    /// Deny the call.
+    Deny,
+}
+
+/// A proposed tool call with the justification of each argument.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub tool: String,
+    /// Whether the runtime marks this call sensitive (gated even if the policy does not list it).
+    pub sensitive: bool,
+    /// `(parameter name, entries that justify its value)`, in the caller's order.
+    pub args: Vec<(String, Vec<EntryId>)>,
+}
+
+/// The gate's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The call may proceed.
+    Allow,
+    /// The call is refused.
+    Deny(Denial),
+}
+
+impl Decision {
+    /// Whether this is [`Decision::Allow`].
+    pub fn is_allow(&self) -> bool {
+        matches!(self, Decision::Allow)
+    }
+}
+
+/// Why a call was refused: the first offending parameter in argument order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denial {
+    /// The tool.
+    pub tool: String,
+    /// The parameter whose justification failed.
+    pub param: String,
+    /// The offending entry (`None` for an unsourced argument).
+    pub entry: Option<EntryId>,
+    /// What is wrong with it.
+    pub reason: DenyReason,
+    /// The lineage path from the untrusted source to `entry` (source first).
+    pub path: Vec<EntryId>,
+}
+
+/// The class of a denial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DenyReason {
+    /// The entry's label is worse than the parameter allows.
+    Untrusted {
+        /// The entry's label.
+        label: Label,
+        /// The worst label the parameter allows.
+        max: Label,
+    },
+    /// The entry is not in the log (fail closed).
+    UnknownEntry,
+    /// The entry was deleted by a tombstone.
+    Tombstoned,
+    /// No entry justifies the argument and the policy denies unsourced arguments.
+    Unsourced,
+}
+
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "deny {}: parameter `{}`", self.tool, self.param)?;
+        if let Some(e) = &self.entry {
+            write!(f, " justified by entry {}", e.short())?;
+        }
+        match self.reason {
+            DenyReason::Untrusted { label, max } => write!(f, " labelled {label}, worse than {max}")?,
+            DenyReason::UnknownEntry => write!(f, " which is not in the log")?,
+            DenyReason::Tombstoned => write!(f, " which was deleted")?,
+            DenyReason::Unsourced => write!(f, ": no recorded entry justifies it")?,
+        }
+        if self.path.len() > 1 {
+            let hops: Vec<String> = self.path.iter().map(EntryId::short).collect();
+            write!(f, "; lineage {}", hops.join(" -> "))?;
+        }
+        Ok(())
+    }
+}
+
+impl Policy {
+    /// Parses a TOML policy (`spec/gate.md` §2).
+    ///
+    /// # Errors
+    /// [`PolicyError`] for bad TOML, unknown keys, or unknown label names. Does not panic.
+    pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| PolicyError::Toml(e.to_string()))?;
+        let label = |s: &str| Label::from_name(s).ok_or_else(|| PolicyError::UnknownLabel(s.to_string()));
+        let mut tools = BTreeMap::new();
+        for (name, t) in raw.tools {
+            let mut params = BTreeMap::new();
+            for (p, l) in t.params {
+                params.insert(p, label(&l)?);
+            }
+            let max_label = t.max_label.as_deref().map(label).transpose()?;
+            tools.insert(name, ToolRule { max_label, params });
+        }
+        Ok(Policy {
+            default_max_label: label(&raw.default_max_label)?,
+            unsourced: match raw.unsourced.as_deref().unwrap_or("allow") {
+                "allow" => Unsourced::Allow,
+                "deny" => Unsourced::Deny,
+                other => return Err(PolicyError::UnknownLabel(other.to_string())),
+            },
+            sensitive_tools: raw.sensitive_tools.into_iter().collect(),
+            tools,
+        })
+    }
+
+    /// Whether `call` is gated: the runtime marks it sensitive, or the policy names the tool.
+    pub fn is_sensitive(&self, call: &ToolCall) -> bool {
+        call.sensitive || self.sensitive_tools.contains(&call.tool) || self.tools.contains_key(&call.tool)
+    }
+
+    /// The worst label allowed to justify `param` of `tool`.
+    pub fn max_label(&self, tool: &str, param: &str) -> Label {
+        match self.tools.get(tool) {
+            Some(rule) => rule
+                .params
+                .get(param)
+                .copied()
+                .or(rule.max_label)
+                .unwrap_or(self.default_max_label),
+            None => self.default_max_label,
+        }
+    }
+
+    /// Decides `call` (`spec/gate.md` §3): a call that is not sensitive is allowed; otherwise
+    /// every justifying entry of every argument must be in the log, not tombstoned, and labelled
+    /// no worse than its parameter allows. The first failure, in argument order, is reported.
+    /// O(total justifying entries) label lookups; the lineage path is computed only on denial.
+    pub fn decide(&self, call: &ToolCall, view: &impl LineageView) -> Decision {
+        if !self.is_sensitive(call) {
+            return Decision::Allow;
+        }
+        for (param, entries) in &call.args {
+            let max = self.max_label(&call.tool, param);
+            if entries.is_empty() && self.unsourced == Unsourced::Deny {
+                return self.deny(call, param, None, DenyReason::Unsourced, Vec::new());
+            }
+            for id in entries {
+                let reason = match view.label_of(id) {
+                    None => DenyReason::UnknownEntry,
+                    Some(_) if view.tombstoned(id) => DenyReason::Tombstoned,
+                    Some(label) if label > max => DenyReason::Untrusted { label, max },
+                    Some(_) => continue,
+                };
+                let path = match reason {
+                    DenyReason::Untrusted { .. } => view.path_to_source(id),
+                    _ => Vec::new(),
+                };
+                return self.deny(call, param, Some(*id), reason, path);
+            }
+        }
+        Decision::Allow
+    }
+
+    fn deny(&self, call: &ToolCall, param: &str, entry: Option<EntryId>, reason: DenyReason, path: Vec<EntryId>) -> Decision {
+        Decision::Deny(Denial {
+            tool: call.tool.clone(),
+            param: param.to_string(),
+            entry,
+            reason,
+            path,
+        })
+    }
+}
+
+impl Default for Policy {
+    /// The policy in [`DEFAULT_POLICY_TOML`].
+    fn default() -> Self {
+        // The bundled file is checked by a unit test; fall back to the most restrictive
+        // policy rather than panic if it were ever broken.
+        Policy::from_toml(DEFAULT_POLICY_TOML).unwrap_or(Policy {
+            default_max_label: Label::Trusted,
+            unsourced: Unsourced::Deny,
+            sensitive_tools: BTreeSet::new(),
+            tools: BTreeMap::new(),
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    default_max_label: String,
+    unsourced: Option<String>,
+    #[serde(default)]
+    sensitive_tools: Vec<String>,
+    #[serde(default)]
+    tools: BTreeMap<String, RawTool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    max_label: Option<String>,
+    #[serde(default)]
+    params: BTreeMap<String, String>,
+}
+
+/// A policy file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// Not valid TOML for the policy schema (unknown keys are rejected).
+    #[error("policy: {0}")]
+    Toml(String),
+    /// A label or setting name that does not exist.
+    #[error("policy: unknown label or setting `{0}`")]
+    UnknownLabel(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct View(HashMap<EntryId, Label>, BTreeSet<EntryId>);
+
+    impl LineageView for View {
+        fn label_of(&self, id: &EntryId) -> Option<Label> {
+            self.0.get(id).copied()
+        }
+        fn tombstoned(&self, id: &EntryId) -> bool {
+            self.1.contains(id)
+        }
+        fn path_to_source(&self, id: &EntryId) -> Vec<EntryId> {
+            vec![EntryId([9; 32]), *id]
+        }
+    }
+
+    fn id(b: u8) -> EntryId {
+        EntryId([b; 32])
+    }
+
+    fn view() -> View {
+        let labels = HashMap::from([
+            (id(1), Label::Trusted),
+            (id(2), Label::DerivedTrusted),
+            (id(3), Label::DerivedUntrusted),
+            (id(4), Label::External),
+        ]);
+        View(labels, BTreeSet::from([id(2)]))
+    }
+
+    fn call(tool: &str, args: &[(&str, &[u8])]) -> ToolCall {
+        ToolCall {
+            tool: tool.into(),
+            sensitive: false,
+            args: args.iter().map(|(n, ids)| (n.to_string(), ids.iter().map(|b| id(*b)).collect())).collect(),
+        }
+    }
+
+    #[test]
+    fn default_policy_parses_and_lists_agentdojo_sinks() {
+        let p = Policy::from_toml(DEFAULT_POLICY_TOML).unwrap();
+        assert_eq!(p, Policy::default());
+        assert!(p.sensitive_tools.contains("send_money"));
+        assert!(p.sensitive_tools.contains("reserve_hotel"));
+        assert_eq!(p.default_max_label, Label::DerivedTrusted);
+    }
+
+    #[test]
+    fn decides_by_label_tombstone_and_unknown() {
+        let p = Policy::default();
+        let v = view();
+        assert_eq!(p.decide(&call("send_money", &[("recipient", &[1])]), &v), Decision::Allow);
+        let Decision::Deny(d) = p.decide(&call("send_money", &[("amount", &[1]), ("recipient", &[1, 3])]), &v) else {
+            panic!("must deny")
+        };
+        assert_eq!(d.param, "recipient");
+        assert_eq!(d.entry, Some(id(3)));
+        assert_eq!(d.reason, DenyReason::Untrusted { label: Label::DerivedUntrusted, max: Label::DerivedTrusted });
+        assert_eq!(d.path, vec![id(9), id(3)]);
+        let Decision::Deny(d) = p.decide(&call("send_money", &[("x", &[2])]), &v) else { panic!() };
+        assert_eq!(d.reason, DenyReason::Tombstoned);
+        let Decision::Deny(d) = p.decide(&call("send_money", &[("x", &[7])]), &v) else { panic!() };
+        assert_eq!(d.reason, DenyReason::UnknownEntry);
+        // Not sensitive: allowed whatever its justification.
+        assert!(p.decide(&call("read_file", &[("x", &[4])]), &v).is_allow());
+        // Marked sensitive by the runtime: gated by the default rule.
+        let mut c = call("never_heard_of_it", &[("x", &[4])]);
+        c.sensitive = true;
+        assert!(!p.decide(&c, &v).is_allow());
+    }
+
+    #[test]
+    fn per_parameter_rules_and_unsourced() {
+        let p = Policy::from_toml(
+            r#"
+            default_max_label = "trusted"
+            unsourced = "deny"
+            [tools.pay]
+            max_label = "external"
+            [tools.pay.params]
+            iban = "derived_trusted"
+            "#,
+        )
+        .unwrap();
+        let v = view();
+        assert!(p.decide(&call("pay", &[("memo", &[4]), ("iban", &[2 - 1])]), &v).is_allow());
+        assert!(!p.decide(&call("pay", &[("iban", &[3])]), &v).is_allow());
+        let Decision::Deny(d) = p.decide(&call("pay", &[("iban", &[])]), &v) else { panic!() };
+        assert_eq!(d.reason, DenyReason::Unsourced);
+        assert_eq!(p.max_label("other", "x"), Label::Trusted);
+    }
+
+    #[test]
+    fn bad_policies_are_typed_errors() {
+        assert!(matches!(Policy::from_toml("default_max_label = \"meh\""), Err(PolicyError::UnknownLabel(_))));
+        assert!(matches!(Policy::from_toml("nope = 1"), Err(PolicyError::Toml(_))));
+        assert!(matches!(Policy::from_toml("default_max_label = \"trusted\"\nunsourced = \"maybe\""), Err(PolicyError::UnknownLabel(_))));
+    }
+
+    #[test]
+    fn denial_reads_as_a_sentence() {
+        let Decision::Deny(d) = Policy::default().decide(&call("send_money", &[("recipient", &[4])]), &view()) else {
+            panic!()
+        };
+        let text = d.to_string();
+        assert!(text.starts_with("deny send_money: parameter `recipient` justified by entry 04040404 labelled EXTERNAL"), "{text}");
+        assert!(text.contains("lineage 09090909 -> 04040404"), "{text}");
+    }
+}

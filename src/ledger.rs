@@ -1,0 +1,631 @@
+//! [`Ledger`]: the one façade an agent runtime holds.
+//!
+//! It owns a [`Store`], the log key, the in-memory label index and the keyring, and runs the
+//! data path: `append` (check, sign, label, hash into the tree, store) → `checkpoint` (sign the
+//! tree head) → `prove` → `retrieve` / `gate`.
+
+use crate::lineage::{Label, LabelPolicy, WeakRule};
+use crate::log::{
+    hashes_to_store, prove_inclusion, stored_hash_index, tree_root, CheckpointError,
+    ConsistencyProof, HashSource, InclusionProof, LogError, LogSigner, LogVerifier, ProofBundle,
+    RootHash, VerifiedCheckpoint,
+};
+use crate::record::{
+    EntryId, Hash32, KeyBinding, KeyId, Kind, ProvEntry, RecordError, Role, SignedEntry, Weight,
+    WriterKey,
+};
+use crate::store::{EntryMeta, NewEntry, Store, StoreError};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Meta keys a ledger keeps in its store.
+const META_VKEY: &str = "log_vkey";
+const META_TAU: &str = "tau_millionths";
+const META_RULE: &str = "weak_rule";
+
+/// What the ledger keeps in memory per entry: 16 bytes plus the map's key and overhead.
+#[derive(Clone, Copy, Debug)]
+struct Meta {
+    index: u64,
+    label: Label,
+    tombstoned: bool,
+}
+
+/// The result of a successful append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Appended {
+    /// The new entry's id (its leaf hash).
+    pub id: EntryId,
+    /// Its leaf index.
+    pub index: u64,
+    /// Its label, computed at append.
+    pub label: Label,
+}
+
+/// One entry of a batch append: a draft, the key that signs it, and its content.
+pub struct Draft<'k, 'c> {
+    /// The unsigned record; `writer` must be `key`'s id.
+    pub entry: ProvEntry,
+    /// The writer's signing key.
+    pub key: &'k WriterKey,
+    /// The content whose hash is `entry.content_hash`, stored beside the entry.
+    pub content: &'c [u8],
+}
+
+/// A checked, signed, labelled and hashed batch, ready to be committed to the store.
+struct Prepared<'c> {
+    items: Vec<(SignedEntry, Label, &'c [u8], Vec<[u8; 32]>)>,
+}
+
+/// A provenance ledger over a [`Store`].
+pub struct Ledger<S: Store> {
+    store: S,
+    signer: LogSigner,
+    policy: LabelPolicy,
+    index: HashMap<EntryId, Meta>,
+    keyring: HashMap<KeyId, (Role, String)>,
+    size: u64,
+    checkpoint: Option<VerifiedCheckpoint>,
+}
+
+impl<S: Store> Ledger<S> {
+    /// Creates a ledger in an empty store, recording the log's verifier key and `policy`.
+    ///
+    /// # Errors
+    /// [`LedgerError::NotEmpty`] when the store already holds entries or settings.
+    pub fn create(mut store: S, signer: LogSigner, policy: LabelPolicy) -> Result<Self, LedgerError> {
+        if store.tree_size()? != 0 || store.meta(META_VKEY)?.is_some() {
+            return Err(LedgerError::NotEmpty);
+        }
+        store.set_meta(META_VKEY, &signer.vkey())?;
+        store.set_meta(META_TAU, &policy.tau.millionths().to_string())?;
+        store.set_meta(META_RULE, policy.weak_rule.name())?;
+        Self::open(store, signer)
+    }
+
+    /// Opens an existing ledger. Reads the label index and keyring from the store; recomputes
+    /// no label, hash or signature (a full check is [`crate::audit`]'s job).
+    ///
+    /// # Errors
+    /// [`LedgerError::WrongLogKey`] when `signer` is not the key the ledger was created with;
+    /// [`LedgerError::NotALedger`] when settings are missing; store and decode errors.
+    pub fn open(store: S, signer: LogSigner) -> Result<Self, LedgerError> {
+        let vkey = store.meta(META_VKEY)?.ok_or(LedgerError::NotALedger)?;
+        if vkey != signer.vkey() {
+            return Err(LedgerError::WrongLogKey);
+        }
+        let policy = read_policy(&store)?;
+        let mut ledger = Ledger {
+            store,
+            signer,
+            policy,
+            index: HashMap::new(),
+            keyring: HashMap::new(),
+            size: 0,
+            checkpoint: None,
+        };
+        ledger.load_index()?;
+        Ok(ledger)
+    }
+
+    fn load_index(&mut self) -> Result<(), LedgerError> {
+        let log_id = self.signer.key_id();
+        self.keyring.insert(log_id, (Role::Log, self.signer.origin().to_string()));
+        let metas = self.store.metas_from(0)?;
+        self.index.reserve(metas.len());
+        let mut tombstones = Vec::new();
+        for EntryMeta { index, id, kind, label } in metas {
+            self.index.insert(id, Meta { index, label, tombstoned: false });
+            if matches!(kind, Kind::Keyring | Kind::Tombstone) {
+                let bytes = self.store.entry_bytes(index)?.ok_or(LedgerError::Missing(id))?;
+                let e = SignedEntry::decode(&bytes)?;
+                if let Some(b) = &e.entry().binding {
+                    self.keyring.insert(b.key, (b.role, b.name.clone()));
+                }
+                tombstones.extend(e.entry().target);
+            }
+        }
+        for t in tombstones {
+            if let Some(m) = self.index.get_mut(&t) {
+                m.tombstoned = true;
+            }
+        }
+        self.size = self.store.tree_size()?;
+        Ok(())
+    }
+
+    /// The labelling parameters (τ, weak-parent rule) fixed at creation.
+    pub fn policy(&self) -> LabelPolicy {
+        self.policy
+    }
+
+    /// The log's verifier key in C2SP signed-note form.
+    pub fn vkey(&self) -> String {
+        self.signer.vkey()
+    }
+
+    /// A verifier for this ledger's checkpoints.
+    ///
+    /// # Errors
+    /// Never in practice (the key was valid at creation); typed for safety.
+    pub fn verifier(&self) -> Result<LogVerifier, LedgerError> {
+        Ok(LogVerifier::from_vkey(&self.signer.vkey())?)
+    }
+
+    /// Number of entries (tree size).
+    pub fn len(&self) -> u64 {
+        self.size
+    }
+
+    /// Whether the ledger has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// The store, for read access.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Binds `key` to `role` under `name` with a keyring entry signed by the log key.
+    /// Binding an already bound key again to the same role is a no-op returning `None`.
+    ///
+    /// # Errors
+    /// [`LedgerError::Rebind`] when the key is bound to another role; store errors.
+    pub fn bind(&mut self, key: KeyId, role: Role, name: &str) -> Result<Option<Appended>, LedgerError> {
+        match self.keyring.get(&key) {
+            Some((r, _)) if *r == role => return Ok(None),
+            Some((r, _)) => return Err(LedgerError::Rebind { key, bound: *r }),
+            None => {}
+        }
+        let binding = KeyBinding { key, role, name: name.to_string() };
+        let content = format!("bind {} {} {}", role.name(), name, key);
+        let mut entry = ProvEntry::new(self.signer.key_id(), Kind::Keyring, content.as_bytes());
+        entry.binding = Some(binding);
+        let draft = Draft { entry, key: self.signer.writer_key(), content: content.as_bytes() };
+        let prepared = self.prepare_batch(vec![draft])?;
+        let mut out = self.commit(prepared)?;
+        Ok(out.pop())
+    }
+
+    /// The role and name bound to `key`, if any.
+    pub fn principal(&self, key: &KeyId) -> Option<(Role, &str)> {
+        self.keyring.get(key).map(|(r, n)| (*r, n.as_str()))
+    }
+
+    /// Appends one entry: checks it, signs it with `key`, computes its label, adds its leaf to
+    /// the tree and stores entry, content and tree hashes in one store transaction.
+    ///
+    /// # Errors
+    /// See [`LedgerError`]; on error nothing is stored.
+    pub fn append(&mut self, entry: ProvEntry, key: &WriterKey, content: &[u8]) -> Result<Appended, LedgerError> {
+        let mut out = self.append_batch(vec![Draft { entry, key, content }])?;
+        out.pop().ok_or(LedgerError::EmptyBatch)
+    }
+
+    /// Appends several entries in one store transaction (group commit). A draft may name
+    /// earlier drafts of the same batch as parents. All or nothing.
+    ///
+    /// # Errors
+    /// The first failing draft's [`LedgerError`]; nothing of the batch is stored.
+    pub fn append_batch(&mut self, drafts: Vec<Draft<'_, '_>>) -> Result<Vec<Appended>, LedgerError> {
+        let prepared = self.prepare_batch(drafts)?;
+        self.commit(prepared)
+    }
+
+    fn prepare_batch<'c>(&self, drafts: Vec<Draft<'_, 'c>>) -> Result<Prepared<'c>, LedgerError> {
+        if drafts.is_empty() {
+            return Err(LedgerError::EmptyBatch);
+        }
+        let mut pending: HashMap<EntryId, Meta> = HashMap::new();
+        let mut pending_keys: HashMap<KeyId, Role> = HashMap::new();
+        let mut overlay = Overlay {
+            store: &self.store,
+            start: stored_hash_index(0, self.size),
+            pending: Vec::new(),
+        };
+        let mut items = Vec::with_capacity(drafts.len());
+        for (i, d) in drafts.into_iter().enumerate() {
+            let index = self.size + i as u64;
+            let (s, label) = self.prepare(&d, &pending, &pending_keys)?;
+            if pending.contains_key(&s.id()) || self.index.contains_key(&s.id()) {
+                return Err(LedgerError::Duplicate(s.id()));
+            }
+            if let Some(b) = &s.entry().binding {
+                pending_keys.insert(b.key, b.role);
+            }
+            pending.insert(s.id(), Meta { index, label, tombstoned: false });
+            let hashes = hashes_to_store(index, &s.id(), &overlay)?;
+            overlay.pending.extend_from_slice(&hashes);
+            items.push((s, label, d.content, hashes));
+        }
+        Ok(Prepared { items })
+    }
+
+    fn commit(&mut self, prepared: Prepared<'_>) -> Result<Vec<Appended>, LedgerError> {
+        let batch: Vec<NewEntry<'_>> = prepared
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, (s, label, content, hashes))| NewEntry {
+                index: self.size + i as u64,
+                id: s.id(),
+                cose: s.cose(),
+                kind: s.entry().kind,
+                label: *label,
+                content: Some((s.entry().content_hash, *content)),
+                hashes: hashes.clone(),
+            })
+            .collect();
+        self.store.append(&batch)?;
+        drop(batch);
+        let mut out = Vec::with_capacity(prepared.items.len());
+        for (s, label, _, _) in &prepared.items {
+            let e = s.entry();
+            if let Some(b) = &e.binding {
+                self.keyring.insert(b.key, (b.role, b.name.clone()));
+            }
+            if let Some(t) = e.target {
+                if let Some(m) = self.index.get_mut(&t) {
+                    m.tombstoned = true;
+                }
+            }
+            let index = self.size;
+            self.index.insert(s.id(), Meta { index, label: *label, tombstoned: false });
+            out.push(Appended { id: s.id(), index, label: *label });
+            self.size += 1;
+        }
+        Ok(out)
+    }
+
+    /// Checks one draft against the log (and the batch so far), signs it and labels it.
+    fn prepare(
+        &self,
+        d: &Draft<'_, '_>,
+        pending: &HashMap<EntryId, Meta>,
+        pending_keys: &HashMap<KeyId, Role>,
+    ) -> Result<(SignedEntry, Label), LedgerError> {
+        let e = &d.entry;
+        let role = self
+            .keyring
+            .get(&e.writer)
+            .map(|(r, _)| *r)
+            .or_else(|| pending_keys.get(&e.writer).copied())
+            .ok_or(LedgerError::UnknownWriter(e.writer))?;
+        if Hash32::digest(d.content) != e.content_hash {
+            return Err(LedgerError::ContentMismatch);
+        }
+        match e.kind {
+            Kind::Keyring if role != Role::Log => return Err(LedgerError::NotLogKey),
+            Kind::Tombstone if role.is_untrusted() => {
+                return Err(LedgerError::UntrustedTombstone(e.writer))
+            }
+            _ => {}
+        }
+        let lookup = |id: &EntryId| self.index.get(id).or_else(|| pending.get(id));
+        if let Some(t) = &e.target {
+            lookup(t).ok_or(LedgerError::UnknownTarget(*t))?;
+        }
+        let mut parents = Vec::with_capacity(e.parents.len());
+        for p in &e.parents {
+            let m = lookup(&p.id).ok_or(LedgerError::UnknownParent(p.id))?;
+            parents.push((p.weight, m.label));
+        }
+        // Signing checks sorted, unique parents and the kind-specific fields.
+        let signed = SignedEntry::sign(e.clone(), d.key)?;
+        let label = self.policy.label(role, parents);
+        Ok((signed, label))
+    }
+
+    /// The label of `id`: O(1), from the in-memory index.
+    pub fn label(&self, id: &EntryId) -> Option<Label> {
+        self.index.get(id).map(|m| m.label)
+    }
+
+    /// Whether `id` has been tombstoned.
+    pub fn is_tombstoned(&self, id: &EntryId) -> bool {
+        self.index.get(id).is_some_and(|m| m.tombstoned)
+    }
+
+    /// The leaf index of `id`.
+    pub fn index_of(&self, id: &EntryId) -> Option<u64> {
+        self.index.get(id).map(|m| m.index)
+    }
+
+    /// Reads and re-verifies the entry `id` from the store.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownEntry`]; [`LedgerError::Record`] when stored bytes do not verify.
+    pub fn get(&self, id: &EntryId) -> Result<SignedEntry, LedgerError> {
+        let m = self.index.get(id).ok_or(LedgerError::UnknownEntry(*id))?;
+        let bytes = self.store.entry_bytes(m.index)?.ok_or(LedgerError::Missing(*id))?;
+        let e = SignedEntry::decode(&bytes)?;
+        if e.id() != *id {
+            return Err(LedgerError::Missing(*id));
+        }
+        Ok(e)
+    }
+
+    /// The entry at leaf index `index`, re-verified.
+    ///
+    /// # Errors
+    /// As [`Ledger::get`].
+    pub fn get_by_index(&self, index: u64) -> Result<SignedEntry, LedgerError> {
+        let bytes = self.store.entry_bytes(index)?.ok_or(LedgerError::IndexOutOfRange { index, size: self.size })?;
+        Ok(SignedEntry::decode(&bytes)?)
+    }
+
+    /// The stored content of `id`, if not redacted.
+    ///
+    /// # Errors
+    /// Store and lookup errors.
+    pub fn content(&self, entry: &SignedEntry) -> Result<Option<Vec<u8>>, LedgerError> {
+        Ok(self.store.content(&entry.entry().content_hash)?)
+    }
+
+    /// The root hash of the current tree.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn root(&self) -> Result<RootHash, LedgerError> {
+        Ok(tree_root(self.size, &StoreSource(&self.store))?)
+    }
+
+    /// A verified checkpoint for the current tree size: the stored one if it is current,
+    /// otherwise a newly signed one, stored and verified before it is returned.
+    ///
+    /// # Errors
+    /// Store, tree and checkpoint errors.
+    pub fn checkpoint(&mut self) -> Result<VerifiedCheckpoint, LedgerError> {
+        if let Some(c) = &self.checkpoint {
+            if c.size() == self.size {
+                return Ok(c.clone());
+            }
+        }
+        let verifier = self.verifier()?;
+        let note = match self.store.latest_checkpoint()? {
+            Some((size, note)) if size == self.size => note,
+            _ => {
+                let note = self.signer.sign(self.size, &self.root()?);
+                self.store.put_checkpoint(self.size, &note)?;
+                note
+            }
+        };
+        let c = verifier.verify(&note)?;
+        self.checkpoint = Some(c.clone());
+        Ok(c)
+    }
+
+    /// An inclusion proof for `id` against the tree of the current checkpoint.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownEntry`]; tree errors.
+    pub fn prove_inclusion(&mut self, id: &EntryId) -> Result<(InclusionProof, VerifiedCheckpoint), LedgerError> {
+        let c = self.checkpoint()?;
+        let m = self.index.get(id).ok_or(LedgerError::UnknownEntry(*id))?;
+        let proof = prove_inclusion(c.size(), m.index, &StoreSource(&self.store))?;
+        Ok((proof, c))
+    }
+
+    /// A consistency proof from tree size `old_size` to the current checkpoint.
+    ///
+    /// # Errors
+    /// Tree errors (e.g. `old_size` 0 or larger than the tree).
+    pub fn prove_consistency(&mut self, old_size: u64) -> Result<(ConsistencyProof, VerifiedCheckpoint), LedgerError> {
+        let c = self.checkpoint()?;
+        let proof = crate::log::prove_consistency(old_size, c.size(), &StoreSource(&self.store))?;
+        Ok((proof, c))
+    }
+
+    /// An offline proof bundle for `id` (entry, audit path, signed checkpoint).
+    ///
+    /// # Errors
+    /// As [`Ledger::prove_inclusion`].
+    pub fn prove(&mut self, id: &EntryId) -> Result<ProofBundle, LedgerError> {
+        let (proof, c) = self.prove_inclusion(id)?;
+        let entry = self.get(id)?;
+        Ok(ProofBundle { entry: entry.cose().to_vec(), proof, checkpoint: c.note().to_vec() })
+    }
+
+    /// Deletes `target` by appending a tombstone signed by `key`: the target leaves retrieval,
+    /// stays in the tree, and its descendants keep their labels.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownTarget`]; [`LedgerError::UntrustedTombstone`] for tool/external
+    /// writers; append errors.
+    pub fn tombstone(&mut self, target: EntryId, key: &WriterKey, reason: &str) -> Result<Appended, LedgerError> {
+        let mut e = ProvEntry::new(key.key_id(), Kind::Tombstone, reason.as_bytes());
+        e.target = Some(target);
+        self.append(e, key, reason.as_bytes())
+    }
+
+    /// The shortest lineage path from `id` back to the External entry that makes it untrusted,
+    /// following edges that propagate labels (strong edges; under the fail-closed rule, weak
+    /// edges of an entry with no strong parent). `[id]` when `id` is itself External; empty when
+    /// `id` is not untrusted. Ties: parents are explored in ascending id order, first found wins.
+    ///
+    /// # Errors
+    /// Store and decode errors.
+    pub fn untrusted_path(&self, id: &EntryId) -> Result<Vec<EntryId>, LedgerError> {
+        match self.label(id) {
+            None => return Err(LedgerError::UnknownEntry(*id)),
+            Some(l) if !l.is_untrusted() => return Ok(Vec::new()),
+            _ => {}
+        }
+        let mut prev: HashMap<EntryId, EntryId> = HashMap::new();
+        let mut seen: HashSet<EntryId> = HashSet::from([*id]);
+        let mut queue = VecDeque::from([*id]);
+        while let Some(cur) = queue.pop_front() {
+            if self.label(&cur) == Some(Label::External) {
+                let mut path = vec![cur];
+                let mut at = cur;
+                while let Some(p) = prev.get(&at) {
+                    path.push(*p);
+                    at = *p;
+                }
+                path.reverse();
+                return Ok(path);
+            }
+            for p in self.propagating_parents(&cur)? {
+                if self.label(&p).is_some_and(Label::is_untrusted) && seen.insert(p) {
+                    prev.insert(p, cur);
+                    queue.push_back(p);
+                }
+            }
+        }
+        Ok(vec![*id])
+    }
+
+    /// Parents of `id` whose labels reach it under the ledger's policy.
+    fn propagating_parents(&self, id: &EntryId) -> Result<Vec<EntryId>, LedgerError> {
+        let e = self.get(id)?;
+        let parents = &e.entry().parents;
+        let strong: Vec<EntryId> = parents
+            .iter()
+            .filter(|p| self.policy.is_strong(p.weight))
+            .map(|p| p.id)
+            .collect();
+        Ok(match (strong.is_empty(), self.policy.weak_rule) {
+            (false, _) | (true, WeakRule::FailOpen) => strong,
+            (true, WeakRule::FailClosed) => parents.iter().map(|p| p.id).collect(),
+        })
+    }
+}
+
+fn read_policy<S: Store>(store: &S) -> Result<LabelPolicy, LedgerError> {
+    let tau = store
+        .meta(META_TAU)?
+        .and_then(|s| s.parse::<u64>().ok())
+        .and_then(|m| Weight::new(m).ok())
+        .ok_or(LedgerError::NotALedger)?;
+    let weak_rule = store
+        .meta(META_RULE)?
+        .and_then(|s| WeakRule::from_name(&s))
+        .ok_or(LedgerError::NotALedger)?;
+    Ok(LabelPolicy { tau, weak_rule })
+}
+
+/// Reads the verifier key recorded in a ledger's store (for offline tools that were not given
+/// one; an auditor should prefer a key obtained out of band).
+///
+/// # Errors
+/// [`LedgerError::NotALedger`] when absent; store errors.
+pub fn stored_vkey<S: Store>(store: &S) -> Result<String, LedgerError> {
+    store.meta(META_VKEY)?.ok_or(LedgerError::NotALedger)
+}
+
+/// Reads the labelling parameters recorded in a ledger's store.
+///
+/// # Errors
+/// [`LedgerError::NotALedger`] when absent or malformed; store errors.
+pub fn stored_policy<S: Store>(store: &S) -> Result<LabelPolicy, LedgerError> {
+    read_policy(store)
+}
+
+/// Adapts a [`Store`] to the log's [`HashSource`].
+pub(crate) struct StoreSource<'a, S: Store>(pub(crate) &'a S);
+
+impl<S: Store> HashSource for StoreSource<'_, S> {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {
+        self.0.read_hashes(indexes).map_err(|e| LogError::Source(e.to_string()))
+    }
+}
+
+/// Store hashes plus the not-yet-stored hashes of the batch being appended.
+struct Overlay<'a, S: Store> {
+    store: &'a S,
+    start: u64,
+    pending: Vec<[u8; 32]>,
+}
+
+impl<S: Store> HashSource for Overlay<'_, S> {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {
+        let stored: Vec<u64> = indexes.iter().copied().filter(|i| *i < self.start).collect();
+        let mut from_store = StoreSource(self.store).read_hashes(&stored)?.into_iter();
+        indexes
+            .iter()
+            .map(|&i| {
+                if i < self.start {
+                    from_store.next().ok_or_else(|| LogError::Source(format!("hash {i} missing")))
+                } else {
+                    usize::try_from(i - self.start)
+                        .ok()
+                        .and_then(|k| self.pending.get(k).copied())
+                        .ok_or_else(|| LogError::Source(format!("hash {i} missing")))
+                }
+            })
+            .collect()
+    }
+}
+
+/// Why a ledger operation failed. Nothing already stored is lost by any of them.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The writer's key is not bound by a keyring entry (caller or untrusted input).
+    #[error("writer {0} is not bound in the keyring")]
+    UnknownWriter(KeyId),
+    /// A parent is not in the log (parents must precede children, so no cycle can exist).
+    #[error("unknown parent {0}")]
+    UnknownParent(EntryId),
+    /// A tombstone names an entry that is not in the log.
+    #[error("unknown tombstone target {0}")]
+    UnknownTarget(EntryId),
+    /// No entry with this id.
+    #[error("unknown entry {0}")]
+    UnknownEntry(EntryId),
+    /// The index is not below the tree size.
+    #[error("index {index} out of range for tree size {size}")]
+    IndexOutOfRange {
+        /// Requested index.
+        index: u64,
+        /// Tree size.
+        size: u64,
+    },
+    /// The entry is already in the log (same bytes, same id).
+    #[error("entry {0} already in the log")]
+    Duplicate(EntryId),
+    /// The content does not hash to the entry's content hash.
+    #[error("content does not match the entry's content hash")]
+    ContentMismatch,
+    /// A keyring entry not written by the log key.
+    #[error("only the log key may write keyring entries")]
+    NotLogKey,
+    /// A tool or external principal tried to tombstone an entry.
+    #[error("writer {0} (tool/external) may not write tombstones")]
+    UntrustedTombstone(KeyId),
+    /// The key is already bound to another role.
+    #[error("key {key} already bound as {bound:?}")]
+    Rebind {
+        /// The key.
+        key: KeyId,
+        /// Its existing role.
+        bound: Role,
+    },
+    /// `create` on a store that already holds a ledger.
+    #[error("store already holds a ledger")]
+    NotEmpty,
+    /// The store has no ledger settings (not created by [`Ledger::create`]).
+    #[error("store holds no ledger (missing settings)")]
+    NotALedger,
+    /// The log key given does not match the ledger's recorded verifier key.
+    #[error("log key does not match this ledger")]
+    WrongLogKey,
+    /// An entry the index names is missing from the store (store damaged).
+    #[error("entry {0} missing from the store")]
+    Missing(EntryId),
+    /// An empty batch.
+    #[error("empty batch")]
+    EmptyBatch,
+    /// The entry is malformed or its stored bytes do not verify.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// Tree hashing or proving failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// Checkpoint signing or verification failed.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -4,10 +4,12 @@
 //! data path: `append` (check, sign, label, hash into the tree, store) → `checkpoint` (sign the
 //! tree head) → `prove` → `retrieve` / `gate`.
 
+use crate::gate::{Decision, LineageView, Policy, ToolCall};
 use crate::lineage::{Label, LabelPolicy, WeakRule};
 use crate::log::{
     hashes_to_store, prove_inclusion, stored_hash_index, tree_root, CheckpointError,
     ConsistencyProof, HashSource, InclusionProof, LogError, LogSigner, LogVerifier, ProofBundle,
+    ProofError,
     RootHash, VerifiedCheckpoint,
 };
 use crate::record::{
@@ -53,7 +55,15 @@ pub struct Draft<'k, 'c> {
 
 /// A checked, signed, labelled and hashed batch, ready to be committed to the store.
 struct Prepared<'c> {
-    items: Vec<(SignedEntry, Label, &'c [u8], Vec<[u8; 32]>)>,
+    items: Vec<PreparedEntry<'c>>,
+}
+
+/// One entry of a [`Prepared`] batch.
+struct PreparedEntry<'c> {
+    entry: SignedEntry,
+    label: Label,
+    content: &'c [u8],
+    hashes: Vec<[u8; 32]>,
 }
 
 /// A provenance ledger over a [`Store`].
@@ -181,8 +191,8 @@ impl<S: Store> Ledger<S> {
         let content = format!("bind {} {} {}", role.name(), name, key);
         let mut entry = ProvEntry::new(self.signer.key_id(), Kind::Keyring, content.as_bytes());
         entry.binding = Some(binding);
-        let draft = Draft { entry, key: self.signer.writer_key(), content: content.as_bytes() };
-        let prepared = self.prepare_batch(vec![draft])?;
+        let signed = SignedEntry::sign(entry, self.signer.writer_key())?;
+        let prepared = self.prepare_batch(vec![(signed, content.as_bytes())])?;
         let mut out = self.commit(prepared)?;
         Ok(out.pop())
     }
@@ -208,12 +218,25 @@ impl<S: Store> Ledger<S> {
     /// # Errors
     /// The first failing draft's [`LedgerError`]; nothing of the batch is stored.
     pub fn append_batch(&mut self, drafts: Vec<Draft<'_, '_>>) -> Result<Vec<Appended>, LedgerError> {
-        let prepared = self.prepare_batch(drafts)?;
+        let mut signed = Vec::with_capacity(drafts.len());
+        for d in drafts {
+            signed.push((SignedEntry::sign(d.entry, d.key)?, d.content));
+        }
+        self.append_signed(signed)
+    }
+
+    /// Appends entries that their writers already signed (e.g. on another host), in one store
+    /// transaction. An entry may name earlier entries of the same batch as parents.
+    ///
+    /// # Errors
+    /// As [`Ledger::append_batch`]; nothing of the batch is stored on error.
+    pub fn append_signed(&mut self, entries: Vec<(SignedEntry, &[u8])>) -> Result<Vec<Appended>, LedgerError> {
+        let prepared = self.prepare_batch(entries)?;
         self.commit(prepared)
     }
 
-    fn prepare_batch<'c>(&self, drafts: Vec<Draft<'_, 'c>>) -> Result<Prepared<'c>, LedgerError> {
-        if drafts.is_empty() {
+    fn prepare_batch<'c>(&self, entries: Vec<(SignedEntry, &'c [u8])>) -> Result<Prepared<'c>, LedgerError> {
+        if entries.is_empty() {
             return Err(LedgerError::EmptyBatch);
         }
         let mut pending: HashMap<EntryId, Meta> = HashMap::new();
@@ -223,10 +246,10 @@ impl<S: Store> Ledger<S> {
             start: stored_hash_index(0, self.size),
             pending: Vec::new(),
         };
-        let mut items = Vec::with_capacity(drafts.len());
-        for (i, d) in drafts.into_iter().enumerate() {
+        let mut items = Vec::with_capacity(entries.len());
+        for (i, (s, content)) in entries.into_iter().enumerate() {
             let index = self.size + i as u64;
-            let (s, label) = self.prepare(&d, &pending, &pending_keys)?;
+            let label = self.check(&s, content, &pending, &pending_keys)?;
             if pending.contains_key(&s.id()) || self.index.contains_key(&s.id()) {
                 return Err(LedgerError::Duplicate(s.id()));
             }
@@ -236,7 +259,7 @@ impl<S: Store> Ledger<S> {
             pending.insert(s.id(), Meta { index, label, tombstoned: false });
             let hashes = hashes_to_store(index, &s.id(), &overlay)?;
             overlay.pending.extend_from_slice(&hashes);
-            items.push((s, label, d.content, hashes));
+            items.push(PreparedEntry { entry: s, label, content, hashes });
         }
         Ok(Prepared { items })
     }
@@ -246,20 +269,20 @@ impl<S: Store> Ledger<S> {
             .items
             .iter()
             .enumerate()
-            .map(|(i, (s, label, content, hashes))| NewEntry {
+            .map(|(i, p)| NewEntry {
                 index: self.size + i as u64,
-                id: s.id(),
-                cose: s.cose(),
-                kind: s.entry().kind,
-                label: *label,
-                content: Some((s.entry().content_hash, *content)),
-                hashes: hashes.clone(),
+                id: p.entry.id(),
+                cose: p.entry.cose(),
+                kind: p.entry.entry().kind,
+                label: p.label,
+                content: Some((p.entry.entry().content_hash, p.content)),
+                hashes: p.hashes.clone(),
             })
             .collect();
         self.store.append(&batch)?;
         drop(batch);
         let mut out = Vec::with_capacity(prepared.items.len());
-        for (s, label, _, _) in &prepared.items {
+        for PreparedEntry { entry: s, label, .. } in &prepared.items {
             let e = s.entry();
             if let Some(b) = &e.binding {
                 self.keyring.insert(b.key, (b.role, b.name.clone()));
@@ -277,21 +300,22 @@ impl<S: Store> Ledger<S> {
         Ok(out)
     }
 
-    /// Checks one draft against the log (and the batch so far), signs it and labels it.
-    fn prepare(
+    /// Checks a signed entry against the log (and the batch so far) and labels it.
+    fn check(
         &self,
-        d: &Draft<'_, '_>,
+        s: &SignedEntry,
+        content: &[u8],
         pending: &HashMap<EntryId, Meta>,
         pending_keys: &HashMap<KeyId, Role>,
-    ) -> Result<(SignedEntry, Label), LedgerError> {
-        let e = &d.entry;
+    ) -> Result<Label, LedgerError> {
+        let e = s.entry();
         let role = self
             .keyring
             .get(&e.writer)
             .map(|(r, _)| *r)
             .or_else(|| pending_keys.get(&e.writer).copied())
             .ok_or(LedgerError::UnknownWriter(e.writer))?;
-        if Hash32::digest(d.content) != e.content_hash {
+        if Hash32::digest(content) != e.content_hash {
             return Err(LedgerError::ContentMismatch);
         }
         match e.kind {
@@ -310,10 +334,7 @@ impl<S: Store> Ledger<S> {
             let m = lookup(&p.id).ok_or(LedgerError::UnknownParent(p.id))?;
             parents.push((p.weight, m.label));
         }
-        // Signing checks sorted, unique parents and the kind-specific fields.
-        let signed = SignedEntry::sign(e.clone(), d.key)?;
-        let label = self.policy.label(role, parents);
-        Ok((signed, label))
+        Ok(self.policy.label(role, parents))
     }
 
     /// The label of `id`: O(1), from the in-memory index.
@@ -438,7 +459,8 @@ impl<S: Store> Ledger<S> {
         self.append(e, key, reason.as_bytes())
     }
 
-    /// The shortest lineage path from `id` back to the External entry that makes it untrusted,
+    /// The shortest lineage path to `id` from the External entry that makes it untrusted
+    /// (source first, `id` last),
     /// following edges that propagate labels (strong edges; under the fail-closed rule, weak
     /// edges of an entry with no strong parent). `[id]` when `id` is itself External; empty when
     /// `id` is not untrusted. Ties: parents are explored in ascending id order, first found wins.
@@ -462,7 +484,6 @@ impl<S: Store> Ledger<S> {
                     path.push(*p);
                     at = *p;
                 }
-                path.reverse();
                 return Ok(path);
             }
             for p in self.propagating_parents(&cur)? {
@@ -488,6 +509,29 @@ impl<S: Store> Ledger<S> {
             (false, _) | (true, WeakRule::FailOpen) => strong,
             (true, WeakRule::FailClosed) => parents.iter().map(|p| p.id).collect(),
         })
+    }
+}
+
+impl<S: Store> LineageView for Ledger<S> {
+    fn label_of(&self, id: &EntryId) -> Option<Label> {
+        self.label(id)
+    }
+
+    fn tombstoned(&self, id: &EntryId) -> bool {
+        self.is_tombstoned(id)
+    }
+
+    fn path_to_source(&self, id: &EntryId) -> Vec<EntryId> {
+        // A path is explanation only; the decision never depends on it.
+        self.untrusted_path(id).unwrap_or_default()
+    }
+}
+
+impl<S: Store> Ledger<S> {
+    /// M6: the gate's decision for `call` under `policy`, from this ledger's labels.
+    /// See [`Policy::decide`].
+    pub fn gate(&self, policy: &Policy, call: &ToolCall) -> Decision {
+        policy.decide(call, self)
     }
 }
 
@@ -622,6 +666,9 @@ pub enum LedgerError {
     /// Tree hashing or proving failed.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// An inclusion or consistency proof did not verify (store damaged or tampered with).
+    #[error(transparent)]
+    Proof(#[from] ProofError),
     /// Checkpoint signing or verification failed.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),

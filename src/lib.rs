@@ -14,6 +14,10 @@ pub mod lineage;
 pub mod log;
 pub mod store;
 pub mod gate;
-// pub mod ledger; (enabled once src/log lands)
+pub mod audit;
+pub mod keystore;
+pub mod ledger;
+pub mod replay;
+pub mod retrieve;
 
-// pub use ledger::{Appended, Draft, Ledger, LedgerError};
+pub use ledger::{Appended, Draft, Ledger, LedgerError};

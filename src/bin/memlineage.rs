@@ -1,1 +1,611 @@
-fn main() {}
+//! `memlineage`: record agent memory into a signed ledger, verify it offline, gate tool calls.
+//!
+//! A thin layer over the library: parsing arguments, reading files, printing. Errors go to
+//! stderr with a non-zero exit status.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use memlineage::audit::{audit, AuditReport};
+use memlineage::gate::Policy;
+use memlineage::keystore::KeyStore;
+use memlineage::ledger::{stored_policy, stored_vkey};
+use memlineage::lineage::{LabelPolicy, WeakRule};
+use memlineage::log::{LogVerifier, ProofBundle};
+use memlineage::record::{Attribution, EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, Weight};
+use memlineage::replay::{render_json, render_table, Mode, Replayer};
+use memlineage::store::{MemoryStore, SqliteStore, Store};
+use memlineage::{Draft, Ledger};
+use std::error::Error;
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+type Res<T> = Result<T, Box<dyn Error>>;
+
+/// The bundled AgentDojo banking traces the demo replays (MIT, see fixtures/agentdojo).
+const BANKING: &str = include_str!("../../fixtures/agentdojo/banking.jsonl");
+
+#[derive(Parser)]
+#[command(name = "memlineage", version, about = "Chain of custody for LLM agent memory")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create a ledger (SQLite file) and its key file LEDGER.key (mode 0600).
+    Init {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// Log origin, the checkpoint's first line.
+        #[arg(long, default_value = "memlineage.local/ledger")]
+        origin: String,
+        /// Threshold τ in [0, 1]: an edge propagates labels when w > τ.
+        #[arg(long, default_value_t = 0.5)]
+        tau: f64,
+        /// Rule for derived entries with no strong parent.
+        #[arg(long, value_enum, default_value_t = RuleArg::FailClosed)]
+        rule: RuleArg,
+    },
+    /// Append entries given as JSON lines (one batch: all or nothing).
+    ///
+    /// Each line: {"writer": NAME, "role": ROLE?, "kind": KIND, "content": TEXT,
+    /// "parents": [{"id": HEX, "weight": 0.0..1.0}]?, "attribution": "coarse"?, "time_ms": N?}.
+    /// A writer not yet in the key file is created and bound with its "role".
+    Append {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// JSON-lines file, or - for standard input.
+        #[arg(long, default_value = "-")]
+        input: String,
+    },
+    /// Replay AgentDojo trace files and print attack success and utility per configuration.
+    Replay {
+        /// JSONL trace files (AgentDojo schema).
+        files: Vec<PathBuf>,
+        /// Record into this SQLite ledger (created if absent); default: in memory.
+        #[arg(long)]
+        ledger: Option<PathBuf>,
+        /// Which modes to run.
+        #[arg(long, value_enum, default_value_t = ModeArg::Both)]
+        mode: ModeArg,
+        /// Gate policy (TOML); default: the bundled policy.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify a whole ledger offline: signatures, encodings, keyring, labels, tree root.
+    Verify {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// The log's verifier key (C2SP vkey); default: the one recorded in the ledger.
+        #[arg(long)]
+        log_key: Option<String>,
+        /// A signed checkpoint note file; default: the latest stored in the ledger.
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+    },
+    /// Write the entries in log order as a CBOR sequence (RFC 8742).
+    Export {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// Output file (default: standard output).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Print the latest signed checkpoint (signing a fresh one if the tree grew).
+    Checkpoint {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// Print the log's verifier key (C2SP signed-note form) instead.
+        #[arg(long)]
+        vkey: bool,
+    },
+    /// Write an offline proof bundle (C2SP tlog-proof) for one entry.
+    Prove {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// Entry id (64 hex digits).
+        id: String,
+        /// Output file (default: standard output).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Verify a proof bundle with nothing but the file and the log key.
+    VerifyProof {
+        /// Proof bundle file.
+        file: PathBuf,
+        /// The log's verifier key (C2SP vkey).
+        #[arg(long)]
+        log_key: String,
+    },
+    /// Decode and check one entry's bytes (COSE_Sign1, binary or hex).
+    Inspect {
+        /// Entry file.
+        file: PathBuf,
+    },
+    /// Print an entry's label and the lineage path that gives it.
+    Explain {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// Entry id (64 hex digits).
+        id: String,
+    },
+    /// Replay the bundled banking traces in both modes, verify offline, prove one entry.
+    Demo {
+        /// Directory for the demo ledger (default: a fresh temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RuleArg {
+    FailOpen,
+    FailClosed,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Direct,
+    ViaMemory,
+    Both,
+}
+
+impl ModeArg {
+    fn modes(self) -> Vec<Mode> {
+        match self {
+            ModeArg::Direct => vec![Mode::Direct],
+            ModeArg::ViaMemory => vec![Mode::ViaMemory],
+            ModeArg::Both => Mode::ALL.to_vec(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.cmd) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cmd: Cmd) -> Res<ExitCode> {
+    match cmd {
+        Cmd::Init { ledger, origin, tau, rule } => init(&ledger, &origin, tau, rule),
+        Cmd::Append { ledger, input } => append(&ledger, &input),
+        Cmd::Replay { files, ledger, mode, policy, json } => replay(&files, ledger.as_deref(), mode, policy, json),
+        Cmd::Verify { ledger, log_key, checkpoint } => verify(&ledger, log_key, checkpoint),
+        Cmd::Export { ledger, output } => export(&ledger, output),
+        Cmd::Checkpoint { ledger, vkey } => checkpoint(&ledger, vkey),
+        Cmd::Prove { ledger, id, output } => prove(&ledger, &id, output),
+        Cmd::VerifyProof { file, log_key } => verify_proof(&file, &log_key),
+        Cmd::Inspect { file } => inspect(&file),
+        Cmd::Explain { ledger, id } => explain(&ledger, &id),
+        Cmd::Demo { dir } => demo(dir),
+    }
+}
+
+fn key_path(ledger: &Path) -> PathBuf {
+    let mut p = ledger.as_os_str().to_owned();
+    p.push(".key");
+    PathBuf::from(p)
+}
+
+fn init(ledger: &Path, origin: &str, tau: f64, rule: RuleArg) -> Res<ExitCode> {
+    let keys = key_path(ledger);
+    if ledger.exists() || keys.exists() {
+        return Err(format!("{} or its key file already exists", ledger.display()).into());
+    }
+    let policy = LabelPolicy {
+        tau: Weight::from_f64(tau)?,
+        weak_rule: match rule {
+            RuleArg::FailOpen => WeakRule::FailOpen,
+            RuleArg::FailClosed => WeakRule::FailClosed,
+        },
+    };
+    let ks = KeyStore::generate(origin);
+    let signer = ks.log_signer()?;
+    ks.save(&keys)?;
+    let l = Ledger::create(SqliteStore::open(ledger)?, signer, policy)?;
+    println!("created {} (key file {})", ledger.display(), keys.display());
+    println!("log key: {}", l.vkey());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
+    if !ledger.exists() {
+        return Err(format!("no ledger at {}", ledger.display()).into());
+    }
+    let ks = KeyStore::load(&key_path(ledger))?;
+    let l = Ledger::open(SqliteStore::open(ledger)?, ks.log_signer()?)?;
+    Ok((l, ks))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendLine {
+    writer: String,
+    role: Option<String>,
+    kind: String,
+    content: String,
+    #[serde(default)]
+    parents: Vec<ParentLine>,
+    attribution: Option<String>,
+    time_ms: Option<u64>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ParentLine {
+    id: String,
+    weight: f64,
+}
+
+fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
+    let (mut l, mut ks) = open(ledger)?;
+    let reader: Box<dyn BufRead> = if input == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::io::BufReader::new(std::fs::File::open(input)?))
+    };
+    let mut lines = Vec::new();
+    for (n, line) in reader.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: AppendLine = serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        lines.push(parsed);
+    }
+    let mut keys = Vec::with_capacity(lines.len());
+    let mut created = false;
+    for a in &lines {
+        let role = a.role.as_deref().map(|r| Role::from_name(r).ok_or(format!("unknown role {r}"))).transpose()?;
+        let (key, role, new) = ks.principal(&a.writer, role)?;
+        created |= new;
+        keys.push((key, role));
+    }
+    if created {
+        ks.save(&key_path(ledger))?;
+    }
+    for ((key, role), a) in keys.iter().zip(&lines) {
+        l.bind(key.key_id(), *role, &a.writer)?;
+    }
+    let mut drafts = Vec::with_capacity(lines.len());
+    for ((key, _), a) in keys.iter().zip(&lines) {
+        let kind = Kind::from_name(&a.kind).ok_or(format!("unknown kind {}", a.kind))?;
+        let mut parents = Vec::with_capacity(a.parents.len());
+        for p in &a.parents {
+            parents.push(Parent { id: EntryId::from_hex(&p.id)?, weight: Weight::from_f64(p.weight)? });
+        }
+        let attribution = match a.attribution.as_deref().unwrap_or("coarse") {
+            "coarse" => Attribution::Coarse,
+            "lm_self_eval" => Attribution::LmSelfEval,
+            "attention" => Attribution::Attention,
+            "manual" => Attribution::Manual,
+            other => return Err(format!("unknown attribution {other}").into()),
+        };
+        let time = a.time_ms.unwrap_or_else(now_ms);
+        let entry = ProvEntry::new(key.key_id(), kind, a.content.as_bytes())
+            .with_parents(parents)
+            .with_attribution(attribution)
+            .with_time_ms(time);
+        drafts.push(Draft { entry, key, content: a.content.as_bytes() });
+    }
+    if drafts.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for a in l.append_batch(drafts)? {
+        println!("{}", serde_json::json!({"id": a.id.to_string(), "index": a.index, "label": a.label.name()}));
+    }
+    l.checkpoint()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn load_policy(path: Option<PathBuf>) -> Res<Policy> {
+    Ok(match path {
+        Some(p) => Policy::from_toml(&std::fs::read_to_string(p)?)?,
+        None => Policy::default(),
+    })
+}
+
+fn replay(files: &[PathBuf], ledger: Option<&Path>, mode: ModeArg, policy: Option<PathBuf>, json: bool) -> Res<ExitCode> {
+    if files.is_empty() {
+        return Err("replay needs at least one trace file".into());
+    }
+    let policy = load_policy(policy)?;
+    let modes = mode.modes();
+    let readers = files
+        .iter()
+        .map(|f| Ok(std::io::BufReader::new(std::fs::File::open(f).map_err(|e| format!("{}: {e}", f.display()))?)))
+        .collect::<Res<Vec<_>>>()?;
+    let out = match ledger {
+        Some(path) => {
+            if !path.exists() {
+                init(path, "memlineage.local/replay", 0.5, RuleArg::FailClosed)?;
+            }
+            let (mut l, _) = open(path)?;
+            let out = replay_into(&mut l, policy, readers, &modes, json)?;
+            l.checkpoint()?;
+            out
+        }
+        None => {
+            let ks = KeyStore::generate("memlineage.local/replay");
+            let mut l = Ledger::create(MemoryStore::default(), ks.log_signer()?, LabelPolicy::default())?;
+            replay_into(&mut l, policy, readers, &modes, json)?
+        }
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn replay_into<S: Store>(
+    l: &mut Ledger<S>,
+    policy: Policy,
+    readers: Vec<impl BufRead>,
+    modes: &[Mode],
+    json: bool,
+) -> Res<String> {
+    let mut r = Replayer::new(l, policy);
+    for reader in readers {
+        r.replay_reader(reader, modes)?;
+    }
+    Ok(if json {
+        format!("{}\n", render_json(&r.figures))
+    } else {
+        let mut s = render_table(&r.figures);
+        for ex in &r.examples {
+            s.push_str(&format!(
+                "example {} {} {} call: {}\n",
+                ex.suite,
+                ex.mode.name(),
+                if ex.attack { "attack" } else { "legitimate" },
+                ex.text
+            ));
+        }
+        s
+    })
+}
+
+fn audit_ledger(ledger: &Path, log_key: Option<String>, checkpoint: Option<PathBuf>) -> Res<AuditReport> {
+    let store = SqliteStore::open(ledger)?;
+    let vkey = match log_key {
+        Some(k) => k,
+        None => stored_vkey(&store)?,
+    };
+    let verifier = LogVerifier::from_vkey(&vkey)?;
+    let note = match checkpoint {
+        Some(p) => std::fs::read(p)?,
+        None => store.latest_checkpoint()?.ok_or("the ledger has no checkpoint")?.1,
+    };
+    let policy = stored_policy(&store)?;
+    let size = store.tree_size()?;
+    let metas = store.metas_from(0)?;
+    let entries = metas.into_iter().map(|m| {
+        store
+            .entry_bytes(m.index)
+            .map_err(|e| e.to_string())
+            .and_then(|b| b.ok_or_else(|| format!("entry {} missing", m.index)))
+            .map(|b| (b, Some(m.label)))
+    });
+    let log_key_id = verifier.key_id();
+    let report = audit(entries, &verifier, &note, policy, log_key_id)?;
+    if report.entries != size {
+        return Err(format!("read {} entries of {size}", report.entries).into());
+    }
+    Ok(report)
+}
+
+fn verify(ledger: &Path, log_key: Option<String>, checkpoint: Option<PathBuf>) -> Res<ExitCode> {
+    let r = audit_ledger(ledger, log_key, checkpoint)?;
+    println!(
+        "checkpoint: {} size {} root {}",
+        r.checkpoint.origin(),
+        r.checkpoint.size(),
+        r.checkpoint.root()
+    );
+    println!("entries: {} read, {} verified (signature, canonical bytes, keyring, parents)", r.entries, r.verified);
+    println!(
+        "labels recomputed: trusted {} derived_trusted {} derived_untrusted {} external {}",
+        r.label_counts[0], r.label_counts[1], r.label_counts[2], r.label_counts[3]
+    );
+    println!("tree root at checkpoint size: {}", if r.root_matches { "matches" } else { "MISMATCH" });
+    for f in &r.failures {
+        eprintln!("entry {} ({}): {}", f.index, f.id, f.problem);
+    }
+    if r.is_clean() {
+        println!("OK");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("FAILED: {} problems", r.failures.len() + usize::from(!r.root_matches));
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+fn write_out(output: Option<PathBuf>, bytes: &[u8]) -> Res<()> {
+    match output {
+        Some(p) => {
+            let tmp = p.with_extension("tmp");
+            std::fs::write(&tmp, bytes)?;
+            std::fs::rename(&tmp, &p)?;
+        }
+        None => std::io::stdout().write_all(bytes)?,
+    }
+    Ok(())
+}
+
+fn export(ledger: &Path, output: Option<PathBuf>) -> Res<ExitCode> {
+    let store = SqliteStore::open(ledger)?;
+    let mut out = Vec::new();
+    for i in 0..store.tree_size()? {
+        out.extend(store.entry_bytes(i)?.ok_or_else(|| format!("entry {i} missing"))?);
+    }
+    write_out(output, &out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn checkpoint(ledger: &Path, vkey: bool) -> Res<ExitCode> {
+    if vkey {
+        println!("{}", stored_vkey(&SqliteStore::open(ledger)?)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (mut l, _) = open(ledger)?;
+    let c = l.checkpoint()?;
+    std::io::stdout().write_all(c.note())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn prove(ledger: &Path, id: &str, output: Option<PathBuf>) -> Res<ExitCode> {
+    let (mut l, _) = open(ledger)?;
+    let bundle = l.prove(&EntryId::from_hex(id)?)?;
+    write_out(output, bundle.to_text().as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify_proof(file: &Path, log_key: &str) -> Res<ExitCode> {
+    let text = std::fs::read(file)?;
+    let verifier = LogVerifier::from_vkey(log_key)?;
+    let bundle = ProofBundle::parse(&text)?;
+    let (entry, c) = bundle.verify(&verifier)?;
+    println!(
+        "OK: entry {} ({} by {}) is leaf {} of {} tree size {} root {}",
+        entry.id(),
+        entry.entry().kind.name(),
+        entry.writer().short(),
+        bundle.proof.index,
+        c.origin(),
+        c.size(),
+        c.root()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn inspect(file: &Path) -> Res<ExitCode> {
+    let mut raw = Vec::new();
+    std::fs::File::open(file)?.read_to_end(&mut raw)?;
+    let bytes = match std::str::from_utf8(&raw).ok().map(str::trim) {
+        Some(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit()) => hex::decode(t)?,
+        _ => raw,
+    };
+    match SignedEntry::decode(&bytes) {
+        Ok(s) => {
+            let e = s.entry();
+            let parents: Vec<_> = e
+                .parents
+                .iter()
+                .map(|p| serde_json::json!({"id": p.id.to_string(), "weight": p.weight.to_string()}))
+                .collect();
+            let v = serde_json::json!({
+                "id": s.id().to_string(),
+                "version": e.version,
+                "writer": e.writer.to_string(),
+                "kind": e.kind.name(),
+                "content_hash": e.content_hash.to_string(),
+                "source_hash": e.source_hash.to_string(),
+                "context_hash": e.context_hash.to_string(),
+                "parents": parents,
+                "time_ms": e.time_ms,
+                "attribution": format!("{:?}", e.attribution),
+                "target": e.target.map(|t| t.to_string()),
+                "binding": e.binding.as_ref().map(|b| serde_json::json!({"key": b.key.to_string(), "role": b.role.name(), "name": b.name})),
+                "signature": "valid (verify_strict under the kid)",
+            });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("invalid entry: {e}");
+            eprintln!("class: {e:?}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+fn explain(ledger: &Path, id: &str) -> Res<ExitCode> {
+    let (l, _) = open(ledger)?;
+    let id = EntryId::from_hex(id)?;
+    let label = l.label(&id).ok_or_else(|| format!("unknown entry {id}"))?;
+    println!("entry {id}: {label}{}", if l.is_tombstoned(&id) { " (tombstoned)" } else { "" });
+    let path = l.untrusted_path(&id)?;
+    if path.is_empty() {
+        println!("no untrusted ancestor reaches it over propagating edges");
+    }
+    for (i, hop) in path.iter().enumerate() {
+        let e = l.get(hop)?;
+        let who = l.principal(&e.writer()).map(|(r, n)| format!("{n} ({})", r.name())).unwrap_or_default();
+        println!(
+            "{}{} {} by {} [{}]",
+            if i == 0 { "source " } else { "  -> " },
+            hop.short(),
+            e.entry().kind.name(),
+            who,
+            l.label(hop).map(|x| x.name()).unwrap_or("?")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
+    let tmp;
+    let dir = match dir {
+        Some(d) => {
+            std::fs::create_dir_all(&d)?;
+            d
+        }
+        None => {
+            tmp = tempdir()?;
+            tmp.clone()
+        }
+    };
+    let ledger = dir.join("demo.ledger");
+    if ledger.exists() {
+        return Err(format!("{} exists; pick another --dir", ledger.display()).into());
+    }
+    println!("== memlineage demo: AgentDojo banking (160 runs), direct and via-memory ==");
+    init(&ledger, "memlineage.local/demo", 0.5, RuleArg::FailClosed)?;
+    let (mut l, _) = open(&ledger)?;
+    let t0 = std::time::Instant::now();
+    let table = replay_into(&mut l, Policy::default(), vec![BANKING.as_bytes()], &Mode::ALL, false)?;
+    let c = l.checkpoint()?;
+    println!("recorded {} entries in {:.2?}; checkpoint size {} root {}", l.len(), t0.elapsed(), c.size(), c.root());
+    println!("\n{table}");
+    println!("== offline verification of the whole ledger ==");
+    let vkey = l.vkey();
+    let last_summary = (0..l.len())
+        .rev()
+        .find_map(|i| l.get_by_index(i).ok().filter(|e| e.entry().kind == Kind::Summary))
+        .ok_or("no summary recorded")?;
+    let id = last_summary.id();
+    drop(l);
+    let code = verify(&ledger, Some(vkey.clone()), None)?;
+    if code != ExitCode::SUCCESS {
+        return Ok(code);
+    }
+    println!("\n== proof bundle for one memory, verified from the file alone ==");
+    let proof = dir.join("entry.proof");
+    prove(&ledger, &id.to_string(), Some(proof.clone()))?;
+    println!("wrote {}", proof.display());
+    verify_proof(&proof, &vkey)?;
+    println!("\n== why that memory may not justify a payment ==");
+    explain(&ledger, &id.to_string())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tempdir() -> Res<PathBuf> {
+    let base = std::env::temp_dir().join(format!("memlineage-demo-{}-{}", std::process::id(), now_ms()));
+    std::fs::create_dir_all(&base)?;
+    Ok(base)
+}

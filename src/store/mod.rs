@@ -17,6 +17,10 @@ pub use sqlite::SqliteStore;
 use crate::lineage::Label;
 use crate::record::{EntryId, Hash32, Kind};
 
+/// The largest leaf index, tree size or checkpoint size a store accepts: 2^63 - 1 (SQLite
+/// integers are signed 64-bit). Larger values give [`StoreError::OutOfRange`].
+pub const MAX_INDEX: u64 = i64::MAX as u64;
+
 /// One entry as a batch append hands it to a store.
 #[derive(Clone, Debug)]
 pub struct NewEntry<'a> {
@@ -152,6 +156,42 @@ pub enum StoreError {
     /// Stored bytes make no sense (unknown code, wrong length).
     #[error("store corrupt: {0}")]
     Corrupt(String),
+    /// A batch entry carries the wrong number of tree hashes (caller error). Leaf `index` carries
+    /// its leaf hash plus one hash per subtree it completes: `1 + (index + 1).trailing_zeros()`.
+    #[error("entry {index}: {got} tree hashes, want {want}")]
+    HashCount {
+        /// Leaf index of the offending entry.
+        index: u64,
+        /// Number of hashes given.
+        got: usize,
+        /// Number of hashes leaf `index` must carry.
+        want: usize,
+    },
+    /// A size or index above [`MAX_INDEX`] (2^63 - 1), which SQLite cannot store (caller error).
+    #[error("value {got} out of range, max {max}")]
+    OutOfRange {
+        /// The rejected value.
+        got: u64,
+        /// The largest accepted value, [`MAX_INDEX`].
+        max: u64,
+    },
+    /// The file exists but is not a memlineage ledger: not a SQLite database, or a SQLite
+    /// database without the ledger's `application_id`. Nothing was written to it. Untrusted
+    /// input (any file) can trigger it.
+    #[error("{}: not a memlineage ledger", .path.display())]
+    NotALedger {
+        /// The file given to [`SqliteStore::open`].
+        path: std::path::PathBuf,
+    },
+    /// The file is a memlineage ledger of a schema version this build does not read (written by
+    /// a newer release, or a damaged header). Nothing was written to it.
+    #[error("ledger schema version {got}, this build reads {want}")]
+    SchemaVersion {
+        /// The version found in the file (`PRAGMA user_version`).
+        got: i64,
+        /// The version this build reads and writes.
+        want: i64,
+    },
     /// SQLite failed (I/O, locking, file not a database).
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),

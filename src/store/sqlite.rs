@@ -1,5 +1,524 @@
-//! SQLite store (placeholder; being written).
+//! SQLite store: one ordinary SQLite 3 file in WAL mode (`spec/storage.md`).
 
-/// The embedded default [`super::Store`]: one SQLite file (WAL).
+use super::memory::{check_batch, check_range, leaf_hash_index};
+use super::{EntryMeta, NewEntry, Store, StoreError, MAX_INDEX};
+use crate::lineage::Label;
+use crate::record::{EntryId, Hash32, Kind};
+use rusqlite::types::ValueRef;
+use rusqlite::{ffi, params, Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// DDL of a new ledger, run once in the creating transaction.
+const SCHEMA: &str = include_str!("schema.sql");
+
+/// `PRAGMA application_id` of a memlineage ledger: ASCII `MLNG` (header offset 68, big-endian).
+pub(super) const APPLICATION_ID: i64 = 0x4D4C_4E47;
+
+/// `PRAGMA user_version` of the schema this build reads and writes (header offset 60).
+pub(super) const SCHEMA_VERSION: i64 = 1;
+
+/// How long a statement waits for another connection's lock before failing with
+/// [`StoreError::Sqlite`] (`SQLITE_BUSY`): 5 s.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where a store lives.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// A file; `fresh` when it was absent or 0 bytes before opening.
+    File { fresh: bool },
+    /// Process memory.
+    Memory,
+}
+
+/// Tables a ledger must have.
+const TABLES: [&str; 5] = ["meta", "entries", "content", "tree_hashes", "checkpoints"];
+
+/// The embedded default [`Store`]: one SQLite file (WAL), readable by any SQLite 3 client.
+///
+/// # Durability
+/// On a file ([`SqliteStore::open`]) the connection runs `journal_mode=WAL` and
+/// `synchronous=FULL`: every write method commits one transaction and the WAL is fsynced
+/// before it returns `Ok`, so an acknowledged [`Store::append`], [`Store::put_checkpoint`],
+/// [`Store::set_meta`] or [`Store::redact`] survives a process crash or power loss (given a
+/// disk that honours fsync). A write that returns `Err`, or is interrupted by a crash, leaves
+/// nothing: a batch is one transaction. [`SqliteStore::open_in_memory`] keeps nothing.
+///
+/// # Concurrency
+/// Several connections (threads or processes on one host) may open the same file: readers do
+/// not block the writer; writers serialise (`BEGIN IMMEDIATE`) and wait up to 5 s for the lock.
+///
+/// # Trust
+/// Rows read back are checked for shape (32-byte ids and hashes, known kind and label codes,
+/// contiguous indexes) and rejected with [`StoreError::Corrupt`]; their meaning is checked by
+/// verification against a signed checkpoint, never by the store. No method panics.
 #[derive(Debug)]
-pub struct SqliteStore;
+pub struct SqliteStore {
+    conn: Connection,
+}
+
+impl SqliteStore {
+    /// Opens the ledger at `path`, creating it when the file is absent or empty (0 bytes).
+    ///
+    /// A new ledger gets the schema of `src/store/schema.sql`, `application_id` `0x4D4C4E47`
+    /// and `user_version` 1 in one transaction. An existing file is only read until it is known
+    /// to be a ledger: a foreign file is left byte-identical. Opening checks that the five
+    /// tables exist and that the number of tree hashes matches the number of entries; it does
+    /// not re-read entries or recompute any hash (`spec/storage.md` §4).
+    ///
+    /// # Errors
+    /// - [`StoreError::NotALedger`]: the file is not a SQLite database, or is one without the
+    ///   ledger `application_id` (including a valid but empty SQLite database);
+    /// - [`StoreError::SchemaVersion`]: a ledger of another schema version;
+    /// - [`StoreError::Corrupt`]: a ledger whose tables are missing, whose tree-hash count does
+    ///   not match its entry count, or which SQLite reports as malformed (e.g. truncated);
+    /// - [`StoreError::Sqlite`]: cannot open or create the file, locked beyond the busy
+    ///   timeout, I/O failure.
+    ///
+    /// Does not panic, whatever the file holds.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // SQLite treats any file shorter than its header as an empty database: only a missing
+        // or zero-byte file may become a new ledger.
+        let fresh = match std::fs::metadata(path) {
+            Ok(m) => m.len() == 0,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => return Err(StoreError::Io(e)),
+        };
+        let conn = Connection::open_with_flags(path, flags)?;
+        Self::init(conn, path, Mode::File { fresh })
+    }
+
+    /// A new, empty ledger held in memory (for tests): same schema and checks as a file, lost
+    /// on drop.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] when SQLite cannot allocate it. Does not panic.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::init(
+            Connection::open_in_memory()?,
+            Path::new(":memory:"),
+            Mode::Memory,
+        )
+    }
+
+    /// Sets connection pragmas, recognises or creates the ledger, then switches to WAL.
+    fn init(conn: Connection, path: &Path, mode: Mode) -> Result<Self, StoreError> {
+        let mut store = SqliteStore { conn };
+        store.setup(path, mode).map_err(|e| on_open(e, path))?;
+        Ok(store)
+    }
+
+    fn setup(&mut self, path: &Path, mode: Mode) -> Result<(), StoreError> {
+        // Connection-local settings: they write nothing to the file (though some read it).
+        self.conn.busy_timeout(BUSY_TIMEOUT)?;
+        self.conn.set_prepared_statement_cache_capacity(32);
+        self.recognise_or_create(path, mode)?;
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Redaction must not leave content bytes in free pages.
+        self.conn.pragma_update(None, "secure_delete", "ON")?;
+        if let Mode::File { .. } = mode {
+            // Persistent in the file header; a no-op when already WAL.
+            let _mode: String =
+                self.conn
+                    .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        }
+        self.check_shape()
+    }
+
+    /// Reads the header; creates the schema only in a fresh (absent or empty) database.
+    fn recognise_or_create(&mut self, path: &Path, mode: Mode) -> Result<(), StoreError> {
+        if self.marker(path)? {
+            return Ok(());
+        }
+        if let Mode::File { fresh: false } = mode {
+            return Err(StoreError::NotALedger {
+                path: path.to_path_buf(),
+            });
+        }
+        // Synchronous FULL before the first write, so that creation is durable too.
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Re-check under the write lock: another process may have written the file meanwhile.
+        // (Under the lock an empty database reports one page, so look at what it holds.)
+        let app: i64 = tx.pragma_query_value(None, "application_id", |r| r.get(0))?;
+        if app == APPLICATION_ID {
+            drop(tx);
+            return self.marker(path).map(|_| ());
+        }
+        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let objects: i64 = tx.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+        if app != 0 || version != 0 || objects != 0 {
+            return Err(StoreError::NotALedger {
+                path: path.to_path_buf(),
+            });
+        }
+        tx.execute_batch(SCHEMA)?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Whether the header carries the ledger marker (`Ok(false)` only for a database with no
+    /// pages, i.e. an absent or empty file).
+    fn marker(&self, path: &Path) -> Result<bool, StoreError> {
+        let app: i64 = self
+            .conn
+            .pragma_query_value(None, "application_id", |r| r.get(0))?;
+        let pages: i64 = self
+            .conn
+            .pragma_query_value(None, "page_count", |r| r.get(0))?;
+        if app != APPLICATION_ID {
+            return if pages == 0 {
+                Ok(false)
+            } else {
+                Err(StoreError::NotALedger {
+                    path: path.to_path_buf(),
+                })
+            };
+        }
+        let version: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version != SCHEMA_VERSION {
+            return Err(StoreError::SchemaVersion {
+                got: version,
+                want: SCHEMA_VERSION,
+            });
+        }
+        Ok(true)
+    }
+
+    /// Checks the tables exist and `tree_hashes` holds `stored_hash_index(0, tree_size)` rows
+    /// (by their largest index: O(log n), no scan).
+    fn check_shape(&self) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1")?;
+        for table in TABLES {
+            let n: i64 = stmt.query_row([table], |r| r.get(0))?;
+            if n != 1 {
+                return Err(StoreError::Corrupt(format!("table {table} missing")));
+            }
+        }
+        let size = self.tree_size()?;
+        let want = leaf_hash_index(size)?;
+        let got = match max_idx(&self.conn, "SELECT max(idx) FROM tree_hashes")? {
+            Some(max) => max.checked_add(1).ok_or_else(|| corrupt("tree_hashes.idx"))?,
+            None => 0,
+        };
+        if got != want {
+            return Err(StoreError::Corrupt(format!(
+                "{got} tree hashes for {size} entries, want {want}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads one optional column of one optional row.
+    fn one<T>(
+        &self,
+        sql: &str,
+        key: impl rusqlite::Params,
+        f: impl FnOnce(ValueRef<'_>) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let mut rows = stmt.query(key)?;
+        match rows.next()? {
+            Some(row) => f(row.get_ref(0)?).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Store for SqliteStore {
+    /// `max(idx) + 1` over `entries`: one indexed lookup, O(log n).
+    fn tree_size(&self) -> Result<u64, StoreError> {
+        tree_size_of(&self.conn)
+    }
+
+    /// Appends a batch in one `BEGIN IMMEDIATE` transaction, durable when it returns `Ok`.
+    fn append(&mut self, batch: &[NewEntry<'_>]) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let size = tree_size_of(&tx)?;
+        check_batch(size, batch)?;
+        {
+            let mut ins_entry = tx.prepare_cached(
+                "INSERT INTO entries (idx, id, cose, kind, label, content_hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            let mut ins_content = tx.prepare_cached(
+                "INSERT INTO content (hash, bytes) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
+            )?;
+            let mut ins_hash =
+                tx.prepare_cached("INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)")?;
+            for e in batch {
+                let content_hash = e.content.as_ref().map(|(h, _)| &h.0[..]);
+                ins_entry
+                    .execute(params![
+                        to_i64(e.index)?,
+                        &e.id.0[..],
+                        e.cose,
+                        to_i64(e.kind.code())?,
+                        i64::from(e.label.code()),
+                        content_hash,
+                    ])
+                    .map_err(|err| duplicate_or(err, e.id))?;
+                if let Some((h, bytes)) = e.content {
+                    ins_content.execute(params![&h.0[..], bytes])?;
+                }
+                let mut at = leaf_hash_index(e.index)?;
+                for h in &e.hashes {
+                    ins_hash.execute(params![to_i64(at)?, &h[..]])?;
+                    at += 1;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn entry_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let Ok(idx) = i64::try_from(index) else {
+            return Ok(None);
+        };
+        self.one("SELECT cose FROM entries WHERE idx = ?1", [idx], |v| {
+            blob(v, "entries.cose").map(<[u8]>::to_vec)
+        })
+    }
+
+    fn index_of(&self, id: &EntryId) -> Result<Option<u64>, StoreError> {
+        self.one("SELECT idx FROM entries WHERE id = ?1", [&id.0[..]], |v| {
+            to_u64(int(v, "entries.idx")?, "entries.idx")
+        })
+    }
+
+    /// One query in index order; checks that indexes run contiguously from `from`.
+    fn metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
+        let Ok(from_i) = i64::try_from(from) else {
+            return Ok(Vec::new());
+        };
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT idx, id, kind, label FROM entries WHERE idx >= ?1 ORDER BY idx",
+        )?;
+        let mut rows = stmt.query([from_i])?;
+        let mut out = Vec::new();
+        let mut want = from;
+        while let Some(row) = rows.next()? {
+            let index = to_u64(int(row.get_ref(0)?, "entries.idx")?, "entries.idx")?;
+            if index != want {
+                return Err(StoreError::Corrupt(format!(
+                    "entries: index {index} where {want} was expected"
+                )));
+            }
+            let id = EntryId(blob32(row.get_ref(1)?, "entries.id")?);
+            let kind_code = to_u64(int(row.get_ref(2)?, "entries.kind")?, "entries.kind")?;
+            let kind = Kind::from_code(kind_code)
+                .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: kind {kind_code}")))?;
+            let label_code = int(row.get_ref(3)?, "entries.label")?;
+            let label = u8::try_from(label_code)
+                .ok()
+                .and_then(Label::from_code)
+                .ok_or_else(|| {
+                    StoreError::Corrupt(format!("entry {index}: label {label_code}"))
+                })?;
+            out.push(EntryMeta {
+                index,
+                id,
+                kind,
+                label,
+            });
+            want = index.saturating_add(1);
+        }
+        Ok(out)
+    }
+
+    /// One cached statement executed per index.
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT hash FROM tree_hashes WHERE idx = ?1")?;
+        let mut out = Vec::with_capacity(indexes.len());
+        for &i in indexes {
+            let Ok(idx) = i64::try_from(i) else {
+                return Err(StoreError::MissingHash(i));
+            };
+            let mut rows = stmt.query([idx])?;
+            match rows.next()? {
+                Some(row) => out.push(blob32(row.get_ref(0)?, "tree_hashes.hash")?),
+                None => return Err(StoreError::MissingHash(i)),
+            }
+        }
+        Ok(out)
+    }
+
+    fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError> {
+        self.one("SELECT bytes FROM content WHERE hash = ?1", [&hash.0[..]], |v| {
+            blob(v, "content.bytes").map(<[u8]>::to_vec)
+        })
+    }
+
+    /// Deletes the content row with `secure_delete` on (freed pages are zeroed), then
+    /// checkpoints and truncates the WAL so that no copy of the bytes stays in the WAL file.
+    /// The truncation is best effort: it is skipped while another connection reads.
+    fn redact(&mut self, hash: &Hash32) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .prepare_cached("DELETE FROM content WHERE hash = ?1")?
+            .execute([&hash.0[..]])?;
+        if n > 0 {
+            // Best effort, after the delete has committed: a failure or a busy reader only
+            // delays the truncation to a later checkpoint, so its result is not an error.
+            let _ = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+        }
+        Ok(n > 0)
+    }
+
+    fn put_checkpoint(&mut self, size: u64, note: &[u8]) -> Result<(), StoreError> {
+        check_range(size)?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO checkpoints (size, note) VALUES (?1, ?2) \
+                 ON CONFLICT (size) DO UPDATE SET note = excluded.note",
+            )?
+            .execute(params![to_i64(size)?, note])?;
+        Ok(())
+    }
+
+    fn latest_checkpoint(&self) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1")?;
+        let mut rows = stmt.query([])?;
+        match rows.next()? {
+            Some(row) => {
+                let size = to_u64(int(row.get_ref(0)?, "checkpoints.size")?, "checkpoints.size")?;
+                let note = blob(row.get_ref(1)?, "checkpoints.note")?.to_vec();
+                Ok(Some((size, note)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.one("SELECT value FROM meta WHERE key = ?1", [key], |v| match v {
+            ValueRef::Text(t) => String::from_utf8(t.to_vec())
+                .map_err(|_| StoreError::Corrupt(format!("meta {key}: not UTF-8"))),
+            _ => Err(StoreError::Corrupt(format!("meta {key}: not text"))),
+        })
+    }
+
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )?
+            .execute([key, value])?;
+        Ok(())
+    }
+}
+
+/// `max(idx) + 1` over `entries`, through a connection or an open transaction.
+fn tree_size_of(conn: &Connection) -> Result<u64, StoreError> {
+    match max_idx(conn, "SELECT max(idx) FROM entries")? {
+        Some(max) => max.checked_add(1).ok_or_else(|| corrupt("entries.idx")),
+        None => Ok(0),
+    }
+}
+
+/// `SELECT max(idx) …` as a `u64`, `None` for an empty table.
+fn max_idx(conn: &Connection, sql: &str) -> Result<Option<u64>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query([])?;
+    match rows.next()? {
+        Some(row) => match row.get_ref(0)? {
+            ValueRef::Null => Ok(None),
+            v => to_u64(int(v, "idx")?, "idx").map(Some),
+        },
+        None => Ok(None),
+    }
+}
+
+/// Maps the unique-constraint failure of inserting `id` to [`StoreError::Duplicate`].
+fn duplicate_or(err: rusqlite::Error, id: EntryId) -> StoreError {
+    match err.sqlite_error() {
+        Some(e) if e.extended_code == ffi::SQLITE_CONSTRAINT_UNIQUE => StoreError::Duplicate(id),
+        _ => StoreError::Sqlite(err),
+    }
+}
+
+/// Names open failures by class: "not a database" is [`StoreError::NotALedger`], "malformed"
+/// is [`StoreError::Corrupt`].
+fn on_open(err: StoreError, path: &Path) -> StoreError {
+    match err {
+        StoreError::Sqlite(e) => match e.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => StoreError::NotALedger {
+                path: PathBuf::from(path),
+            },
+            Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt(format!("sqlite: {e}")),
+            _ => StoreError::Sqlite(e),
+        },
+        other => other,
+    }
+}
+
+/// A `u64` as an SQLite integer.
+fn to_i64(n: u64) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| StoreError::OutOfRange {
+        got: n,
+        max: MAX_INDEX,
+    })
+}
+
+/// A stored integer that must be non-negative.
+fn to_u64(n: i64, what: &str) -> Result<u64, StoreError> {
+    u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{what}: negative value {n}")))
+}
+
+/// A column that must hold an integer.
+fn int(v: ValueRef<'_>, what: &str) -> Result<i64, StoreError> {
+    match v {
+        ValueRef::Integer(n) => Ok(n),
+        other => Err(StoreError::Corrupt(format!(
+            "{what}: {:?} where an integer was expected",
+            other.data_type()
+        ))),
+    }
+}
+
+/// A column that must hold a blob.
+fn blob<'a>(v: ValueRef<'a>, what: &str) -> Result<&'a [u8], StoreError> {
+    match v {
+        ValueRef::Blob(b) => Ok(b),
+        other => Err(StoreError::Corrupt(format!(
+            "{what}: {:?} where a blob was expected",
+            other.data_type()
+        ))),
+    }
+}
+
+/// A column that must hold a 32-byte blob.
+fn blob32(v: ValueRef<'_>, what: &str) -> Result<[u8; 32], StoreError> {
+    let b = blob(v, what)?;
+    <[u8; 32]>::try_from(b)
+        .map_err(|_| StoreError::Corrupt(format!("{what}: {} bytes, want 32", b.len())))
+}
+
+/// A corrupt-store error about `what`.
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("{what}: value out of range"))
+}

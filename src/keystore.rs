@@ -1,0 +1,142 @@
+//! A local key file for the CLI: the log key and the principals' signing keys, as JSON.
+//!
+//! ```json
+//! {"origin": "memlineage.local/ledger", "log_seed": "<64 hex>",
+//!  "principals": {"user": {"role": "user", "seed": "<64 hex>"}}}
+//! ```
+//! Seeds are secret: the file is written with mode 0600 and never inside the ledger database.
+//! An embedding runtime would keep keys in its own secret store instead.
+
+use crate::log::{CheckpointError, LogSigner};
+use crate::record::{Role, WriterKey};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The CLI's key file.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyStore {
+    /// The log's origin (checkpoint name, e.g. `memlineage.local/ledger`).
+    pub origin: String,
+    /// The log key's seed, 64 hex digits.
+    log_seed: String,
+    /// Principals by name.
+    principals: BTreeMap<String, PrincipalKey>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrincipalKey {
+    role: String,
+    seed: String,
+}
+
+impl KeyStore {
+    /// A new key store with a fresh log key.
+    pub fn generate(origin: &str) -> Self {
+        KeyStore {
+            origin: origin.to_string(),
+            log_seed: hex::encode(WriterKey::generate().seed()),
+            principals: BTreeMap::new(),
+        }
+    }
+
+    /// Reads a key file.
+    ///
+    /// # Errors
+    /// [`KeyStoreError`] for I/O, JSON or seed problems. Does not panic.
+    pub fn load(path: &Path) -> Result<Self, KeyStoreError> {
+        let text = std::fs::read_to_string(path).map_err(|e| KeyStoreError::Io(path.display().to_string(), e))?;
+        let ks: KeyStore = serde_json::from_str(&text).map_err(|e| KeyStoreError::Format(e.to_string()))?;
+        parse_seed(&ks.log_seed)?;
+        for p in ks.principals.values() {
+            parse_seed(&p.seed)?;
+            Role::from_name(&p.role).ok_or_else(|| KeyStoreError::Format(format!("unknown role {}", p.role)))?;
+        }
+        Ok(ks)
+    }
+
+    /// Writes the key file with mode 0600 (on Unix), via a temporary file and rename so a crash
+    /// leaves the old file or the new one, never half of one.
+    ///
+    /// # Errors
+    /// [`KeyStoreError::Io`].
+    pub fn save(&self, path: &Path) -> Result<(), KeyStoreError> {
+        let io = |e| KeyStoreError::Io(path.display().to_string(), e);
+        let text = serde_json::to_string_pretty(self).map_err(|e| KeyStoreError::Format(e.to_string()))?;
+        let tmp = path.with_extension("key.tmp");
+        {
+            use std::io::Write;
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                opts.mode(0o600);
+            }
+            let mut f = opts.open(&tmp).map_err(io)?;
+            f.write_all(text.as_bytes()).map_err(io)?;
+            f.sync_all().map_err(io)?;
+        }
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    /// The log signer.
+    ///
+    /// # Errors
+    /// [`KeyStoreError::Checkpoint`] when the origin is not a valid signed-note key name.
+    pub fn log_signer(&self) -> Result<LogSigner, KeyStoreError> {
+        let seed = parse_seed(&self.log_seed)?;
+        Ok(LogSigner::new(&self.origin, WriterKey::from_seed(&seed))?)
+    }
+
+    /// The key of principal `name`, creating it with `role` if absent. Returns the key, its
+    /// role, and whether it was created.
+    ///
+    /// # Errors
+    /// [`KeyStoreError::RoleMismatch`] when `name` exists with another role.
+    pub fn principal(&mut self, name: &str, role: Option<Role>) -> Result<(WriterKey, Role, bool), KeyStoreError> {
+        if let Some(p) = self.principals.get(name) {
+            let have = Role::from_name(&p.role).ok_or_else(|| KeyStoreError::Format(p.role.clone()))?;
+            if role.is_some_and(|r| r != have) {
+                return Err(KeyStoreError::RoleMismatch(name.to_string()));
+            }
+            return Ok((WriterKey::from_seed(&parse_seed(&p.seed)?), have, false));
+        }
+        let role = role.ok_or_else(|| KeyStoreError::UnknownPrincipal(name.to_string()))?;
+        let key = WriterKey::generate();
+        self.principals.insert(
+            name.to_string(),
+            PrincipalKey { role: role.name().to_string(), seed: hex::encode(key.seed()) },
+        );
+        Ok((key, role, true))
+    }
+}
+
+fn parse_seed(s: &str) -> Result<[u8; 32], KeyStoreError> {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(s, &mut out).map_err(|_| KeyStoreError::Format("a seed is 64 hex digits".into()))?;
+    Ok(out)
+}
+
+/// Key file problems.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyStoreError {
+    /// Reading or writing the file failed.
+    #[error("key file {0}: {1}")]
+    Io(String, std::io::Error),
+    /// The file is not a key file (bad JSON, bad seed, unknown role).
+    #[error("key file: {0}")]
+    Format(String),
+    /// A principal used without a role that is not in the file yet.
+    #[error("principal `{0}` unknown: give its role to create it")]
+    UnknownPrincipal(String),
+    /// A principal named with a role other than the one it has.
+    #[error("principal `{0}` exists with another role")]
+    RoleMismatch(String),
+    /// The origin is not a valid checkpoint name.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+}

@@ -1,0 +1,446 @@
+//! Replays AgentDojo ground-truth traces (schema: `fixtures/agentdojo/README.md`) into a ledger
+//! and gates every sensitive tool call under three configurations.
+//!
+//! Per run: the prompt becomes a user entry; each tool call an agent entry whose parents are the
+//! entries its arguments came from (`arg_sources`); each tool result an entry of the tool's own
+//! principal (role tool, so External). In [`Mode::ViaMemory`] each tool result is also
+//! summarised into an agent-written memory (parent: the result, coarse weight 1.0) and calls are
+//! justified by those memories: the memory-laundering case. Configurations:
+//! - [`Config::NoDefence`]: every call is allowed;
+//! - [`Config::SignaturesOnly`]: each justifying entry's signature is checked and its *writer's*
+//!   role decides (tool/external = untrusted), no lineage;
+//! - [`Config::MemLineage`]: the gate over lineage labels.
+
+use crate::gate::{Decision, LineageView, Policy, ToolCall};
+use crate::ledger::{Ledger, LedgerError};
+use crate::lineage::Label;
+use crate::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey};
+use crate::store::Store;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::BufRead;
+
+/// Base of writer-asserted times in replayed entries: 2025-01-01T00:00:00Z in ms (AgentDojo
+/// pins its clock there).
+const TIME_BASE_MS: u64 = 1_735_689_600_000;
+
+/// How tool results reach the calls they justify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Calls are justified by the raw tool results.
+    Direct,
+    /// Calls are justified by agent-written memories summarising the tool results.
+    ViaMemory,
+}
+
+impl Mode {
+    /// Both modes.
+    pub const ALL: [Mode; 2] = [Mode::Direct, Mode::ViaMemory];
+
+    /// `direct` or `via_memory`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Direct => "direct",
+            Mode::ViaMemory => "via_memory",
+        }
+    }
+}
+
+/// The defence a sensitive call is decided under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Config {
+    /// No check at all.
+    NoDefence,
+    /// Signatures and writer roles, no lineage.
+    SignaturesOnly,
+    /// The lineage gate.
+    MemLineage,
+}
+
+impl Config {
+    /// All configurations.
+    pub const ALL: [Config; 3] = [Config::NoDefence, Config::SignaturesOnly, Config::MemLineage];
+
+    /// `no_defence`, `signatures_only`, `memlineage`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Config::NoDefence => "no_defence",
+            Config::SignaturesOnly => "signatures_only",
+            Config::MemLineage => "memlineage",
+        }
+    }
+}
+
+/// Counts for one (suite, mode, configuration).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Sensitive calls of the injection task.
+    pub attack_calls: u64,
+    /// Of those, allowed.
+    pub attack_allowed: u64,
+    /// Sensitive calls of the user task.
+    pub legit_calls: u64,
+    /// Of those, allowed.
+    pub legit_allowed: u64,
+}
+
+impl Tally {
+    /// Attack success rate: attack calls allowed / attack calls (0 when there are none).
+    pub fn attack_success_rate(&self) -> f64 {
+        ratio(self.attack_allowed, self.attack_calls)
+    }
+
+    /// Utility: legitimate calls allowed / legitimate calls (1 when there are none).
+    pub fn utility(&self) -> f64 {
+        if self.legit_calls == 0 {
+            1.0
+        } else {
+            ratio(self.legit_allowed, self.legit_calls)
+        }
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// All figures of a replay: suite → mode → configuration → counts.
+pub type Figures = BTreeMap<String, BTreeMap<Mode, BTreeMap<Config, Tally>>>;
+
+/// One AgentDojo run (a line of the JSONL file). Unknown fields are ignored.
+#[derive(Debug, Deserialize)]
+pub struct Run {
+    /// Suite name.
+    pub suite: String,
+    /// AgentDojo user task id.
+    pub user_task: String,
+    /// Injection task id, `None` for the run without injection.
+    pub injection_task: Option<String>,
+    /// Events in order.
+    pub events: Vec<Event>,
+}
+
+/// One event of a run.
+#[derive(Debug, Deserialize)]
+pub struct Event {
+    /// Position in the run.
+    pub id: u64,
+    /// `user`, `agent` or `tool:<name>`.
+    pub principal: String,
+    /// `prompt`, `tool_call` or `tool_result`.
+    pub kind: String,
+    /// Tool name for calls and results.
+    pub tool: Option<String>,
+    /// Call arguments.
+    pub args: Option<serde_json::Value>,
+    /// Prompt or tool output text.
+    pub text: Option<String>,
+    /// For a call: argument name → ids of earlier events its value came from.
+    pub arg_sources: Option<BTreeMap<String, Vec<u64>>>,
+    /// For a call: whether the tool is a sensitive sink.
+    pub sensitive: Option<bool>,
+    /// For a call: whether it belongs to the injection task.
+    pub attack: Option<bool>,
+}
+
+/// A denial seen during replay, for the report.
+#[derive(Debug, Clone)]
+pub struct Example {
+    /// Suite.
+    pub suite: String,
+    /// Mode.
+    pub mode: Mode,
+    /// Whether the call was an attack call.
+    pub attack: bool,
+    /// The denial as a sentence.
+    pub text: String,
+}
+
+/// Replays runs into a ledger and tallies gate decisions.
+pub struct Replayer<'l, S: Store> {
+    ledger: &'l mut Ledger<S>,
+    policy: Policy,
+    keys: HashMap<String, WriterKey>,
+    /// The tallies so far.
+    pub figures: Figures,
+    /// The first denial of an attack call and of a legitimate call per suite and mode.
+    pub examples: Vec<Example>,
+}
+
+impl<'l, S: Store> Replayer<'l, S> {
+    /// A replayer appending to `ledger` and gating under `policy`.
+    pub fn new(ledger: &'l mut Ledger<S>, policy: Policy) -> Self {
+        Replayer { ledger, policy, keys: HashMap::new(), figures: Figures::new(), examples: Vec::new() }
+    }
+
+    /// Replays every line of a JSONL trace file in each of `modes`.
+    ///
+    /// # Errors
+    /// [`ReplayError::Parse`] naming the line of a malformed run (runs before it stay
+    /// recorded); ledger errors.
+    pub fn replay_reader(&mut self, reader: impl BufRead, modes: &[Mode]) -> Result<u64, ReplayError> {
+        let mut runs = 0;
+        for (n, line) in reader.lines().enumerate() {
+            let line = line.map_err(|e| ReplayError::Parse { line: n + 1, msg: e.to_string() })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let run: Run =
+                serde_json::from_str(&line).map_err(|e| ReplayError::Parse { line: n + 1, msg: e.to_string() })?;
+            for &mode in modes {
+                self.replay_run(&run, mode).map_err(|e| match e {
+                    ReplayError::BadRun(msg) => ReplayError::Parse { line: n + 1, msg },
+                    other => other,
+                })?;
+            }
+            runs += 1;
+        }
+        Ok(runs)
+    }
+
+    /// The key of a principal named in the trace, bound in the keyring on first use.
+    fn key(&mut self, principal: &str) -> Result<&WriterKey, ReplayError> {
+        if !self.keys.contains_key(principal) {
+            let role = match principal {
+                "user" => Role::User,
+                "agent" => Role::Agent,
+                p if p.starts_with("tool:") => Role::Tool,
+                _ => Role::External,
+            };
+            let key = WriterKey::for_label(&format!("agentdojo/{principal}"));
+            self.ledger.bind(key.key_id(), role, principal)?;
+            self.keys.insert(principal.to_string(), key);
+        }
+        self.keys.get(principal).ok_or_else(|| ReplayError::BadRun(format!("no key for {principal}")))
+    }
+
+    /// Records one run in one batch, then decides each sensitive call under every configuration.
+    ///
+    /// # Errors
+    /// [`ReplayError::BadRun`] for an event that breaks the schema; ledger errors.
+    pub fn replay_run(&mut self, run: &Run, mode: Mode) -> Result<(), ReplayError> {
+        for p in ["user", "agent"] {
+            self.key(p)?;
+        }
+        for e in &run.events {
+            self.key(&e.principal)?;
+        }
+        let run_tag = format!(
+            "agentdojo/{}/{}/{}/{}",
+            run.suite,
+            run.user_task,
+            run.injection_task.as_deref().unwrap_or("none"),
+            mode.name()
+        );
+        let mut batch: Vec<(SignedEntry, Vec<u8>)> = Vec::new();
+        let mut justify: HashMap<u64, EntryId> = HashMap::new();
+        let mut calls: HashMap<u64, EntryId> = HashMap::new();
+        for ev in &run.events {
+            let base = self.ledger.len() + batch.len() as u64;
+            let source = Hash32::digest(format!("{run_tag}/{}", ev.id).as_bytes());
+            match ev.kind.as_str() {
+                "prompt" => {
+                    let text = ev.text.clone().unwrap_or_default();
+                    let e = self.sign(&ev.principal, Kind::Prompt, text.into_bytes(), vec![], source, base)?;
+                    justify.insert(ev.id, e.0.id());
+                    batch.push(e);
+                }
+                "tool_call" => {
+                    let mut parents: BTreeSet<EntryId> = BTreeSet::new();
+                    for ids in ev.arg_sources.iter().flat_map(|m| m.values()) {
+                        for i in ids {
+                            parents.insert(*justify.get(i).ok_or_else(|| bad(ev, "arg source not an earlier event"))?);
+                        }
+                    }
+                    let content = serde_json::json!({"tool": ev.tool, "args": ev.args}).to_string();
+                    let parents = parents.into_iter().map(|id| Parent { id, weight: Weight::ONE }).collect();
+                    let e = self.sign("agent", Kind::ToolCall, content.into_bytes(), parents, source, base)?;
+                    calls.insert(ev.id, e.0.id());
+                    batch.push(e);
+                }
+                "tool_result" => {
+                    let text = ev.text.clone().unwrap_or_default();
+                    let parents = match ev.id.checked_sub(1).and_then(|c| calls.get(&c)) {
+                        Some(call) => vec![Parent { id: *call, weight: Weight::ONE }],
+                        None => vec![],
+                    };
+                    let r = self.sign(&ev.principal, Kind::ToolResult, text.clone().into_bytes(), parents, source, base)?;
+                    let result_id = r.0.id();
+                    batch.push(r);
+                    justify.insert(ev.id, result_id);
+                    if mode == Mode::ViaMemory {
+                        let memory = format!("memory of {} output: {text}", ev.tool.as_deref().unwrap_or("tool"));
+                        let parents = vec![Parent { id: result_id, weight: Weight::ONE }];
+                        let m = self.sign("agent", Kind::Summary, memory.into_bytes(), parents, source, base + 1)?;
+                        justify.insert(ev.id, m.0.id());
+                        batch.push(m);
+                    }
+                }
+                _ => return Err(bad(ev, "unknown event kind")),
+            }
+        }
+        let entries = batch.iter().map(|(s, c)| (s.clone(), c.as_slice())).collect();
+        self.ledger.append_signed(entries)?;
+        for ev in run.events.iter().filter(|e| e.kind == "tool_call") {
+            self.decide(run, mode, ev, &justify)?;
+        }
+        Ok(())
+    }
+
+    fn sign(
+        &mut self,
+        principal: &str,
+        kind: Kind,
+        content: Vec<u8>,
+        parents: Vec<Parent>,
+        source: Hash32,
+        index: u64,
+    ) -> Result<(SignedEntry, Vec<u8>), ReplayError> {
+        let key = self.key(principal)?;
+        let e = ProvEntry::new(key.key_id(), kind, &content)
+            .with_parents(parents)
+            .with_source_hash(source)
+            .with_time_ms(TIME_BASE_MS + index);
+        Ok((SignedEntry::sign(e, key).map_err(LedgerError::from)?, content))
+    }
+
+    fn decide(&mut self, run: &Run, mode: Mode, ev: &Event, justify: &HashMap<u64, EntryId>) -> Result<(), ReplayError> {
+        let mut call = ToolCall {
+            tool: ev.tool.clone().ok_or_else(|| bad(ev, "tool_call without tool"))?,
+            sensitive: ev.sensitive.unwrap_or(false),
+            args: Vec::new(),
+        };
+        for (name, ids) in ev.arg_sources.iter().flatten() {
+            let entries = ids.iter().filter_map(|i| justify.get(i).copied()).collect();
+            call.args.push((name.clone(), entries));
+        }
+        if !self.policy.is_sensitive(&call) {
+            return Ok(());
+        }
+        let attack = ev.attack.unwrap_or(false);
+        for config in Config::ALL {
+            let decision = match config {
+                Config::NoDefence => Decision::Allow,
+                Config::SignaturesOnly => self.policy.decide(&call, &SignaturesOnly(&*self.ledger)),
+                Config::MemLineage => self.ledger.gate(&self.policy, &call),
+            };
+            let t = self
+                .figures
+                .entry(run.suite.clone())
+                .or_default()
+                .entry(mode)
+                .or_default()
+                .entry(config)
+                .or_default();
+            let allowed = u64::from(decision.is_allow());
+            if attack {
+                t.attack_calls += 1;
+                t.attack_allowed += allowed;
+            } else {
+                t.legit_calls += 1;
+                t.legit_allowed += allowed;
+            }
+            if let (Config::MemLineage, Decision::Deny(d)) = (config, &decision) {
+                let seen = self.examples.iter().any(|x| x.suite == run.suite && x.mode == mode && x.attack == attack);
+                if !seen {
+                    self.examples.push(Example { suite: run.suite.clone(), mode, attack, text: d.to_string() });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The signatures-only baseline: an entry is trusted iff its signature verifies and its writer's
+/// role is not tool/external. Lineage is ignored.
+pub struct SignaturesOnly<'a, S: Store>(pub &'a Ledger<S>);
+
+impl<S: Store> LineageView for SignaturesOnly<'_, S> {
+    fn label_of(&self, id: &EntryId) -> Option<Label> {
+        let entry = self.0.get(id).ok()?;
+        let role = self.0.principal(&entry.writer())?.0;
+        Some(if role.is_untrusted() { Label::External } else { Label::Trusted })
+    }
+
+    fn tombstoned(&self, id: &EntryId) -> bool {
+        self.0.is_tombstoned(id)
+    }
+
+    fn path_to_source(&self, id: &EntryId) -> Vec<EntryId> {
+        vec![*id]
+    }
+}
+
+fn bad(ev: &Event, what: &str) -> ReplayError {
+    ReplayError::BadRun(format!("event {}: {what}", ev.id))
+}
+
+/// Renders figures as a plain-text table (one row per suite, mode and configuration).
+pub fn render_table(figures: &Figures) -> String {
+    let mut out = String::from(
+        "suite      mode        config            attack success        utility (legit allowed)\n",
+    );
+    for (suite, modes) in figures {
+        for (mode, configs) in modes {
+            for (config, t) in configs {
+                out.push_str(&format!(
+                    "{:<10} {:<11} {:<17} {:>4.2} ({:>3}/{:<3})        {:>4.2} ({:>3}/{:<3})\n",
+                    suite,
+                    mode.name(),
+                    config.name(),
+                    t.attack_success_rate(),
+                    t.attack_allowed,
+                    t.attack_calls,
+                    t.utility(),
+                    t.legit_allowed,
+                    t.legit_calls
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Renders figures as the JSON object of `replay --json`:
+/// `{suite: {mode: {config: {attack_calls, attack_allowed, legit_calls, legit_allowed}}}}`.
+pub fn render_json(figures: &Figures) -> serde_json::Value {
+    let mut root = serde_json::Map::new();
+    for (suite, modes) in figures {
+        let mut m = serde_json::Map::new();
+        for (mode, configs) in modes {
+            let mut c = serde_json::Map::new();
+            for (config, t) in configs {
+                c.insert(config.name().into(), serde_json::json!(t));
+            }
+            m.insert(mode.name().into(), c.into());
+        }
+        root.insert(suite.clone(), m.into());
+    }
+    root.into()
+}
+
+/// Why a replay stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// A line is not a run of the AgentDojo schema.
+    #[error("trace line {line}: {msg}")]
+    Parse {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A run breaks the schema (line number added by the reader).
+    #[error("bad run: {0}")]
+    BadRun(String),
+    /// The ledger refused an append.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+}

@@ -1,0 +1,41 @@
+-- memlineage ledger schema, version 1 (spec/storage.md).
+--
+-- Run once, in the transaction that creates a ledger, together with
+-- PRAGMA application_id and PRAGMA user_version (set by src/store/sqlite.rs).
+-- Plain tables (no STRICT, no WITHOUT ROWID) so that any SQLite 3 client can read the file.
+-- The CHECK constraints reject rows no memlineage writer produces; readers check again.
+
+-- Ledger settings (log origin, verifier key, tau, weak-parent rule): UTF-8 text.
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+);
+
+-- One row per log entry; idx is the leaf index, 0-based and contiguous.
+CREATE TABLE entries (
+    idx          INTEGER PRIMARY KEY CHECK (idx >= 0),
+    id           BLOB NOT NULL UNIQUE CHECK (typeof(id) = 'blob' AND length(id) = 32),
+    cose         BLOB NOT NULL CHECK (typeof(cose) = 'blob'),
+    kind         INTEGER NOT NULL CHECK (typeof(kind) = 'integer' AND kind >= 0),
+    label        INTEGER NOT NULL CHECK (typeof(label) = 'integer' AND label >= 0),
+    content_hash BLOB CHECK (content_hash IS NULL
+                             OR (typeof(content_hash) = 'blob' AND length(content_hash) = 32))
+);
+
+-- Content bytes by SHA-256 content hash, one row per distinct content; redaction deletes it.
+CREATE TABLE content (
+    hash  BLOB PRIMARY KEY NOT NULL CHECK (typeof(hash) = 'blob' AND length(hash) = 32),
+    bytes BLOB NOT NULL CHECK (typeof(bytes) = 'blob')
+);
+
+-- RFC 6962 tree hashes by stored-hash index (Crosby-Wallach section 3.3, Go sumdb/tlog).
+CREATE TABLE tree_hashes (
+    idx  INTEGER PRIMARY KEY CHECK (idx >= 0),
+    hash BLOB NOT NULL CHECK (typeof(hash) = 'blob' AND length(hash) = 32)
+);
+
+-- Signed checkpoint notes (C2SP tlog-checkpoint) by tree size.
+CREATE TABLE checkpoints (
+    size INTEGER PRIMARY KEY CHECK (size >= 0),
+    note BLOB NOT NULL CHECK (typeof(note) = 'blob')
+);

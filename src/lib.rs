@@ -1,8 +1,4 @@
-//! memlineage: chain of custody for LLM agent memory.
-//!
-//! Data path: [`record`] (sign an entry) → [`log`] (RFC 6962 tree, checkpoints, proofs) →
-//! [`store`] (memory, SQLite) → [`lineage`] (labels) → [`retrieve`] (verify and render) →
-//! [`gate`] (allow or deny a sensitive tool call). [`Ledger`] ties them together.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![deny(missing_docs, rustdoc::broken_intra_doc_links)]
 #![warn(clippy::unwrap_used, clippy::expect_used)]

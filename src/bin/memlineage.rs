@@ -50,7 +50,8 @@ enum Cmd {
     /// Append entries given as JSON lines (one batch: all or nothing).
     ///
     /// Each line: {"writer": NAME, "role": ROLE?, "kind": KIND, "content": TEXT,
-    /// "parents": [{"id": HEX, "weight": 0.0..1.0}]?, "attribution": "coarse"?, "time_ms": N?}.
+    /// "parents": [{"id": HEX, "weight": 0.0..1.0}]?, "attribution": "coarse"?, "time_ms": N?,
+    /// "target": HEX?}. A tombstone is {"kind": "tombstone", "target": ID, "content": REASON}.
     /// A writer not yet in the key file is created and bound with its "role".
     Append {
         /// Ledger path.
@@ -238,6 +239,8 @@ struct AppendLine {
     parents: Vec<ParentLine>,
     attribution: Option<String>,
     time_ms: Option<u64>,
+    /// For a tombstone: the id of the entry it deletes.
+    target: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -292,10 +295,11 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
             other => return Err(format!("unknown attribution {other}").into()),
         };
         let time = a.time_ms.unwrap_or_else(now_ms);
-        let entry = ProvEntry::new(key.key_id(), kind, a.content.as_bytes())
+        let mut entry = ProvEntry::new(key.key_id(), kind, a.content.as_bytes())
             .with_parents(parents)
             .with_attribution(attribution)
             .with_time_ms(time);
+        entry.target = a.target.as_deref().map(EntryId::from_hex).transpose()?;
         drafts.push(Draft { entry, key, content: a.content.as_bytes() });
     }
     if drafts.is_empty() {

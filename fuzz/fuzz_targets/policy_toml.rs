@@ -1,0 +1,9 @@
+//! Gate policies from hostile files: parsing never panics.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = memlineage::gate::Policy::from_toml(text);
+    }
+});

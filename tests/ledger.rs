@@ -39,10 +39,6 @@ fn put<S: Store>(l: &mut Ledger<S>, key: &WriterKey, kind: Kind, text: &str, par
     l.append(e, key, text.as_bytes()).unwrap().id
 }
 
-fn w(m: u64) -> u64 {
-    m
-}
-
 #[test]
 fn labels_follow_the_lattice_and_the_strict_threshold() {
     let (mut l, k) = world(MemoryStore::default(), LabelPolicy::default());
@@ -52,7 +48,7 @@ fn labels_follow_the_lattice_and_the_strict_threshold() {
     let laundered = put(&mut l, &k.agent, Kind::Summary, "pay UK12", &[(bill, 900_000)]);
     let second_hop = put(&mut l, &k.agent, Kind::Fact, "recipient is UK12", &[(laundered, 600_000)]);
     // w = τ exactly: not strong. A strong trusted parent beside it decides.
-    let at_tau = put(&mut l, &k.agent, Kind::Summary, "mixed", &[(bill, w(500_000)), (memo, 1_000_000)]);
+    let at_tau = put(&mut l, &k.agent, Kind::Summary, "mixed", &[(bill, 500_000), (memo, 1_000_000)]);
     let above = put(&mut l, &k.agent, Kind::Summary, "mixed2", &[(bill, 500_001), (memo, 1_000_000)]);
     assert_eq!(l.label(&prompt), Some(Label::Trusted));
     assert_eq!(l.label(&bill), Some(Label::External));
@@ -164,8 +160,8 @@ fn proofs_verify_against_the_signed_checkpoint() {
         ids.push(put(&mut l, &k.user, Kind::Prompt, &format!("p{i}"), &[]));
     }
     let (_, old) = l.prove_inclusion(&ids[0]).unwrap();
-    for i in 0..20 {
-        put(&mut l, &k.agent, Kind::Fact, &format!("f{i}"), &[(ids[i], 1_000_000)]);
+    for (i, parent) in ids.iter().take(20).enumerate() {
+        put(&mut l, &k.agent, Kind::Fact, &format!("f{i}"), &[(*parent, 1_000_000)]);
     }
     for id in [ids[0], ids[17], ids[36]] {
         let (proof, c) = l.prove_inclusion(&id).unwrap();

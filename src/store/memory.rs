@@ -20,6 +20,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// and label. Per leaf about two 32-byte tree hashes on average, in one `Vec<[u8; 32]>` indexed
 /// by stored-hash index. Content is stored once per distinct content hash.
 ///
+/// # Redaction
+/// [`Store::redact`] drops the content bytes (the allocation is freed, not scrubbed).
+///
 /// No method panics; errors are [`StoreError`] values.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
@@ -121,7 +124,11 @@ impl Store for MemoryStore {
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError> {
         indexes
             .iter()
-            .map(|&i| slot(&self.hashes, i).copied().ok_or(StoreError::MissingHash(i)))
+            .map(|&i| {
+                slot(&self.hashes, i)
+                    .copied()
+                    .ok_or(StoreError::MissingHash(i))
+            })
             .collect()
     }
 
@@ -254,7 +261,10 @@ mod tests {
                 leaf_hash_index(n + 1).unwrap(),
                 "leaf {n}"
             );
-            assert_eq!(leaf_hash_index(n + 1).unwrap(), tlog_tiles::stored_hash_count(n + 1));
+            assert_eq!(
+                leaf_hash_index(n + 1).unwrap(),
+                tlog_tiles::stored_hash_count(n + 1)
+            );
         }
     }
 
@@ -266,6 +276,9 @@ mod tests {
             hash_count(MAX_INDEX + 1),
             Err(StoreError::OutOfRange { got, max: MAX_INDEX }) if got == MAX_INDEX + 1
         ));
-        assert!(matches!(leaf_hash_index(u64::MAX), Err(StoreError::OutOfRange { .. })));
+        assert!(matches!(
+            leaf_hash_index(u64::MAX),
+            Err(StoreError::OutOfRange { .. })
+        ));
     }
 }

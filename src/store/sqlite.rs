@@ -13,10 +13,10 @@ use std::time::Duration;
 const SCHEMA: &str = include_str!("schema.sql");
 
 /// `PRAGMA application_id` of a memlineage ledger: ASCII `MLNG` (header offset 68, big-endian).
-pub(super) const APPLICATION_ID: i64 = 0x4D4C_4E47;
+const APPLICATION_ID: i64 = 0x4D4C_4E47;
 
 /// `PRAGMA user_version` of the schema this build reads and writes (header offset 60).
-pub(super) const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 1;
 
 /// How long a statement waits for another connection's lock before failing with
 /// [`StoreError::Sqlite`] (`SQLITE_BUSY`): 5 s.
@@ -62,7 +62,9 @@ impl SqliteStore {
     ///
     /// A new ledger gets the schema of `src/store/schema.sql`, `application_id` `0x4D4C4E47`
     /// and `user_version` 1 in one transaction. An existing file is only read until it is known
-    /// to be a ledger: a foreign file is left byte-identical. Opening checks that the five
+    /// to be a ledger: a foreign file is left byte-identical (SQLite may still roll back a hot
+    /// rollback journal left by a crashed writer of that file, as any client would). Opening
+    /// checks that the five
     /// tables exist and that the number of tree hashes matches the number of entries; it does
     /// not re-read entries or recompute any hash (`spec/storage.md` §4).
     ///
@@ -71,7 +73,9 @@ impl SqliteStore {
     ///   ledger `application_id` (including a valid but empty SQLite database);
     /// - [`StoreError::SchemaVersion`]: a ledger of another schema version;
     /// - [`StoreError::Corrupt`]: a ledger whose tables are missing, whose tree-hash count does
-    ///   not match its entry count, or which SQLite reports as malformed (e.g. truncated);
+    ///   not match its entry count, whose size is not a whole number of pages, or which SQLite
+    ///   reports as malformed (e.g. truncated at a page boundary);
+    /// - [`StoreError::Io`]: the file's metadata cannot be read;
     /// - [`StoreError::Sqlite`]: cannot open or create the file, locked beyond the busy
     ///   timeout, I/O failure.
     ///
@@ -126,7 +130,26 @@ impl SqliteStore {
                 self.conn
                     .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
         }
+        if let Mode::File { .. } = mode {
+            self.check_file_size(path)?;
+        }
         self.check_shape()
+    }
+
+    /// SQLite writes whole pages, so a file whose size is not a multiple of the page size was
+    /// cut short (a cut at a page boundary is caught by SQLite itself, from the header's page
+    /// count).
+    fn check_file_size(&self, path: &Path) -> Result<(), StoreError> {
+        let page: i64 = self
+            .conn
+            .pragma_query_value(None, "page_size", |r| r.get(0))?;
+        let len = std::fs::metadata(path)?.len();
+        match u64::try_from(page) {
+            Ok(page) if page > 0 && len % page == 0 => Ok(()),
+            _ => Err(StoreError::Corrupt(format!(
+                "file is {len} bytes, not a whole number of {page}-byte pages (truncated?)"
+            ))),
+        }
     }
 
     /// Reads the header; creates the schema only in a fresh (absent or empty) database.
@@ -198,9 +221,9 @@ impl SqliteStore {
     /// Checks the tables exist and `tree_hashes` holds `stored_hash_index(0, tree_size)` rows
     /// (by their largest index: O(log n), no scan).
     fn check_shape(&self) -> Result<(), StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1")?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        )?;
         for table in TABLES {
             let n: i64 = stmt.query_row([table], |r| r.get(0))?;
             if n != 1 {
@@ -210,7 +233,9 @@ impl SqliteStore {
         let size = self.tree_size()?;
         let want = leaf_hash_index(size)?;
         let got = match max_idx(&self.conn, "SELECT max(idx) FROM tree_hashes")? {
-            Some(max) => max.checked_add(1).ok_or_else(|| corrupt("tree_hashes.idx"))?,
+            Some(max) => max
+                .checked_add(1)
+                .ok_or_else(|| corrupt("tree_hashes.idx"))?,
             None => 0,
         };
         if got != want {
@@ -278,10 +303,9 @@ impl Store for SqliteStore {
                 if let Some((h, bytes)) = e.content {
                     ins_content.execute(params![&h.0[..], bytes])?;
                 }
-                let mut at = leaf_hash_index(e.index)?;
-                for h in &e.hashes {
+                // Leaf e.index's hashes go at consecutive indexes from stored_hash_index(0, n).
+                for (at, h) in (leaf_hash_index(e.index)?..).zip(&e.hashes) {
                     ins_hash.execute(params![to_i64(at)?, &h[..]])?;
-                    at += 1;
                 }
             }
         }
@@ -330,9 +354,7 @@ impl Store for SqliteStore {
             let label = u8::try_from(label_code)
                 .ok()
                 .and_then(Label::from_code)
-                .ok_or_else(|| {
-                    StoreError::Corrupt(format!("entry {index}: label {label_code}"))
-                })?;
+                .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: label {label_code}")))?;
             out.push(EntryMeta {
                 index,
                 id,
@@ -364,9 +386,11 @@ impl Store for SqliteStore {
     }
 
     fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError> {
-        self.one("SELECT bytes FROM content WHERE hash = ?1", [&hash.0[..]], |v| {
-            blob(v, "content.bytes").map(<[u8]>::to_vec)
-        })
+        self.one(
+            "SELECT bytes FROM content WHERE hash = ?1",
+            [&hash.0[..]],
+            |v| blob(v, "content.bytes").map(<[u8]>::to_vec),
+        )
     }
 
     /// Deletes the content row with `secure_delete` on (freed pages are zeroed), then
@@ -382,7 +406,9 @@ impl Store for SqliteStore {
             // delays the truncation to a later checkpoint, so its result is not an error.
             let _ = self
                 .conn
-                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    r.get::<_, i64>(0)
+                });
         }
         Ok(n > 0)
     }
@@ -405,7 +431,10 @@ impl Store for SqliteStore {
         let mut rows = stmt.query([])?;
         match rows.next()? {
             Some(row) => {
-                let size = to_u64(int(row.get_ref(0)?, "checkpoints.size")?, "checkpoints.size")?;
+                let size = to_u64(
+                    int(row.get_ref(0)?, "checkpoints.size")?,
+                    "checkpoints.size",
+                )?;
                 let note = blob(row.get_ref(1)?, "checkpoints.note")?.to_vec();
                 Ok(Some((size, note)))
             }
@@ -414,11 +443,15 @@ impl Store for SqliteStore {
     }
 
     fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.one("SELECT value FROM meta WHERE key = ?1", [key], |v| match v {
-            ValueRef::Text(t) => String::from_utf8(t.to_vec())
-                .map_err(|_| StoreError::Corrupt(format!("meta {key}: not UTF-8"))),
-            _ => Err(StoreError::Corrupt(format!("meta {key}: not text"))),
-        })
+        self.one(
+            "SELECT value FROM meta WHERE key = ?1",
+            [key],
+            |v| match v {
+                ValueRef::Text(t) => String::from_utf8(t.to_vec())
+                    .map_err(|_| StoreError::Corrupt(format!("meta {key}: not UTF-8"))),
+                _ => Err(StoreError::Corrupt(format!("meta {key}: not text"))),
+            },
+        )
     }
 
     fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {

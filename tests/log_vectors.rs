@@ -6,7 +6,7 @@
 //! `LogSigner` over the vector's size and root: a `VerifiedCheckpoint` is the only way to give
 //! the verifier a size and root.
 
-#[path = "log_support.rs"]
+#[path = "common/log_support.rs"]
 mod support;
 
 use memlineage::log::{
@@ -40,7 +40,11 @@ fn u(v: &Value) -> u64 {
 
 fn reference_tree(v: &Value) -> MemLog {
     let leaves = v["leaves"].as_array().expect("leaves");
-    MemLog::with_leaf_data(leaves.iter().map(|l| hex::decode(l.as_str().unwrap()).unwrap()))
+    MemLog::with_leaf_data(
+        leaves
+            .iter()
+            .map(|l| hex::decode(l.as_str().unwrap()).unwrap()),
+    )
 }
 
 #[test]
@@ -66,7 +70,12 @@ fn leaf_hashes_and_stored_nodes() {
     let log = reference_tree(&v);
     assert_eq!(log.leaves, hashes(&v["leaf_hashes"]));
     // Every perfect-subtree hash sits where stored_hash_index says.
-    for (level, row) in v["node_hashes_by_level"].as_array().unwrap().iter().enumerate() {
+    for (level, row) in v["node_hashes_by_level"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
         for (n, h) in hashes(row).into_iter().enumerate() {
             let i = stored_hash_index(level as u8, n as u64) as usize;
             assert_eq!(log.hashes[i], h, "level {level} node {n}");
@@ -110,7 +119,11 @@ fn inclusion_proofs() {
             let (index, size) = (u(&case["index"]), u(&case["size"]));
             let want = hashes(&case["path"]);
             let proof = prove_inclusion(size, index, &log).unwrap();
-            assert_eq!(proof, InclusionProof { index, path: want }, "{key} ({index},{size})");
+            assert_eq!(
+                proof,
+                InclusionProof { index, path: want },
+                "{key} ({index},{size})"
+            );
             if let Some(leaf) = case.get("leaf_hash") {
                 assert_eq!(hx(leaf), log.leaves[index as usize]);
             }
@@ -136,7 +149,14 @@ fn consistency_proofs() {
             let (m, n) = (u(&case["size1"]), u(&case["size2"]));
             let want = hashes(&case["path"]);
             let proof = prove_consistency(m, n, &log).unwrap();
-            assert_eq!(proof, ConsistencyProof { old_size: m, path: want }, "{key} ({m},{n})");
+            assert_eq!(
+                proof,
+                ConsistencyProof {
+                    old_size: m,
+                    path: want
+                },
+                "{key} ({m},{n})"
+            );
             let old = checkpoint(&signer, m, hx(&v["roots"][m.to_string()]));
             let new = checkpoint(&signer, n, hx(&v["roots"][n.to_string()]));
             old.verify_consistency(&new, &proof).unwrap();
@@ -196,22 +216,26 @@ fn class(e: &ProofError) -> &'static str {
 /// Reasons whose class is fixed whatever the sizes: a check that the generic class rule above
 /// agrees with what each mutation means.
 fn class_by_reason(reason: &str) -> Option<&'static str> {
-    let r = reason;
-    if r.starts_with("bit flipped") || r.starts_with("wrong leaf hash") || r.contains("swapped") {
-        Some("RootMismatch")
-    } else if r.starts_with("random root") || r.starts_with("root = empty") {
-        Some("RootMismatch")
-    } else if r.starts_with("leaf hashed without 0x00") || r.starts_with("interior node") {
-        Some("RootMismatch")
-    } else if r.starts_with("index=size") || r.starts_with("index == size") || r.starts_with("size=0") {
-        Some("IndexOutOfRange")
-    } else if r.starts_with("path truncated") || r.starts_with("path missing first") {
-        Some("WrongPathLength")
-    } else if r.starts_with("trailing") || r.starts_with("preceding") || r.starts_with("inserted") {
-        Some("WrongPathLength")
-    } else {
-        None
-    }
+    const TABLE: [(&str, &str); 14] = [
+        ("bit flipped", "RootMismatch"),
+        ("wrong leaf hash", "RootMismatch"),
+        ("first two path elements swapped", "RootMismatch"),
+        ("random root", "RootMismatch"),
+        ("root = empty", "RootMismatch"),
+        ("leaf hashed without 0x00", "RootMismatch"),
+        ("interior node", "RootMismatch"),
+        ("index=size", "IndexOutOfRange"),
+        ("index == size", "IndexOutOfRange"),
+        ("size=0", "IndexOutOfRange"),
+        ("path truncated", "WrongPathLength"),
+        ("path missing first", "WrongPathLength"),
+        ("trailing", "WrongPathLength"),
+        ("preceding", "WrongPathLength"),
+    ];
+    TABLE
+        .iter()
+        .find(|(prefix, _)| reason.starts_with(prefix))
+        .map(|&(_, class)| class)
 }
 
 #[test]
@@ -343,19 +367,34 @@ fn size_malleability_needs_a_signed_size() {
     for case in v["size_malleable_inclusion_accepted"].as_array().unwrap() {
         let (index, size) = (u(&case["index"]), u(&case["size"]));
         let (leaf, root) = (EntryId(hx(&case["leaf_hash"])), hx(&case["root"]));
-        let proof = InclusionProof { index, path: hashes(&case["path"]) };
-        checkpoint(&signer, size, root).verify_inclusion(&leaf, &proof).unwrap();
+        let proof = InclusionProof {
+            index,
+            path: hashes(&case["path"]),
+        };
+        checkpoint(&signer, size, root)
+            .verify_inclusion(&leaf, &proof)
+            .unwrap();
         let e = honest(size).verify_inclusion(&leaf, &proof).unwrap_err();
-        assert!(matches!(e, ProofError::RootMismatch | ProofError::WrongPathLength { .. }));
+        assert!(matches!(
+            e,
+            ProofError::RootMismatch | ProofError::WrongPathLength { .. }
+        ));
     }
     for case in v["size_malleable_consistency_accepted"].as_array().unwrap() {
         let (m, n) = (u(&case["size1"]), u(&case["size2"]));
         let (r1, r2) = (hx(&case["root1"]), hx(&case["root2"]));
-        let proof = ConsistencyProof { old_size: m, path: hashes(&case["path"]) };
+        let proof = ConsistencyProof {
+            old_size: m,
+            path: hashes(&case["path"]),
+        };
         let old = checkpoint(&signer, m, r1);
-        old.verify_consistency(&checkpoint(&signer, n, r2), &proof).unwrap();
+        old.verify_consistency(&checkpoint(&signer, n, r2), &proof)
+            .unwrap();
         let e = old.verify_consistency(&honest(n), &proof).unwrap_err();
-        assert!(matches!(e, ProofError::RootMismatch | ProofError::WrongPathLength { .. }));
+        assert!(matches!(
+            e,
+            ProofError::RootMismatch | ProofError::WrongPathLength { .. }
+        ));
     }
     assert_eq!(log.size(), 8);
 }
@@ -371,11 +410,17 @@ fn size_malleability_fuzz_examples() {
     let log = MemLog::with_leaf_data((0..64u64).map(support::sweep_leaf));
     let signer: LogSigner = test_signer();
     let root = |n: u64| mth(&log.leaves[..n as usize]);
-    for t in ex["inclusion (index,size)->(index',size')"].as_array().unwrap() {
+    for t in ex["inclusion (index,size)->(index',size')"]
+        .as_array()
+        .unwrap()
+    {
         let [i, n, i2, n2] = [0, 1, 2, 3].map(|k| u(&t[k]));
         let proof = prove_inclusion(n, i, &log).unwrap();
         let leaf = EntryId(log.leaves[i as usize]);
-        let moved = InclusionProof { index: i2, path: proof.path.clone() };
+        let moved = InclusionProof {
+            index: i2,
+            path: proof.path.clone(),
+        };
         let forged = checkpoint(&signer, n2, root(n));
         forged.verify_inclusion(&leaf, &moved).unwrap();
         let honest = checkpoint(&signer, n2, root(n2));
@@ -383,12 +428,16 @@ fn size_malleability_fuzz_examples() {
             assert!(honest.verify_inclusion(&leaf, &moved).is_err(), "{t}");
         }
     }
-    for t in ex["consistency (size1,size2)->(size1,size2')"].as_array().unwrap() {
+    for t in ex["consistency (size1,size2)->(size1,size2')"]
+        .as_array()
+        .unwrap()
+    {
         let [m, n, m2, n2] = [0, 1, 2, 3].map(|k| u(&t[k]));
         assert_eq!(m, m2);
         let proof = prove_consistency(m, n, &log).unwrap();
         let old = checkpoint(&signer, m, root(m));
-        old.verify_consistency(&checkpoint(&signer, n2, root(n)), &proof).unwrap();
+        old.verify_consistency(&checkpoint(&signer, n2, root(n)), &proof)
+            .unwrap();
         let honest = checkpoint(&signer, n2, root(n2));
         assert!(old.verify_consistency(&honest, &proof).is_err(), "{t}");
     }

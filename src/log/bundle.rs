@@ -93,20 +93,26 @@ impl TlogProof {
         let (head, checkpoint) = text
             .split_once("\n\n")
             .ok_or(malformed(1, "an empty line before the checkpoint"))?;
-        let mut lines = head.split('\n').enumerate().map(|(i, l)| (i + 1, l)).peekable();
+        let mut lines = head
+            .split('\n')
+            .enumerate()
+            .map(|(i, l)| (i + 1, l))
+            .peekable();
         match lines.next() {
             Some((_, TLOG_PROOF_HEADER)) => {}
             _ => return Err(malformed(1, "the line c2sp.org/tlog-proof@v1")),
         }
         let extra = match lines.next_if(|(_, l)| l.starts_with("extra ")) {
             // Slicing at 6 is on a char boundary: the line starts with the ASCII "extra ".
-            Some((n, l)) => Some(decode_b64(&l["extra ".len()..], n, "canonical base64 extra")?),
+            Some((n, l)) => Some(decode_b64(
+                &l["extra ".len()..],
+                n,
+                "canonical base64 extra",
+            )?),
             None => None,
         };
         let index_line = if extra.is_some() { 3 } else { 2 };
-        let (n, line) = lines
-            .next()
-            .ok_or(malformed(index_line, "an index line"))?;
+        let (n, line) = lines.next().ok_or(malformed(index_line, "an index line"))?;
         let index = parse_index(line).ok_or(malformed(n, "index <decimal, no leading zeroes>"))?;
         let mut path = Vec::new();
         for (n, line) in lines {
@@ -307,21 +313,36 @@ mod tests {
             );
         }
         let long = vec![b'a'; MAX_BUNDLE_BYTES + 1];
-        assert!(matches!(TlogProof::parse(&long), Err(BundleError::TooLarge { .. })));
+        assert!(matches!(
+            TlogProof::parse(&long),
+            Err(BundleError::TooLarge { .. })
+        ));
         let no_extra = "c2sp.org/tlog-proof@v1\nindex 0\n\ncp";
-        assert!(TlogProof::parse(no_extra.as_bytes()).unwrap().extra.is_none());
-        assert_eq!(ProofBundle::parse(no_extra.as_bytes()), Err(BundleError::MissingExtra));
+        assert!(TlogProof::parse(no_extra.as_bytes())
+            .unwrap()
+            .extra
+            .is_none());
+        assert_eq!(
+            ProofBundle::parse(no_extra.as_bytes()),
+            Err(BundleError::MissingExtra)
+        );
     }
 
     #[test]
     fn display_messages() {
         let cases = [
-            (BundleError::TooLarge { got: 9, max: 8 }, "proof too large: 9 bytes, max 8"),
+            (
+                BundleError::TooLarge { got: 9, max: 8 },
+                "proof too large: 9 bytes, max 8",
+            ),
             (
                 BundleError::Malformed { line: 2, want: "x" },
                 "malformed tlog-proof at line 2: want x",
             ),
-            (BundleError::MissingExtra, "tlog-proof has no extra line (the entry)"),
+            (
+                BundleError::MissingExtra,
+                "tlog-proof has no extra line (the entry)",
+            ),
             (
                 BundleError::Entry(RecordError::BadSignature),
                 "entry: signature verification failed",

@@ -19,6 +19,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use ed25519_dalek::VerifyingKey;
 use signed_note::{Note, NoteError, VerificationError};
+use std::fmt;
 
 /// Largest signed checkpoint note a verifier reads, in bytes (64 KiB). Room for the body and
 /// about 300 cosignature lines; `signed_note` itself caps a note at 100 signatures.
@@ -125,7 +126,9 @@ impl LogSigner {
 }
 
 /// Verifies checkpoints of one log under one Ed25519 key (signed-note type `0x01`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// `Debug` prints the verifier key ([`LogVerifier::vkey`]).
+#[derive(Clone, PartialEq, Eq)]
 pub struct LogVerifier {
     origin: String,
     key: VerifyingKey,
@@ -221,13 +224,11 @@ impl LogVerifier {
             });
         }
         let parsed = Note::from_bytes(note).map_err(|_| CheckpointError::MalformedNote)?;
-        parsed
-            .verify(&StrictVerifier(self))
-            .map_err(|e| match e {
-                NoteError::InvalidSignature { .. } => CheckpointError::BadSignature,
-                NoteError::UnverifiedNote => CheckpointError::UnknownKey,
-                _ => CheckpointError::MalformedNote,
-            })?;
+        parsed.verify(&StrictVerifier(self)).map_err(|e| match e {
+            NoteError::InvalidSignature { .. } => CheckpointError::BadSignature,
+            NoteError::UnverifiedNote => CheckpointError::UnknownKey,
+            _ => CheckpointError::MalformedNote,
+        })?;
         // C2SP tlog-checkpoint: "The note text is a sequence of at least three non-empty lines
         // [...] The second line is the tree size, the ASCII decimal representation [...] with no
         // leading zeroes" -- enforced by tlog_tiles' strict parser (it re-prints the size).
@@ -251,6 +252,12 @@ impl LogVerifier {
             root: RootHash(body.hash().0),
             note: note.to_vec(),
         })
+    }
+}
+
+impl fmt::Debug for LogVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LogVerifier({})", self.vkey())
     }
 }
 
@@ -453,13 +460,24 @@ mod tests {
         assert_eq!(v.key_id(), s.key_id());
         let note = s.sign(3, &RootHash([7; 32]));
         let cp = v.verify(&note).unwrap();
-        assert_eq!((cp.origin(), cp.size(), cp.root()), ("example.com/log", 3, RootHash([7; 32])));
+        assert_eq!(
+            (cp.origin(), cp.size(), cp.root()),
+            ("example.com/log", 3, RootHash([7; 32]))
+        );
         assert_eq!(cp.note(), &note[..]);
     }
 
     #[test]
     fn bad_origins() {
-        for o in ["", "a b", "a+b", "a\nb", "a\u{1}b", "a\u{7f}b", &"x".repeat(257)] {
+        for o in [
+            "",
+            "a b",
+            "a+b",
+            "a\nb",
+            "a\u{1}b",
+            "a\u{7f}b",
+            &"x".repeat(257),
+        ] {
             assert_eq!(
                 LogSigner::new(o, WriterKey::for_label("log")).unwrap_err(),
                 CheckpointError::BadOrigin,
@@ -471,14 +489,26 @@ mod tests {
     #[test]
     fn display_messages() {
         let cases = [
-            (CheckpointError::TooLarge { got: 9, max: 8 }, "checkpoint too large: 9 bytes, max 8"),
+            (
+                CheckpointError::TooLarge { got: 9, max: 8 },
+                "checkpoint too large: 9 bytes, max 8",
+            ),
             (CheckpointError::MalformedNote, "malformed signed note"),
             (CheckpointError::UnknownKey, "no signature by the log key"),
-            (CheckpointError::BadSignature, "checkpoint signature verification failed"),
-            (CheckpointError::MalformedBody, "malformed checkpoint body"),
-            (CheckpointError::ExtensionLines, "checkpoint has extension lines"),
             (
-                CheckpointError::OriginMismatch { got: "a".into(), want: "b".into() },
+                CheckpointError::BadSignature,
+                "checkpoint signature verification failed",
+            ),
+            (CheckpointError::MalformedBody, "malformed checkpoint body"),
+            (
+                CheckpointError::ExtensionLines,
+                "checkpoint has extension lines",
+            ),
+            (
+                CheckpointError::OriginMismatch {
+                    got: "a".into(),
+                    want: "b".into(),
+                },
                 "checkpoint origin \"a\", want \"b\"",
             ),
             (CheckpointError::BadOrigin, "invalid origin (key name)"),
@@ -488,10 +518,16 @@ mod tests {
                 "unsupported verifier key type 0x04, want 0x01 (Ed25519)",
             ),
             (
-                CheckpointError::KeyIdMismatch { got: 1, want: 0xabcdef01 },
+                CheckpointError::KeyIdMismatch {
+                    got: 1,
+                    want: 0xabcdef01,
+                },
                 "verifier key id 00000001, want abcdef01",
             ),
-            (CheckpointError::BadKey, "verifier key is not a usable Ed25519 public key"),
+            (
+                CheckpointError::BadKey,
+                "verifier key is not a usable Ed25519 public key",
+            ),
         ];
         for (e, want) in cases {
             assert_eq!(e.to_string(), want);

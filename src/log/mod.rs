@@ -106,7 +106,10 @@ mod tests {
                 LogError::IndexOutOfRange { index: 3, size: 3 },
                 "leaf index 3 out of range for tree size 3",
             ),
-            (LogError::OldSizeZero, "no consistency proof from tree size 0"),
+            (
+                LogError::OldSizeZero,
+                "no consistency proof from tree size 0",
+            ),
             (
                 LogError::OldLarger {
                     old_size: 4,
@@ -118,13 +121,19 @@ mod tests {
                 LogError::SizeTooLarge { size: 9, max: 8 },
                 "tree size 9 exceeds the maximum 8",
             ),
-            (LogError::MissingHash(7), "tree hash at stored index 7 missing"),
+            (
+                LogError::MissingHash(7),
+                "tree hash at stored index 7 missing",
+            ),
             (
                 LogError::WrongHashCount { got: 1, want: 2 },
                 "hash source returned 1 hashes, want 2",
             ),
             (LogError::Source("disk".into()), "hash source: disk"),
-            (LogError::Internal("tree_hash"), "internal error in tree_hash"),
+            (
+                LogError::Internal("tree_hash"),
+                "internal error in tree_hash",
+            ),
         ];
         for (e, want) in cases {
             assert_eq!(e.to_string(), want);

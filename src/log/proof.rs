@@ -105,7 +105,11 @@ impl VerifiedCheckpoint {
     /// The hashes alone do not bind the tree size: a path for `(index, n)` can also verify for
     /// some other `(index', n')` with the same root. Sizes are trusted here only because they
     /// come from the signed checkpoint.
-    pub fn verify_inclusion(&self, leaf: &EntryId, proof: &InclusionProof) -> Result<(), ProofError> {
+    pub fn verify_inclusion(
+        &self,
+        leaf: &EntryId,
+        proof: &InclusionProof,
+    ) -> Result<(), ProofError> {
         let (index, size) = (proof.index, self.size());
         if index >= size {
             return Err(ProofError::IndexOutOfRange { index, size });
@@ -318,7 +322,10 @@ mod tests {
             prove_inclusion(u64::MAX, 0, &v),
             Err(LogError::SizeTooLarge { .. })
         ));
-        assert_eq!(prove_consistency(3, 3, &v).unwrap().path, Vec::<[u8; 32]>::new());
+        assert_eq!(
+            prove_consistency(3, 3, &v).unwrap().path,
+            Vec::<[u8; 32]>::new()
+        );
     }
 
     #[test]
@@ -332,10 +339,19 @@ mod tests {
                 ProofError::WrongPathLength { got: 2, want: 3 },
                 "wrong proof length: got 2 hashes, want 3",
             ),
-            (ProofError::RootMismatch, "proof does not lead to the checkpoint root"),
-            (ProofError::OldSizeZero, "consistency proof from tree size 0"),
             (
-                ProofError::OldLarger { old_size: 4, new_size: 3 },
+                ProofError::RootMismatch,
+                "proof does not lead to the checkpoint root",
+            ),
+            (
+                ProofError::OldSizeZero,
+                "consistency proof from tree size 0",
+            ),
+            (
+                ProofError::OldLarger {
+                    old_size: 4,
+                    new_size: 3,
+                },
                 "old tree size 4 exceeds new tree size 3",
             ),
             (
@@ -346,7 +362,10 @@ mod tests {
                 ProofError::SizeMismatch { got: 2, want: 3 },
                 "proof is for old size 2, checkpoint has size 3",
             ),
-            (ProofError::DifferentLogs, "checkpoints are from different logs"),
+            (
+                ProofError::DifferentLogs,
+                "checkpoints are from different logs",
+            ),
         ];
         for (e, want) in cases {
             assert_eq!(e.to_string(), want);

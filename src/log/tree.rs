@@ -24,7 +24,7 @@ pub const MAX_TREE_SIZE: u64 = 1 << 62;
 ///
 /// `Display` is lowercase hex; `Debug` is `RootHash(<hex>)`. Equality compares all 32 bytes
 /// without an early exit.
-#[derive(Clone, Copy, Hash, Default)]
+#[derive(Clone, Copy, Default)]
 pub struct RootHash(pub [u8; 32]);
 
 /// The root of the empty tree, `MTH({}) = SHA-256()` (RFC 6962 §2.1):
@@ -44,6 +44,13 @@ impl PartialEq for RootHash {
 }
 
 impl Eq for RootHash {}
+
+impl std::hash::Hash for RootHash {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // Consistent with `eq`: equal roots have equal bytes.
+        self.0.hash(state);
+    }
+}
 
 impl fmt::Display for RootHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -140,7 +140,11 @@ pub fn h32(s: &str) -> Option<[u8; 32]> {
 }
 
 pub fn test_signer() -> LogSigner {
-    LogSigner::new("test.example/memlineage-log", WriterKey::for_label("log-tests")).unwrap()
+    LogSigner::new(
+        "test.example/memlineage-log",
+        WriterKey::for_label("log-tests"),
+    )
+    .unwrap()
 }
 
 /// A checkpoint over `(size, root)` signed by `signer` and verified: the only way tests (and

@@ -158,6 +158,10 @@ fn rejects_unknown_and_missing_fields() {
 #[test]
 fn rejects_floats_and_wrong_types() {
     let e = reject(payload_with(|p| p[7].1 = Value::Float(1.0)));
+    assert_eq!(e, RecordError::Float);
+    let e = reject(payload_with(|p| p[7].1 = Value::Bool(true)));
+    assert_eq!(e, RecordError::UnsupportedSimple);
+    let e = reject(payload_with(|p| p[7].1 = Value::Integer((-1).into())));
     assert_eq!(e, RecordError::WrongType { field: "time", want: "an unsigned integer" });
     let e = reject(payload_with(|p| p[3].1 = Value::Bytes(vec![0; 31])));
     assert_eq!(e, RecordError::WrongType { field: "content_hash", want: "a 32-byte byte string" });
@@ -185,16 +189,21 @@ fn rejects_non_shortest_integers_and_indefinite_lengths() {
     // version 1 written as 0x18 0x01 (one-byte argument where the head can hold it).
     let mut long_int = good.clone();
     long_int.splice(2..3, [0x18, 0x01]);
-    assert_eq!(reject(long_int), RecordError::NonCanonical);
+    assert_eq!(reject(long_int), RecordError::NonShortest);
     // The map written with an indefinite length (0xbf ... 0xff).
     let mut indefinite = good.clone();
     indefinite[0] = 0xbf;
     indefinite.push(0xff);
-    assert_eq!(reject(indefinite), RecordError::NonCanonical);
+    assert_eq!(reject(indefinite), RecordError::IndefiniteLength);
     // A map length written in a 1-byte argument.
     let mut long_len = good.clone();
     long_len.splice(0..1, [0xb8, 0x09]);
-    assert_eq!(reject(long_len), RecordError::NonCanonical);
+    assert_eq!(reject(long_len), RecordError::NonShortest);
+    // A byte string (the content hash) whose length is written in two bytes.
+    let at = good.windows(3).position(|w| w == [0x03, 0x58, 0x20]).unwrap() + 1;
+    let mut long_bstr = good.clone();
+    long_bstr.splice(at..at + 2, [0x59, 0x00, 0x20]);
+    assert_eq!(reject(long_bstr), RecordError::NonShortest);
 }
 
 #[test]
@@ -205,8 +214,35 @@ fn rejects_trailing_bytes_and_truncation() {
     assert_eq!(SignedEntry::decode(&trailing).unwrap_err(), RecordError::TrailingBytes(1));
     for cut in [0, 1, 10, s.cose().len() / 2, s.cose().len() - 1] {
         let e = SignedEntry::decode(&s.cose()[..cut]).unwrap_err();
-        assert!(matches!(e, RecordError::Malformed(_)), "cut {cut}: {e:?}");
+        assert_eq!(e, RecordError::Truncated, "cut {cut}");
     }
+}
+
+#[test]
+fn hostile_nesting_and_lengths_fail_fast_on_a_small_stack() {
+    // 64 KiB of stack is far less than a recursive decoder would need for 60,000 levels.
+    let t = std::thread::Builder::new()
+        .stack_size(64 * 1024)
+        .spawn(|| {
+            let deep = [vec![0x81u8; 60_000], vec![0x00]].concat();
+            let nested_maps = [[0xa1u8, 0x00].repeat(30_000), vec![0x00]].concat();
+            let huge_array = [0x9bu8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+            let huge_bytes = [0x5bu8, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00];
+            (
+                decode_payload(&deep).unwrap_err(),
+                decode_payload(&nested_maps).unwrap_err(),
+                SignedEntry::decode(&huge_array).unwrap_err(),
+                SignedEntry::decode(&huge_bytes).unwrap_err(),
+                SignedEntry::decode(&vec![0x80; 70 * 1024]).unwrap_err(),
+            )
+        })
+        .unwrap();
+    let (deep, maps, array, bytes, big) = t.join().unwrap();
+    assert!(matches!(deep, RecordError::TooDeep { .. }), "{deep:?}");
+    assert!(matches!(maps, RecordError::TooDeep { .. }), "{maps:?}");
+    assert_eq!(array, RecordError::Truncated);
+    assert_eq!(bytes, RecordError::Truncated);
+    assert!(matches!(big, RecordError::TooLarge { .. }));
 }
 
 #[test]

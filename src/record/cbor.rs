@@ -16,8 +16,8 @@ use super::{
 };
 use ciborium::Value;
 
-/// Nesting limit for decoding; the deepest legal entry nests 4 levels.
-const RECURSION_LIMIT: usize = 16;
+/// Nesting limit for ciborium; the scan already bounded depth at `scan::MAX_DEPTH`.
+const RECURSION_LIMIT: usize = super::scan::MAX_DEPTH + 2;
 
 const K_VERSION: u64 = 0;
 const K_WRITER: u64 = 1;
@@ -62,7 +62,9 @@ pub(crate) fn encode_value(v: &Value) -> Vec<u8> {
     out
 }
 
-/// Decodes exactly one CBOR item from `bytes` (size- and depth-bounded, no trailing bytes).
+/// Decodes exactly one CBOR item from `bytes`: size-bounded, then scanned (bounded depth, no
+/// indefinite lengths, shortest heads, no floats or simple values, no trailing bytes), then
+/// handed to ciborium.
 pub(crate) fn decode_value(bytes: &[u8]) -> Result<Value, RecordError> {
     if bytes.len() > MAX_ENTRY_BYTES {
         return Err(RecordError::TooLarge {
@@ -70,6 +72,7 @@ pub(crate) fn decode_value(bytes: &[u8]) -> Result<Value, RecordError> {
             max: MAX_ENTRY_BYTES,
         });
     }
+    super::scan::scan_item(bytes)?;
     let mut rest = bytes;
     let value: Value = ciborium::de::from_reader_with_recursion_limit(&mut rest, RECURSION_LIMIT)
         .map_err(|e| RecordError::Malformed(e.to_string()))?;

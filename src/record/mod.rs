@@ -7,6 +7,7 @@
 mod cbor;
 mod cose;
 mod keys;
+mod scan;
 
 pub use cbor::{decode_payload, encode_payload};
 pub use cose::{protected_header, sig_structure, SignedEntry};
@@ -410,14 +411,36 @@ pub enum RecordError {
         /// The limit in bytes.
         max: usize,
     },
-    /// The bytes are not well-formed CBOR (truncated, bad head, nesting too deep).
+    /// The bytes are not well-formed CBOR (reserved head values, stray break) or not the
+    /// expected structure.
     #[error("malformed CBOR: {0}")]
     Malformed(String),
+    /// The input ends inside an item, or declares a length longer than what remains.
+    #[error("truncated CBOR: input ends inside an item or a declared length exceeds it")]
+    Truncated,
+    /// An indefinite-length string, array or map (RFC 8949 §4.2.1 forbids them).
+    #[error("indefinite-length item (RFC 8949 §4.2.1)")]
+    IndefiniteLength,
+    /// An integer, length or tag argument not in its shortest form (RFC 8949 §4.2.1).
+    #[error("argument not in shortest form (RFC 8949 §4.2.1)")]
+    NonShortest,
+    /// A floating-point value; the format has none.
+    #[error("floating-point value where the format has none")]
+    Float,
+    /// A simple value (false, true, null, undefined, other); the format has none.
+    #[error("simple value where the format has none")]
+    UnsupportedSimple,
+    /// Containers nested deeper than any memlineage structure.
+    #[error("nesting deeper than {max} levels")]
+    TooDeep {
+        /// The limit.
+        max: usize,
+    },
     /// Bytes remain after the first complete CBOR item.
     #[error("trailing bytes after the CBOR item: {0} bytes")]
     TrailingBytes(usize),
-    /// Well-formed CBOR that is not in RFC 8949 §4.2.1 deterministic form (non-shortest
-    /// integer or length, indefinite length), detected by re-encoding.
+    /// Well-formed CBOR whose bytes differ from the deterministic re-encoding of what they
+    /// decode to, for a reason no more specific variant names (defence in depth).
     #[error("not deterministically encoded (RFC 8949 §4.2.1)")]
     NonCanonical,
     /// Map keys are not in ascending order.

@@ -1,0 +1,285 @@
+//! Cost of memlineage's operations next to the raw primitive each one is built on, so that one
+//! run shows the overhead ratio (`spec/benchmarks.md`).
+//!
+//! Groups (all in memory, [`MemoryStore`]; SQLite is not measured here):
+//! - `write`: `ed25519_sign` (one Ed25519 signature over a Sig_structure of the same size as
+//!   a summary entry's) vs `ledger_append/<size>` (build, sign, check, label, hash into the
+//!   tree and store one summary entry with 2 parents);
+//! - `verify`: `ed25519_verify_strict` vs `entry_verify_with_inclusion/<size>` (decode and
+//!   verify the COSE_Sign1 bytes, then check a precomputed audit path against an
+//!   already-verified checkpoint), with its two halves `entry_decode` and
+//!   `verify_inclusion/<size>`;
+//! - `gate`: `hashmap_get_8` (8 lookups in a 100k map: the floor) vs `decide_allow_8` and
+//!   `decide_deny_8` (`Ledger::gate` on a call justified by 8 entries; the denial also computes
+//!   the lineage path back to the tool output);
+//! - `retrieve8`: `ed25519_verify_strict_x8` vs `ledger_retrieve/<size>` (`Ledger::retrieve`
+//!   of 8 ids: fetch, decode and verify, prove and check inclusion, render).
+//!
+//! Run: `cargo bench --bench write_verify` (about 2 minutes on 2 cores).
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use memlineage::gate::{Policy, ToolCall};
+use memlineage::lineage::LabelPolicy;
+use memlineage::log::LogSigner;
+use memlineage::record::{
+    encode_payload, protected_header, sig_structure, EntryId, Kind, Parent, ProvEntry, Role,
+    SignedEntry, Weight, WriterKey,
+};
+use memlineage::retrieve::Outcome;
+use memlineage::store::MemoryStore;
+use memlineage::Ledger;
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Ledger sizes (entries, keyring entries included) the size-dependent benches run at.
+const SIZES: [(u64, &str); 2] = [(1_000, "1k"), (100_000, "100k")];
+
+/// Entries per `append_batch` call while pre-filling.
+const CHUNK: u64 = 1_000;
+
+/// Content of the benchmarked summary entry (the memory text; stored beside the entry).
+const SUMMARY: &[u8] = b"The user asked to pay the December bill. The bill (read with read_file) \
+lists Car Rental 98.70 and asks for a transfer to IBAN UK12345678901234567890. The user's \
+saved payees include their landlord and the car rental company; no payment has been made \
+yet this month. Next step: confirm the amount and recipient with the user before paying.";
+
+/// 2025-01-01T00:00:00Z in ms.
+const T0: u64 = 1_735_689_600_000;
+
+criterion_group!(benches, all);
+criterion_main!(benches);
+
+fn all(c: &mut Criterion) {
+    let mut fixtures: Vec<(Fixture, &str)> = SIZES.iter().map(|&(n, name)| (Fixture::build(n), name)).collect();
+    verify(c, &mut fixtures);
+    gate(c, &fixtures[1].0);
+    retrieve8(c, &mut fixtures);
+    // Last: it appends to the fixtures.
+    write(c, &mut fixtures);
+}
+
+/// `write`: one Ed25519 signature vs one ledger append.
+fn write(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
+    let mut g = c.benchmark_group("write");
+    configure(&mut g);
+    g.throughput(Throughput::Elements(1));
+    let key = WriterKey::for_label("bench/agent");
+    let msg = vec![0x5a; summary_sig_structure_len(&fixtures[0].0)];
+    g.bench_function("ed25519_sign", |b| b.iter(|| black_box(key.sign(black_box(&msg)))));
+    let mut time = T0 + 10_000_000; // a fresh time per append keeps every entry distinct
+    for (fx, name) in fixtures.iter_mut() {
+        let base = fx.ledger.len();
+        g.bench_function(BenchmarkId::new("ledger_append", *name), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    // Keep the 1k ledger between 1k and 2k entries (rebuilding is untimed); the
+                    // 100k one is too slow to rebuild and grows during the run.
+                    if base <= 1_000 && fx.ledger.len() >= 2 * base {
+                        *fx = Fixture::build(base);
+                    }
+                    time += 1;
+                    let start = Instant::now();
+                    let entry = fx.summary(time);
+                    let appended = fx.ledger.append(entry, &fx.agent, SUMMARY);
+                    total += start.elapsed();
+                    black_box(appended.expect("append"));
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+/// `verify`: verify_strict vs decode + inclusion against a verified checkpoint.
+fn verify(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
+    let mut g = c.benchmark_group("verify");
+    configure(&mut g);
+    g.throughput(Throughput::Elements(1));
+    let sample = fixtures[0].0.sample_summary();
+    let (vk, msg, sig) = raw_parts(&sample);
+    g.bench_function("ed25519_verify_strict", |b| {
+        b.iter(|| black_box(vk.verify_strict(black_box(&msg), &sig)).expect("verifies"))
+    });
+    g.bench_function("entry_decode", |b| {
+        b.iter(|| black_box(SignedEntry::decode(black_box(sample.cose())).expect("decodes")))
+    });
+    for (fx, name) in fixtures.iter_mut() {
+        let id = fx.summaries[fx.summaries.len() / 2];
+        let (proof, checkpoint) = fx.ledger.prove_inclusion(&id).expect("proof");
+        let bytes = fx.ledger.get(&id).expect("entry").cose().to_vec();
+        g.bench_function(BenchmarkId::new("verify_inclusion", *name), |b| {
+            b.iter(|| checkpoint.verify_inclusion(black_box(&id), black_box(&proof)).expect("included"))
+        });
+        g.bench_function(BenchmarkId::new("entry_verify_with_inclusion", *name), |b| {
+            b.iter(|| {
+                let e = SignedEntry::decode(black_box(&bytes)).expect("decodes");
+                checkpoint.verify_inclusion(&e.id(), black_box(&proof)).expect("included");
+                black_box(e)
+            })
+        });
+    }
+    g.finish();
+}
+
+/// `gate`: a decision over 8 justifying entries on the 100k ledger.
+fn gate(c: &mut Criterion, fx: &Fixture) {
+    let mut g = c.benchmark_group("gate");
+    configure(&mut g);
+    let policy = Policy::default();
+    let trusted: Vec<EntryId> = fx.prompts.iter().step_by(fx.prompts.len() / 8).take(8).copied().collect();
+    let call = |ids: &[EntryId]| ToolCall {
+        tool: "send_money".into(),
+        sensitive: false,
+        args: vec![("recipient".into(), ids[..4].to_vec()), ("amount".into(), ids[4..].to_vec())],
+    };
+    let allow = call(&trusted);
+    let mut mixed = trusted.clone();
+    mixed[7] = *fx.summaries.last().expect("summaries"); // derived from a tool result: denied
+    let deny = call(&mixed);
+    assert!(fx.ledger.gate(&policy, &allow).is_allow());
+    assert!(!fx.ledger.gate(&policy, &deny).is_allow());
+    let map: HashMap<EntryId, u64> = fx.all.iter().enumerate().map(|(i, id)| (*id, i as u64)).collect();
+    g.bench_function("hashmap_get_8", |b| {
+        b.iter(|| {
+            for id in black_box(&trusted) {
+                black_box(map.get(id));
+            }
+        })
+    });
+    g.bench_function("decide_allow_8", |b| b.iter(|| black_box(fx.ledger.gate(&policy, black_box(&allow)))));
+    g.bench_function("decide_deny_8", |b| b.iter(|| black_box(fx.ledger.gate(&policy, black_box(&deny)))));
+    g.finish();
+}
+
+/// `retrieve8`: 8 × verify_strict vs `Ledger::retrieve` of 8 ids.
+fn retrieve8(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
+    let mut g = c.benchmark_group("retrieve8");
+    configure(&mut g);
+    g.throughput(Throughput::Elements(8));
+    for (fx, name) in fixtures.iter_mut() {
+        let ids: Vec<EntryId> = fx.all.iter().step_by(fx.all.len() / 8).take(8).copied().collect();
+        let raw: Vec<_> = ids.iter().map(|id| raw_parts(&fx.ledger.get(id).expect("entry"))).collect();
+        let out = fx.ledger.retrieve(&ids).expect("retrieve");
+        assert!(out.iter().all(|o| matches!(o, Outcome::Verified(_))), "{out:?}");
+        if *name == "1k" {
+            g.bench_function("ed25519_verify_strict_x8", |b| {
+                b.iter(|| {
+                    for (vk, msg, sig) in black_box(&raw) {
+                        vk.verify_strict(msg, sig).expect("verifies");
+                    }
+                })
+            });
+        }
+        g.bench_function(BenchmarkId::new("ledger_retrieve", *name), |b| {
+            b.iter(|| black_box(fx.ledger.retrieve(black_box(&ids)).expect("retrieve")))
+        });
+    }
+    g.finish();
+}
+
+/// Shared timing settings: keeps the whole run near 2 minutes on 2 cores.
+fn configure(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    g.warm_up_time(Duration::from_secs(1));
+    g.measurement_time(Duration::from_secs(3));
+    g.sample_size(30);
+}
+
+/// A ledger pre-filled to `size` entries: 3 keyring entries, then a repeating pattern of a
+/// user prompt, a tool result, and an agent summary of both (prompt at weight 1.0, tool
+/// result at 0.9, so the summary is Derived-Untrusted).
+struct Fixture {
+    ledger: Ledger<MemoryStore>,
+    user: WriterKey,
+    tool: WriterKey,
+    agent: WriterKey,
+    /// Every entry id in log order (keyring entries included).
+    all: Vec<EntryId>,
+    prompts: Vec<EntryId>,
+    summaries: Vec<EntryId>,
+}
+
+impl Fixture {
+    fn build(size: u64) -> Self {
+        let signer = LogSigner::new("bench.memlineage.local/log", WriterKey::for_label("bench/log")).expect("origin");
+        let mut ledger = Ledger::create(MemoryStore::new(), signer, LabelPolicy::default()).expect("create");
+        let (user, tool, agent) =
+            (WriterKey::for_label("bench/user"), WriterKey::for_label("bench/tool"), WriterKey::for_label("bench/agent"));
+        let mut all = Vec::with_capacity(size as usize);
+        for (key, role, name) in [(&user, Role::User, "user"), (&tool, Role::Tool, "tool:read_file"), (&agent, Role::Agent, "agent")] {
+            all.push(ledger.bind(key.key_id(), role, name).expect("bind").expect("new binding").id);
+        }
+        let mut fx = Fixture { ledger, user, tool, agent, all, prompts: Vec::new(), summaries: Vec::new() };
+        while (fx.all.len() as u64) < size {
+            let n = CHUNK.min(size - fx.all.len() as u64);
+            fx.fill(n);
+        }
+        fx
+    }
+
+    /// Appends `n` entries in one batch; summaries name the prompt and tool result just
+    /// before them (signed here, so their ids are known within the batch).
+    fn fill(&mut self, n: u64) {
+        let start = self.all.len() as u64;
+        let mut batch: Vec<(SignedEntry, Vec<u8>)> = Vec::with_capacity(n as usize);
+        for i in start..start + n {
+            let content = format!("memory {i}: {}", "x".repeat(80)).into_bytes();
+            let (kind, key) = match i % 3 {
+                0 => (Kind::Prompt, &self.user),
+                1 => (Kind::ToolResult, &self.tool),
+                _ => (Kind::Summary, &self.agent),
+            };
+            let mut e = ProvEntry::new(key.key_id(), kind, &content).with_time_ms(T0 + i);
+            if kind == Kind::Summary && batch.len() >= 2 {
+                let (p, t) = (batch[batch.len() - 2].0.id(), batch[batch.len() - 1].0.id());
+                e = e.with_parents(vec![Parent { id: p, weight: Weight::ONE }, Parent { id: t, weight: w(900_000) }]);
+            }
+            batch.push((SignedEntry::sign(e, key).expect("sign"), content));
+        }
+        let signed: Vec<(SignedEntry, &[u8])> = batch.iter().map(|(s, c)| (s.clone(), c.as_slice())).collect();
+        let appended = self.ledger.append_signed(signed).expect("append");
+        for ((s, _), a) in batch.iter().zip(appended) {
+            self.all.push(a.id);
+            match s.entry().kind {
+                Kind::Prompt => self.prompts.push(a.id),
+                Kind::Summary if !s.entry().parents.is_empty() => self.summaries.push(a.id),
+                _ => {}
+            }
+        }
+    }
+
+    /// The benchmarked entry: an agent summary with 2 parents (a prompt at 1.0 and the tool
+    /// result after it at 0.3, below τ: Derived-Trusted) at time `time`.
+    fn summary(&self, time: u64) -> ProvEntry {
+        let p = self.prompts[self.prompts.len() / 2];
+        let t = self.all[self.ledger.index_of(&p).expect("prompt") as usize + 1];
+        ProvEntry::new(self.agent.key_id(), Kind::Summary, SUMMARY)
+            .with_parents(vec![Parent { id: p, weight: Weight::ONE }, Parent { id: t, weight: w(300_000) }])
+            .with_time_ms(time)
+    }
+
+    /// A signed summary like the benchmarked one (not appended).
+    fn sample_summary(&self) -> SignedEntry {
+        SignedEntry::sign(self.summary(T0 - 1), &self.agent).expect("sign")
+    }
+}
+
+fn summary_sig_structure_len(fx: &Fixture) -> usize {
+    let e = fx.summary(T0);
+    sig_structure(&protected_header(&e.writer), &encode_payload(&e)).len()
+}
+
+/// The verifying key, signed bytes (Sig_structure) and signature of `s`: what
+/// `SignedEntry::decode` hands to `verify_strict`.
+fn raw_parts(s: &SignedEntry) -> (ed25519_dalek::VerifyingKey, Vec<u8>, ed25519_dalek::Signature) {
+    let e = s.entry();
+    let msg = sig_structure(&protected_header(&e.writer), &encode_payload(e));
+    let sig: [u8; 64] = s.cose()[s.cose().len() - 64..].try_into().expect("64 bytes");
+    (e.writer.verifying_key().expect("key"), msg, ed25519_dalek::Signature::from_bytes(&sig))
+}
+
+fn w(millionths: u64) -> Weight {
+    Weight::new(millionths).expect("weight")
+}

@@ -5,7 +5,9 @@
 //! note: it never opens the writer's store (`spec/log.md` §7, `spec/lineage.md` §5).
 
 use crate::lineage::{Label, LabelPolicy};
-use crate::log::{hashes_to_store, tree_root, HashSource, LogError, LogVerifier, VerifiedCheckpoint};
+use crate::log::{
+    hashes_to_store, tree_root, HashSource, LogError, LogVerifier, VerifiedCheckpoint,
+};
 use crate::record::{EntryId, KeyId, Kind, RecordError, Role, SignedEntry};
 use std::collections::HashMap;
 
@@ -151,7 +153,11 @@ where
                 report.verified += 1;
                 report.label_counts[usize::from(label.code())] += 1;
                 if labels.insert(id, label).is_some() {
-                    report.failures.push(AuditFailure { index, id, problem: Problem::Duplicate });
+                    report.failures.push(AuditFailure {
+                        index,
+                        id,
+                        problem: Problem::Duplicate,
+                    });
                 }
             }
             Err(problem) => report.failures.push(AuditFailure { index, id, problem }),
@@ -161,7 +167,10 @@ where
         root_at_checkpoint = Some(tree_root(0, &tree)?);
     }
     let Some(root) = root_at_checkpoint else {
-        return Err(AuditError::Truncated { got: report.entries, want: report.checkpoint.size() });
+        return Err(AuditError::Truncated {
+            got: report.entries,
+            want: report.checkpoint.size(),
+        });
     };
     report.root_matches = root == report.checkpoint.root();
     Ok(report)
@@ -178,7 +187,9 @@ fn check_entry(
     let s = SignedEntry::decode(bytes)?;
     debug_assert_eq!(s.id(), id);
     let e = s.entry();
-    let role = *keyring.get(&e.writer).ok_or(Problem::UnknownWriter(e.writer))?;
+    let role = *keyring
+        .get(&e.writer)
+        .ok_or(Problem::UnknownWriter(e.writer))?;
     if e.kind == Kind::Keyring && role != Role::Log {
         return Err(Problem::KeyringNotByLogKey);
     }
@@ -187,14 +198,20 @@ fn check_entry(
     }
     let mut parents = Vec::with_capacity(e.parents.len());
     for p in &e.parents {
-        parents.push((p.weight, *labels.get(&p.id).ok_or(Problem::UnknownParent(p.id))?));
+        parents.push((
+            p.weight,
+            *labels.get(&p.id).ok_or(Problem::UnknownParent(p.id))?,
+        ));
     }
     let label = policy.label(role, parents);
     if let Some(b) = &e.binding {
         keyring.entry(b.key).or_insert(b.role);
     }
     match stored {
-        Some(stored) if stored != label => Err(Problem::LabelMismatch { stored, recomputed: label }),
+        Some(stored) if stored != label => Err(Problem::LabelMismatch {
+            stored,
+            recomputed: label,
+        }),
         _ => Ok(label),
     }
 }

@@ -123,7 +123,9 @@ impl std::fmt::Display for Denial {
             write!(f, " justified by entry {}", e.short())?;
         }
         match self.reason {
-            DenyReason::Untrusted { label, max } => write!(f, " labelled {label}, worse than {max}")?,
+            DenyReason::Untrusted { label, max } => {
+                write!(f, " labelled {label}, worse than {max}")?
+            }
             DenyReason::UnknownEntry => write!(f, " which is not in the log")?,
             DenyReason::Tombstoned => write!(f, " which was deleted")?,
             DenyReason::Unsourced => write!(f, ": no recorded entry justifies it")?,
@@ -143,7 +145,8 @@ impl Policy {
     /// [`PolicyError`] for bad TOML, unknown keys, or unknown label names. Does not panic.
     pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
         let raw: RawPolicy = toml::from_str(text).map_err(|e| PolicyError::Toml(e.to_string()))?;
-        let label = |s: &str| Label::from_name(s).ok_or_else(|| PolicyError::UnknownLabel(s.to_string()));
+        let label =
+            |s: &str| Label::from_name(s).ok_or_else(|| PolicyError::UnknownLabel(s.to_string()));
         let mut tools = BTreeMap::new();
         for (name, t) in raw.tools {
             let mut params = BTreeMap::new();
@@ -167,7 +170,9 @@ impl Policy {
 
     /// Whether `call` is gated: the runtime marks it sensitive, or the policy names the tool.
     pub fn is_sensitive(&self, call: &ToolCall) -> bool {
-        call.sensitive || self.sensitive_tools.contains(&call.tool) || self.tools.contains_key(&call.tool)
+        call.sensitive
+            || self.sensitive_tools.contains(&call.tool)
+            || self.tools.contains_key(&call.tool)
     }
 
     /// The worst label allowed to justify `param` of `tool`.
@@ -213,7 +218,14 @@ impl Policy {
         Decision::Allow
     }
 
-    fn deny(&self, call: &ToolCall, param: &str, entry: Option<EntryId>, reason: DenyReason, path: Vec<EntryId>) -> Decision {
+    fn deny(
+        &self,
+        call: &ToolCall,
+        param: &str,
+        entry: Option<EntryId>,
+        reason: DenyReason,
+        path: Vec<EntryId>,
+    ) -> Decision {
         Decision::Deny(Denial {
             tool: call.tool.clone(),
             param: param.to_string(),
@@ -306,7 +318,10 @@ mod tests {
         ToolCall {
             tool: tool.into(),
             sensitive: false,
-            args: args.iter().map(|(n, ids)| (n.to_string(), ids.iter().map(|b| id(*b)).collect())).collect(),
+            args: args
+                .iter()
+                .map(|(n, ids)| (n.to_string(), ids.iter().map(|b| id(*b)).collect()))
+                .collect(),
         }
     }
 
@@ -323,17 +338,33 @@ mod tests {
     fn decides_by_label_tombstone_and_unknown() {
         let p = Policy::default();
         let v = view();
-        assert_eq!(p.decide(&call("send_money", &[("recipient", &[1])]), &v), Decision::Allow);
-        let Decision::Deny(d) = p.decide(&call("send_money", &[("amount", &[1]), ("recipient", &[1, 3])]), &v) else {
+        assert_eq!(
+            p.decide(&call("send_money", &[("recipient", &[1])]), &v),
+            Decision::Allow
+        );
+        let Decision::Deny(d) = p.decide(
+            &call("send_money", &[("amount", &[1]), ("recipient", &[1, 3])]),
+            &v,
+        ) else {
             panic!("must deny")
         };
         assert_eq!(d.param, "recipient");
         assert_eq!(d.entry, Some(id(3)));
-        assert_eq!(d.reason, DenyReason::Untrusted { label: Label::DerivedUntrusted, max: Label::DerivedTrusted });
+        assert_eq!(
+            d.reason,
+            DenyReason::Untrusted {
+                label: Label::DerivedUntrusted,
+                max: Label::DerivedTrusted
+            }
+        );
         assert_eq!(d.path, vec![id(9), id(3)]);
-        let Decision::Deny(d) = p.decide(&call("send_money", &[("x", &[2])]), &v) else { panic!() };
+        let Decision::Deny(d) = p.decide(&call("send_money", &[("x", &[2])]), &v) else {
+            panic!()
+        };
         assert_eq!(d.reason, DenyReason::Tombstoned);
-        let Decision::Deny(d) = p.decide(&call("send_money", &[("x", &[7])]), &v) else { panic!() };
+        let Decision::Deny(d) = p.decide(&call("send_money", &[("x", &[7])]), &v) else {
+            panic!()
+        };
         assert_eq!(d.reason, DenyReason::UnknownEntry);
         // Not sensitive: allowed whatever its justification.
         assert!(p.decide(&call("read_file", &[("x", &[4])]), &v).is_allow());
@@ -357,23 +388,38 @@ mod tests {
         )
         .unwrap();
         let v = view();
-        assert!(p.decide(&call("pay", &[("memo", &[4]), ("iban", &[2 - 1])]), &v).is_allow());
+        assert!(p
+            .decide(&call("pay", &[("memo", &[4]), ("iban", &[2 - 1])]), &v)
+            .is_allow());
         assert!(!p.decide(&call("pay", &[("iban", &[3])]), &v).is_allow());
-        let Decision::Deny(d) = p.decide(&call("pay", &[("iban", &[])]), &v) else { panic!() };
+        let Decision::Deny(d) = p.decide(&call("pay", &[("iban", &[])]), &v) else {
+            panic!()
+        };
         assert_eq!(d.reason, DenyReason::Unsourced);
         assert_eq!(p.max_label("other", "x"), Label::Trusted);
     }
 
     #[test]
     fn bad_policies_are_typed_errors() {
-        assert!(matches!(Policy::from_toml("default_max_label = \"meh\""), Err(PolicyError::UnknownLabel(_))));
-        assert!(matches!(Policy::from_toml("nope = 1"), Err(PolicyError::Toml(_))));
-        assert!(matches!(Policy::from_toml("default_max_label = \"trusted\"\nunsourced = \"maybe\""), Err(PolicyError::UnknownLabel(_))));
+        assert!(matches!(
+            Policy::from_toml("default_max_label = \"meh\""),
+            Err(PolicyError::UnknownLabel(_))
+        ));
+        assert!(matches!(
+            Policy::from_toml("nope = 1"),
+            Err(PolicyError::Toml(_))
+        ));
+        assert!(matches!(
+            Policy::from_toml("default_max_label = \"trusted\"\nunsourced = \"maybe\""),
+            Err(PolicyError::UnknownLabel(_))
+        ));
     }
 
     #[test]
     fn denial_reads_as_a_sentence() {
-        let Decision::Deny(d) = Policy::default().decide(&call("send_money", &[("recipient", &[4])]), &view()) else {
+        let Decision::Deny(d) =
+            Policy::default().decide(&call("send_money", &[("recipient", &[4])]), &view())
+        else {
             panic!()
         };
         let text = d.to_string();

@@ -47,12 +47,15 @@ impl KeyStore {
     /// # Errors
     /// [`KeyStoreError`] for I/O, JSON or seed problems. Does not panic.
     pub fn load(path: &Path) -> Result<Self, KeyStoreError> {
-        let text = std::fs::read_to_string(path).map_err(|e| KeyStoreError::Io(path.display().to_string(), e))?;
-        let ks: KeyStore = serde_json::from_str(&text).map_err(|e| KeyStoreError::Format(e.to_string()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| KeyStoreError::Io(path.display().to_string(), e))?;
+        let ks: KeyStore =
+            serde_json::from_str(&text).map_err(|e| KeyStoreError::Format(e.to_string()))?;
         parse_seed(&ks.log_seed)?;
         for p in ks.principals.values() {
             parse_seed(&p.seed)?;
-            Role::from_name(&p.role).ok_or_else(|| KeyStoreError::Format(format!("unknown role {}", p.role)))?;
+            Role::from_name(&p.role)
+                .ok_or_else(|| KeyStoreError::Format(format!("unknown role {}", p.role)))?;
         }
         Ok(ks)
     }
@@ -64,7 +67,8 @@ impl KeyStore {
     /// [`KeyStoreError::Io`].
     pub fn save(&self, path: &Path) -> Result<(), KeyStoreError> {
         let io = |e| KeyStoreError::Io(path.display().to_string(), e);
-        let text = serde_json::to_string_pretty(self).map_err(|e| KeyStoreError::Format(e.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(self).map_err(|e| KeyStoreError::Format(e.to_string()))?;
         let tmp = path.with_extension("key.tmp");
         {
             use std::io::Write;
@@ -96,9 +100,14 @@ impl KeyStore {
     ///
     /// # Errors
     /// [`KeyStoreError::RoleMismatch`] when `name` exists with another role.
-    pub fn principal(&mut self, name: &str, role: Option<Role>) -> Result<(WriterKey, Role, bool), KeyStoreError> {
+    pub fn principal(
+        &mut self,
+        name: &str,
+        role: Option<Role>,
+    ) -> Result<(WriterKey, Role, bool), KeyStoreError> {
         if let Some(p) = self.principals.get(name) {
-            let have = Role::from_name(&p.role).ok_or_else(|| KeyStoreError::Format(p.role.clone()))?;
+            let have =
+                Role::from_name(&p.role).ok_or_else(|| KeyStoreError::Format(p.role.clone()))?;
             if role.is_some_and(|r| r != have) {
                 return Err(KeyStoreError::RoleMismatch(name.to_string()));
             }
@@ -108,7 +117,10 @@ impl KeyStore {
         let key = WriterKey::generate();
         self.principals.insert(
             name.to_string(),
-            PrincipalKey { role: role.name().to_string(), seed: hex::encode(key.seed()) },
+            PrincipalKey {
+                role: role.name().to_string(),
+                seed: hex::encode(key.seed()),
+            },
         );
         Ok((key, role, true))
     }
@@ -116,7 +128,8 @@ impl KeyStore {
 
 fn parse_seed(s: &str) -> Result<[u8; 32], KeyStoreError> {
     let mut out = [0u8; 32];
-    hex::decode_to_slice(s, &mut out).map_err(|_| KeyStoreError::Format("a seed is 64 hex digits".into()))?;
+    hex::decode_to_slice(s, &mut out)
+        .map_err(|_| KeyStoreError::Format("a seed is 64 hex digits".into()))?;
     Ok(out)
 }
 

@@ -9,8 +9,7 @@ use crate::lineage::{Label, LabelPolicy, WeakRule};
 use crate::log::{
     hashes_to_store, prove_inclusion, stored_hash_index, tree_root, CheckpointError,
     ConsistencyProof, HashSource, InclusionProof, LogError, LogSigner, LogVerifier, ProofBundle,
-    ProofError,
-    RootHash, VerifiedCheckpoint,
+    ProofError, RootHash, VerifiedCheckpoint,
 };
 use crate::record::{
     EntryId, Hash32, KeyBinding, KeyId, Kind, ProvEntry, RecordError, Role, SignedEntry, Weight,
@@ -82,7 +81,11 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// [`LedgerError::NotEmpty`] when the store already holds entries or settings.
-    pub fn create(mut store: S, signer: LogSigner, policy: LabelPolicy) -> Result<Self, LedgerError> {
+    pub fn create(
+        mut store: S,
+        signer: LogSigner,
+        policy: LabelPolicy,
+    ) -> Result<Self, LedgerError> {
         if store.tree_size()? != 0 || store.meta(META_VKEY)?.is_some() {
             return Err(LedgerError::NotEmpty);
         }
@@ -119,14 +122,31 @@ impl<S: Store> Ledger<S> {
 
     fn load_index(&mut self) -> Result<(), LedgerError> {
         let log_id = self.signer.key_id();
-        self.keyring.insert(log_id, (Role::Log, self.signer.origin().to_string()));
+        self.keyring
+            .insert(log_id, (Role::Log, self.signer.origin().to_string()));
         let metas = self.store.metas_from(0)?;
         self.index.reserve(metas.len());
         let mut tombstones = Vec::new();
-        for EntryMeta { index, id, kind, label } in metas {
-            self.index.insert(id, Meta { index, label, tombstoned: false });
+        for EntryMeta {
+            index,
+            id,
+            kind,
+            label,
+        } in metas
+        {
+            self.index.insert(
+                id,
+                Meta {
+                    index,
+                    label,
+                    tombstoned: false,
+                },
+            );
             if matches!(kind, Kind::Keyring | Kind::Tombstone) {
-                let bytes = self.store.entry_bytes(index)?.ok_or(LedgerError::Missing(id))?;
+                let bytes = self
+                    .store
+                    .entry_bytes(index)?
+                    .ok_or(LedgerError::Missing(id))?;
                 let e = SignedEntry::decode(&bytes)?;
                 if let Some(b) = &e.entry().binding {
                     self.keyring.insert(b.key, (b.role, b.name.clone()));
@@ -181,13 +201,22 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// [`LedgerError::Rebind`] when the key is bound to another role; store errors.
-    pub fn bind(&mut self, key: KeyId, role: Role, name: &str) -> Result<Option<Appended>, LedgerError> {
+    pub fn bind(
+        &mut self,
+        key: KeyId,
+        role: Role,
+        name: &str,
+    ) -> Result<Option<Appended>, LedgerError> {
         match self.keyring.get(&key) {
             Some((r, _)) if *r == role => return Ok(None),
             Some((r, _)) => return Err(LedgerError::Rebind { key, bound: *r }),
             None => {}
         }
-        let binding = KeyBinding { key, role, name: name.to_string() };
+        let binding = KeyBinding {
+            key,
+            role,
+            name: name.to_string(),
+        };
         let content = format!("bind {} {} {}", role.name(), name, key);
         let mut entry = ProvEntry::new(self.signer.key_id(), Kind::Keyring, content.as_bytes());
         entry.binding = Some(binding);
@@ -207,8 +236,17 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// See [`LedgerError`]; on error nothing is stored.
-    pub fn append(&mut self, entry: ProvEntry, key: &WriterKey, content: &[u8]) -> Result<Appended, LedgerError> {
-        let mut out = self.append_batch(vec![Draft { entry, key, content }])?;
+    pub fn append(
+        &mut self,
+        entry: ProvEntry,
+        key: &WriterKey,
+        content: &[u8],
+    ) -> Result<Appended, LedgerError> {
+        let mut out = self.append_batch(vec![Draft {
+            entry,
+            key,
+            content,
+        }])?;
         out.pop().ok_or(LedgerError::EmptyBatch)
     }
 
@@ -217,7 +255,10 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// The first failing draft's [`LedgerError`]; nothing of the batch is stored.
-    pub fn append_batch(&mut self, drafts: Vec<Draft<'_, '_>>) -> Result<Vec<Appended>, LedgerError> {
+    pub fn append_batch(
+        &mut self,
+        drafts: Vec<Draft<'_, '_>>,
+    ) -> Result<Vec<Appended>, LedgerError> {
         let mut signed = Vec::with_capacity(drafts.len());
         for d in drafts {
             signed.push((SignedEntry::sign(d.entry, d.key)?, d.content));
@@ -230,12 +271,18 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// As [`Ledger::append_batch`]; nothing of the batch is stored on error.
-    pub fn append_signed(&mut self, entries: Vec<(SignedEntry, &[u8])>) -> Result<Vec<Appended>, LedgerError> {
+    pub fn append_signed(
+        &mut self,
+        entries: Vec<(SignedEntry, &[u8])>,
+    ) -> Result<Vec<Appended>, LedgerError> {
         let prepared = self.prepare_batch(entries)?;
         self.commit(prepared)
     }
 
-    fn prepare_batch<'c>(&self, entries: Vec<(SignedEntry, &'c [u8])>) -> Result<Prepared<'c>, LedgerError> {
+    fn prepare_batch<'c>(
+        &self,
+        entries: Vec<(SignedEntry, &'c [u8])>,
+    ) -> Result<Prepared<'c>, LedgerError> {
         if entries.is_empty() {
             return Err(LedgerError::EmptyBatch);
         }
@@ -256,10 +303,22 @@ impl<S: Store> Ledger<S> {
             if let Some(b) = &s.entry().binding {
                 pending_keys.insert(b.key, b.role);
             }
-            pending.insert(s.id(), Meta { index, label, tombstoned: false });
+            pending.insert(
+                s.id(),
+                Meta {
+                    index,
+                    label,
+                    tombstoned: false,
+                },
+            );
             let hashes = hashes_to_store(index, &s.id(), &overlay)?;
             overlay.pending.extend_from_slice(&hashes);
-            items.push(PreparedEntry { entry: s, label, content, hashes });
+            items.push(PreparedEntry {
+                entry: s,
+                label,
+                content,
+                hashes,
+            });
         }
         Ok(Prepared { items })
     }
@@ -282,7 +341,10 @@ impl<S: Store> Ledger<S> {
         self.store.append(&batch)?;
         drop(batch);
         let mut out = Vec::with_capacity(prepared.items.len());
-        for PreparedEntry { entry: s, label, .. } in &prepared.items {
+        for PreparedEntry {
+            entry: s, label, ..
+        } in &prepared.items
+        {
             let e = s.entry();
             if let Some(b) = &e.binding {
                 self.keyring.insert(b.key, (b.role, b.name.clone()));
@@ -293,8 +355,19 @@ impl<S: Store> Ledger<S> {
                 }
             }
             let index = self.size;
-            self.index.insert(s.id(), Meta { index, label: *label, tombstoned: false });
-            out.push(Appended { id: s.id(), index, label: *label });
+            self.index.insert(
+                s.id(),
+                Meta {
+                    index,
+                    label: *label,
+                    tombstoned: false,
+                },
+            );
+            out.push(Appended {
+                id: s.id(),
+                index,
+                label: *label,
+            });
             self.size += 1;
         }
         Ok(out)
@@ -358,7 +431,10 @@ impl<S: Store> Ledger<S> {
     /// [`LedgerError::UnknownEntry`]; [`LedgerError::Record`] when stored bytes do not verify.
     pub fn get(&self, id: &EntryId) -> Result<SignedEntry, LedgerError> {
         let m = self.index.get(id).ok_or(LedgerError::UnknownEntry(*id))?;
-        let bytes = self.store.entry_bytes(m.index)?.ok_or(LedgerError::Missing(*id))?;
+        let bytes = self
+            .store
+            .entry_bytes(m.index)?
+            .ok_or(LedgerError::Missing(*id))?;
         let e = SignedEntry::decode(&bytes)?;
         if e.id() != *id {
             return Err(LedgerError::Missing(*id));
@@ -371,7 +447,13 @@ impl<S: Store> Ledger<S> {
     /// # Errors
     /// As [`Ledger::get`].
     pub fn get_by_index(&self, index: u64) -> Result<SignedEntry, LedgerError> {
-        let bytes = self.store.entry_bytes(index)?.ok_or(LedgerError::IndexOutOfRange { index, size: self.size })?;
+        let bytes = self
+            .store
+            .entry_bytes(index)?
+            .ok_or(LedgerError::IndexOutOfRange {
+                index,
+                size: self.size,
+            })?;
         Ok(SignedEntry::decode(&bytes)?)
     }
 
@@ -420,7 +502,10 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// [`LedgerError::UnknownEntry`]; tree errors.
-    pub fn prove_inclusion(&mut self, id: &EntryId) -> Result<(InclusionProof, VerifiedCheckpoint), LedgerError> {
+    pub fn prove_inclusion(
+        &mut self,
+        id: &EntryId,
+    ) -> Result<(InclusionProof, VerifiedCheckpoint), LedgerError> {
         let c = self.checkpoint()?;
         let m = self.index.get(id).ok_or(LedgerError::UnknownEntry(*id))?;
         let proof = prove_inclusion(c.size(), m.index, &StoreSource(&self.store))?;
@@ -431,7 +516,10 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// Tree errors (e.g. `old_size` 0 or larger than the tree).
-    pub fn prove_consistency(&mut self, old_size: u64) -> Result<(ConsistencyProof, VerifiedCheckpoint), LedgerError> {
+    pub fn prove_consistency(
+        &mut self,
+        old_size: u64,
+    ) -> Result<(ConsistencyProof, VerifiedCheckpoint), LedgerError> {
         let c = self.checkpoint()?;
         let proof = crate::log::prove_consistency(old_size, c.size(), &StoreSource(&self.store))?;
         Ok((proof, c))
@@ -444,7 +532,11 @@ impl<S: Store> Ledger<S> {
     pub fn prove(&mut self, id: &EntryId) -> Result<ProofBundle, LedgerError> {
         let (proof, c) = self.prove_inclusion(id)?;
         let entry = self.get(id)?;
-        Ok(ProofBundle { entry: entry.cose().to_vec(), proof, checkpoint: c.note().to_vec() })
+        Ok(ProofBundle {
+            entry: entry.cose().to_vec(),
+            proof,
+            checkpoint: c.note().to_vec(),
+        })
     }
 
     /// Deletes `target` by appending a tombstone signed by `key`: the target leaves retrieval,
@@ -453,7 +545,12 @@ impl<S: Store> Ledger<S> {
     /// # Errors
     /// [`LedgerError::UnknownTarget`]; [`LedgerError::UntrustedTombstone`] for tool/external
     /// writers; append errors.
-    pub fn tombstone(&mut self, target: EntryId, key: &WriterKey, reason: &str) -> Result<Appended, LedgerError> {
+    pub fn tombstone(
+        &mut self,
+        target: EntryId,
+        key: &WriterKey,
+        reason: &str,
+    ) -> Result<Appended, LedgerError> {
         let mut e = ProvEntry::new(key.key_id(), Kind::Tombstone, reason.as_bytes());
         e.target = Some(target);
         self.append(e, key, reason.as_bytes())
@@ -570,7 +667,9 @@ pub(crate) struct StoreSource<'a, S: Store>(pub(crate) &'a S);
 
 impl<S: Store> HashSource for StoreSource<'_, S> {
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {
-        self.0.read_hashes(indexes).map_err(|e| LogError::Source(e.to_string()))
+        self.0
+            .read_hashes(indexes)
+            .map_err(|e| LogError::Source(e.to_string()))
     }
 }
 
@@ -583,13 +682,19 @@ struct Overlay<'a, S: Store> {
 
 impl<S: Store> HashSource for Overlay<'_, S> {
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {
-        let stored: Vec<u64> = indexes.iter().copied().filter(|i| *i < self.start).collect();
+        let stored: Vec<u64> = indexes
+            .iter()
+            .copied()
+            .filter(|i| *i < self.start)
+            .collect();
         let mut from_store = StoreSource(self.store).read_hashes(&stored)?.into_iter();
         indexes
             .iter()
             .map(|&i| {
                 if i < self.start {
-                    from_store.next().ok_or_else(|| LogError::Source(format!("hash {i} missing")))
+                    from_store
+                        .next()
+                        .ok_or_else(|| LogError::Source(format!("hash {i} missing")))
                 } else {
                     usize::try_from(i - self.start)
                         .ok()

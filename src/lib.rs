@@ -6,14 +6,14 @@
 
 pub mod record;
 
-pub mod lineage;
-pub mod log;
-pub mod store;
-pub mod gate;
 pub mod audit;
+pub mod gate;
 pub mod keystore;
 pub mod ledger;
+pub mod lineage;
+pub mod log;
 pub mod replay;
 pub mod retrieve;
+pub mod store;
 
 pub use ledger::{Appended, Draft, Ledger, LedgerError};

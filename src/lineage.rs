@@ -180,7 +180,10 @@ mod tests {
     fn untrusted_writers_are_external() {
         let p = LabelPolicy::default();
         assert_eq!(p.label(Role::Tool, []), Label::External);
-        assert_eq!(p.label(Role::External, [(w(0), Label::Trusted)]), Label::External);
+        assert_eq!(
+            p.label(Role::External, [(w(0), Label::Trusted)]),
+            Label::External
+        );
         assert_eq!(p.label(Role::User, []), Label::Trusted);
     }
 
@@ -190,7 +193,10 @@ mod tests {
             tau: w(500_000),
             weak_rule: WeakRule::FailOpen,
         };
-        assert_eq!(p.label(Role::Agent, [(w(500_000), Label::External)]), Label::Trusted);
+        assert_eq!(
+            p.label(Role::Agent, [(w(500_000), Label::External)]),
+            Label::Trusted
+        );
         assert_eq!(
             p.label(Role::Agent, [(w(500_001), Label::External)]),
             Label::DerivedUntrusted
@@ -200,12 +206,21 @@ mod tests {
     #[test]
     fn worst_strong_parent_wins_and_lifts() {
         let p = LabelPolicy::default();
-        let parents = [(Weight::ONE, Label::Trusted), (w(900_000), Label::DerivedUntrusted)];
+        let parents = [
+            (Weight::ONE, Label::Trusted),
+            (w(900_000), Label::DerivedUntrusted),
+        ];
         assert_eq!(p.label(Role::Agent, parents), Label::DerivedUntrusted);
-        assert_eq!(p.label(Role::Agent, [(Weight::ONE, Label::Trusted)]), Label::DerivedTrusted);
+        assert_eq!(
+            p.label(Role::Agent, [(Weight::ONE, Label::Trusted)]),
+            Label::DerivedTrusted
+        );
         // A strong trusted parent shields nothing: a weak untrusted one is ignored.
         assert_eq!(
-            p.label(Role::Agent, [(Weight::ONE, Label::Trusted), (w(1), Label::External)]),
+            p.label(
+                Role::Agent,
+                [(Weight::ONE, Label::Trusted), (w(1), Label::External)]
+            ),
             Label::DerivedTrusted
         );
     }
@@ -228,7 +243,10 @@ mod tests {
             assert_eq!(Label::from_name(l.name()), Some(l));
             assert_eq!(Label::from_code(l.code()), Some(l));
         }
-        assert_eq!(Label::from_name("derived-untrusted"), Some(Label::DerivedUntrusted));
+        assert_eq!(
+            Label::from_name("derived-untrusted"),
+            Some(Label::DerivedUntrusted)
+        );
         assert_eq!(Label::from_code(4), None);
     }
 }

@@ -14,7 +14,9 @@
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
 use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::Label;
-use crate::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey};
+use crate::record::{
+    EntryId, Hash32, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey,
+};
 use crate::store::Store;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -61,7 +63,11 @@ pub enum Config {
 
 impl Config {
     /// All configurations.
-    pub const ALL: [Config; 3] = [Config::NoDefence, Config::SignaturesOnly, Config::MemLineage];
+    pub const ALL: [Config; 3] = [
+        Config::NoDefence,
+        Config::SignaturesOnly,
+        Config::MemLineage,
+    ];
 
     /// `no_defence`, `signatures_only`, `memlineage`.
     pub fn name(self) -> &'static str {
@@ -176,7 +182,13 @@ pub struct Replayer<'l, S: Store> {
 impl<'l, S: Store> Replayer<'l, S> {
     /// A replayer appending to `ledger` and gating under `policy`.
     pub fn new(ledger: &'l mut Ledger<S>, policy: Policy) -> Self {
-        Replayer { ledger, policy, keys: HashMap::new(), figures: Figures::new(), examples: Vec::new() }
+        Replayer {
+            ledger,
+            policy,
+            keys: HashMap::new(),
+            figures: Figures::new(),
+            examples: Vec::new(),
+        }
     }
 
     /// Replays every line of a JSONL trace file in each of `modes`.
@@ -184,15 +196,24 @@ impl<'l, S: Store> Replayer<'l, S> {
     /// # Errors
     /// [`ReplayError::Parse`] naming the line of a malformed run (runs before it stay
     /// recorded); ledger errors.
-    pub fn replay_reader(&mut self, reader: impl BufRead, modes: &[Mode]) -> Result<u64, ReplayError> {
+    pub fn replay_reader(
+        &mut self,
+        reader: impl BufRead,
+        modes: &[Mode],
+    ) -> Result<u64, ReplayError> {
         let mut runs = 0;
         for (n, line) in reader.lines().enumerate() {
-            let line = line.map_err(|e| ReplayError::Parse { line: n + 1, msg: e.to_string() })?;
+            let line = line.map_err(|e| ReplayError::Parse {
+                line: n + 1,
+                msg: e.to_string(),
+            })?;
             if line.trim().is_empty() {
                 continue;
             }
-            let run: Run =
-                serde_json::from_str(&line).map_err(|e| ReplayError::Parse { line: n + 1, msg: e.to_string() })?;
+            let run: Run = serde_json::from_str(&line).map_err(|e| ReplayError::Parse {
+                line: n + 1,
+                msg: e.to_string(),
+            })?;
             for &mode in modes {
                 self.replay_run(&run, mode).map_err(|e| match e {
                     ReplayError::BadRun(msg) => ReplayError::Parse { line: n + 1, msg },
@@ -217,7 +238,9 @@ impl<'l, S: Store> Replayer<'l, S> {
             self.ledger.bind(key.key_id(), role, principal)?;
             self.keys.insert(principal.to_string(), key);
         }
-        self.keys.get(principal).ok_or_else(|| ReplayError::BadRun(format!("no key for {principal}")))
+        self.keys
+            .get(principal)
+            .ok_or_else(|| ReplayError::BadRun(format!("no key for {principal}")))
     }
 
     /// Records one run in one batch, then decides each sensitive call under every configuration.
@@ -247,7 +270,14 @@ impl<'l, S: Store> Replayer<'l, S> {
             match ev.kind.as_str() {
                 "prompt" => {
                     let text = ev.text.clone().unwrap_or_default();
-                    let e = self.sign(&ev.principal, Kind::Prompt, text.into_bytes(), vec![], source, base)?;
+                    let e = self.sign(
+                        &ev.principal,
+                        Kind::Prompt,
+                        text.into_bytes(),
+                        vec![],
+                        source,
+                        base,
+                    )?;
                     justify.insert(ev.id, e.0.id());
                     batch.push(e);
                 }
@@ -255,29 +285,69 @@ impl<'l, S: Store> Replayer<'l, S> {
                     let mut parents: BTreeSet<EntryId> = BTreeSet::new();
                     for ids in ev.arg_sources.iter().flat_map(|m| m.values()) {
                         for i in ids {
-                            parents.insert(*justify.get(i).ok_or_else(|| bad(ev, "arg source not an earlier event"))?);
+                            parents.insert(
+                                *justify
+                                    .get(i)
+                                    .ok_or_else(|| bad(ev, "arg source not an earlier event"))?,
+                            );
                         }
                     }
                     let content = serde_json::json!({"tool": ev.tool, "args": ev.args}).to_string();
-                    let parents = parents.into_iter().map(|id| Parent { id, weight: Weight::ONE }).collect();
-                    let e = self.sign("agent", Kind::ToolCall, content.into_bytes(), parents, source, base)?;
+                    let parents = parents
+                        .into_iter()
+                        .map(|id| Parent {
+                            id,
+                            weight: Weight::ONE,
+                        })
+                        .collect();
+                    let e = self.sign(
+                        "agent",
+                        Kind::ToolCall,
+                        content.into_bytes(),
+                        parents,
+                        source,
+                        base,
+                    )?;
                     calls.insert(ev.id, e.0.id());
                     batch.push(e);
                 }
                 "tool_result" => {
                     let text = ev.text.clone().unwrap_or_default();
                     let parents = match ev.id.checked_sub(1).and_then(|c| calls.get(&c)) {
-                        Some(call) => vec![Parent { id: *call, weight: Weight::ONE }],
+                        Some(call) => vec![Parent {
+                            id: *call,
+                            weight: Weight::ONE,
+                        }],
                         None => vec![],
                     };
-                    let r = self.sign(&ev.principal, Kind::ToolResult, text.clone().into_bytes(), parents, source, base)?;
+                    let r = self.sign(
+                        &ev.principal,
+                        Kind::ToolResult,
+                        text.clone().into_bytes(),
+                        parents,
+                        source,
+                        base,
+                    )?;
                     let result_id = r.0.id();
                     batch.push(r);
                     justify.insert(ev.id, result_id);
                     if mode == Mode::ViaMemory {
-                        let memory = format!("memory of {} output: {text}", ev.tool.as_deref().unwrap_or("tool"));
-                        let parents = vec![Parent { id: result_id, weight: Weight::ONE }];
-                        let m = self.sign("agent", Kind::Summary, memory.into_bytes(), parents, source, base + 1)?;
+                        let memory = format!(
+                            "memory of {} output: {text}",
+                            ev.tool.as_deref().unwrap_or("tool")
+                        );
+                        let parents = vec![Parent {
+                            id: result_id,
+                            weight: Weight::ONE,
+                        }];
+                        let m = self.sign(
+                            "agent",
+                            Kind::Summary,
+                            memory.into_bytes(),
+                            parents,
+                            source,
+                            base + 1,
+                        )?;
                         justify.insert(ev.id, m.0.id());
                         batch.push(m);
                     }
@@ -285,7 +355,10 @@ impl<'l, S: Store> Replayer<'l, S> {
                 _ => return Err(bad(ev, "unknown event kind")),
             }
         }
-        let entries = batch.iter().map(|(s, c)| (s.clone(), c.as_slice())).collect();
+        let entries = batch
+            .iter()
+            .map(|(s, c)| (s.clone(), c.as_slice()))
+            .collect();
         self.ledger.append_signed(entries)?;
         for ev in run.events.iter().filter(|e| e.kind == "tool_call") {
             self.decide(run, mode, ev, &justify)?;
@@ -307,12 +380,24 @@ impl<'l, S: Store> Replayer<'l, S> {
             .with_parents(parents)
             .with_source_hash(source)
             .with_time_ms(TIME_BASE_MS + index);
-        Ok((SignedEntry::sign(e, key).map_err(LedgerError::from)?, content))
+        Ok((
+            SignedEntry::sign(e, key).map_err(LedgerError::from)?,
+            content,
+        ))
     }
 
-    fn decide(&mut self, run: &Run, mode: Mode, ev: &Event, justify: &HashMap<u64, EntryId>) -> Result<(), ReplayError> {
+    fn decide(
+        &mut self,
+        run: &Run,
+        mode: Mode,
+        ev: &Event,
+        justify: &HashMap<u64, EntryId>,
+    ) -> Result<(), ReplayError> {
         let mut call = ToolCall {
-            tool: ev.tool.clone().ok_or_else(|| bad(ev, "tool_call without tool"))?,
+            tool: ev
+                .tool
+                .clone()
+                .ok_or_else(|| bad(ev, "tool_call without tool"))?,
             sensitive: ev.sensitive.unwrap_or(false),
             args: Vec::new(),
         };
@@ -347,9 +432,17 @@ impl<'l, S: Store> Replayer<'l, S> {
                 t.legit_allowed += allowed;
             }
             if let (Config::MemLineage, Decision::Deny(d)) = (config, &decision) {
-                let seen = self.examples.iter().any(|x| x.suite == run.suite && x.mode == mode && x.attack == attack);
+                let seen = self
+                    .examples
+                    .iter()
+                    .any(|x| x.suite == run.suite && x.mode == mode && x.attack == attack);
                 if !seen {
-                    self.examples.push(Example { suite: run.suite.clone(), mode, attack, text: d.to_string() });
+                    self.examples.push(Example {
+                        suite: run.suite.clone(),
+                        mode,
+                        attack,
+                        text: d.to_string(),
+                    });
                 }
             }
         }
@@ -365,7 +458,11 @@ impl<S: Store> LineageView for SignaturesOnly<'_, S> {
     fn label_of(&self, id: &EntryId) -> Option<Label> {
         let entry = self.0.get(id).ok()?;
         let role = self.0.principal(&entry.writer())?.0;
-        Some(if role.is_untrusted() { Label::External } else { Label::Trusted })
+        Some(if role.is_untrusted() {
+            Label::External
+        } else {
+            Label::Trusted
+        })
     }
 
     fn tombstoned(&self, id: &EntryId) -> bool {

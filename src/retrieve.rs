@@ -65,20 +65,36 @@ impl<S: Store> Ledger<S> {
             .collect())
     }
 
-    fn retrieve_one(&self, id: &EntryId, checkpoint: &VerifiedCheckpoint) -> Result<Option<Retrieved>, LedgerError> {
+    fn retrieve_one(
+        &self,
+        id: &EntryId,
+        checkpoint: &VerifiedCheckpoint,
+    ) -> Result<Option<Retrieved>, LedgerError> {
         let label = self.label(id).ok_or(LedgerError::UnknownEntry(*id))?;
         if self.is_tombstoned(id) {
             return Ok(None);
         }
         let entry: SignedEntry = self.get(id)?;
         let index = self.index_of(id).ok_or(LedgerError::UnknownEntry(*id))?;
-        let proof = crate::log::prove_inclusion(checkpoint.size(), index, &crate::ledger::StoreSource(self.store()))?;
+        let proof = crate::log::prove_inclusion(
+            checkpoint.size(),
+            index,
+            &crate::ledger::StoreSource(self.store()),
+        )?;
         checkpoint.verify_inclusion(&entry.id(), &proof)?;
         let writer = match self.principal(&entry.writer()) {
             Some((_, name)) => name.to_string(),
             None => entry.writer().short(),
         };
-        let text = self.content(&entry)?.map(|b| String::from_utf8_lossy(&b).into_owned());
-        Ok(Some(Retrieved { id: *id, label, kind: entry.entry().kind, writer, text }))
+        let text = self
+            .content(&entry)?
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        Ok(Some(Retrieved {
+            id: *id,
+            label,
+            kind: entry.entry().kind,
+            writer,
+            text,
+        }))
     }
 }

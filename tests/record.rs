@@ -14,15 +14,25 @@ fn key() -> WriterKey {
 
 fn sample() -> ProvEntry {
     let k = key();
-    ProvEntry::new(k.key_id(), Kind::Summary, b"the bill is 98.70 to UK12345678901234567890")
-        .with_parents(vec![
-            Parent { id: EntryId([7; 32]), weight: Weight::ONE },
-            Parent { id: EntryId([3; 32]), weight: Weight::new(250_000).unwrap() },
-        ])
-        .with_time_ms(1_700_000_000_000)
-        .with_source_hash(Hash32::digest(b"raw bill"))
-        .with_context_hash(Hash32::digest(b"context"))
-        .with_attribution(Attribution::LmSelfEval)
+    ProvEntry::new(
+        k.key_id(),
+        Kind::Summary,
+        b"the bill is 98.70 to UK12345678901234567890",
+    )
+    .with_parents(vec![
+        Parent {
+            id: EntryId([7; 32]),
+            weight: Weight::ONE,
+        },
+        Parent {
+            id: EntryId([3; 32]),
+            weight: Weight::new(250_000).unwrap(),
+        },
+    ])
+    .with_time_ms(1_700_000_000_000)
+    .with_source_hash(Hash32::digest(b"raw bill"))
+    .with_context_hash(Hash32::digest(b"context"))
+    .with_attribution(Attribution::LmSelfEval)
 }
 
 /// Wraps `payload` in a COSE_Sign1 validly signed by `k`, whatever the payload's encoding.
@@ -65,7 +75,11 @@ fn sign_decode_round_trip() {
     let s = SignedEntry::sign(sample(), &key()).unwrap();
     let d = SignedEntry::decode(s.cose()).unwrap();
     assert_eq!(d, s);
-    assert_eq!(d.entry().parents[0].id, EntryId([3; 32]), "parents sorted by id");
+    assert_eq!(
+        d.entry().parents[0].id,
+        EntryId([3; 32]),
+        "parents sorted by id"
+    );
     assert_eq!(s.id(), EntryId::of_cose(s.cose()));
     // The protected header is exactly {1: -8, 4: kid}.
     let mut want = vec![0xa2, 0x01, 0x27, 0x04, 0x58, 0x20];
@@ -84,11 +98,18 @@ fn known_answer_vectors() {
         let cose = hex::decode(case["cose_hex"].as_str().unwrap()).unwrap();
         let payload = hex::decode(case["payload_hex"].as_str().unwrap()).unwrap();
         let e = SignedEntry::decode(&cose).unwrap_or_else(|err| panic!("{name}: {err}"));
-        assert_eq!(e.id().to_string(), case["id_hex"].as_str().unwrap(), "{name}");
+        assert_eq!(
+            e.id().to_string(),
+            case["id_hex"].as_str().unwrap(),
+            "{name}"
+        );
         assert_eq!(encode_payload(e.entry()), payload, "{name}");
         // Re-signing the decoded entry with the vector's seed reproduces the bytes (Ed25519 is
         // deterministic, RFC 8032 §5.1.6).
-        let seed: [u8; 32] = hex::decode(case["seed_hex"].as_str().unwrap()).unwrap().try_into().unwrap();
+        let seed: [u8; 32] = hex::decode(case["seed_hex"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
         let again = SignedEntry::sign(e.entry().clone(), &WriterKey::from_seed(&seed)).unwrap();
         assert_eq!(again.cose(), &cose[..], "{name}");
     }
@@ -100,7 +121,10 @@ fn independent_cose_implementation_verifies() {
     let k = key();
     let s = SignedEntry::sign(sample(), &k).unwrap();
     let parsed = coset::CoseSign1::from_tagged_slice(s.cose()).unwrap();
-    assert_eq!(parsed.protected.header.alg, Some(coset::Algorithm::Assigned(coset::iana::Algorithm::EdDSA)));
+    assert_eq!(
+        parsed.protected.header.alg,
+        Some(coset::Algorithm::Assigned(coset::iana::Algorithm::EdDSA))
+    );
     assert_eq!(parsed.protected.header.key_id, k.key_id().0.to_vec());
     let vk = k.verifying_key();
     parsed
@@ -145,13 +169,17 @@ fn rejects_duplicate_keys() {
 
 #[test]
 fn rejects_unknown_and_missing_fields() {
-    let e = reject(payload_with(|p| p.push((Value::Integer(11.into()), Value::Integer(0.into())))));
+    let e = reject(payload_with(|p| {
+        p.push((Value::Integer(11.into()), Value::Integer(0.into())))
+    }));
     assert_eq!(e, RecordError::UnknownField("11".into()));
     let e = reject(payload_with(|p| {
         p.remove(7);
     }));
     assert_eq!(e, RecordError::MissingField("time"));
-    let e = reject(payload_with(|p| p.insert(0, (Value::Text("v".into()), Value::Integer(1.into())))));
+    let e = reject(payload_with(|p| {
+        p.insert(0, (Value::Text("v".into()), Value::Integer(1.into())))
+    }));
     assert!(matches!(e, RecordError::UnknownField(_)), "{e:?}");
 }
 
@@ -162,23 +190,51 @@ fn rejects_floats_and_wrong_types() {
     let e = reject(payload_with(|p| p[7].1 = Value::Bool(true)));
     assert_eq!(e, RecordError::UnsupportedSimple);
     let e = reject(payload_with(|p| p[7].1 = Value::Integer((-1).into())));
-    assert_eq!(e, RecordError::WrongType { field: "time", want: "an unsigned integer" });
+    assert_eq!(
+        e,
+        RecordError::WrongType {
+            field: "time",
+            want: "an unsigned integer"
+        }
+    );
     let e = reject(payload_with(|p| p[3].1 = Value::Bytes(vec![0; 31])));
-    assert_eq!(e, RecordError::WrongType { field: "content_hash", want: "a 32-byte byte string" });
+    assert_eq!(
+        e,
+        RecordError::WrongType {
+            field: "content_hash",
+            want: "a 32-byte byte string"
+        }
+    );
     let e = reject(payload_with(|p| p[2].1 = Value::Integer(99.into())));
-    assert_eq!(e, RecordError::UnknownCode { what: "kind", code: 99 });
+    assert_eq!(
+        e,
+        RecordError::UnknownCode {
+            what: "kind",
+            code: 99
+        }
+    );
 }
 
 #[test]
 fn rejects_weights_out_of_range_and_bad_parents() {
     let e = reject(payload_with(|p| {
-        p[6].1 = Value::Array(vec![Value::Array(vec![Value::Bytes(vec![1; 32]), Value::Integer(1_000_001.into())])]);
+        p[6].1 = Value::Array(vec![Value::Array(vec![
+            Value::Bytes(vec![1; 32]),
+            Value::Integer(1_000_001.into()),
+        ])]);
     }));
-    assert_eq!(e, RecordError::Weight(memlineage::record::WeightError { got: 1_000_001 }));
+    assert_eq!(
+        e,
+        RecordError::Weight(memlineage::record::WeightError { got: 1_000_001 })
+    );
     let pair = |b: u8| Value::Array(vec![Value::Bytes(vec![b; 32]), Value::Integer(5.into())]);
-    let e = reject(payload_with(|p| p[6].1 = Value::Array(vec![pair(2), pair(1)])));
+    let e = reject(payload_with(|p| {
+        p[6].1 = Value::Array(vec![pair(2), pair(1)])
+    }));
     assert_eq!(e, RecordError::UnsortedParents);
-    let e = reject(payload_with(|p| p[6].1 = Value::Array(vec![pair(2), pair(2)])));
+    let e = reject(payload_with(|p| {
+        p[6].1 = Value::Array(vec![pair(2), pair(2)])
+    }));
     assert_eq!(e, RecordError::DuplicateParent(EntryId([2; 32])));
 }
 
@@ -200,7 +256,11 @@ fn rejects_non_shortest_integers_and_indefinite_lengths() {
     long_len.splice(0..1, [0xb8, 0x09]);
     assert_eq!(reject(long_len), RecordError::NonShortest);
     // A byte string (the content hash) whose length is written in two bytes.
-    let at = good.windows(3).position(|w| w == [0x03, 0x58, 0x20]).unwrap() + 1;
+    let at = good
+        .windows(3)
+        .position(|w| w == [0x03, 0x58, 0x20])
+        .unwrap()
+        + 1;
     let mut long_bstr = good.clone();
     long_bstr.splice(at..at + 2, [0x59, 0x00, 0x20]);
     assert_eq!(reject(long_bstr), RecordError::NonShortest);
@@ -211,7 +271,10 @@ fn rejects_trailing_bytes_and_truncation() {
     let s = SignedEntry::sign(sample(), &key()).unwrap();
     let mut trailing = s.cose().to_vec();
     trailing.push(0x00);
-    assert_eq!(SignedEntry::decode(&trailing).unwrap_err(), RecordError::TrailingBytes(1));
+    assert_eq!(
+        SignedEntry::decode(&trailing).unwrap_err(),
+        RecordError::TrailingBytes(1)
+    );
     for cut in [0, 1, 10, s.cose().len() / 2, s.cose().len() - 1] {
         let e = SignedEntry::decode(&s.cose()[..cut]).unwrap_err();
         assert_eq!(e, RecordError::Truncated, "cut {cut}");
@@ -249,37 +312,63 @@ fn hostile_nesting_and_lengths_fail_fast_on_a_small_stack() {
 fn rejects_envelope_mutations() {
     let k = key();
     let s = SignedEntry::sign(sample(), &k).unwrap();
-    let Value::Tag(18, inner) = value_of(s.cose()) else { panic!() };
-    let Value::Array(items) = *inner else { panic!() };
-    let rebuild = |tag: u64, items: Vec<Value>| encode(&Value::Tag(tag, Box::new(Value::Array(items))));
-    assert_eq!(SignedEntry::decode(&rebuild(98, items.clone())).unwrap_err(), RecordError::WrongTag);
-    assert_eq!(SignedEntry::decode(&encode(&Value::Array(items.clone()))).unwrap_err(), RecordError::WrongTag);
+    let Value::Tag(18, inner) = value_of(s.cose()) else {
+        panic!()
+    };
+    let Value::Array(items) = *inner else {
+        panic!()
+    };
+    let rebuild =
+        |tag: u64, items: Vec<Value>| encode(&Value::Tag(tag, Box::new(Value::Array(items))));
+    assert_eq!(
+        SignedEntry::decode(&rebuild(98, items.clone())).unwrap_err(),
+        RecordError::WrongTag
+    );
+    assert_eq!(
+        SignedEntry::decode(&encode(&Value::Array(items.clone()))).unwrap_err(),
+        RecordError::WrongTag
+    );
     let mut unprot = items.clone();
     unprot[1] = Value::Map(vec![(Value::Integer(4.into()), Value::Bytes(vec![1]))]);
-    assert_eq!(SignedEntry::decode(&rebuild(18, unprot)).unwrap_err(), RecordError::UnprotectedHeader);
+    assert_eq!(
+        SignedEntry::decode(&rebuild(18, unprot)).unwrap_err(),
+        RecordError::UnprotectedHeader
+    );
     // alg ES256 (-7) instead of EdDSA.
     let mut alg = items.clone();
     let mut hdr = vec![0xa2, 0x01, 0x26, 0x04, 0x58, 0x20];
     hdr.extend_from_slice(&k.key_id().0);
     alg[0] = Value::Bytes(hdr);
-    assert_eq!(SignedEntry::decode(&rebuild(18, alg)).unwrap_err(), RecordError::BadProtectedHeader);
+    assert_eq!(
+        SignedEntry::decode(&rebuild(18, alg)).unwrap_err(),
+        RecordError::BadProtectedHeader
+    );
     // Another writer's kid: payload writer no longer matches.
     let other = WriterKey::for_label("someone else");
     let mut kid = items.clone();
     kid[0] = Value::Bytes(protected_header(&other.key_id()));
-    assert_eq!(SignedEntry::decode(&rebuild(18, kid)).unwrap_err(), RecordError::WriterMismatch);
+    assert_eq!(
+        SignedEntry::decode(&rebuild(18, kid)).unwrap_err(),
+        RecordError::WriterMismatch
+    );
     // A flipped signature bit, a flipped payload bit.
     let mut sig = items.clone();
     if let Value::Bytes(b) = &mut sig[3] {
         b[10] ^= 1;
     }
-    assert_eq!(SignedEntry::decode(&rebuild(18, sig)).unwrap_err(), RecordError::BadSignature);
+    assert_eq!(
+        SignedEntry::decode(&rebuild(18, sig)).unwrap_err(),
+        RecordError::BadSignature
+    );
     let mut pay = items;
     if let Value::Bytes(b) = &mut pay[2] {
         let n = b.len();
         b[n - 1] ^= 1;
     }
-    assert_eq!(SignedEntry::decode(&rebuild(18, pay)).unwrap_err(), RecordError::BadSignature);
+    assert_eq!(
+        SignedEntry::decode(&rebuild(18, pay)).unwrap_err(),
+        RecordError::BadSignature
+    );
 }
 
 #[test]
@@ -291,8 +380,8 @@ fn rejects_signature_with_s_not_reduced() {
     let n = bytes.len();
     let sig = &mut bytes[n - 64..];
     const L: [u8; 32] = [
-        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0,
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde,
+        0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
     ];
     let mut carry = 0u16;
     for i in 0..32 {
@@ -300,7 +389,10 @@ fn rejects_signature_with_s_not_reduced() {
         sig[32 + i] = v as u8;
         carry = v >> 8;
     }
-    assert_eq!(SignedEntry::decode(&bytes).unwrap_err(), RecordError::BadSignature);
+    assert_eq!(
+        SignedEntry::decode(&bytes).unwrap_err(),
+        RecordError::BadSignature
+    );
 }
 
 #[test]
@@ -309,16 +401,32 @@ fn structural_rules_on_signing() {
     let mut e = sample();
     e.parents.push(e.parents[0]);
     e.parents.sort();
-    assert!(matches!(SignedEntry::sign(e, &k), Err(RecordError::DuplicateParent(_))));
+    assert!(matches!(
+        SignedEntry::sign(e, &k),
+        Err(RecordError::DuplicateParent(_))
+    ));
     let mut t = ProvEntry::new(k.key_id(), Kind::Tombstone, b"gone");
-    assert_eq!(SignedEntry::sign(t.clone(), &k).unwrap_err(), RecordError::MissingField("target"));
+    assert_eq!(
+        SignedEntry::sign(t.clone(), &k).unwrap_err(),
+        RecordError::MissingField("target")
+    );
     t.target = Some(EntryId([1; 32]));
     SignedEntry::sign(t, &k).unwrap();
     let mut f = ProvEntry::new(k.key_id(), Kind::Fact, b"x");
-    f.binding = Some(KeyBinding { key: k.key_id(), role: Role::User, name: "u".into() });
-    assert_eq!(SignedEntry::sign(f, &k).unwrap_err(), RecordError::UnexpectedField("binding"));
+    f.binding = Some(KeyBinding {
+        key: k.key_id(),
+        role: Role::User,
+        name: "u".into(),
+    });
+    assert_eq!(
+        SignedEntry::sign(f, &k).unwrap_err(),
+        RecordError::UnexpectedField("binding")
+    );
     let other = WriterKey::for_label("other");
-    assert_eq!(SignedEntry::sign(sample(), &other).unwrap_err(), RecordError::WriterMismatch);
+    assert_eq!(
+        SignedEntry::sign(sample(), &other).unwrap_err(),
+        RecordError::WriterMismatch
+    );
     assert!(Weight::new(1_000_001).is_err());
     assert_eq!(Weight::from_f64(0.25).unwrap().millionths(), 250_000);
     assert!(Weight::from_f64(f64::NAN).is_err());
@@ -326,9 +434,18 @@ fn structural_rules_on_signing() {
 
 #[test]
 fn error_messages_read_well() {
-    assert_eq!(RecordError::TrailingBytes(3).to_string(), "trailing bytes after the CBOR item: 3 bytes");
-    assert_eq!(RecordError::NonCanonical.to_string(), "not deterministically encoded (RFC 8949 §4.2.1)");
-    assert_eq!(RecordError::BadSignature.to_string(), "signature verification failed");
+    assert_eq!(
+        RecordError::TrailingBytes(3).to_string(),
+        "trailing bytes after the CBOR item: 3 bytes"
+    );
+    assert_eq!(
+        RecordError::NonCanonical.to_string(),
+        "not deterministically encoded (RFC 8949 §4.2.1)"
+    );
+    assert_eq!(
+        RecordError::BadSignature.to_string(),
+        "signature verification failed"
+    );
 }
 
 fn arb_entry() -> impl Strategy<Value = ProvEntry> {
@@ -344,12 +461,26 @@ fn arb_entry() -> impl Strategy<Value = ProvEntry> {
             let k = key();
             let kind = Kind::from_code(kind).unwrap();
             let mut e = ProvEntry::new(k.key_id(), kind, &content)
-                .with_parents(parents.into_iter().map(|(id, w)| Parent { id: EntryId(id), weight: Weight::new(w).unwrap() }).collect())
+                .with_parents(
+                    parents
+                        .into_iter()
+                        .map(|(id, w)| Parent {
+                            id: EntryId(id),
+                            weight: Weight::new(w).unwrap(),
+                        })
+                        .collect(),
+                )
                 .with_time_ms(time)
                 .with_attribution(Attribution::from_code(attr).unwrap());
             match kind {
                 Kind::Tombstone => e.target = Some(EntryId(target)),
-                Kind::Keyring => e.binding = Some(KeyBinding { key: k.key_id(), role: Role::Agent, name: "agent é".into() }),
+                Kind::Keyring => {
+                    e.binding = Some(KeyBinding {
+                        key: k.key_id(),
+                        role: Role::Agent,
+                        name: "agent é".into(),
+                    })
+                }
                 _ => {}
             }
             e

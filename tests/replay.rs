@@ -11,7 +11,11 @@ use memlineage::Ledger;
 use std::io::BufReader;
 
 fn ledger() -> Ledger<MemoryStore> {
-    let signer = LogSigner::new("test.example/replay", WriterKey::for_label("tests/replay-log")).unwrap();
+    let signer = LogSigner::new(
+        "test.example/replay",
+        WriterKey::for_label("tests/replay-log"),
+    )
+    .unwrap();
     Ledger::create(MemoryStore::default(), signer, LabelPolicy::default()).unwrap()
 }
 
@@ -56,20 +60,39 @@ fn check_suite(suite: &str) {
     for mode in Mode::ALL {
         for config in Config::ALL {
             let t = tally(&f, suite, mode, config);
-            assert_eq!((t.attack_calls, t.legit_calls), (attack, legit), "{suite} {mode:?} {config:?}");
+            assert_eq!(
+                (t.attack_calls, t.legit_calls),
+                (attack, legit),
+                "{suite} {mode:?} {config:?}"
+            );
         }
         let none = tally(&f, suite, mode, Config::NoDefence);
-        assert_eq!(none.attack_allowed, attack, "no defence lets every attack through");
+        assert_eq!(
+            none.attack_allowed, attack,
+            "no defence lets every attack through"
+        );
         assert_eq!(none.legit_allowed, legit);
         let ours = tally(&f, suite, mode, Config::MemLineage);
         assert!(ours.attack_calls > 0);
-        assert_eq!(ours.attack_allowed, 0, "{suite} {mode:?}: memlineage attack success must be 0");
-        assert!(ours.legit_allowed > 0, "{suite} {mode:?}: some legitimate calls pass");
+        assert_eq!(
+            ours.attack_allowed, 0,
+            "{suite} {mode:?}: memlineage attack success must be 0"
+        );
+        assert!(
+            ours.legit_allowed > 0,
+            "{suite} {mode:?}: some legitimate calls pass"
+        );
     }
     let sig_direct = tally(&f, suite, Mode::Direct, Config::SignaturesOnly);
-    assert_eq!(sig_direct.attack_allowed, 0, "raw tool output is signed by the tool principal");
+    assert_eq!(
+        sig_direct.attack_allowed, 0,
+        "raw tool output is signed by the tool principal"
+    );
     let sig_memory = tally(&f, suite, Mode::ViaMemory, Config::SignaturesOnly);
-    assert_eq!(sig_memory.attack_allowed, attack, "laundered memories carry the agent's valid signature");
+    assert_eq!(
+        sig_memory.attack_allowed, attack,
+        "laundered memories carry the agent's valid signature"
+    );
     // In direct mode lineage and signatures agree; via memory only lineage still refuses.
     assert_eq!(
         tally(&f, suite, Mode::Direct, Config::MemLineage),
@@ -118,7 +141,11 @@ fn unseen_suite_with_unknown_tools() {
         })
         .to_string()
     };
-    let text = format!("{}\n{}\n", run("injection_task_0", true, 2), run("injection_task_1", false, 0));
+    let text = format!(
+        "{}\n{}\n",
+        run("injection_task_0", true, 2),
+        run("injection_task_1", false, 0)
+    );
     let (f, runs) = replay_text(&text).unwrap();
     assert_eq!(runs, 2);
     for mode in Mode::ALL {
@@ -134,7 +161,10 @@ fn malformed_traces_name_the_line() {
     let first = good.lines().next().unwrap();
     let err = replay_text(&format!("{first}\n{{\"suite\": 3}}\n")).unwrap_err();
     assert!(matches!(err, ReplayError::Parse { line: 2, .. }), "{err}");
-    let bad_source = first.replace("\"arg_sources\":{\"file_path\":[0]}", "\"arg_sources\":{\"file_path\":[99]}");
+    let bad_source = first.replace(
+        "\"arg_sources\":{\"file_path\":[0]}",
+        "\"arg_sources\":{\"file_path\":[99]}",
+    );
     assert_ne!(bad_source, first);
     let err = replay_text(&bad_source).unwrap_err();
     assert!(matches!(err, ReplayError::Parse { line: 1, .. }), "{err}");

@@ -10,7 +10,9 @@ use memlineage::keystore::KeyStore;
 use memlineage::ledger::{stored_policy, stored_vkey};
 use memlineage::lineage::{LabelPolicy, WeakRule};
 use memlineage::log::{LogVerifier, ProofBundle};
-use memlineage::record::{Attribution, EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, Weight};
+use memlineage::record::{
+    Attribution, EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, Weight,
+};
 use memlineage::replay::{render_json, render_table, Mode, Replayer};
 use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::{Draft, Ledger};
@@ -25,7 +27,11 @@ type Res<T> = Result<T, Box<dyn Error>>;
 const BANKING: &str = include_str!("../../fixtures/agentdojo/banking.jsonl");
 
 #[derive(Parser)]
-#[command(name = "memlineage", version, about = "Chain of custody for LLM agent memory")]
+#[command(
+    name = "memlineage",
+    version,
+    about = "Chain of custody for LLM agent memory"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -178,10 +184,25 @@ fn main() -> ExitCode {
 
 fn run(cmd: Cmd) -> Res<ExitCode> {
     match cmd {
-        Cmd::Init { ledger, origin, tau, rule } => init(&ledger, &origin, tau, rule),
+        Cmd::Init {
+            ledger,
+            origin,
+            tau,
+            rule,
+        } => init(&ledger, &origin, tau, rule),
         Cmd::Append { ledger, input } => append(&ledger, &input),
-        Cmd::Replay { files, ledger, mode, policy, json } => replay(&files, ledger.as_deref(), mode, policy, json),
-        Cmd::Verify { ledger, log_key, checkpoint } => verify(&ledger, log_key, checkpoint),
+        Cmd::Replay {
+            files,
+            ledger,
+            mode,
+            policy,
+            json,
+        } => replay(&files, ledger.as_deref(), mode, policy, json),
+        Cmd::Verify {
+            ledger,
+            log_key,
+            checkpoint,
+        } => verify(&ledger, log_key, checkpoint),
         Cmd::Export { ledger, output } => export(&ledger, output),
         Cmd::Checkpoint { ledger, vkey } => checkpoint(&ledger, vkey),
         Cmd::Prove { ledger, id, output } => prove(&ledger, &id, output),
@@ -263,13 +284,18 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: AppendLine = serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let parsed: AppendLine =
+            serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", n + 1))?;
         lines.push(parsed);
     }
     let mut keys = Vec::with_capacity(lines.len());
     let mut created = false;
     for a in &lines {
-        let role = a.role.as_deref().map(|r| Role::from_name(r).ok_or(format!("unknown role {r}"))).transpose()?;
+        let role = a
+            .role
+            .as_deref()
+            .map(|r| Role::from_name(r).ok_or(format!("unknown role {r}")))
+            .transpose()?;
         let (key, role, new) = ks.principal(&a.writer, role)?;
         created |= new;
         keys.push((key, role));
@@ -285,7 +311,10 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
         let kind = Kind::from_name(&a.kind).ok_or(format!("unknown kind {}", a.kind))?;
         let mut parents = Vec::with_capacity(a.parents.len());
         for p in &a.parents {
-            parents.push(Parent { id: EntryId::from_hex(&p.id)?, weight: Weight::from_f64(p.weight)? });
+            parents.push(Parent {
+                id: EntryId::from_hex(&p.id)?,
+                weight: Weight::from_f64(p.weight)?,
+            });
         }
         let attribution = match a.attribution.as_deref().unwrap_or("coarse") {
             "coarse" => Attribution::Coarse,
@@ -300,13 +329,20 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
             .with_attribution(attribution)
             .with_time_ms(time);
         entry.target = a.target.as_deref().map(EntryId::from_hex).transpose()?;
-        drafts.push(Draft { entry, key, content: a.content.as_bytes() });
+        drafts.push(Draft {
+            entry,
+            key,
+            content: a.content.as_bytes(),
+        });
     }
     if drafts.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     for a in l.append_batch(drafts)? {
-        println!("{}", serde_json::json!({"id": a.id.to_string(), "index": a.index, "label": a.label.name()}));
+        println!(
+            "{}",
+            serde_json::json!({"id": a.id.to_string(), "index": a.index, "label": a.label.name()})
+        );
     }
     l.checkpoint()?;
     Ok(ExitCode::SUCCESS)
@@ -326,7 +362,13 @@ fn load_policy(path: Option<PathBuf>) -> Res<Policy> {
     })
 }
 
-fn replay(files: &[PathBuf], ledger: Option<&Path>, mode: ModeArg, policy: Option<PathBuf>, json: bool) -> Res<ExitCode> {
+fn replay(
+    files: &[PathBuf],
+    ledger: Option<&Path>,
+    mode: ModeArg,
+    policy: Option<PathBuf>,
+    json: bool,
+) -> Res<ExitCode> {
     if files.is_empty() {
         return Err("replay needs at least one trace file".into());
     }
@@ -334,7 +376,11 @@ fn replay(files: &[PathBuf], ledger: Option<&Path>, mode: ModeArg, policy: Optio
     let modes = mode.modes();
     let readers = files
         .iter()
-        .map(|f| Ok(std::io::BufReader::new(std::fs::File::open(f).map_err(|e| format!("{}: {e}", f.display()))?)))
+        .map(|f| {
+            Ok(std::io::BufReader::new(
+                std::fs::File::open(f).map_err(|e| format!("{}: {e}", f.display()))?,
+            ))
+        })
         .collect::<Res<Vec<_>>>()?;
     let out = match ledger {
         Some(path) => {
@@ -348,7 +394,11 @@ fn replay(files: &[PathBuf], ledger: Option<&Path>, mode: ModeArg, policy: Optio
         }
         None => {
             let ks = KeyStore::generate("memlineage.local/replay");
-            let mut l = Ledger::create(MemoryStore::default(), ks.log_signer()?, LabelPolicy::default())?;
+            let mut l = Ledger::create(
+                MemoryStore::default(),
+                ks.log_signer()?,
+                LabelPolicy::default(),
+            )?;
             replay_into(&mut l, policy, readers, &modes, json)?
         }
     };
@@ -384,7 +434,11 @@ fn replay_into<S: Store>(
     })
 }
 
-fn audit_ledger(ledger: &Path, log_key: Option<String>, checkpoint: Option<PathBuf>) -> Res<AuditReport> {
+fn audit_ledger(
+    ledger: &Path,
+    log_key: Option<String>,
+    checkpoint: Option<PathBuf>,
+) -> Res<AuditReport> {
     let store = SqliteStore::open(ledger)?;
     let vkey = match log_key {
         Some(k) => k,
@@ -393,7 +447,12 @@ fn audit_ledger(ledger: &Path, log_key: Option<String>, checkpoint: Option<PathB
     let verifier = LogVerifier::from_vkey(&vkey)?;
     let note = match checkpoint {
         Some(p) => std::fs::read(p)?,
-        None => store.latest_checkpoint()?.ok_or("the ledger has no checkpoint")?.1,
+        None => {
+            store
+                .latest_checkpoint()?
+                .ok_or("the ledger has no checkpoint")?
+                .1
+        }
     };
     let policy = stored_policy(&store)?;
     let size = store.tree_size()?;
@@ -421,12 +480,22 @@ fn verify(ledger: &Path, log_key: Option<String>, checkpoint: Option<PathBuf>) -
         r.checkpoint.size(),
         r.checkpoint.root()
     );
-    println!("entries: {} read, {} verified (signature, canonical bytes, keyring, parents)", r.entries, r.verified);
+    println!(
+        "entries: {} read, {} verified (signature, canonical bytes, keyring, parents)",
+        r.entries, r.verified
+    );
     println!(
         "labels recomputed: trusted {} derived_trusted {} derived_untrusted {} external {}",
         r.label_counts[0], r.label_counts[1], r.label_counts[2], r.label_counts[3]
     );
-    println!("tree root at checkpoint size: {}", if r.root_matches { "matches" } else { "MISMATCH" });
+    println!(
+        "tree root at checkpoint size: {}",
+        if r.root_matches {
+            "matches"
+        } else {
+            "MISMATCH"
+        }
+    );
     for f in &r.failures {
         eprintln!("entry {} ({}): {}", f.index, f.id, f.problem);
     }
@@ -434,7 +503,10 @@ fn verify(ledger: &Path, log_key: Option<String>, checkpoint: Option<PathBuf>) -
         println!("OK");
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("FAILED: {} problems", r.failures.len() + usize::from(!r.root_matches));
+        eprintln!(
+            "FAILED: {} problems",
+            r.failures.len() + usize::from(!r.root_matches)
+        );
         Ok(ExitCode::FAILURE)
     }
 }
@@ -455,7 +527,11 @@ fn export(ledger: &Path, output: Option<PathBuf>) -> Res<ExitCode> {
     let store = SqliteStore::open(ledger)?;
     let mut out = Vec::new();
     for i in 0..store.tree_size()? {
-        out.extend(store.entry_bytes(i)?.ok_or_else(|| format!("entry {i} missing"))?);
+        out.extend(
+            store
+                .entry_bytes(i)?
+                .ok_or_else(|| format!("entry {i} missing"))?,
+        );
     }
     write_out(output, &out)?;
     Ok(ExitCode::SUCCESS)
@@ -510,7 +586,9 @@ fn inspect(file: &Path) -> Res<ExitCode> {
             let parents: Vec<_> = e
                 .parents
                 .iter()
-                .map(|p| serde_json::json!({"id": p.id.to_string(), "weight": p.weight.to_string()}))
+                .map(
+                    |p| serde_json::json!({"id": p.id.to_string(), "weight": p.weight.to_string()}),
+                )
                 .collect();
             let v = serde_json::json!({
                 "id": s.id().to_string(),
@@ -542,14 +620,24 @@ fn explain(ledger: &Path, id: &str) -> Res<ExitCode> {
     let (l, _) = open(ledger)?;
     let id = EntryId::from_hex(id)?;
     let label = l.label(&id).ok_or_else(|| format!("unknown entry {id}"))?;
-    println!("entry {id}: {label}{}", if l.is_tombstoned(&id) { " (tombstoned)" } else { "" });
+    println!(
+        "entry {id}: {label}{}",
+        if l.is_tombstoned(&id) {
+            " (tombstoned)"
+        } else {
+            ""
+        }
+    );
     let path = l.untrusted_path(&id)?;
     if path.is_empty() {
         println!("no untrusted ancestor reaches it over propagating edges");
     }
     for (i, hop) in path.iter().enumerate() {
         let e = l.get(hop)?;
-        let who = l.principal(&e.writer()).map(|(r, n)| format!("{n} ({})", r.name())).unwrap_or_default();
+        let who = l
+            .principal(&e.writer())
+            .map(|(r, n)| format!("{n} ({})", r.name()))
+            .unwrap_or_default();
         println!(
             "{}{} {} by {} [{}]",
             if i == 0 { "source " } else { "  -> " },
@@ -582,15 +670,31 @@ fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
     init(&ledger, "memlineage.local/demo", 0.5, RuleArg::FailClosed)?;
     let (mut l, _) = open(&ledger)?;
     let t0 = std::time::Instant::now();
-    let table = replay_into(&mut l, Policy::default(), vec![BANKING.as_bytes()], &Mode::ALL, false)?;
+    let table = replay_into(
+        &mut l,
+        Policy::default(),
+        vec![BANKING.as_bytes()],
+        &Mode::ALL,
+        false,
+    )?;
     let c = l.checkpoint()?;
-    println!("recorded {} entries in {:.2?}; checkpoint size {} root {}", l.len(), t0.elapsed(), c.size(), c.root());
+    println!(
+        "recorded {} entries in {:.2?}; checkpoint size {} root {}",
+        l.len(),
+        t0.elapsed(),
+        c.size(),
+        c.root()
+    );
     println!("\n{table}");
     println!("== offline verification of the whole ledger ==");
     let vkey = l.vkey();
     let last_summary = (0..l.len())
         .rev()
-        .find_map(|i| l.get_by_index(i).ok().filter(|e| e.entry().kind == Kind::Summary))
+        .find_map(|i| {
+            l.get_by_index(i)
+                .ok()
+                .filter(|e| e.entry().kind == Kind::Summary)
+        })
         .ok_or("no summary recorded")?;
     let id = last_summary.id();
     drop(l);
@@ -609,7 +713,11 @@ fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
 }
 
 fn tempdir() -> Res<PathBuf> {
-    let base = std::env::temp_dir().join(format!("memlineage-demo-{}-{}", std::process::id(), now_ms()));
+    let base = std::env::temp_dir().join(format!(
+        "memlineage-demo-{}-{}",
+        std::process::id(),
+        now_ms()
+    ));
     std::fs::create_dir_all(&base)?;
     Ok(base)
 }

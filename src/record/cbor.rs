@@ -129,12 +129,17 @@ fn payload_value(e: &ProvEntry) -> Value {
 /// Reads a map with unsigned keys, requiring strictly ascending keys.
 pub(crate) fn strict_map(v: Value, field: &'static str) -> Result<Vec<(u64, Value)>, RecordError> {
     let Value::Map(pairs) = v else {
-        return Err(RecordError::WrongType { field, want: "a map" });
+        return Err(RecordError::WrongType {
+            field,
+            want: "a map",
+        });
     };
     let mut out: Vec<(u64, Value)> = Vec::with_capacity(pairs.len());
     for (k, v) in pairs {
         let key = match k {
-            Value::Integer(i) => u64::try_from(i).map_err(|_| RecordError::UnknownField(format!("{i:?}")))?,
+            Value::Integer(i) => {
+                u64::try_from(i).map_err(|_| RecordError::UnknownField(format!("{i:?}")))?
+            }
             other => return Err(RecordError::UnknownField(format!("{other:?}"))),
         };
         if let Some((prev, _)) = out.last() {
@@ -217,10 +222,9 @@ fn binding_from(v: Value) -> Result<KeyBinding, RecordError> {
             1 => key = Some(KeyId(as_bytes32(v, "binding.key")?)),
             2 => {
                 let code = as_u64(v, "binding.role")?;
-                role = Some(Role::from_code(code).ok_or(RecordError::UnknownCode {
-                    what: "role",
-                    code,
-                })?);
+                role = Some(
+                    Role::from_code(code).ok_or(RecordError::UnknownCode { what: "role", code })?,
+                );
             }
             3 => match v {
                 Value::Text(s) => name = Some(s),
@@ -265,9 +269,15 @@ fn payload_from_value(v: Value) -> Result<ProvEntry, RecordError> {
         what: "kind",
         code: kind_code,
     })?;
-    let content_hash = Hash32(as_bytes32(take(K_CONTENT, "content_hash")?, "content_hash")?);
+    let content_hash = Hash32(as_bytes32(
+        take(K_CONTENT, "content_hash")?,
+        "content_hash",
+    )?);
     let source_hash = Hash32(as_bytes32(take(K_SOURCE, "source_hash")?, "source_hash")?);
-    let context_hash = Hash32(as_bytes32(take(K_CONTEXT, "context_hash")?, "context_hash")?);
+    let context_hash = Hash32(as_bytes32(
+        take(K_CONTEXT, "context_hash")?,
+        "context_hash",
+    )?);
     let parents = parents_from(take(K_PARENTS, "parents")?)?;
     let time_ms = as_u64(take(K_TIME, "time")?, "time")?;
     let a_code = as_u64(take(K_ATTRIBUTION, "attribution")?, "attribution")?;

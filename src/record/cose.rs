@@ -92,7 +92,10 @@ impl SignedEntry {
 /// The canonical protected header `{1: -8, 4: kid}` as bytes (`a2 01 27 04 58 20 ‖ kid`).
 pub fn protected_header(kid: &KeyId) -> Vec<u8> {
     encode_value(&Value::Map(vec![
-        (Value::Integer(HDR_ALG.into()), Value::Integer(ALG_EDDSA.into())),
+        (
+            Value::Integer(HDR_ALG.into()),
+            Value::Integer(ALG_EDDSA.into()),
+        ),
         (Value::Integer(HDR_KID.into()), Value::Bytes(kid.0.to_vec())),
     ]))
 }
@@ -170,8 +173,9 @@ fn parse_protected(protected: &[u8]) -> Result<KeyId, RecordError> {
         "protected",
     )
     .map_err(|_| RecordError::BadProtectedHeader)?;
-    let [(HDR_ALG, alg), (HDR_KID, kid)]: [(u64, Value); 2] =
-        map.try_into().map_err(|_| RecordError::BadProtectedHeader)?
+    let [(HDR_ALG, alg), (HDR_KID, kid)]: [(u64, Value); 2] = map
+        .try_into()
+        .map_err(|_| RecordError::BadProtectedHeader)?
     else {
         return Err(RecordError::BadProtectedHeader);
     };

@@ -95,21 +95,43 @@ fn read_head(bytes: &[u8], pos: usize) -> Result<Head, RecordError> {
         });
     }
     let (extra, min) = match minor {
-        0..=23 => return Ok(Head { major, arg: u64::from(minor), len: 1 }),
+        0..=23 => {
+            return Ok(Head {
+                major,
+                arg: u64::from(minor),
+                len: 1,
+            })
+        }
         24 => (1, 24),
         25 => (2, 0x100),
         26 => (4, 0x1_0000),
         27 => (8, 0x1_0000_0000),
-        28..=30 => return Err(RecordError::Malformed(format!("reserved additional information {minor}"))),
+        28..=30 => {
+            return Err(RecordError::Malformed(format!(
+                "reserved additional information {minor}"
+            )))
+        }
         _ if matches!(major, 2..=5) => return Err(RecordError::IndefiniteLength),
-        _ => return Err(RecordError::Malformed(format!("additional information 31 on major type {major}"))),
+        _ => {
+            return Err(RecordError::Malformed(format!(
+                "additional information 31 on major type {major}"
+            )))
+        }
     };
-    let arg_bytes = bytes.get(pos + 1..pos + 1 + extra).ok_or(RecordError::Truncated)?;
-    let arg = arg_bytes.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+    let arg_bytes = bytes
+        .get(pos + 1..pos + 1 + extra)
+        .ok_or(RecordError::Truncated)?;
+    let arg = arg_bytes
+        .iter()
+        .fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
     if arg < min {
         return Err(RecordError::NonShortest);
     }
-    Ok(Head { major, arg, len: 1 + extra })
+    Ok(Head {
+        major,
+        arg,
+        len: 1 + extra,
+    })
 }
 
 #[cfg(test)]
@@ -120,9 +142,15 @@ mod tests {
     fn classes() {
         assert_eq!(scan_item(&[0x18, 0x17]), Err(RecordError::NonShortest));
         assert_eq!(scan_item(&[0x18, 0x18]), Ok(()));
-        assert_eq!(scan_item(&[0x19, 0x00, 0xff]), Err(RecordError::NonShortest));
+        assert_eq!(
+            scan_item(&[0x19, 0x00, 0xff]),
+            Err(RecordError::NonShortest)
+        );
         assert_eq!(scan_item(&[0x1b, 0, 0, 0, 1, 0, 0, 0, 0]), Ok(()));
-        assert_eq!(scan_item(&[0x5f, 0x41, 0x00, 0xff]), Err(RecordError::IndefiniteLength));
+        assert_eq!(
+            scan_item(&[0x5f, 0x41, 0x00, 0xff]),
+            Err(RecordError::IndefiniteLength)
+        );
         assert_eq!(scan_item(&[0xf9, 0x3c, 0x00]), Err(RecordError::Float));
         assert_eq!(scan_item(&[0xf5]), Err(RecordError::UnsupportedSimple));
         assert_eq!(scan_item(&[0x01, 0x02]), Err(RecordError::TrailingBytes(1)));
@@ -131,13 +159,28 @@ mod tests {
         assert!(matches!(scan_item(&[0x1c]), Err(RecordError::Malformed(_))));
         assert!(matches!(scan_item(&[0xff]), Err(RecordError::Malformed(_))));
         // A declared length of 2^64-1 items fails at once, without allocating.
-        assert_eq!(scan_item(&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), Err(RecordError::Truncated));
-        assert_eq!(scan_item(&[0xbb, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), Err(RecordError::Truncated));
-        assert_eq!(scan_item(&[0x5b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), Err(RecordError::Truncated));
+        assert_eq!(
+            scan_item(&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+            Err(RecordError::Truncated)
+        );
+        assert_eq!(
+            scan_item(&[0xbb, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+            Err(RecordError::Truncated)
+        );
+        assert_eq!(
+            scan_item(&[0x5b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+            Err(RecordError::Truncated)
+        );
         // Nested empty and non-empty containers, tags.
-        assert_eq!(scan_item(&[0xd2, 0x84, 0x40, 0xa0, 0x80, 0x81, 0x00]), Ok(()));
+        assert_eq!(
+            scan_item(&[0xd2, 0x84, 0x40, 0xa0, 0x80, 0x81, 0x00]),
+            Ok(())
+        );
         let deep = [vec![0x81; MAX_DEPTH], vec![0x00]].concat();
-        assert_eq!(scan_item(&deep), Err(RecordError::TooDeep { max: MAX_DEPTH }));
+        assert_eq!(
+            scan_item(&deep),
+            Err(RecordError::TooDeep { max: MAX_DEPTH })
+        );
         let ok = [vec![0x81; MAX_DEPTH - 2], vec![0x00]].concat();
         assert_eq!(scan_item(&ok), Ok(()));
     }

@@ -53,17 +53,21 @@ pub struct Draft<'k, 'c> {
 }
 
 /// A checked, signed, labelled and hashed batch, ready to be committed to the store.
-struct Prepared<'c> {
-    items: Vec<PreparedEntry<'c>>,
+struct Prepared<'a> {
+    items: Vec<PreparedEntry<'a>>,
 }
 
 /// One entry of a [`Prepared`] batch.
-struct PreparedEntry<'c> {
-    entry: SignedEntry,
+struct PreparedEntry<'a> {
+    entry: &'a SignedEntry,
     label: Label,
-    content: &'c [u8],
+    content: &'a [u8],
     hashes: Vec<[u8; 32]>,
 }
+
+/// How many times an append is retried after another writer (process or handle) appended to
+/// the same store first.
+const MAX_APPEND_RETRIES: usize = 16;
 
 /// A provenance ledger over a [`Store`].
 pub struct Ledger<S: Store> {
@@ -124,9 +128,20 @@ impl<S: Store> Ledger<S> {
         let log_id = self.signer.key_id();
         self.keyring
             .insert(log_id, (Role::Log, self.signer.origin().to_string()));
-        let metas = self.store.metas_from(0)?;
+        self.refresh()?;
+        Ok(())
+    }
+
+    /// Catches up with entries other handles (threads, processes) appended to the same store
+    /// since this one last looked: reads their stored labels, keyring bindings and tombstones.
+    /// Returns how many entries were added. Recomputes nothing.
+    ///
+    /// # Errors
+    /// Store and decode errors.
+    pub fn refresh(&mut self) -> Result<u64, LedgerError> {
+        let metas = self.store.metas_from(self.size)?;
+        let added = metas.len() as u64;
         self.index.reserve(metas.len());
-        let mut tombstones = Vec::new();
         for EntryMeta {
             index,
             id,
@@ -151,16 +166,13 @@ impl<S: Store> Ledger<S> {
                 if let Some(b) = &e.entry().binding {
                     self.keyring.insert(b.key, (b.role, b.name.clone()));
                 }
-                tombstones.extend(e.entry().target);
+                if let Some(m) = e.entry().target.and_then(|t| self.index.get_mut(&t)) {
+                    m.tombstoned = true;
+                }
             }
+            self.size = index + 1;
         }
-        for t in tombstones {
-            if let Some(m) = self.index.get_mut(&t) {
-                m.tombstoned = true;
-            }
-        }
-        self.size = self.store.tree_size()?;
-        Ok(())
+        Ok(added)
     }
 
     /// The labelling parameters (τ, weak-parent rule) fixed at creation.
@@ -207,6 +219,7 @@ impl<S: Store> Ledger<S> {
         role: Role,
         name: &str,
     ) -> Result<Option<Appended>, LedgerError> {
+        self.refresh()?;
         match self.keyring.get(&key) {
             Some((r, _)) if *r == role => return Ok(None),
             Some((r, _)) => return Err(LedgerError::Rebind { key, bound: *r }),
@@ -221,9 +234,14 @@ impl<S: Store> Ledger<S> {
         let mut entry = ProvEntry::new(self.signer.key_id(), Kind::Keyring, content.as_bytes());
         entry.binding = Some(binding);
         let signed = SignedEntry::sign(entry, self.signer.writer_key())?;
-        let prepared = self.prepare_batch(vec![(signed, content.as_bytes())])?;
-        let mut out = self.commit(prepared)?;
-        Ok(out.pop())
+        match self.append_signed(vec![(signed, content.as_bytes())]) {
+            Ok(mut out) => Ok(out.pop()),
+            // Another handle bound the same key to the same role meanwhile.
+            Err(LedgerError::Duplicate(_)) if self.principal(&key).map(|p| p.0) == Some(role) => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The role and name bound to `key`, if any.
@@ -275,14 +293,26 @@ impl<S: Store> Ledger<S> {
         &mut self,
         entries: Vec<(SignedEntry, &[u8])>,
     ) -> Result<Vec<Appended>, LedgerError> {
-        let prepared = self.prepare_batch(entries)?;
-        self.commit(prepared)
+        let mut attempt = 0;
+        loop {
+            let prepared = self.prepare_batch(&entries)?;
+            match self.commit(prepared) {
+                Err(LedgerError::Store(StoreError::NotContiguous { .. }))
+                    if attempt < MAX_APPEND_RETRIES =>
+                {
+                    // Another writer appended first: catch up and label/hash again.
+                    attempt += 1;
+                    self.refresh()?;
+                }
+                other => return other,
+            }
+        }
     }
 
-    fn prepare_batch<'c>(
+    fn prepare_batch<'a>(
         &self,
-        entries: Vec<(SignedEntry, &'c [u8])>,
-    ) -> Result<Prepared<'c>, LedgerError> {
+        entries: &'a [(SignedEntry, &'a [u8])],
+    ) -> Result<Prepared<'a>, LedgerError> {
         if entries.is_empty() {
             return Err(LedgerError::EmptyBatch);
         }
@@ -294,9 +324,9 @@ impl<S: Store> Ledger<S> {
             pending: Vec::new(),
         };
         let mut items = Vec::with_capacity(entries.len());
-        for (i, (s, content)) in entries.into_iter().enumerate() {
+        for (i, (s, content)) in entries.iter().enumerate() {
             let index = self.size + i as u64;
-            let label = self.check(&s, content, &pending, &pending_keys)?;
+            let label = self.check(s, content, &pending, &pending_keys)?;
             if pending.contains_key(&s.id()) || self.index.contains_key(&s.id()) {
                 return Err(LedgerError::Duplicate(s.id()));
             }

@@ -472,3 +472,141 @@ fn audit_recomputes_everything_and_names_tampered_entries() {
     assert!(matches!(out[0], Outcome::Rejected(id, _) if id == memo));
     assert!(matches!(out[1], Outcome::Verified(_)));
 }
+
+#[test]
+fn threads_with_their_own_handles_share_one_sqlite_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.ledger");
+    {
+        let (mut l, _) = world(SqliteStore::open(&path).unwrap(), LabelPolicy::default());
+        l.checkpoint().unwrap();
+    }
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+                let agent = WriterKey::for_label("tests/agent");
+                let mut mine = Vec::new();
+                let mut prev: Option<EntryId> = None;
+                for i in 0..25 {
+                    let text = format!("thread {t} memory {i}");
+                    let parents = prev.map(|p| {
+                        vec![Parent {
+                            id: p,
+                            weight: Weight::ONE,
+                        }]
+                    });
+                    let e = ProvEntry::new(agent.key_id(), Kind::Fact, text.as_bytes())
+                        .with_parents(parents.unwrap_or_default());
+                    let a = l.append(e, &agent, text.as_bytes()).unwrap();
+                    prev = Some(a.id);
+                    mine.push(a.id);
+                }
+                mine
+            })
+        })
+        .collect();
+    let acknowledged: Vec<EntryId> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    assert_eq!(
+        l.len(),
+        3 + 100,
+        "3 bindings and every acknowledged append, nothing twice"
+    );
+    for (i, id) in acknowledged.iter().enumerate() {
+        let want = if i % 25 == 0 {
+            Label::Trusted
+        } else {
+            Label::DerivedTrusted
+        };
+        assert_eq!(
+            l.label(id),
+            Some(want),
+            "acknowledged {id} present with its label"
+        );
+    }
+    let r = audit_store(&mut l);
+    assert!(r.is_clean(), "{:?}", r.failures);
+    assert_eq!(r.entries, l.len());
+}
+
+#[test]
+fn processes_appending_through_the_cli_lose_and_duplicate_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.ledger");
+    let bin = env!("CARGO_BIN_EXE_memlineage");
+    let st = std::process::Command::new(bin)
+        .arg("init")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    // Bind the writer once so the processes share a key file entry.
+    let bind = r#"{"writer":"agent","role":"agent","kind":"fact","content":"start"}"#;
+    run_append(bin, &path, bind);
+    let children: Vec<_> = (0..3)
+        .map(|p| {
+            let lines: String = (0..20)
+                .map(|i| format!("{{\"writer\":\"agent\",\"kind\":\"fact\",\"content\":\"proc {p} fact {i}\"}}\n"))
+                .collect();
+            let path = path.clone();
+            std::thread::spawn(move || {
+                // One process per line: 20 separate commits per process, interleaving freely.
+                lines.lines().map(|l| run_append(bin, &path, l)).collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let ids: Vec<String> = children
+        .into_iter()
+        .flat_map(|c| c.join().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 60);
+    let out = std::process::Command::new(bin)
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 1 keyring binding + "start" + 60 facts.
+    assert!(stdout.contains("entries: 62 read, 62 verified"), "{stdout}");
+}
+
+/// Runs `memlineage append` with one JSON line; returns the new entry's id.
+fn run_append(bin: &str, path: &std::path::Path, line: &str) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new(bin)
+        .arg("append")
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["id"].as_str().unwrap().to_string()
+}

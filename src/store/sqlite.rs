@@ -221,6 +221,14 @@ impl SqliteStore {
     /// Checks the tables exist and `tree_hashes` holds `stored_hash_index(0, tree_size)` rows
     /// (by their largest index: O(log n), no scan).
     fn check_shape(&self) -> Result<(), StoreError> {
+        // One read transaction: another process may commit between the two max() queries.
+        self.conn.execute_batch("BEGIN DEFERRED")?;
+        let out = self.check_shape_in_snapshot();
+        let end = self.conn.execute_batch("COMMIT");
+        out.and(end.map_err(StoreError::from))
+    }
+
+    fn check_shape_in_snapshot(&self) -> Result<(), StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
         )?;

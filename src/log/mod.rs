@@ -18,7 +18,9 @@
 mod bundle;
 mod checkpoint;
 mod proof;
+mod state;
 mod tree;
+mod witness;
 
 pub use bundle::{BundleError, ProofBundle, TlogProof, MAX_BUNDLE_BYTES, TLOG_PROOF_HEADER};
 pub use checkpoint::{
@@ -26,9 +28,17 @@ pub use checkpoint::{
     MAX_ORIGIN_BYTES,
 };
 pub use proof::{prove_consistency, prove_inclusion, ConsistencyProof, InclusionProof, ProofError};
+pub use state::{
+    CheckpointState, ForkError, SplitViewEvidence, StateError, Update, MAX_STATE_BYTES,
+    STATE_FORMAT,
+};
 pub use tree::{
     hashes_to_store, stored_hash_count, stored_hash_index, tree_root, HashSource, RootHash,
     EMPTY_ROOT, MAX_TREE_SIZE,
+};
+pub use witness::{
+    verify_cosigned, PolicyError, WitnessError, WitnessKeyError, WitnessPolicy, WitnessSigner,
+    WitnessVerifier, ALG_COSIGNATURE_V1, MAX_COSIGNATURE_TIMESTAMP, MAX_WITNESS_NAME_BYTES,
 };
 
 /// Why a tree hash, root or proof could not be computed (the writing and proving side).

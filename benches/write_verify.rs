@@ -8,12 +8,15 @@
 //! - `verify`: `ed25519_verify_strict` vs `entry_verify_with_inclusion/<size>` (decode and
 //!   verify the COSE_Sign1 bytes, then check a precomputed audit path against an
 //!   already-verified checkpoint), with its two halves `entry_decode` and
-//!   `verify_inclusion/<size>`;
+//!   `verify_inclusion/<size>`, and two parts of `entry_decode` the raw primitive does not pay
+//!   for: `kid_decompress` (Ed25519 point decompression of the `kid`) and `payload_decode`
+//!   (CBOR payload to `ProvEntry`, with the canonical-form check);
 //! - `gate`: `hashmap_get_8` (8 lookups in a 100k map: the floor) vs `decide_allow_8` and
 //!   `decide_deny_8` (`Ledger::gate` on a call justified by 8 entries; the denial also computes
 //!   the lineage path back to the tool output);
 //! - `retrieve8`: `ed25519_verify_strict_x8` vs `ledger_retrieve/<size>` (`Ledger::retrieve`
-//!   of 8 ids: fetch, decode and verify, prove and check inclusion, render).
+//!   of 8 ids: fetch, decode and verify, prove and check inclusion, render), with the
+//!   `prove_inclusion_x8/<size>` part of it.
 //!
 //! Run: `cargo bench --bench write_verify` (about 2 minutes on 2 cores).
 
@@ -22,8 +25,8 @@ use memlineage::gate::{Policy, ToolCall};
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
 use memlineage::record::{
-    encode_payload, protected_header, sig_structure, EntryId, Kind, Parent, ProvEntry, Role,
-    SignedEntry, Weight, WriterKey,
+    decode_payload, encode_payload, protected_header, sig_structure, EntryId, Kind, Parent,
+    ProvEntry, Role, SignedEntry, Weight, WriterKey,
 };
 use memlineage::retrieve::Outcome;
 use memlineage::store::MemoryStore;
@@ -51,7 +54,10 @@ criterion_group!(benches, all);
 criterion_main!(benches);
 
 fn all(c: &mut Criterion) {
-    let mut fixtures: Vec<(Fixture, &str)> = SIZES.iter().map(|&(n, name)| (Fixture::build(n), name)).collect();
+    let mut fixtures: Vec<(Fixture, &str)> = SIZES
+        .iter()
+        .map(|&(n, name)| (Fixture::build(n), name))
+        .collect();
     verify(c, &mut fixtures);
     gate(c, &fixtures[1].0);
     retrieve8(c, &mut fixtures);
@@ -66,7 +72,9 @@ fn write(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
     g.throughput(Throughput::Elements(1));
     let key = WriterKey::for_label("bench/agent");
     let msg = vec![0x5a; summary_sig_structure_len(&fixtures[0].0)];
-    g.bench_function("ed25519_sign", |b| b.iter(|| black_box(key.sign(black_box(&msg)))));
+    g.bench_function("ed25519_sign", |b| {
+        b.iter(|| black_box(key.sign(black_box(&msg))))
+    });
     let mut time = T0 + 10_000_000; // a fresh time per append keeps every entry distinct
     for (fx, name) in fixtures.iter_mut() {
         let base = fx.ledger.len();
@@ -106,20 +114,37 @@ fn verify(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
     g.bench_function("entry_decode", |b| {
         b.iter(|| black_box(SignedEntry::decode(black_box(sample.cose())).expect("decodes")))
     });
+    let kid = sample.writer();
+    g.bench_function("kid_decompress", |b| {
+        b.iter(|| black_box(black_box(&kid).verifying_key().expect("key")))
+    });
+    let payload = encode_payload(sample.entry());
+    g.bench_function("payload_decode", |b| {
+        b.iter(|| black_box(decode_payload(black_box(&payload)).expect("payload")))
+    });
     for (fx, name) in fixtures.iter_mut() {
         let id = fx.summaries[fx.summaries.len() / 2];
         let (proof, checkpoint) = fx.ledger.prove_inclusion(&id).expect("proof");
         let bytes = fx.ledger.get(&id).expect("entry").cose().to_vec();
         g.bench_function(BenchmarkId::new("verify_inclusion", *name), |b| {
-            b.iter(|| checkpoint.verify_inclusion(black_box(&id), black_box(&proof)).expect("included"))
-        });
-        g.bench_function(BenchmarkId::new("entry_verify_with_inclusion", *name), |b| {
             b.iter(|| {
-                let e = SignedEntry::decode(black_box(&bytes)).expect("decodes");
-                checkpoint.verify_inclusion(&e.id(), black_box(&proof)).expect("included");
-                black_box(e)
+                checkpoint
+                    .verify_inclusion(black_box(&id), black_box(&proof))
+                    .expect("included")
             })
         });
+        g.bench_function(
+            BenchmarkId::new("entry_verify_with_inclusion", *name),
+            |b| {
+                b.iter(|| {
+                    let e = SignedEntry::decode(black_box(&bytes)).expect("decodes");
+                    checkpoint
+                        .verify_inclusion(&e.id(), black_box(&proof))
+                        .expect("included");
+                    black_box(e)
+                })
+            },
+        );
     }
     g.finish();
 }
@@ -129,11 +154,20 @@ fn gate(c: &mut Criterion, fx: &Fixture) {
     let mut g = c.benchmark_group("gate");
     configure(&mut g);
     let policy = Policy::default();
-    let trusted: Vec<EntryId> = fx.prompts.iter().step_by(fx.prompts.len() / 8).take(8).copied().collect();
+    let trusted: Vec<EntryId> = fx
+        .prompts
+        .iter()
+        .step_by(fx.prompts.len() / 8)
+        .take(8)
+        .copied()
+        .collect();
     let call = |ids: &[EntryId]| ToolCall {
         tool: "send_money".into(),
         sensitive: false,
-        args: vec![("recipient".into(), ids[..4].to_vec()), ("amount".into(), ids[4..].to_vec())],
+        args: vec![
+            ("recipient".into(), ids[..4].to_vec()),
+            ("amount".into(), ids[4..].to_vec()),
+        ],
     };
     let allow = call(&trusted);
     let mut mixed = trusted.clone();
@@ -141,7 +175,12 @@ fn gate(c: &mut Criterion, fx: &Fixture) {
     let deny = call(&mixed);
     assert!(fx.ledger.gate(&policy, &allow).is_allow());
     assert!(!fx.ledger.gate(&policy, &deny).is_allow());
-    let map: HashMap<EntryId, u64> = fx.all.iter().enumerate().map(|(i, id)| (*id, i as u64)).collect();
+    let map: HashMap<EntryId, u64> = fx
+        .all
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (*id, i as u64))
+        .collect();
     g.bench_function("hashmap_get_8", |b| {
         b.iter(|| {
             for id in black_box(&trusted) {
@@ -149,8 +188,12 @@ fn gate(c: &mut Criterion, fx: &Fixture) {
             }
         })
     });
-    g.bench_function("decide_allow_8", |b| b.iter(|| black_box(fx.ledger.gate(&policy, black_box(&allow)))));
-    g.bench_function("decide_deny_8", |b| b.iter(|| black_box(fx.ledger.gate(&policy, black_box(&deny)))));
+    g.bench_function("decide_allow_8", |b| {
+        b.iter(|| black_box(fx.ledger.gate(&policy, black_box(&allow))))
+    });
+    g.bench_function("decide_deny_8", |b| {
+        b.iter(|| black_box(fx.ledger.gate(&policy, black_box(&deny))))
+    });
     g.finish();
 }
 
@@ -160,10 +203,22 @@ fn retrieve8(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
     configure(&mut g);
     g.throughput(Throughput::Elements(8));
     for (fx, name) in fixtures.iter_mut() {
-        let ids: Vec<EntryId> = fx.all.iter().step_by(fx.all.len() / 8).take(8).copied().collect();
-        let raw: Vec<_> = ids.iter().map(|id| raw_parts(&fx.ledger.get(id).expect("entry"))).collect();
+        let ids: Vec<EntryId> = fx
+            .all
+            .iter()
+            .step_by(fx.all.len() / 8)
+            .take(8)
+            .copied()
+            .collect();
+        let raw: Vec<_> = ids
+            .iter()
+            .map(|id| raw_parts(&fx.ledger.get(id).expect("entry")))
+            .collect();
         let out = fx.ledger.retrieve(&ids).expect("retrieve");
-        assert!(out.iter().all(|o| matches!(o, Outcome::Verified(_))), "{out:?}");
+        assert!(
+            out.iter().all(|o| matches!(o, Outcome::Verified(_))),
+            "{out:?}"
+        );
         if *name == "1k" {
             g.bench_function("ed25519_verify_strict_x8", |b| {
                 b.iter(|| {
@@ -175,6 +230,14 @@ fn retrieve8(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
         }
         g.bench_function(BenchmarkId::new("ledger_retrieve", *name), |b| {
             b.iter(|| black_box(fx.ledger.retrieve(black_box(&ids)).expect("retrieve")))
+        });
+        // Part of retrieval the raw primitive does not pay for: building the 8 audit paths.
+        g.bench_function(BenchmarkId::new("prove_inclusion_x8", *name), |b| {
+            b.iter(|| {
+                for id in black_box(&ids) {
+                    black_box(fx.ledger.prove_inclusion(id).expect("proof"));
+                }
+            })
         });
     }
     g.finish();
@@ -203,15 +266,41 @@ struct Fixture {
 
 impl Fixture {
     fn build(size: u64) -> Self {
-        let signer = LogSigner::new("bench.memlineage.local/log", WriterKey::for_label("bench/log")).expect("origin");
-        let mut ledger = Ledger::create(MemoryStore::new(), signer, LabelPolicy::default()).expect("create");
-        let (user, tool, agent) =
-            (WriterKey::for_label("bench/user"), WriterKey::for_label("bench/tool"), WriterKey::for_label("bench/agent"));
+        let signer = LogSigner::new(
+            "bench.memlineage.local/log",
+            WriterKey::for_label("bench/log"),
+        )
+        .expect("origin");
+        let mut ledger =
+            Ledger::create(MemoryStore::new(), signer, LabelPolicy::default()).expect("create");
+        let (user, tool, agent) = (
+            WriterKey::for_label("bench/user"),
+            WriterKey::for_label("bench/tool"),
+            WriterKey::for_label("bench/agent"),
+        );
         let mut all = Vec::with_capacity(size as usize);
-        for (key, role, name) in [(&user, Role::User, "user"), (&tool, Role::Tool, "tool:read_file"), (&agent, Role::Agent, "agent")] {
-            all.push(ledger.bind(key.key_id(), role, name).expect("bind").expect("new binding").id);
+        for (key, role, name) in [
+            (&user, Role::User, "user"),
+            (&tool, Role::Tool, "tool:read_file"),
+            (&agent, Role::Agent, "agent"),
+        ] {
+            all.push(
+                ledger
+                    .bind(key.key_id(), role, name)
+                    .expect("bind")
+                    .expect("new binding")
+                    .id,
+            );
         }
-        let mut fx = Fixture { ledger, user, tool, agent, all, prompts: Vec::new(), summaries: Vec::new() };
+        let mut fx = Fixture {
+            ledger,
+            user,
+            tool,
+            agent,
+            all,
+            prompts: Vec::new(),
+            summaries: Vec::new(),
+        };
         while (fx.all.len() as u64) < size {
             let n = CHUNK.min(size - fx.all.len() as u64);
             fx.fill(n);
@@ -234,11 +323,23 @@ impl Fixture {
             let mut e = ProvEntry::new(key.key_id(), kind, &content).with_time_ms(T0 + i);
             if kind == Kind::Summary && batch.len() >= 2 {
                 let (p, t) = (batch[batch.len() - 2].0.id(), batch[batch.len() - 1].0.id());
-                e = e.with_parents(vec![Parent { id: p, weight: Weight::ONE }, Parent { id: t, weight: w(900_000) }]);
+                e = e.with_parents(vec![
+                    Parent {
+                        id: p,
+                        weight: Weight::ONE,
+                    },
+                    Parent {
+                        id: t,
+                        weight: w(900_000),
+                    },
+                ]);
             }
             batch.push((SignedEntry::sign(e, key).expect("sign"), content));
         }
-        let signed: Vec<(SignedEntry, &[u8])> = batch.iter().map(|(s, c)| (s.clone(), c.as_slice())).collect();
+        let signed: Vec<(SignedEntry, &[u8])> = batch
+            .iter()
+            .map(|(s, c)| (s.clone(), c.as_slice()))
+            .collect();
         let appended = self.ledger.append_signed(signed).expect("append");
         for ((s, _), a) in batch.iter().zip(appended) {
             self.all.push(a.id);
@@ -256,7 +357,16 @@ impl Fixture {
         let p = self.prompts[self.prompts.len() / 2];
         let t = self.all[self.ledger.index_of(&p).expect("prompt") as usize + 1];
         ProvEntry::new(self.agent.key_id(), Kind::Summary, SUMMARY)
-            .with_parents(vec![Parent { id: p, weight: Weight::ONE }, Parent { id: t, weight: w(300_000) }])
+            .with_parents(vec![
+                Parent {
+                    id: p,
+                    weight: Weight::ONE,
+                },
+                Parent {
+                    id: t,
+                    weight: w(300_000),
+                },
+            ])
             .with_time_ms(time)
     }
 
@@ -273,11 +383,23 @@ fn summary_sig_structure_len(fx: &Fixture) -> usize {
 
 /// The verifying key, signed bytes (Sig_structure) and signature of `s`: what
 /// `SignedEntry::decode` hands to `verify_strict`.
-fn raw_parts(s: &SignedEntry) -> (ed25519_dalek::VerifyingKey, Vec<u8>, ed25519_dalek::Signature) {
+fn raw_parts(
+    s: &SignedEntry,
+) -> (
+    ed25519_dalek::VerifyingKey,
+    Vec<u8>,
+    ed25519_dalek::Signature,
+) {
     let e = s.entry();
     let msg = sig_structure(&protected_header(&e.writer), &encode_payload(e));
-    let sig: [u8; 64] = s.cose()[s.cose().len() - 64..].try_into().expect("64 bytes");
-    (e.writer.verifying_key().expect("key"), msg, ed25519_dalek::Signature::from_bytes(&sig))
+    let sig: [u8; 64] = s.cose()[s.cose().len() - 64..]
+        .try_into()
+        .expect("64 bytes");
+    (
+        e.writer.verifying_key().expect("key"),
+        msg,
+        ed25519_dalek::Signature::from_bytes(&sig),
+    )
 }
 
 fn w(millionths: u64) -> Weight {

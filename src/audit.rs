@@ -2,7 +2,7 @@
 //! order, labels recomputed from scratch, and the tree root against a signed checkpoint.
 //!
 //! The auditor needs only entry bytes in log order, the log's verifier key and a checkpoint
-//! note: it never opens the writer's store (`spec/log.md` §7, `spec/lineage.md` §5).
+//! note: it never opens the writer's store (`spec/lineage.md`, "Offline recomputation").
 
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{

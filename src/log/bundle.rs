@@ -1,4 +1,4 @@
-//! Offline proof bundles in the C2SP tlog-proof@v1 text format (`spec/log.md` §6).
+//! Offline proof bundles in the C2SP tlog-proof@v1 text format (`spec/log.md` §5).
 //!
 //! ```text
 //! c2sp.org/tlog-proof@v1
@@ -188,7 +188,7 @@ impl ProofBundle {
     }
 
     /// Everything an offline verifier does with only the file and the log's verifier key
-    /// (`spec/log.md` §6.2):
+    /// (`spec/log.md` §5.2):
     ///
     /// 1. decode the entry and verify its COSE_Sign1 signature ([`SignedEntry::decode`]);
     /// 2. verify the checkpoint under `verifier` ([`LogVerifier::verify`]);

@@ -1,5 +1,5 @@
 //! Signed checkpoints: a C2SP tlog-checkpoint body carried in a C2SP signed-note with one
-//! Ed25519 signature (signature type `0x01`) by the log key (`spec/log.md` §5).
+//! Ed25519 signature (signature type `0x01`) by the log key (`spec/log.md` §4).
 //!
 //! ```text
 //! example.com/agent-memory-ledger
@@ -201,7 +201,7 @@ impl LogVerifier {
         KeyId(self.key.to_bytes())
     }
 
-    /// Parses and verifies a signed checkpoint note (`spec/log.md` §5.3):
+    /// Parses and verifies a signed checkpoint note (`spec/log.md` §4.3):
     ///
     /// 1. at most [`MAX_CHECKPOINT_BYTES`]; a well-formed signed note (UTF-8, no control
     ///    characters but newline, text ending in newline, a blank line, then 1 to 100 lines

@@ -1,5 +1,5 @@
 //! Inclusion proofs (audit paths, RFC 6962 §2.1.1) and consistency proofs (RFC 6962 §2.1.2):
-//! built from stored hashes, verified against [`VerifiedCheckpoint`]s only (`spec/log.md` §4).
+//! built from stored hashes, verified against [`VerifiedCheckpoint`]s only (`spec/log.md` §3).
 //!
 //! Verification first checks the exact proof length implied by the sizes (RFC 9162 §2.1.3.2,
 //! §2.1.4.2), then recomputes the roots with `tlog_tiles::check_record` / `check_tree`. A proof
@@ -91,7 +91,7 @@ pub fn prove_consistency(
 
 impl VerifiedCheckpoint {
     /// Checks that `leaf` (an entry id, the RFC 6962 leaf hash `SHA-256(0x00 || cose)`) is leaf
-    /// `proof.index` of this checkpoint's tree (RFC 6962 §2.1.1; steps in `spec/log.md` §4.3):
+    /// `proof.index` of this checkpoint's tree (RFC 6962 §2.1.1; steps in `spec/log.md` §3.1):
     ///
     /// 1. `proof.index < self.size()`;
     /// 2. `proof.path.len()` equals the length implied by `(index, size)`;
@@ -127,7 +127,7 @@ impl VerifiedCheckpoint {
     }
 
     /// Checks that this (older) checkpoint's tree is a prefix of `newer`'s (RFC 6962 §2.1.2;
-    /// steps in `spec/log.md` §4.4), with `m = self.size()` and `n = newer.size()`:
+    /// steps in `spec/log.md` §3.2), with `m = self.size()` and `n = newer.size()`:
     ///
     /// 1. both checkpoints have the same origin;
     /// 2. `proof.old_size == m`;

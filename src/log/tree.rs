@@ -1,4 +1,4 @@
-//! RFC 6962 §2.1 Merkle tree hashing over *stored hashes* (`spec/log.md` §3).
+//! RFC 6962 §2.1 Merkle tree hashing over *stored hashes* (`spec/log.md` §1–2).
 //!
 //! The tree is never held in memory. Appending leaf `n` stores its leaf hash and the hash of
 //! every perfect subtree it completes, at consecutive indexes from `stored_hash_index(0, n)`

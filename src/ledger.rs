@@ -692,8 +692,9 @@ pub fn stored_policy<S: Store>(store: &S) -> Result<LabelPolicy, LedgerError> {
     read_policy(store)
 }
 
-/// Adapts a [`Store`] to the log's [`HashSource`].
-pub(crate) struct StoreSource<'a, S: Store>(pub(crate) &'a S);
+/// Adapts a [`Store`] to the log's [`HashSource`], so proofs can be built from any store
+/// (e.g. by an auditor holding a copy of the ledger file).
+pub struct StoreSource<'a, S: Store>(pub &'a S);
 
 impl<S: Store> HashSource for StoreSource<'_, S> {
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {

@@ -7,9 +7,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 use memlineage::audit::{audit, AuditReport};
 use memlineage::gate::Policy;
 use memlineage::keystore::KeyStore;
+use memlineage::ledger::StoreSource;
 use memlineage::ledger::{stored_policy, stored_vkey};
 use memlineage::lineage::{LabelPolicy, WeakRule};
-use memlineage::log::{LogVerifier, ProofBundle};
+use memlineage::log::{
+    prove_consistency, verify_cosigned, CheckpointState, ForkError, LogVerifier, ProofBundle,
+    Update, WitnessPolicy, WitnessVerifier,
+};
 use memlineage::record::{
     Attribution, EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, Weight,
 };
@@ -93,6 +97,17 @@ enum Cmd {
         /// A signed checkpoint note file; default: the latest stored in the ledger.
         #[arg(long)]
         checkpoint: Option<PathBuf>,
+        /// Client state file remembering the newest verified checkpoint of each log: the new
+        /// checkpoint must extend it (consistency proof), else rollback / split view is
+        /// reported. Created (trust on first use) if absent.
+        #[arg(long)]
+        state: Option<PathBuf>,
+        /// A witness verifier key (C2SP tlog-cosignature); repeat for several.
+        #[arg(long = "witness")]
+        witnesses: Vec<String>,
+        /// How many of the witnesses must have cosigned the checkpoint (default: all).
+        #[arg(long)]
+        quorum: Option<usize>,
     },
     /// Write the entries in log order as a CBOR sequence (RFC 8742).
     Export {
@@ -202,7 +217,19 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             ledger,
             log_key,
             checkpoint,
-        } => verify(&ledger, log_key, checkpoint),
+            state,
+            witnesses,
+            quorum,
+        } => verify(
+            &ledger,
+            log_key,
+            checkpoint,
+            &Trust {
+                state,
+                witnesses,
+                quorum,
+            },
+        ),
         Cmd::Export { ledger, output } => export(&ledger, output),
         Cmd::Checkpoint { ledger, vkey } => checkpoint(&ledger, vkey),
         Cmd::Prove { ledger, id, output } => prove(&ledger, &id, output),
@@ -434,10 +461,19 @@ fn replay_into<S: Store>(
     })
 }
 
+/// What a verifier brings beyond the log key: remembered checkpoints and witnesses.
+#[derive(Default)]
+struct Trust {
+    state: Option<PathBuf>,
+    witnesses: Vec<String>,
+    quorum: Option<usize>,
+}
+
 fn audit_ledger(
     ledger: &Path,
     log_key: Option<String>,
     checkpoint: Option<PathBuf>,
+    trust: &Trust,
 ) -> Res<AuditReport> {
     let store = SqliteStore::open(ledger)?;
     let vkey = match log_key {
@@ -469,11 +505,71 @@ fn audit_ledger(
     if report.entries != size {
         return Err(format!("read {} entries of {size}", report.entries).into());
     }
+    if !trust.witnesses.is_empty() {
+        let witnesses = trust
+            .witnesses
+            .iter()
+            .map(|w| WitnessVerifier::from_vkey(w))
+            .collect::<Result<Vec<_>, _>>()?;
+        let quorum = trust.quorum.unwrap_or(witnesses.len());
+        let policy = WitnessPolicy::new(witnesses, quorum)?;
+        let (_, names) = verify_cosigned(&verifier, &policy, &note)?;
+        println!("witnesses: {} cosigned (quorum {quorum})", names.join(", "));
+    }
+    if let Some(path) = &trust.state {
+        check_state(path, &verifier, &report.checkpoint, &store)?;
+    }
     Ok(report)
 }
 
-fn verify(ledger: &Path, log_key: Option<String>, checkpoint: Option<PathBuf>) -> Res<ExitCode> {
-    let r = audit_ledger(ledger, log_key, checkpoint)?;
+/// Offers the verified checkpoint to the client state file; a rollback or split view is an
+/// error (the split view's two notes are saved in the state file as evidence).
+fn check_state(
+    path: &Path,
+    verifier: &LogVerifier,
+    checkpoint: &memlineage::log::VerifiedCheckpoint,
+    store: &SqliteStore,
+) -> Res<()> {
+    let mut state = if path.exists() {
+        CheckpointState::load(path)?
+    } else {
+        println!(
+            "state: {} absent, trusting this checkpoint on first use",
+            path.display()
+        );
+        CheckpointState::new()
+    };
+    let proof =
+        match state.latest(verifier) {
+            Some(old) if old.size() > 0 && old.size() < checkpoint.size() => Some(
+                prove_consistency(old.size(), checkpoint.size(), &StoreSource(store))?,
+            ),
+            _ => None,
+        };
+    let outcome = state.update(verifier, checkpoint.clone(), proof.as_ref());
+    match &outcome {
+        Ok(Update::TrustedOnFirstUse) => println!("state: remembered size {}", checkpoint.size()),
+        Ok(Update::Unchanged) => println!("state: same checkpoint as remembered"),
+        Ok(Update::Advanced { old_size, new_size }) => {
+            println!("state: consistent with remembered size {old_size}, now {new_size}")
+        }
+        Err(ForkError::SplitView { .. } | ForkError::KnownSplitView { .. }) => {
+            state.save(path)?;
+        }
+        Err(_) => {}
+    }
+    outcome?;
+    state.save(path)?;
+    Ok(())
+}
+
+fn verify(
+    ledger: &Path,
+    log_key: Option<String>,
+    checkpoint: Option<PathBuf>,
+    trust: &Trust,
+) -> Res<ExitCode> {
+    let r = audit_ledger(ledger, log_key, checkpoint, trust)?;
     println!(
         "checkpoint: {} size {} root {}",
         r.checkpoint.origin(),
@@ -698,7 +794,7 @@ fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
         .ok_or("no summary recorded")?;
     let id = last_summary.id();
     drop(l);
-    let code = verify(&ledger, Some(vkey.clone()), None)?;
+    let code = verify(&ledger, Some(vkey.clone()), None, &Trust::default())?;
     if code != ExitCode::SUCCESS {
         return Ok(code);
     }

@@ -58,11 +58,34 @@ fn all(c: &mut Criterion) {
         .iter()
         .map(|&(n, name)| (Fixture::build(n), name))
         .collect();
+    describe(&mut fixtures);
     verify(c, &mut fixtures);
     gate(c, &fixtures[1].0);
     retrieve8(c, &mut fixtures);
     // Last: it appends to the fixtures.
     write(c, &mut fixtures);
+}
+
+/// Prints the sizes the numbers depend on (recorded in `spec/benchmarks.md`).
+fn describe(fixtures: &mut [(Fixture, &str)]) {
+    let fx = &fixtures[0].0;
+    let sample = fx.sample_summary();
+    eprintln!(
+        "write_verify: summary content {} B, COSE_Sign1 {} B, Sig_structure {} B",
+        SUMMARY.len(),
+        sample.cose().len(),
+        summary_sig_structure_len(fx)
+    );
+    for (fx, name) in fixtures.iter_mut() {
+        let id = fx.summaries[fx.summaries.len() / 2];
+        let (proof, _) = fx.ledger.prove_inclusion(&id).expect("proof");
+        eprintln!(
+            "write_verify: {name}: {} entries, verify proof for leaf {} has {} hashes",
+            fx.ledger.len(),
+            proof.index,
+            proof.path.len()
+        );
+    }
 }
 
 /// `write`: one Ed25519 signature vs one ledger append.

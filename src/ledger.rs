@@ -225,6 +225,29 @@ impl<S: Store> Ledger<S> {
             Some((r, _)) => return Err(LedgerError::Rebind { key, bound: *r }),
             None => {}
         }
+        let (signed, content) = self.binding_entry(key, role, name)?;
+        match self.append_signed(vec![(signed, content.as_slice())]) {
+            Ok(mut out) => Ok(out.pop()),
+            // Another handle bound the same key to the same role meanwhile.
+            Err(LedgerError::Duplicate(_)) if self.principal(&key).map(|p| p.0) == Some(role) => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A keyring entry binding `key` to `role` under `name`, signed by the log key but not
+    /// appended, with its content: put it first in an [`Ledger::append_signed`] batch to bind
+    /// a writer and record its first entries all or nothing.
+    ///
+    /// # Errors
+    /// [`LedgerError::Record`] for a name over [`crate::record::MAX_NAME_BYTES`].
+    pub fn binding_entry(
+        &self,
+        key: KeyId,
+        role: Role,
+        name: &str,
+    ) -> Result<(SignedEntry, Vec<u8>), LedgerError> {
         let binding = KeyBinding {
             key,
             role,
@@ -233,15 +256,10 @@ impl<S: Store> Ledger<S> {
         let content = format!("bind {} {} {}", role.name(), name, key);
         let mut entry = ProvEntry::new(self.signer.key_id(), Kind::Keyring, content.as_bytes());
         entry.binding = Some(binding);
-        let signed = SignedEntry::sign(entry, self.signer.writer_key())?;
-        match self.append_signed(vec![(signed, content.as_bytes())]) {
-            Ok(mut out) => Ok(out.pop()),
-            // Another handle bound the same key to the same role meanwhile.
-            Err(LedgerError::Duplicate(_)) if self.principal(&key).map(|p| p.0) == Some(role) => {
-                Ok(None)
-            }
-            Err(e) => Err(e),
-        }
+        Ok((
+            SignedEntry::sign(entry, self.signer.writer_key())?,
+            content.into_bytes(),
+        ))
     }
 
     /// The role and name bound to `key`, if any.

@@ -19,7 +19,7 @@ use memlineage::record::{
 };
 use memlineage::replay::{render_json, render_table, Mode, Replayer};
 use memlineage::store::{MemoryStore, SqliteStore, Store};
-use memlineage::{Draft, Ledger};
+use memlineage::Ledger;
 use std::error::Error;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
@@ -267,8 +267,16 @@ fn init(ledger: &Path, origin: &str, tau: f64, rule: RuleArg) -> Res<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Opens an existing ledger file for reading; never creates one.
+fn existing_store(ledger: &Path) -> Res<SqliteStore> {
+    if !ledger.is_file() {
+        return Err(format!("no ledger at {}", ledger.display()).into());
+    }
+    Ok(SqliteStore::open(ledger)?)
+}
+
 fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
-    if !ledger.exists() {
+    if !ledger.is_file() {
         return Err(format!("no ledger at {}", ledger.display()).into());
     }
     let ks = KeyStore::load(&key_path(ledger))?;
@@ -315,57 +323,51 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
             serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", n + 1))?;
         lines.push(parsed);
     }
+    // Validate every line before anything is bound, signed or written.
     let mut keys = Vec::with_capacity(lines.len());
+    let mut bindings = Vec::new();
     let mut created = false;
-    for a in &lines {
+    for (n, a) in lines.iter().enumerate() {
+        let at = |e: &dyn std::fmt::Display| format!("line {}: {e}", n + 1);
         let role = a
             .role
             .as_deref()
             .map(|r| Role::from_name(r).ok_or(format!("unknown role {r}")))
-            .transpose()?;
-        let (key, role, new) = ks.principal(&a.writer, role)?;
+            .transpose()
+            .map_err(|e| at(&e))?;
+        let (key, role, new) = ks.principal(&a.writer, role).map_err(|e| at(&e))?;
         created |= new;
-        keys.push((key, role));
+        if l.principal(&key.key_id()).is_none()
+            && !bindings
+                .iter()
+                .any(|(k, _, _): &(memlineage::record::KeyId, Role, String)| *k == key.key_id())
+        {
+            bindings.push((key.key_id(), role, a.writer.clone()));
+        }
+        keys.push(key);
     }
+    let mut entries = Vec::with_capacity(bindings.len() + lines.len());
+    for (key, role, name) in &bindings {
+        entries.push(l.binding_entry(*key, *role, name)?);
+    }
+    for (n, (key, a)) in keys.iter().zip(&lines).enumerate() {
+        let entry = draft_from_line(key, a).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let signed = SignedEntry::sign(entry, key).map_err(|e| format!("line {}: {e}", n + 1))?;
+        entries.push((signed, a.content.clone().into_bytes()));
+    }
+    if entries.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let batch = entries
+        .iter()
+        .map(|(s, c)| (s.clone(), c.as_slice()))
+        .collect();
+    let appended = l.append_signed(batch)?;
+    // Keys of new writers are saved only once their bindings are in the log.
     if created {
         ks.save(&key_path(ledger))?;
     }
-    for ((key, role), a) in keys.iter().zip(&lines) {
-        l.bind(key.key_id(), *role, &a.writer)?;
-    }
-    let mut drafts = Vec::with_capacity(lines.len());
-    for ((key, _), a) in keys.iter().zip(&lines) {
-        let kind = Kind::from_name(&a.kind).ok_or(format!("unknown kind {}", a.kind))?;
-        let mut parents = Vec::with_capacity(a.parents.len());
-        for p in &a.parents {
-            parents.push(Parent {
-                id: EntryId::from_hex(&p.id)?,
-                weight: Weight::from_f64(p.weight)?,
-            });
-        }
-        let attribution = match a.attribution.as_deref().unwrap_or("coarse") {
-            "coarse" => Attribution::Coarse,
-            "lm_self_eval" => Attribution::LmSelfEval,
-            "attention" => Attribution::Attention,
-            "manual" => Attribution::Manual,
-            other => return Err(format!("unknown attribution {other}").into()),
-        };
-        let time = a.time_ms.unwrap_or_else(now_ms);
-        let mut entry = ProvEntry::new(key.key_id(), kind, a.content.as_bytes())
-            .with_parents(parents)
-            .with_attribution(attribution)
-            .with_time_ms(time);
-        entry.target = a.target.as_deref().map(EntryId::from_hex).transpose()?;
-        drafts.push(Draft {
-            entry,
-            key,
-            content: a.content.as_bytes(),
-        });
-    }
-    if drafts.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    for a in l.append_batch(drafts)? {
+    for a in appended.iter().skip(bindings.len()) {
         println!(
             "{}",
             serde_json::json!({"id": a.id.to_string(), "index": a.index, "label": a.label.name()})
@@ -373,6 +375,31 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
     }
     l.checkpoint()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The unsigned entry a JSON line describes.
+fn draft_from_line(key: &memlineage::record::WriterKey, a: &AppendLine) -> Res<ProvEntry> {
+    let kind = Kind::from_name(&a.kind).ok_or(format!("unknown kind {}", a.kind))?;
+    let mut parents = Vec::with_capacity(a.parents.len());
+    for p in &a.parents {
+        parents.push(Parent {
+            id: EntryId::from_hex(&p.id)?,
+            weight: Weight::from_f64(p.weight)?,
+        });
+    }
+    let attribution = match a.attribution.as_deref().unwrap_or("coarse") {
+        "coarse" => Attribution::Coarse,
+        "lm_self_eval" => Attribution::LmSelfEval,
+        "attention" => Attribution::Attention,
+        "manual" => Attribution::Manual,
+        other => return Err(format!("unknown attribution {other}").into()),
+    };
+    let mut entry = ProvEntry::new(key.key_id(), kind, a.content.as_bytes())
+        .with_parents(parents)
+        .with_attribution(attribution)
+        .with_time_ms(a.time_ms.unwrap_or_else(now_ms));
+    entry.target = a.target.as_deref().map(EntryId::from_hex).transpose()?;
+    Ok(entry)
 }
 
 fn now_ms() -> u64 {
@@ -475,7 +502,7 @@ fn audit_ledger(
     checkpoint: Option<PathBuf>,
     trust: &Trust,
 ) -> Res<AuditReport> {
-    let store = SqliteStore::open(ledger)?;
+    let store = existing_store(ledger)?;
     let vkey = match log_key {
         Some(k) => k,
         None => stored_vkey(&store)?,
@@ -620,7 +647,7 @@ fn write_out(output: Option<PathBuf>, bytes: &[u8]) -> Res<()> {
 }
 
 fn export(ledger: &Path, output: Option<PathBuf>) -> Res<ExitCode> {
-    let store = SqliteStore::open(ledger)?;
+    let store = existing_store(ledger)?;
     let mut out = Vec::new();
     for i in 0..store.tree_size()? {
         out.extend(
@@ -635,7 +662,7 @@ fn export(ledger: &Path, output: Option<PathBuf>) -> Res<ExitCode> {
 
 fn checkpoint(ledger: &Path, vkey: bool) -> Res<ExitCode> {
     if vkey {
-        println!("{}", stored_vkey(&SqliteStore::open(ledger)?)?);
+        println!("{}", stored_vkey(&existing_store(ledger)?)?);
         return Ok(ExitCode::SUCCESS);
     }
     let (mut l, _) = open(ledger)?;

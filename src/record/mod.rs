@@ -126,6 +126,11 @@ impl Weight {
     pub fn from_f64(x: f64) -> Result<Self, WeightError> {
         if x.is_finite() && (0.0..=1.0).contains(&x) {
             Ok(Weight((x * 1_000_000.0).round() as u32))
+        } else if x.is_finite() && x > 1.0 {
+            // Saturating float-to-int conversion: exact enough for the error message.
+            Err(WeightError {
+                got: (x * 1_000_000.0).round() as u64,
+            })
         } else {
             Err(WeightError { got: u64::MAX })
         }
@@ -145,9 +150,9 @@ impl fmt::Display for Weight {
 
 /// A weight outside `0..=1_000_000` millionths (or a non-finite / out-of-range float).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("weight out of range: got {got} millionths, want 0..=1000000")]
+#[error("weight out of range: got {} millionths, want 0..=1000000", if *got == u64::MAX { "a negative or non-finite number of".to_string() } else { got.to_string() })]
 pub struct WeightError {
-    /// The rejected value in millionths (`u64::MAX` for a float that is not in `[0, 1]`).
+    /// The rejected value in millionths (`u64::MAX` for a negative or non-finite float).
     pub got: u64,
 }
 

@@ -1,8 +1,8 @@
 //! A local key file for the CLI: the log key and the principals' signing keys, as JSON.
 //!
 //! ```json
-//! {"origin": "memlineage.local/ledger", "log_seed": "<64 hex>",
-//!  "principals": {"user": {"role": "user", "seed": "<64 hex>"}}}
+//! {"origin": "memlineage.local/ledger", "log_seed": "<64 hex>", "log_public": "<64 hex>",
+//!  "principals": {"user": {"role": "user", "seed": "<64 hex>", "public": "<64 hex>"}}}
 //! ```
 //! Seeds are secret: the file is written with mode 0600 and never inside the ledger database.
 //! An embedding runtime would keep keys in its own secret store instead.
@@ -21,6 +21,8 @@ pub struct KeyStore {
     pub origin: String,
     /// The log key's seed, 64 hex digits.
     log_seed: String,
+    /// The log key's public key, 64 hex digits: checked against the seed on load.
+    log_public: String,
     /// Principals by name.
     principals: BTreeMap<String, PrincipalKey>,
 }
@@ -30,14 +32,18 @@ pub struct KeyStore {
 struct PrincipalKey {
     role: String,
     seed: String,
+    /// The public key derived from `seed`, checked on load.
+    public: String,
 }
 
 impl KeyStore {
     /// A new key store with a fresh log key.
     pub fn generate(origin: &str) -> Self {
+        let log = WriterKey::generate();
         KeyStore {
             origin: origin.to_string(),
-            log_seed: hex::encode(WriterKey::generate().seed()),
+            log_seed: hex::encode(log.seed()),
+            log_public: hex::encode(log.key_id().0),
             principals: BTreeMap::new(),
         }
     }
@@ -51,9 +57,9 @@ impl KeyStore {
             .map_err(|e| KeyStoreError::Io(path.display().to_string(), e))?;
         let ks: KeyStore =
             serde_json::from_str(&text).map_err(|e| KeyStoreError::Format(e.to_string()))?;
-        parse_seed(&ks.log_seed)?;
-        for p in ks.principals.values() {
-            parse_seed(&p.seed)?;
+        check_pair("log", &ks.log_seed, &ks.log_public)?;
+        for (name, p) in &ks.principals {
+            check_pair(name, &p.seed, &p.public)?;
             Role::from_name(&p.role)
                 .ok_or_else(|| KeyStoreError::Format(format!("unknown role {}", p.role)))?;
         }
@@ -120,10 +126,21 @@ impl KeyStore {
             PrincipalKey {
                 role: role.name().to_string(),
                 seed: hex::encode(key.seed()),
+                public: hex::encode(key.key_id().0),
             },
         );
         Ok((key, role, true))
     }
+}
+
+/// A seed must derive the public key stored beside it (RFC 8032 §5.1.5): a mismatch means a
+/// damaged or tampered key file, and signing with it would produce entries under another key.
+fn check_pair(name: &str, seed: &str, public: &str) -> Result<(), KeyStoreError> {
+    let key = WriterKey::from_seed(&parse_seed(seed)?);
+    if hex::encode(key.key_id().0) != public.to_ascii_lowercase() {
+        return Err(KeyStoreError::KeyMismatch(name.to_string()));
+    }
+    Ok(())
 }
 
 fn parse_seed(s: &str) -> Result<[u8; 32], KeyStoreError> {
@@ -149,7 +166,57 @@ pub enum KeyStoreError {
     /// A principal named with a role other than the one it has.
     #[error("principal `{0}` exists with another role")]
     RoleMismatch(String),
+    /// A seed does not derive the public key stored beside it (damaged or tampered file).
+    #[error("key file: the seed of `{0}` does not match its public key")]
+    KeyMismatch(String),
     /// The origin is not a valid checkpoint name.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_seed_public_mismatch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.key");
+        let mut ks = KeyStore::generate("test.example/log");
+        let (user, role, created) = ks.principal("user", Some(Role::User)).unwrap();
+        assert!(created);
+        assert_eq!(role, Role::User);
+        ks.save(&path).unwrap();
+        let mut back = KeyStore::load(&path).unwrap();
+        let (again, _, created) = back.principal("user", None).unwrap();
+        assert!(!created);
+        assert_eq!(again.key_id(), user.key_id());
+        assert!(matches!(
+            back.principal("user", Some(Role::Tool)),
+            Err(KeyStoreError::RoleMismatch(_))
+        ));
+        assert!(matches!(
+            back.principal("nobody", None),
+            Err(KeyStoreError::UnknownPrincipal(_))
+        ));
+        // Swap the user's seed for another: the stored public key no longer matches.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let seed = hex::encode(user.seed());
+        let other = hex::encode(WriterKey::for_label("other").seed());
+        std::fs::write(&path, text.replace(&seed, &other)).unwrap();
+        let err = KeyStore::load(&path).unwrap_err();
+        assert!(
+            matches!(&err, KeyStoreError::KeyMismatch(n) if n == "user"),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "key file: the seed of `user` does not match its public key"
+        );
+        std::fs::write(&path, "{").unwrap();
+        assert!(matches!(
+            KeyStore::load(&path),
+            Err(KeyStoreError::Format(_))
+        ));
+    }
 }

@@ -395,6 +395,66 @@ fn rejects_signature_with_s_not_reduced() {
     );
 }
 
+/// Small-order points (RFC 8032 has no rule; `verify_strict` and we reject them) and
+/// non-canonical encodings (y >= p), as `kid` and as keyring bindings.
+#[test]
+fn rejects_weak_and_non_canonical_keys() {
+    let weak = [
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0000000000000000000000000000000000000000000000000000000000000080",
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+        "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    ];
+    let non_canonical = [
+        "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+        "f0ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    ];
+    let k = key();
+    let forge = |kid: [u8; 32]| {
+        // Whatever the signature, decoding must refuse the key first.
+        let mut e = sample();
+        e.writer = memlineage::record::KeyId(kid);
+        let payload = encode_payload(&e);
+        let protected = protected_header(&e.writer);
+        let v = Value::Tag(
+            18,
+            Box::new(Value::Array(vec![
+                Value::Bytes(protected.clone()),
+                Value::Map(vec![]),
+                Value::Bytes(payload.clone()),
+                Value::Bytes(k.sign(&sig_structure(&protected, &payload)).to_vec()),
+            ])),
+        );
+        SignedEntry::decode(&encode(&v)).unwrap_err()
+    };
+    for h in weak {
+        let kid: [u8; 32] = hex::decode(h).unwrap().try_into().unwrap();
+        assert_eq!(forge(kid), RecordError::WeakKey, "{h}");
+        let mut ring = ProvEntry::new(k.key_id(), Kind::Keyring, b"bind");
+        ring.binding = Some(KeyBinding {
+            key: memlineage::record::KeyId(kid),
+            role: Role::User,
+            name: "w".into(),
+        });
+        assert_eq!(
+            SignedEntry::sign(ring, &k).unwrap_err(),
+            RecordError::WeakKey,
+            "{h}"
+        );
+    }
+    for h in non_canonical {
+        let kid: [u8; 32] = hex::decode(h).unwrap().try_into().unwrap();
+        assert_eq!(forge(kid), RecordError::NonCanonicalKey, "{h}");
+    }
+    // y = 2 has no x on the curve: not a point at all.
+    let mut not_point = [0u8; 32];
+    not_point[0] = 2;
+    assert_eq!(forge(not_point), RecordError::BadKey);
+}
+
 #[test]
 fn structural_rules_on_signing() {
     let k = key();

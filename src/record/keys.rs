@@ -12,13 +12,22 @@ use std::fmt;
 pub struct KeyId(pub [u8; 32]);
 
 impl KeyId {
-    /// The Ed25519 verifying key, rejecting encodings that do not decompress.
+    /// The Ed25519 verifying key. Rejects, in this order: a non-canonical encoding (y >= p,
+    /// RFC 8032 §5.1.3 "decoding fails"), bytes that do not decompress to a curve point, and
+    /// small-order points (weak keys, under which forgeries are trivial).
     ///
     /// # Errors
-    /// [`super::RecordError::BadKey`]. Small-order keys decode here; `verify_strict` rejects
-    /// signatures under them.
+    /// [`super::RecordError::NonCanonicalKey`], [`super::RecordError::BadKey`],
+    /// [`super::RecordError::WeakKey`]. Does not panic.
     pub fn verifying_key(&self) -> Result<VerifyingKey, super::RecordError> {
-        VerifyingKey::from_bytes(&self.0).map_err(|_| super::RecordError::BadKey)
+        if !is_canonical_y(&self.0) {
+            return Err(super::RecordError::NonCanonicalKey);
+        }
+        let vk = VerifyingKey::from_bytes(&self.0).map_err(|_| super::RecordError::BadKey)?;
+        if vk.is_weak() {
+            return Err(super::RecordError::WeakKey);
+        }
+        Ok(vk)
     }
 
     /// The first 8 hex digits, for human-facing text.
@@ -37,6 +46,13 @@ impl fmt::Debug for KeyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "KeyId({})", hex::encode(self.0))
     }
+}
+
+/// Whether the 255-bit little-endian y coordinate (sign bit cleared) is below
+/// p = 2^255 - 19. The encodings with y >= p are p..=p+18 with either sign bit.
+fn is_canonical_y(b: &[u8; 32]) -> bool {
+    let top = b[31] & 0x7f;
+    !(top == 0x7f && b[1..31].iter().all(|&x| x == 0xff) && b[0] >= 0xed)
 }
 
 /// The role a keyring binds a principal to (`spec/record.md` §5 registry).

@@ -391,6 +391,8 @@ impl ProvEntry {
             _ => Ok(()),
         }?;
         if let Some(b) = &self.binding {
+            // A binding of a key nobody can sign under (weak, non-canonical) is malformed.
+            b.key.verifying_key()?;
             if b.name.len() > MAX_NAME_BYTES {
                 return Err(RecordError::NameTooLong {
                     got: b.name.len(),
@@ -525,6 +527,12 @@ pub enum RecordError {
     /// The public key in `kid` is not a valid Ed25519 point encoding.
     #[error("kid is not a valid Ed25519 public key")]
     BadKey,
+    /// The public key in `kid` is a non-canonical encoding (y >= p).
+    #[error("kid is a non-canonical Ed25519 point encoding")]
+    NonCanonicalKey,
+    /// The public key in `kid` is a small-order (weak) point.
+    #[error("kid is a small-order Ed25519 public key")]
+    WeakKey,
     /// The signature does not verify under `verify_strict` (opaque by design).
     #[error("signature verification failed")]
     BadSignature,

@@ -792,7 +792,7 @@ pub enum LedgerError {
     #[error("writer {0} (tool/external) may not write tombstones")]
     UntrustedTombstone(KeyId),
     /// The key is already bound to another role.
-    #[error("key {key} already bound as {bound:?}")]
+    #[error("key {key} already bound as {}", .bound.name())]
     Rebind {
         /// The key.
         key: KeyId,

@@ -9,6 +9,7 @@ use crate::log::{
     hashes_to_store, tree_root, HashSource, LogError, LogVerifier, VerifiedCheckpoint,
 };
 use crate::record::{EntryId, KeyId, Kind, RecordError, Role, SignedEntry};
+use ed25519_dalek::VerifyingKey;
 use std::collections::HashMap;
 
 /// What an audit found.
@@ -126,7 +127,8 @@ where
     E: std::fmt::Display,
 {
     let checkpoint = verifier.verify(checkpoint_note)?;
-    let mut keyring: HashMap<KeyId, Role> = HashMap::from([(log_key, Role::Log)]);
+    let mut keyring: HashMap<KeyId, (Role, Option<VerifyingKey>)> =
+        HashMap::from([(log_key, (Role::Log, log_key.verifying_key().ok()))]);
     let mut labels: HashMap<EntryId, Label> = HashMap::new();
     let mut tree = MemTree(Vec::new());
     let mut report = AuditReport {
@@ -191,16 +193,17 @@ where
 fn check_entry(
     bytes: &[u8],
     id: EntryId,
-    keyring: &mut HashMap<KeyId, Role>,
+    keyring: &mut HashMap<KeyId, (Role, Option<VerifyingKey>)>,
     labels: &HashMap<EntryId, Label>,
     policy: LabelPolicy,
 ) -> Result<Label, Problem> {
-    let s = SignedEntry::decode(bytes)?;
+    let s = SignedEntry::decode_with_keys(bytes, |k| keyring.get(k).and_then(|x| x.1))?;
     debug_assert_eq!(s.id(), id);
     let e = s.entry();
-    let role = *keyring
+    let role = keyring
         .get(&e.writer)
-        .ok_or(Problem::UnknownWriter(e.writer))?;
+        .ok_or(Problem::UnknownWriter(e.writer))?
+        .0;
     if e.kind == Kind::Keyring && role != Role::Log {
         return Err(Problem::KeyringNotByLogKey);
     }
@@ -216,7 +219,9 @@ fn check_entry(
     }
     let label = policy.label(role, parents);
     if let Some(b) = &e.binding {
-        keyring.entry(b.key).or_insert(b.role);
+        keyring
+            .entry(b.key)
+            .or_insert((b.role, b.key.verifying_key().ok()));
     }
     Ok(label)
 }

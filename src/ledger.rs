@@ -75,7 +75,9 @@ pub struct Ledger<S: Store> {
     signer: LogSigner,
     policy: LabelPolicy,
     index: HashMap<EntryId, Meta>,
-    keyring: HashMap<KeyId, (Role, String)>,
+    /// Bound principals: role, name, and the key decompressed once (saves a point
+    /// decompression on every read).
+    keyring: HashMap<KeyId, (Role, String, Option<ed25519_dalek::VerifyingKey>)>,
     size: u64,
     checkpoint: Option<VerifiedCheckpoint>,
 }
@@ -126,8 +128,14 @@ impl<S: Store> Ledger<S> {
 
     fn load_index(&mut self) -> Result<(), LedgerError> {
         let log_id = self.signer.key_id();
-        self.keyring
-            .insert(log_id, (Role::Log, self.signer.origin().to_string()));
+        self.keyring.insert(
+            log_id,
+            (
+                Role::Log,
+                self.signer.origin().to_string(),
+                Some(self.signer.writer_key().verifying_key()),
+            ),
+        );
         self.refresh()?;
         Ok(())
     }
@@ -164,7 +172,8 @@ impl<S: Store> Ledger<S> {
                     .ok_or(LedgerError::Missing(id))?;
                 let e = SignedEntry::decode(&bytes)?;
                 if let Some(b) = &e.entry().binding {
-                    self.keyring.insert(b.key, (b.role, b.name.clone()));
+                    self.keyring
+                        .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
                 }
                 if let Some(m) = e.entry().target.and_then(|t| self.index.get_mut(&t)) {
                     m.tombstoned = true;
@@ -221,8 +230,8 @@ impl<S: Store> Ledger<S> {
     ) -> Result<Option<Appended>, LedgerError> {
         self.refresh()?;
         match self.keyring.get(&key) {
-            Some((r, _)) if *r == role => return Ok(None),
-            Some((r, _)) => return Err(LedgerError::Rebind { key, bound: *r }),
+            Some((r, _, _)) if *r == role => return Ok(None),
+            Some((r, _, _)) => return Err(LedgerError::Rebind { key, bound: *r }),
             None => {}
         }
         let (signed, content) = self.binding_entry(key, role, name)?;
@@ -262,9 +271,14 @@ impl<S: Store> Ledger<S> {
         ))
     }
 
+    /// The decompressed key of a bound principal.
+    fn cached_key(&self, key: &KeyId) -> Option<ed25519_dalek::VerifyingKey> {
+        self.keyring.get(key).and_then(|(_, _, vk)| *vk)
+    }
+
     /// The role and name bound to `key`, if any.
     pub fn principal(&self, key: &KeyId) -> Option<(Role, &str)> {
-        self.keyring.get(key).map(|(r, n)| (*r, n.as_str()))
+        self.keyring.get(key).map(|(r, n, _)| (*r, n.as_str()))
     }
 
     /// Appends one entry: checks it, signs it with `key`, computes its label, adds its leaf to
@@ -395,7 +409,8 @@ impl<S: Store> Ledger<S> {
         {
             let e = s.entry();
             if let Some(b) = &e.binding {
-                self.keyring.insert(b.key, (b.role, b.name.clone()));
+                self.keyring
+                    .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
             }
             if let Some(t) = e.target {
                 if let Some(m) = self.index.get_mut(&t) {
@@ -433,7 +448,7 @@ impl<S: Store> Ledger<S> {
         let role = self
             .keyring
             .get(&e.writer)
-            .map(|(r, _)| *r)
+            .map(|(r, _, _)| *r)
             .or_else(|| pending_keys.get(&e.writer).copied())
             .ok_or(LedgerError::UnknownWriter(e.writer))?;
         if Hash32::digest(content) != e.content_hash {
@@ -483,7 +498,7 @@ impl<S: Store> Ledger<S> {
             .store
             .entry_bytes(m.index)?
             .ok_or(LedgerError::Missing(*id))?;
-        let e = SignedEntry::decode(&bytes)?;
+        let e = SignedEntry::decode_with_keys(&bytes, |k| self.cached_key(k))?;
         if e.id() != *id {
             return Err(LedgerError::Missing(*id));
         }
@@ -502,7 +517,9 @@ impl<S: Store> Ledger<S> {
                 index,
                 size: self.size,
             })?;
-        Ok(SignedEntry::decode(&bytes)?)
+        Ok(SignedEntry::decode_with_keys(&bytes, |k| {
+            self.cached_key(k)
+        })?)
     }
 
     /// The stored content of `id`, if not redacted.

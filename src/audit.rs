@@ -60,6 +60,15 @@ pub enum Problem {
     /// A keyring entry not written by the log key.
     #[error("keyring entry not written by the log key")]
     KeyringNotByLogKey,
+    /// A tombstone written by a tool or external principal.
+    #[error("tombstone by tool/external writer {0}")]
+    UntrustedTombstone(KeyId),
+    /// A keyring entry binding a key to role `log`.
+    #[error("keyring entry binds {0} to role log")]
+    BindsLogRole(KeyId),
+    /// A keyring entry for a key that is already bound (the first binding stays in force).
+    #[error("keyring entry rebinds {0}")]
+    Rebind(KeyId),
     /// A parent that does not precede the entry.
     #[error("parent {0} is not earlier in the log")]
     UnknownParent(EntryId),
@@ -150,7 +159,7 @@ where
         if report.entries == report.checkpoint.size() {
             root_at_checkpoint = Some(tree_root(report.entries, &tree)?);
         }
-        match check_entry(&bytes, id, &mut keyring, &labels, policy) {
+        match check_entry(&bytes, id, &mut keyring, &labels, policy, log_key) {
             Ok(label) => {
                 report.verified += 1;
                 report.label_counts[usize::from(label.code())] += 1;
@@ -196,6 +205,7 @@ fn check_entry(
     keyring: &mut HashMap<KeyId, (Role, Option<VerifyingKey>)>,
     labels: &HashMap<EntryId, Label>,
     policy: LabelPolicy,
+    log_key: KeyId,
 ) -> Result<Label, Problem> {
     let s = SignedEntry::decode_with_keys(bytes, |k| keyring.get(k).and_then(|x| x.1))?;
     debug_assert_eq!(s.id(), id);
@@ -204,8 +214,19 @@ fn check_entry(
         .get(&e.writer)
         .ok_or(Problem::UnknownWriter(e.writer))?
         .0;
-    if e.kind == Kind::Keyring && role != Role::Log {
+    if e.kind == Kind::Keyring && e.writer != log_key {
         return Err(Problem::KeyringNotByLogKey);
+    }
+    if e.kind == Kind::Tombstone && role.is_untrusted() {
+        return Err(Problem::UntrustedTombstone(e.writer));
+    }
+    if let Some(b) = &e.binding {
+        if b.role == Role::Log {
+            return Err(Problem::BindsLogRole(b.key));
+        }
+        if keyring.contains_key(&b.key) {
+            return Err(Problem::Rebind(b.key));
+        }
     }
     if let Some(t) = e.target {
         labels.get(&t).ok_or(Problem::UnknownTarget(t))?;
@@ -219,9 +240,7 @@ fn check_entry(
     }
     let label = policy.label(role, parents);
     if let Some(b) = &e.binding {
-        keyring
-            .entry(b.key)
-            .or_insert((b.role, b.key.verifying_key().ok()));
+        keyring.insert(b.key, (b.role, b.key.verifying_key().ok()));
     }
     Ok(label)
 }

@@ -238,7 +238,9 @@ impl<S: Store> Ledger<S> {
         match self.append_signed(vec![(signed, content.as_slice())]) {
             Ok(mut out) => Ok(out.pop()),
             // Another handle bound the same key to the same role meanwhile.
-            Err(LedgerError::Duplicate(_)) if self.principal(&key).map(|p| p.0) == Some(role) => {
+            Err(LedgerError::Duplicate(_) | LedgerError::Rebind { .. })
+                if self.principal(&key).map(|p| p.0) == Some(role) =>
+            {
                 Ok(None)
             }
             Err(e) => Err(e),
@@ -455,11 +457,28 @@ impl<S: Store> Ledger<S> {
             return Err(LedgerError::ContentMismatch);
         }
         match e.kind {
-            Kind::Keyring if role != Role::Log => return Err(LedgerError::NotLogKey),
+            // spec/record.md §5.4 rule 1: only the log key itself writes keyring entries.
+            Kind::Keyring if e.writer != self.signer.key_id() => {
+                return Err(LedgerError::NotLogKey)
+            }
             Kind::Tombstone if role.is_untrusted() => {
                 return Err(LedgerError::UntrustedTombstone(e.writer))
             }
             _ => {}
+        }
+        if let Some(b) = &e.binding {
+            // Rule 2: no second log key. Rule 3: a key is bound at most once.
+            if b.role == Role::Log {
+                return Err(LedgerError::BindsLogRole(b.key));
+            }
+            let bound = self
+                .keyring
+                .get(&b.key)
+                .map(|(r, _, _)| *r)
+                .or_else(|| pending_keys.get(&b.key).copied());
+            if let Some(bound) = bound {
+                return Err(LedgerError::Rebind { key: b.key, bound });
+            }
         }
         let lookup = |id: &EntryId| self.index.get(id).or_else(|| pending.get(id));
         if let Some(t) = &e.target {
@@ -805,10 +824,14 @@ pub enum LedgerError {
     /// A keyring entry not written by the log key.
     #[error("only the log key may write keyring entries")]
     NotLogKey,
+    /// A keyring entry binding a key to role `log` (there is one log key, `spec/record.md`
+    /// §5.4 rule 2).
+    #[error("key {0} may not be bound to role log")]
+    BindsLogRole(KeyId),
     /// A tool or external principal tried to tombstone an entry.
     #[error("writer {0} (tool/external) may not write tombstones")]
     UntrustedTombstone(KeyId),
-    /// The key is already bound to another role.
+    /// The key is already bound (a key is bound at most once, `spec/record.md` §5.4 rule 3).
     #[error("key {key} already bound as {}", .bound.name())]
     Rebind {
         /// The key.

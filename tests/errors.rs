@@ -27,7 +27,7 @@ fn record_errors() {
         (RecordError::NonShortest, "argument not in shortest form (RFC 8949 §4.2.1)".into()),
         (RecordError::Float, "floating-point value where the format has none".into()),
         (RecordError::UnsupportedSimple, "simple value where the format has none".into()),
-        (RecordError::TooDeep { max: 8 }, "nesting deeper than 8 levels".into()),
+        (RecordError::TooDeep { max: 8 }, "8 or more nested containers".into()),
         (RecordError::TrailingBytes(2), "trailing bytes after the CBOR item: 2 bytes".into()),
         (RecordError::NonCanonical, "not deterministically encoded (RFC 8949 §4.2.1)".into()),
         (RecordError::UnsortedKeys, "map keys not in ascending order".into()),
@@ -109,6 +109,10 @@ fn ledger_errors() {
             },
             format!("key {cd} already bound as tool"),
         ),
+        (
+            LedgerError::BindsLogRole(key()),
+            format!("key {cd} may not be bound to role log"),
+        ),
         (LedgerError::NotEmpty, "store already holds a ledger".into()),
         (
             LedgerError::NotALedger,
@@ -166,6 +170,18 @@ fn audit_replay_and_policy_errors() {
             "stored label TRUSTED differs from recomputed EXTERNAL".into(),
         ),
         (Problem::Duplicate.to_string(), "duplicate entry".into()),
+        (
+            Problem::UntrustedTombstone(key()).to_string(),
+            format!("tombstone by tool/external writer {}", "cd".repeat(32)),
+        ),
+        (
+            Problem::BindsLogRole(key()).to_string(),
+            format!("keyring entry binds {} to role log", "cd".repeat(32)),
+        ),
+        (
+            Problem::Rebind(key()).to_string(),
+            format!("keyring entry rebinds {}", "cd".repeat(32)),
+        ),
         (
             AuditError::Truncated { got: 3, want: 5 }.to_string(),
             "log has 3 entries, checkpoint covers 5".into(),

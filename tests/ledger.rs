@@ -610,3 +610,142 @@ fn run_append(bin: &str, path: &std::path::Path, line: &str) -> String {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     v["id"].as_str().unwrap().to_string()
 }
+
+#[test]
+fn keyring_rules_hold_for_pre_signed_batches_too() {
+    let (mut l, k) = world(MemoryStore::default(), LabelPolicy::default());
+    let newcomer = WriterKey::for_label("tests/newcomer");
+    // Rule 2: no second log key.
+    let (e, c) = l
+        .binding_entry(newcomer.key_id(), Role::Log, "second log")
+        .unwrap();
+    assert!(matches!(
+        l.append_signed(vec![(e, c.as_slice())]),
+        Err(LedgerError::BindsLogRole(_))
+    ));
+    // Rule 3: a key is bound once, also inside one batch and through append_signed.
+    let (e, c) = l
+        .binding_entry(k.tool.key_id(), Role::User, "promoted")
+        .unwrap();
+    assert!(matches!(
+        l.append_signed(vec![(e, c.as_slice())]),
+        Err(LedgerError::Rebind {
+            bound: Role::Tool,
+            ..
+        })
+    ));
+    let (a, ca) = l
+        .binding_entry(newcomer.key_id(), Role::User, "n1")
+        .unwrap();
+    let (b, cb) = l
+        .binding_entry(newcomer.key_id(), Role::Agent, "n2")
+        .unwrap();
+    assert!(matches!(
+        l.append_signed(vec![(a, ca.as_slice()), (b, cb.as_slice())]),
+        Err(LedgerError::Rebind {
+            bound: Role::User,
+            ..
+        })
+    ));
+    assert_eq!(
+        l.principal(&newcomer.key_id()),
+        None,
+        "nothing of the failed batch applied"
+    );
+    // Binding and first use in one batch.
+    let (bind, cbind) = l
+        .binding_entry(newcomer.key_id(), Role::User, "newcomer")
+        .unwrap();
+    let first = SignedEntry::sign(
+        ProvEntry::new(newcomer.key_id(), Kind::Prompt, b"hi"),
+        &newcomer,
+    )
+    .unwrap();
+    let out = l
+        .append_signed(vec![(bind, cbind.as_slice()), (first, b"hi".as_slice())])
+        .unwrap();
+    assert_eq!(out[1].label, Label::Trusted);
+}
+
+/// Entries a correct ledger refuses, written behind its back into the store: the auditor
+/// names each one.
+#[test]
+fn audit_checks_the_rules_the_ledger_enforces() {
+    use memlineage::audit::Problem;
+    use memlineage::ledger::StoreSource;
+    use memlineage::log::hashes_to_store;
+    use memlineage::store::NewEntry;
+    let (mut l, k) = world(MemoryStore::default(), LabelPolicy::default());
+    let page = put(&mut l, &k.tool, Kind::ToolResult, "page", &[]);
+    let log_key = WriterKey::for_label("tests/log");
+    let mut forged = Vec::new();
+    let mut ring = ProvEntry::new(log_key.key_id(), Kind::Keyring, b"rebind");
+    ring.binding = Some(memlineage::record::KeyBinding {
+        key: k.tool.key_id(),
+        role: Role::User,
+        name: "x".into(),
+    });
+    forged.push(SignedEntry::sign(ring, &log_key).unwrap());
+    let mut second = ProvEntry::new(log_key.key_id(), Kind::Keyring, b"second log");
+    second.binding = Some(memlineage::record::KeyBinding {
+        key: WriterKey::for_label("evil").key_id(),
+        role: Role::Log,
+        name: "evil".into(),
+    });
+    forged.push(SignedEntry::sign(second, &log_key).unwrap());
+    let mut tomb = ProvEntry::new(k.tool.key_id(), Kind::Tombstone, b"tool deletes");
+    tomb.target = Some(page);
+    forged.push(SignedEntry::sign(tomb, &k.tool).unwrap());
+    let mut store = {
+        let base = l.len();
+        let mut s = MemoryStore::default();
+        for i in 0..base {
+            let bytes = l.store().entry_bytes(i).unwrap().unwrap();
+            let meta = l.store().metas_from(i).unwrap()[0];
+            let hashes = hashes_to_store(i, &meta.id, &StoreSource(&s)).unwrap();
+            s.append(&[NewEntry {
+                index: i,
+                id: meta.id,
+                cose: &bytes,
+                kind: meta.kind,
+                label: meta.label,
+                content: None,
+                hashes,
+            }])
+            .unwrap();
+        }
+        s
+    };
+    for f in &forged {
+        let i = store.tree_size().unwrap();
+        let hashes = hashes_to_store(i, &f.id(), &StoreSource(&store)).unwrap();
+        let e = NewEntry {
+            index: i,
+            id: f.id(),
+            cose: f.cose(),
+            kind: f.entry().kind,
+            label: Label::Trusted,
+            content: None,
+            hashes,
+        };
+        store.append(&[e]).unwrap();
+    }
+    let size = store.tree_size().unwrap();
+    let root = memlineage::log::tree_root(size, &StoreSource(&store)).unwrap();
+    let signer = LogSigner::new("test.example/ledger", WriterKey::for_label("tests/log")).unwrap();
+    let note = signer.sign(size, &root);
+    let v = signer.verifier();
+    let entries =
+        (0..size).map(|i| Ok::<_, String>((store.entry_bytes(i).unwrap().unwrap(), None)));
+    let r = audit(entries, &v, &note, LabelPolicy::default(), v.key_id()).unwrap();
+    let problems: Vec<&Problem> = r.failures.iter().map(|f| &f.problem).collect();
+    assert_eq!(
+        problems,
+        vec![
+            &Problem::Rebind(k.tool.key_id()),
+            &Problem::BindsLogRole(WriterKey::for_label("evil").key_id()),
+            &Problem::UntrustedTombstone(k.tool.key_id()),
+        ]
+    );
+    assert!(r.root_matches);
+}

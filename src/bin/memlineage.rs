@@ -108,6 +108,13 @@ enum Cmd {
         /// How many of the witnesses must have cosigned the checkpoint (default: all).
         #[arg(long)]
         quorum: Option<usize>,
+        /// Recompute labels under this τ instead of the ledger's stored setting (which is not
+        /// signed: an auditor should state the policy it expects).
+        #[arg(long)]
+        tau: Option<f64>,
+        /// Recompute labels under this weak-parent rule instead of the stored setting.
+        #[arg(long, value_enum)]
+        rule: Option<RuleArg>,
     },
     /// Write the entries in log order as a CBOR sequence (RFC 8742).
     Export {
@@ -169,6 +176,15 @@ enum RuleArg {
     FailClosed,
 }
 
+impl RuleArg {
+    fn weak_rule(self) -> WeakRule {
+        match self {
+            RuleArg::FailOpen => WeakRule::FailOpen,
+            RuleArg::FailClosed => WeakRule::FailClosed,
+        }
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum ModeArg {
     Direct,
@@ -220,6 +236,8 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             state,
             witnesses,
             quorum,
+            tau,
+            rule,
         } => verify(
             &ledger,
             log_key,
@@ -228,6 +246,8 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
                 state,
                 witnesses,
                 quorum,
+                tau,
+                rule,
             },
         ),
         Cmd::Export { ledger, output } => export(&ledger, output),
@@ -253,10 +273,7 @@ fn init(ledger: &Path, origin: &str, tau: f64, rule: RuleArg) -> Res<ExitCode> {
     }
     let policy = LabelPolicy {
         tau: Weight::from_f64(tau)?,
-        weak_rule: match rule {
-            RuleArg::FailOpen => WeakRule::FailOpen,
-            RuleArg::FailClosed => WeakRule::FailClosed,
-        },
+        weak_rule: rule.weak_rule(),
     };
     let ks = KeyStore::generate(origin);
     let signer = ks.log_signer()?;
@@ -494,6 +511,8 @@ struct Trust {
     state: Option<PathBuf>,
     witnesses: Vec<String>,
     quorum: Option<usize>,
+    tau: Option<f64>,
+    rule: Option<RuleArg>,
 }
 
 fn audit_ledger(
@@ -517,7 +536,33 @@ fn audit_ledger(
                 .1
         }
     };
-    let policy = stored_policy(&store)?;
+    let stored = stored_policy(&store)?;
+    let policy = LabelPolicy {
+        tau: trust
+            .tau
+            .map(Weight::from_f64)
+            .transpose()?
+            .unwrap_or(stored.tau),
+        weak_rule: trust
+            .rule
+            .map(RuleArg::weak_rule)
+            .unwrap_or(stored.weak_rule),
+    };
+    println!(
+        "labels recomputed under tau {} ({}), rule {} ({})",
+        policy.tau,
+        if trust.tau.is_some() {
+            "given"
+        } else {
+            "ledger setting"
+        },
+        policy.weak_rule.name(),
+        if trust.rule.is_some() {
+            "given"
+        } else {
+            "ledger setting"
+        },
+    );
     let size = store.tree_size()?;
     let metas = store.metas_from(0)?;
     let entries = metas.into_iter().map(|m| {

@@ -382,14 +382,20 @@ impl ProvEntry {
                 return Err(RecordError::UnsortedParents);
             }
         }
-        match (self.kind, &self.target, &self.binding) {
-            (Kind::Tombstone, Some(_), None) | (Kind::Keyring, None, Some(_)) => Ok(()),
-            (Kind::Tombstone, None, _) => Err(RecordError::MissingField("target")),
-            (Kind::Keyring, _, None) => Err(RecordError::MissingField("binding")),
-            (_, Some(_), _) => Err(RecordError::UnexpectedField("target")),
-            (_, _, Some(_)) => Err(RecordError::UnexpectedField("binding")),
-            _ => Ok(()),
-        }?;
+        // Missing fields are reported before unexpected ones (`spec/record.md` §6.3 step 5).
+        let (tomb, ring) = (self.kind == Kind::Tombstone, self.kind == Kind::Keyring);
+        if tomb && self.target.is_none() {
+            return Err(RecordError::MissingField("target"));
+        }
+        if ring && self.binding.is_none() {
+            return Err(RecordError::MissingField("binding"));
+        }
+        if !tomb && self.target.is_some() {
+            return Err(RecordError::UnexpectedField("target"));
+        }
+        if !ring && self.binding.is_some() {
+            return Err(RecordError::UnexpectedField("binding"));
+        }
         if let Some(b) = &self.binding {
             // A binding of a key nobody can sign under (weak, non-canonical) is malformed.
             b.key.verifying_key()?;
@@ -437,8 +443,9 @@ pub enum RecordError {
     /// A simple value (false, true, null, undefined, other); the format has none.
     #[error("simple value where the format has none")]
     UnsupportedSimple,
-    /// Containers nested deeper than any memlineage structure.
-    #[error("nesting deeper than {max} levels")]
+    /// `max` or more non-empty containers nested in one another (no memlineage structure
+    /// nests more than 3).
+    #[error("{max} or more nested containers")]
     TooDeep {
         /// The limit.
         max: usize,

@@ -14,8 +14,9 @@
 
 use super::RecordError;
 
-/// Deepest container nesting any memlineage structure uses is 3 (COSE tag → array, payload
-/// map → parents array → pair array); anything deeper than this is hostile.
+/// Deepest container nesting any memlineage structure uses is 3 (payload map → parents array
+/// → pair array); an item with `MAX_DEPTH` (8) or more nested non-empty containers is hostile
+/// and rejected as [`RecordError::TooDeep`] (`spec/record.md` §6.1 step 5).
 pub(crate) const MAX_DEPTH: usize = 8;
 
 /// Scans exactly one item spanning all of `bytes`. O(len) time, O(depth) memory, no recursion.

@@ -404,13 +404,9 @@ fn draft_from_line(key: &memlineage::record::WriterKey, a: &AppendLine) -> Res<P
             weight: Weight::from_f64(p.weight)?,
         });
     }
-    let attribution = match a.attribution.as_deref().unwrap_or("coarse") {
-        "coarse" => Attribution::Coarse,
-        "lm_self_eval" => Attribution::LmSelfEval,
-        "attention" => Attribution::Attention,
-        "manual" => Attribution::Manual,
-        other => return Err(format!("unknown attribution {other}").into()),
-    };
+    let name = a.attribution.as_deref().unwrap_or("coarse");
+    let attribution =
+        Attribution::from_name(name).ok_or_else(|| format!("unknown attribution {name}"))?;
     let mut entry = ProvEntry::new(key.key_id(), kind, a.content.as_bytes())
         .with_parents(parents)
         .with_attribution(attribution)
@@ -768,7 +764,7 @@ fn inspect(file: &Path) -> Res<ExitCode> {
                 "context_hash": e.context_hash.to_string(),
                 "parents": parents,
                 "time_ms": e.time_ms,
-                "attribution": format!("{:?}", e.attribution),
+                "attribution": e.attribution.name(),
                 "target": e.target.map(|t| t.to_string()),
                 "binding": e.binding.as_ref().map(|b| serde_json::json!({"key": b.key.to_string(), "role": b.role.name(), "name": b.name})),
                 "signature": "valid (verify_strict under the kid)",

@@ -266,6 +266,28 @@ impl Attribution {
         }
     }
 
+    /// Snake-case name: `coarse`, `lm_self_eval`, `attention`, `manual`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Attribution::Coarse => "coarse",
+            Attribution::LmSelfEval => "lm_self_eval",
+            Attribution::Attention => "attention",
+            Attribution::Manual => "manual",
+        }
+    }
+
+    /// Parses [`Attribution::name`].
+    pub fn from_name(s: &str) -> Option<Self> {
+        [
+            Attribution::Coarse,
+            Attribution::LmSelfEval,
+            Attribution::Attention,
+            Attribution::Manual,
+        ]
+        .into_iter()
+        .find(|a| a.name() == s)
+    }
+
     /// The method with wire code `code`, if registered.
     pub fn from_code(code: u64) -> Option<Self> {
         Some(match code {

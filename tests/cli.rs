@@ -544,7 +544,7 @@ fn inspect_exported_entry_binary_and_hex() {
         assert_eq!(v["version"], 1);
         assert_eq!(v["kind"], "summary");
         assert_eq!(v["time_ms"], 1_735_689_600_004u64);
-        assert_eq!(v["attribution"], "Coarse");
+        assert_eq!(v["attribution"], "coarse");
         assert_eq!(v["parents"].as_array().unwrap().len(), 1);
         assert_eq!(v["parents"][0]["id"], s.tool.id.as_str());
         assert_eq!(v["parents"][0]["weight"], "0.900000");

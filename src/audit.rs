@@ -5,9 +5,7 @@
 //! note: it never opens the writer's store (`spec/lineage.md`, "Offline recomputation").
 
 use crate::lineage::{Label, LabelPolicy};
-use crate::log::{
-    hashes_to_store, tree_root, HashSource, LogError, LogVerifier, VerifiedCheckpoint,
-};
+use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
 use crate::record::{EntryId, KeyId, Kind, RecordError, Role, SignedEntry};
 use ed25519_dalek::VerifyingKey;
 use std::collections::HashMap;
@@ -139,7 +137,8 @@ where
     let mut keyring: HashMap<KeyId, (Role, Option<VerifyingKey>)> =
         HashMap::from([(log_key, (Role::Log, log_key.verifying_key().ok()))]);
     let mut labels: HashMap<EntryId, Label> = HashMap::new();
-    let mut tree = MemTree(Vec::new());
+    // Tree hashes in memory, indexed by stored-hash index.
+    let mut tree: Vec<[u8; 32]> = Vec::new();
     let mut report = AuditReport {
         checkpoint,
         entries: 0,
@@ -154,7 +153,7 @@ where
         let index = report.entries;
         let id = EntryId::of_cose(&bytes);
         let hashes = hashes_to_store(index, &id, &tree)?;
-        tree.0.extend_from_slice(&hashes);
+        tree.extend_from_slice(&hashes);
         report.entries += 1;
         if report.entries == report.checkpoint.size() {
             root_at_checkpoint = Some(tree_root(report.entries, &tree)?);
@@ -243,21 +242,4 @@ fn check_entry(
         keyring.insert(b.key, (b.role, b.key.verifying_key().ok()));
     }
     Ok(label)
-}
-
-/// Tree hashes in memory, indexed by stored-hash index.
-struct MemTree(Vec<[u8; 32]>);
-
-impl HashSource for MemTree {
-    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {
-        indexes
-            .iter()
-            .map(|&i| {
-                usize::try_from(i)
-                    .ok()
-                    .and_then(|i| self.0.get(i).copied())
-                    .ok_or_else(|| LogError::Source(format!("hash {i} missing")))
-            })
-            .collect()
-    }
 }

@@ -6,7 +6,7 @@
 
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
-use crate::record::{EntryId, KeyId, Kind, RecordError, Role, SignedEntry};
+use crate::record::{EntryId, Hash32, KeyId, Kind, RecordError, Role, SignedEntry};
 use ed25519_dalek::VerifyingKey;
 use std::collections::HashMap;
 
@@ -45,6 +45,28 @@ pub struct AuditFailure {
     pub problem: Problem,
 }
 
+/// One entry as an auditor reads it: its bytes, the label its store claims (if any), and its
+/// stored content (if available; redacted content is simply absent).
+#[derive(Debug, Clone, Default)]
+pub struct AuditItem {
+    /// COSE_Sign1 bytes.
+    pub cose: Vec<u8>,
+    /// The label the store claims.
+    pub stored_label: Option<Label>,
+    /// The content stored beside the entry.
+    pub content: Option<Vec<u8>>,
+}
+
+impl From<(Vec<u8>, Option<Label>)> for AuditItem {
+    fn from((cose, stored_label): (Vec<u8>, Option<Label>)) -> Self {
+        AuditItem {
+            cose,
+            stored_label,
+            content: None,
+        }
+    }
+}
+
 /// The class of an audit failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -81,6 +103,9 @@ pub enum Problem {
         /// What the log implies.
         recomputed: Label,
     },
+    /// Stored content does not hash to the signed content hash.
+    #[error("stored content does not match the signed content hash")]
+    ContentMismatch,
     /// The same entry appears twice.
     #[error("duplicate entry")]
     Duplicate,
@@ -109,20 +134,21 @@ pub enum AuditError {
     Source(String),
 }
 
-/// Audits `entries` (COSE bytes in log order, with the label the store claims if any).
+/// Audits `entries` ([`AuditItem`]s, or `(cose, stored label)` pairs, in log order).
 ///
-/// Steps (`spec/log.md` §7): verify the checkpoint; for each entry decode and `verify_strict`;
-/// check its writer is bound (the log key is bound as `log` from the start), keyring entries
-/// come from the log key, parents and tombstone targets precede it; recompute its label under
-/// `policy` and compare with the stored one; hash it into a fresh tree; finally compare the root
-/// at the checkpoint's size. Problems are collected, not fatal: every bad entry is named.
+/// Steps (`spec/lineage.md` §5): verify the checkpoint; for each entry decode and
+/// `verify_strict`; check its writer is bound (the log key is bound as `log` from the start),
+/// the keyring and tombstone rules, parents and tombstone targets precede it; recompute its
+/// label under `policy` and compare with the stored one; check stored content against the
+/// signed content hash; hash it into a fresh tree; finally compare the root at the
+/// checkpoint's size. Problems are collected, not fatal: every bad entry is named.
 ///
 /// Memory: 32 bytes of tree hashes (about 2 per entry) plus an id→label map entry per entry.
 ///
 /// # Errors
 /// [`AuditError`] when the checkpoint is bad, the log is shorter than it, or entries cannot be
 /// read. Does not panic.
-pub fn audit<I, E>(
+pub fn audit<I, T, E>(
     entries: I,
     verifier: &LogVerifier,
     checkpoint_note: &[u8],
@@ -130,7 +156,8 @@ pub fn audit<I, E>(
     log_key: KeyId,
 ) -> Result<AuditReport, AuditError>
 where
-    I: IntoIterator<Item = Result<(Vec<u8>, Option<Label>), E>>,
+    I: IntoIterator<Item = Result<T, E>>,
+    T: Into<AuditItem>,
     E: std::fmt::Display,
 {
     let checkpoint = verifier.verify(checkpoint_note)?;
@@ -149,7 +176,11 @@ where
     };
     let mut root_at_checkpoint = None;
     for item in entries {
-        let (bytes, stored) = item.map_err(|e| AuditError::Source(e.to_string()))?;
+        let AuditItem {
+            cose: bytes,
+            stored_label: stored,
+            content,
+        } = item.map_err(|e| AuditError::Source(e.to_string()))?.into();
         let index = report.entries;
         let id = EntryId::of_cose(&bytes);
         let hashes = hashes_to_store(index, &id, &tree)?;
@@ -159,9 +190,16 @@ where
             root_at_checkpoint = Some(tree_root(report.entries, &tree)?);
         }
         match check_entry(&bytes, id, &mut keyring, &labels, policy, log_key) {
-            Ok(label) => {
+            Ok((label, content_hash)) => {
                 report.verified += 1;
                 report.label_counts[usize::from(label.code())] += 1;
+                if content.is_some_and(|c| Hash32::digest(&c) != content_hash) {
+                    report.failures.push(AuditFailure {
+                        index,
+                        id,
+                        problem: Problem::ContentMismatch,
+                    });
+                }
                 // A wrong stored label is reported, but the recomputed one is what the
                 // children inherit: one bad cache row names one entry, not its descendants.
                 if let Some(stored) = stored.filter(|s| *s != label) {
@@ -205,7 +243,7 @@ fn check_entry(
     labels: &HashMap<EntryId, Label>,
     policy: LabelPolicy,
     log_key: KeyId,
-) -> Result<Label, Problem> {
+) -> Result<(Label, Hash32), Problem> {
     let s = SignedEntry::decode_with_keys(bytes, |k| keyring.get(k).and_then(|x| x.1))?;
     debug_assert_eq!(s.id(), id);
     let e = s.entry();
@@ -241,5 +279,5 @@ fn check_entry(
     if let Some(b) = &e.binding {
         keyring.insert(b.key, (b.role, b.key.verifying_key().ok()));
     }
-    Ok(label)
+    Ok((label, e.content_hash))
 }

@@ -541,12 +541,20 @@ impl<S: Store> Ledger<S> {
         })?)
     }
 
-    /// The stored content of `id`, if not redacted.
+    /// The stored content of `entry`, if not redacted, checked against the signed content hash
+    /// (field 3): the store is trusted for availability only.
     ///
     /// # Errors
-    /// Store and lookup errors.
+    /// [`LedgerError::ContentTampered`] when the stored bytes do not hash to the signed
+    /// content hash; store errors.
     pub fn content(&self, entry: &SignedEntry) -> Result<Option<Vec<u8>>, LedgerError> {
-        Ok(self.store.content(&entry.entry().content_hash)?)
+        let want = entry.entry().content_hash;
+        match self.store.content(&want)? {
+            Some(bytes) if Hash32::digest(&bytes) != want => {
+                Err(LedgerError::ContentTampered(entry.id()))
+            }
+            other => Ok(other),
+        }
     }
 
     /// The root hash of the current tree.
@@ -851,6 +859,9 @@ pub enum LedgerError {
     /// An entry the index names is missing from the store (store damaged).
     #[error("entry {0} missing from the store")]
     Missing(EntryId),
+    /// Stored content does not hash to the entry's signed content hash (store tampered with).
+    #[error("content of entry {0} does not match its signed content hash")]
+    ContentTampered(EntryId),
     /// An empty batch.
     #[error("empty batch")]
     EmptyBatch,

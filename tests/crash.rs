@@ -193,6 +193,9 @@ impl<S: Store> Store for Faulty<S> {
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError> {
         self.inner.read_hashes(indexes)
     }
+    fn content_at(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.content_at(index)
+    }
     fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError> {
         self.inner.content(hash)
     }

@@ -128,6 +128,10 @@ fn ledger_errors() {
         ),
         (LedgerError::EmptyBatch, "empty batch".into()),
         (
+            LedgerError::ContentTampered(id()),
+            format!("content of entry {ab} does not match its signed content hash"),
+        ),
+        (
             LedgerError::Record(RecordError::BadSignature),
             "signature verification failed".into(),
         ),
@@ -170,6 +174,10 @@ fn audit_replay_and_policy_errors() {
             "stored label TRUSTED differs from recomputed EXTERNAL".into(),
         ),
         (Problem::Duplicate.to_string(), "duplicate entry".into()),
+        (
+            Problem::ContentMismatch.to_string(),
+            "stored content does not match the signed content hash".into(),
+        ),
         (
             Problem::UntrustedTombstone(key()).to_string(),
             format!("tombstone by tool/external writer {}", "cd".repeat(32)),

@@ -749,3 +749,51 @@ fn audit_checks_the_rules_the_ledger_enforces() {
     );
     assert!(r.root_matches);
 }
+
+#[test]
+fn content_tampering_is_caught_by_retrieval_and_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.ledger");
+    let (mut l, k) = world(SqliteStore::open(&path).unwrap(), LabelPolicy::default());
+    let p = put(&mut l, &k.user, Kind::Prompt, "pay bob 10", &[]);
+    let other = put(&mut l, &k.user, Kind::Prompt, "hello", &[]);
+    l.checkpoint().unwrap();
+    drop(l);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let n = db
+        .execute(
+            "UPDATE content SET bytes = ?1 WHERE bytes = ?2",
+            rusqlite::params![b"pay ZZ99 all my savings".to_vec(), b"pay bob 10".to_vec()],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(db);
+    let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    let out = l.retrieve(&[p, other]).unwrap();
+    assert!(
+        matches!(&out[0], Outcome::Rejected(id, LedgerError::ContentTampered(t)) if *id == p && *t == p),
+        "{:?}",
+        out[0]
+    );
+    assert!(matches!(out[1], Outcome::Verified(_)));
+    let c = l.checkpoint().unwrap();
+    let v = l.verifier().unwrap();
+    let store = l.store();
+    let items = (0..l.len()).map(|i| {
+        Ok::<_, String>(memlineage::audit::AuditItem {
+            cose: store.entry_bytes(i).unwrap().unwrap(),
+            stored_label: None,
+            content: store.content_at(i).unwrap(),
+        })
+    });
+    let r = audit(items, &v, c.note(), l.policy(), v.key_id()).unwrap();
+    assert_eq!(r.failures.len(), 1);
+    assert_eq!(r.failures[0].id, p);
+    assert_eq!(r.failures[0].problem, Problem::ContentMismatch);
+    // Redacted content is absent, not tampered: no failure.
+    assert!(l
+        .store()
+        .content_at(l.index_of(&other).unwrap())
+        .unwrap()
+        .is_some());
+}

@@ -223,8 +223,20 @@ fn check_content_dedup_and_redaction<S: Store>(make: &impl Fn() -> S) {
     assert_eq!(s.content(&ha).unwrap(), Some(alpha.clone()));
     assert_eq!(s.content(&hb).unwrap(), Some(beta.clone()));
     assert_eq!(s.content(&Hash32::digest(b"never stored")).unwrap(), None);
+    // Content beside each entry, by leaf index.
+    let first = model.entries.len() as u64 - 5;
+    assert_eq!(s.content_at(first).unwrap(), Some(alpha.clone()));
+    assert_eq!(s.content_at(first + 2).unwrap(), Some(beta.clone()));
+    assert_eq!(s.content_at(first + 3).unwrap(), None, "no content given");
+    assert_eq!(
+        s.content_at(first + 4).unwrap(),
+        Some(alpha.clone()),
+        "dedup: first bytes"
+    );
+    assert_eq!(s.content_at(u64::MAX).unwrap(), None);
 
     assert!(s.redact(&ha).unwrap());
+    assert_eq!(s.content_at(first).unwrap(), None, "redacted");
     assert_eq!(s.content(&ha).unwrap(), None);
     assert!(!s.redact(&ha).unwrap(), "second redaction finds nothing");
     assert!(!s.redact(&Hash32::digest(b"never stored")).unwrap());
@@ -382,6 +394,9 @@ impl Store for Faulty {
             }
             _ => self.inner.read_hashes(indexes),
         }
+    }
+    fn content_at(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.content_at(index)
     }
     fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError> {
         self.inner.content(hash)

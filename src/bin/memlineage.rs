@@ -4,7 +4,7 @@
 //! stderr with a non-zero exit status.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use memlineage::audit::{audit, AuditReport};
+use memlineage::audit::{audit, AuditItem, AuditReport};
 use memlineage::gate::Policy;
 use memlineage::keystore::KeyStore;
 use memlineage::ledger::StoreSource;
@@ -561,12 +561,17 @@ fn audit_ledger(
     );
     let size = store.tree_size()?;
     let metas = store.metas_from(0)?;
-    let entries = metas.into_iter().map(|m| {
-        store
+    let entries = metas.into_iter().map(|m| -> Result<AuditItem, String> {
+        let cose = store
             .entry_bytes(m.index)
-            .map_err(|e| e.to_string())
-            .and_then(|b| b.ok_or_else(|| format!("entry {} missing", m.index)))
-            .map(|b| (b, Some(m.label)))
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("entry {} missing", m.index))?;
+        let content = store.content_at(m.index).map_err(|e| e.to_string())?;
+        Ok(AuditItem {
+            cose,
+            stored_label: Some(m.label),
+            content,
+        })
     });
     let log_key_id = verifier.key_id();
     let report = audit(entries, &verifier, &note, policy, log_key_id)?;

@@ -48,6 +48,7 @@ struct Stored {
     cose: Box<[u8]>,
     kind: Kind,
     label: Label,
+    content_hash: Option<Hash32>,
 }
 
 impl MemoryStore {
@@ -86,6 +87,7 @@ impl Store for MemoryStore {
                 cose: e.cose.into(),
                 kind: e.kind,
                 label: e.label,
+                content_hash: e.content.as_ref().map(|(h, _)| *h),
             });
             self.ids.insert(e.id, e.index);
             self.hashes.extend_from_slice(&e.hashes);
@@ -130,6 +132,16 @@ impl Store for MemoryStore {
                     .ok_or(StoreError::MissingHash(i))
             })
             .collect()
+    }
+
+    fn content_at(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let stored = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.entries.get(i));
+        match stored.and_then(|e| e.content_hash) {
+            Some(h) => self.content(&h),
+            None => Ok(None),
+        }
     }
 
     fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError> {

@@ -97,6 +97,13 @@ pub trait Store {
     /// [`StoreError::MissingHash`] when one is absent; I/O errors.
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError>;
 
+    /// The content stored beside the entry at `index` (by the content hash given at append), if
+    /// stored and not redacted. Unchecked: callers compare it with the signed content hash.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn content_at(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError>;
+
     /// Content bytes by content hash, if stored and not redacted.
     ///
     /// # Errors

@@ -393,6 +393,18 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
+    fn content_at(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let Ok(idx) = i64::try_from(index) else {
+            return Ok(None);
+        };
+        self.one(
+            "SELECT c.bytes FROM entries e JOIN content c ON c.hash = e.content_hash \
+             WHERE e.idx = ?1",
+            [idx],
+            |v| blob(v, "content.bytes").map(<[u8]>::to_vec),
+        )
+    }
+
     fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError> {
         self.one(
             "SELECT bytes FROM content WHERE hash = ?1",

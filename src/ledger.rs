@@ -566,10 +566,12 @@ impl<S: Store> Ledger<S> {
     }
 
     /// A verified checkpoint for the current tree size: the stored one if it is current,
-    /// otherwise a newly signed one, stored and verified before it is returned.
+    /// otherwise a newly signed one, stored and verified before it is returned. A new head is
+    /// signed only if the stored tree extends the last signed one (consistency proof).
     ///
     /// # Errors
-    /// Store, tree and checkpoint errors.
+    /// [`LedgerError::TreeInconsistent`] when the stored tree hashes do not match the last
+    /// signed checkpoint; store, tree and checkpoint errors.
     pub fn checkpoint(&mut self) -> Result<VerifiedCheckpoint, LedgerError> {
         if let Some(c) = &self.checkpoint {
             if c.size() == self.size {
@@ -577,15 +579,33 @@ impl<S: Store> Ledger<S> {
             }
         }
         let verifier = self.verifier()?;
-        let note = match self.store.latest_checkpoint()? {
-            Some((size, note)) if size == self.size => note,
-            _ => {
-                let note = self.signer.sign(self.size, &self.root()?);
-                self.store.put_checkpoint(self.size, &note)?;
-                note
+        let root = self.root()?;
+        let latest = self.store.latest_checkpoint()?;
+        let c = match latest {
+            Some((size, note)) if size == self.size => {
+                let c = verifier.verify(&note)?;
+                // The stored hashes must still give the signed root.
+                if c.root() != root {
+                    return Err(LedgerError::TreeInconsistent { signed_size: size });
+                }
+                c
+            }
+            previous => {
+                let c = verifier.verify(&self.signer.sign(self.size, &root))?;
+                // Never sign a head that does not extend the last one: a corrupted hash in
+                // the store would otherwise be signed into the log's history as a fork.
+                if let Some((size, note)) = previous.filter(|(size, _)| *size > 0) {
+                    let old = verifier.verify(&note)?;
+                    let proof =
+                        crate::log::prove_consistency(size, self.size, &StoreSource(&self.store))
+                            .map_err(|_| LedgerError::TreeInconsistent { signed_size: size })?;
+                    old.verify_consistency(&c, &proof)
+                        .map_err(|_| LedgerError::TreeInconsistent { signed_size: size })?;
+                }
+                self.store.put_checkpoint(self.size, c.note())?;
+                c
             }
         };
-        let c = verifier.verify(&note)?;
         self.checkpoint = Some(c.clone());
         Ok(c)
     }
@@ -862,6 +882,15 @@ pub enum LedgerError {
     /// Stored content does not hash to the entry's signed content hash (store tampered with).
     #[error("content of entry {0} does not match its signed content hash")]
     ContentTampered(EntryId),
+    /// The store's tree hashes do not extend the last signed checkpoint (store damaged or
+    /// tampered with): no new checkpoint is signed.
+    #[error(
+        "stored tree does not extend the signed checkpoint of size {signed_size}; refusing to sign"
+    )]
+    TreeInconsistent {
+        /// Size of the last signed checkpoint.
+        signed_size: u64,
+    },
     /// An empty batch.
     #[error("empty batch")]
     EmptyBatch,

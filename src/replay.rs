@@ -20,7 +20,11 @@ use crate::record::{
 use crate::store::Store;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::BufRead;
+use std::io::{BufRead, Read};
+
+/// Largest run (one JSONL line) a replay reads, in bytes (64 MiB; the bundled workspace
+/// suite's longest line is far below 1 MiB).
+pub const MAX_RUN_BYTES: u64 = 64 << 20;
 
 /// Base of writer-asserted times in replayed entries: 2025-01-01T00:00:00Z in ms (AgentDojo
 /// pins its clock there).
@@ -198,22 +202,30 @@ impl<'l, S: Store> Replayer<'l, S> {
     /// recorded); ledger errors.
     pub fn replay_reader(
         &mut self,
-        reader: impl BufRead,
+        mut reader: impl BufRead,
         modes: &[Mode],
     ) -> Result<u64, ReplayError> {
         let mut runs = 0;
-        for (n, line) in reader.lines().enumerate() {
-            let line = line.map_err(|e| ReplayError::Parse {
-                line: n + 1,
-                msg: e.to_string(),
-            })?;
+        let mut buf = Vec::new();
+        for n in 0.. {
+            buf.clear();
+            let parse = |msg: String| ReplayError::Parse { line: n + 1, msg };
+            // A line may hold at most MAX_RUN_BYTES: a hostile file cannot make us allocate more.
+            let read = (&mut reader)
+                .take(MAX_RUN_BYTES + 1)
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| parse(e.to_string()))?;
+            if read == 0 {
+                break;
+            }
+            if buf.len() as u64 > MAX_RUN_BYTES {
+                return Err(parse(format!("longer than {MAX_RUN_BYTES} bytes")));
+            }
+            let line = std::str::from_utf8(&buf).map_err(|e| parse(e.to_string()))?;
             if line.trim().is_empty() {
                 continue;
             }
-            let run: Run = serde_json::from_str(&line).map_err(|e| ReplayError::Parse {
-                line: n + 1,
-                msg: e.to_string(),
-            })?;
+            let run: Run = serde_json::from_str(line).map_err(|e| parse(e.to_string()))?;
             for &mode in modes {
                 self.replay_run(&run, mode).map_err(|e| match e {
                     ReplayError::BadRun(msg) => ReplayError::Parse { line: n + 1, msg },
@@ -248,6 +260,9 @@ impl<'l, S: Store> Replayer<'l, S> {
     /// # Errors
     /// [`ReplayError::BadRun`] for an event that breaks the schema; ledger errors.
     pub fn replay_run(&mut self, run: &Run, mode: Mode) -> Result<(), ReplayError> {
+        if run.events.is_empty() {
+            return Err(ReplayError::BadRun("run has no events".into()));
+        }
         for p in ["user", "agent"] {
             self.key(p)?;
         }

@@ -797,3 +797,31 @@ fn content_tampering_is_caught_by_retrieval_and_audit() {
         .unwrap()
         .is_some());
 }
+
+#[test]
+fn a_corrupted_tree_is_never_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.ledger");
+    let (mut l, k) = world(SqliteStore::open(&path).unwrap(), LabelPolicy::default());
+    for i in 0..9 {
+        put(&mut l, &k.user, Kind::Prompt, &format!("p{i}"), &[]);
+    }
+    let signed = l.checkpoint().unwrap().size();
+    drop(l);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute("UPDATE tree_hashes SET hash = ?1", [vec![0x11u8; 32]])
+        .unwrap();
+    drop(db);
+    let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    // The current checkpoint no longer matches the stored tree.
+    assert!(
+        matches!(l.checkpoint(), Err(LedgerError::TreeInconsistent { signed_size }) if signed_size == signed)
+    );
+    // Appending still works (the entry is durable), but no head extending a wrong tree is signed.
+    put(&mut l, &k.user, Kind::Prompt, "after", &[]);
+    assert!(matches!(
+        l.checkpoint(),
+        Err(LedgerError::TreeInconsistent { .. })
+    ));
+    assert_eq!(l.store().latest_checkpoint().unwrap().unwrap().0, signed);
+}

@@ -127,9 +127,10 @@ impl Weight {
         if x.is_finite() && (0.0..=1.0).contains(&x) {
             Ok(Weight((x * 1_000_000.0).round() as u32))
         } else if x.is_finite() && x > 1.0 {
-            // Saturating float-to-int conversion: exact enough for the error message.
+            // Rounded up so that anything above 1 reads above 1_000_000; the float-to-int
+            // conversion saturates, and u64::MAX is kept for "negative or non-finite".
             Err(WeightError {
-                got: (x * 1_000_000.0).round() as u64,
+                got: ((x * 1_000_000.0).ceil() as u64).min(u64::MAX - 1),
             })
         } else {
             Err(WeightError { got: u64::MAX })

@@ -21,14 +21,25 @@ use memlineage::replay::{render_json, render_table, Mode, Replayer};
 use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::Ledger;
 use std::error::Error;
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod io;
+
+use io::{capped_lines, read_capped, say, write_out};
+
 type Res<T> = Result<T, Box<dyn Error>>;
 
+/// Largest JSON line `append` reads (an entry's content travels inside it), in bytes.
+const MAX_APPEND_LINE: u64 = 16 << 20;
+/// Largest policy file, in bytes.
+const MAX_POLICY_BYTES: u64 = 1 << 20;
+/// Largest file `inspect` reads: a hex-encoded maximal entry with some slack, in bytes.
+const MAX_INSPECT_BYTES: u64 = 4 * memlineage::record::MAX_ENTRY_BYTES as u64;
+
 /// The bundled AgentDojo banking traces the demo replays (MIT, see fixtures/agentdojo).
-const BANKING: &str = include_str!("../../fixtures/agentdojo/banking.jsonl");
+const BANKING: &str = include_str!("../../../fixtures/agentdojo/banking.jsonl");
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +70,8 @@ enum Cmd {
     },
     /// Append entries given as JSON lines (one batch: all or nothing).
     ///
+    /// Kinds: prompt, tool_result, summary (or observation), fact, tool_call, tombstone.
+    /// Roles: user, system, agent, tool, external (tool and external write EXTERNAL entries).
     /// Each line: {"writer": NAME, "role": ROLE?, "kind": KIND, "content": TEXT,
     /// "parents": [{"id": HEX, "weight": 0.0..1.0}]?, "attribution": "coarse"?, "time_ms": N?,
     /// "target": HEX?}. A tombstone is {"kind": "tombstone", "target": ID, "content": REASON}.
@@ -279,8 +292,8 @@ fn init(ledger: &Path, origin: &str, tau: f64, rule: RuleArg) -> Res<ExitCode> {
     let signer = ks.log_signer()?;
     ks.save(&keys)?;
     let l = Ledger::create(SqliteStore::open(ledger)?, signer, policy)?;
-    println!("created {} (key file {})", ledger.display(), keys.display());
-    println!("log key: {}", l.vkey());
+    say!("created {} (key file {})", ledger.display(), keys.display());
+    say!("log key: {}", l.vkey());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -296,7 +309,20 @@ fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
     if !ledger.is_file() {
         return Err(format!("no ledger at {}", ledger.display()).into());
     }
-    let ks = KeyStore::load(&key_path(ledger))?;
+    let keys = key_path(ledger);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(m) = std::fs::metadata(&keys) {
+            if m.permissions().mode() & 0o077 != 0 {
+                eprintln!(
+                    "warning: {} holds secret keys but is readable by others (chmod 600 it)",
+                    keys.display()
+                );
+            }
+        }
+    }
+    let ks = KeyStore::load(&keys)?;
     let l = Ledger::open(SqliteStore::open(ledger)?, ks.log_signer()?)?;
     Ok((l, ks))
 }
@@ -324,6 +350,11 @@ struct ParentLine {
 }
 
 fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
+    if !ledger.is_file() {
+        return Err(format!("no ledger at {}", ledger.display()).into());
+    }
+    // One appender at a time edits the key file: read, add writers, save, then commit.
+    let _lock = lock_key_file(ledger)?;
     let (mut l, mut ks) = open(ledger)?;
     let reader: Box<dyn BufRead> = if input == "-" {
         Box::new(std::io::stdin().lock())
@@ -331,34 +362,35 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
         Box::new(std::io::BufReader::new(std::fs::File::open(input)?))
     };
     let mut lines = Vec::new();
-    for (n, line) in reader.lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
+    for line in capped_lines(reader, MAX_APPEND_LINE) {
+        let (n, line) = line?;
         let parsed: AppendLine =
-            serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", n + 1))?;
-        lines.push(parsed);
+            serde_json::from_str(&line).map_err(|e| format!("line {n}: {e}"))?;
+        lines.push((n, parsed));
     }
     // Validate every line before anything is bound, signed or written.
     let mut keys = Vec::with_capacity(lines.len());
-    let mut bindings = Vec::new();
+    let mut bindings: Vec<(memlineage::record::KeyId, Role, String)> = Vec::new();
     let mut created = false;
-    for (n, a) in lines.iter().enumerate() {
-        let at = |e: &dyn std::fmt::Display| format!("line {}: {e}", n + 1);
+    for (n, a) in &lines {
+        let at = |e: &dyn std::fmt::Display| format!("line {n}: {e}");
+        if a.writer.is_empty() {
+            return Err(at(&"writer name is empty").into());
+        }
         let role = a
             .role
             .as_deref()
             .map(|r| Role::from_name(r).ok_or(format!("unknown role {r}")))
             .transpose()
             .map_err(|e| at(&e))?;
+        if role == Some(Role::Log) {
+            return Err(
+                at(&"role log cannot be bound: the log key is the only log principal").into(),
+            );
+        }
         let (key, role, new) = ks.principal(&a.writer, role).map_err(|e| at(&e))?;
         created |= new;
-        if l.principal(&key.key_id()).is_none()
-            && !bindings
-                .iter()
-                .any(|(k, _, _): &(memlineage::record::KeyId, Role, String)| *k == key.key_id())
-        {
+        if l.principal(&key.key_id()).is_none() && !bindings.iter().any(|b| b.0 == key.key_id()) {
             bindings.push((key.key_id(), role, a.writer.clone()));
         }
         keys.push(key);
@@ -367,31 +399,54 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
     for (key, role, name) in &bindings {
         entries.push(l.binding_entry(*key, *role, name)?);
     }
-    for (n, (key, a)) in keys.iter().zip(&lines).enumerate() {
-        let entry = draft_from_line(key, a).map_err(|e| format!("line {}: {e}", n + 1))?;
-        let signed = SignedEntry::sign(entry, key).map_err(|e| format!("line {}: {e}", n + 1))?;
+    let mut batch_ids = std::collections::HashSet::new();
+    for (key, (n, a)) in keys.iter().zip(&lines) {
+        let at = |e: &dyn std::fmt::Display| format!("line {n}: {e}");
+        let entry = draft_from_line(key, a).map_err(|e| at(&e))?;
+        for p in &entry.parents {
+            if l.index_of(&p.id).is_none() && !batch_ids.contains(&p.id) {
+                return Err(at(&format!("unknown parent {}", p.id)).into());
+            }
+        }
+        let signed = SignedEntry::sign(entry, key).map_err(|e| at(&e))?;
+        batch_ids.insert(signed.id());
         entries.push((signed, a.content.clone().into_bytes()));
     }
     if entries.is_empty() {
         return Ok(ExitCode::SUCCESS);
+    }
+    // New writers' keys are saved before their bindings are committed: a key that ends up
+    // unused is harmless, a bound key whose seed was lost is not.
+    if created {
+        ks.save(&key_path(ledger))?;
     }
     let batch = entries
         .iter()
         .map(|(s, c)| (s.clone(), c.as_slice()))
         .collect();
     let appended = l.append_signed(batch)?;
-    // Keys of new writers are saved only once their bindings are in the log.
-    if created {
-        ks.save(&key_path(ledger))?;
-    }
+    l.checkpoint()?;
     for a in appended.iter().skip(bindings.len()) {
-        println!(
+        say!(
             "{}",
             serde_json::json!({"id": a.id.to_string(), "index": a.index, "label": a.label.name()})
         );
     }
-    l.checkpoint()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Takes the exclusive lock beside a ledger's key file (`LEDGER.key.lock`), held until the
+/// returned file is dropped.
+fn lock_key_file(ledger: &Path) -> Res<std::fs::File> {
+    let mut p = key_path(ledger).into_os_string();
+    p.push(".lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(p))?;
+    f.lock()?;
+    Ok(f)
 }
 
 /// The unsigned entry a JSON line describes.
@@ -424,7 +479,10 @@ fn now_ms() -> u64 {
 
 fn load_policy(path: Option<PathBuf>) -> Res<Policy> {
     Ok(match path {
-        Some(p) => Policy::from_toml(&std::fs::read_to_string(p)?)?,
+        Some(p) => {
+            let bytes = read_capped(&p, MAX_POLICY_BYTES, "a policy")?;
+            Policy::from_toml(std::str::from_utf8(&bytes).map_err(|_| "policy is not UTF-8")?)?
+        }
         None => Policy::default(),
     })
 }
@@ -451,9 +509,16 @@ fn replay(
         .collect::<Res<Vec<_>>>()?;
     let out = match ledger {
         Some(path) => {
-            if !path.exists() {
-                init(path, "memlineage.local/replay", 0.5, RuleArg::FailClosed)?;
+            // Replay binds the trace's principals to test keys whose seeds are public
+            // (WriterKey::for_label): it must never touch a ledger holding real data.
+            if path.exists() {
+                return Err(format!(
+                    "{} exists: replay records only into a new ledger (its test keys have public seeds)",
+                    path.display()
+                )
+                .into());
             }
+            init(path, "memlineage.local/replay", 0.5, RuleArg::FailClosed)?;
             let (mut l, _) = open(path)?;
             let out = replay_into(&mut l, policy, readers, &modes, json)?;
             l.checkpoint()?;
@@ -469,7 +534,7 @@ fn replay(
             replay_into(&mut l, policy, readers, &modes, json)?
         }
     };
-    print!("{out}");
+    let _ = std::io::stdout().write_all(out.as_bytes());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -480,6 +545,7 @@ fn replay_into<S: Store>(
     modes: &[Mode],
     json: bool,
 ) -> Res<String> {
+    let labels = l.policy();
     let mut r = Replayer::new(l, policy);
     for reader in readers {
         r.replay_reader(reader, modes)?;
@@ -487,7 +553,12 @@ fn replay_into<S: Store>(
     Ok(if json {
         format!("{}\n", render_json(&r.figures))
     } else {
-        let mut s = render_table(&r.figures);
+        let mut s = format!(
+            "labels: tau {}, weak-parent rule {}\n",
+            labels.tau,
+            labels.weak_rule.name()
+        );
+        s.push_str(&render_table(&r.figures));
         for ex in &r.examples {
             s.push_str(&format!(
                 "example {} {} {} call: {}\n",
@@ -518,13 +589,24 @@ fn audit_ledger(
     trust: &Trust,
 ) -> Res<AuditReport> {
     let store = existing_store(ledger)?;
-    let vkey = match log_key {
-        Some(k) => k,
-        None => stored_vkey(&store)?,
+    if trust.quorum.is_some() && trust.witnesses.is_empty() {
+        return Err("--quorum needs at least one --witness".into());
+    }
+    let (vkey, source) = match log_key {
+        Some(k) => (k, "given"),
+        None => (
+            stored_vkey(&store)?,
+            "read from the ledger file itself: pass --log-key to check against a key you trust",
+        ),
     };
     let verifier = LogVerifier::from_vkey(&vkey)?;
+    say!("log key: {vkey} ({source})");
     let note = match checkpoint {
-        Some(p) => std::fs::read(p)?,
+        Some(p) => read_capped(
+            &p,
+            memlineage::log::MAX_CHECKPOINT_BYTES as u64,
+            "a checkpoint",
+        )?,
         None => {
             store
                 .latest_checkpoint()?
@@ -544,7 +626,7 @@ fn audit_ledger(
             .map(RuleArg::weak_rule)
             .unwrap_or(stored.weak_rule),
     };
-    println!(
+    say!(
         "labels recomputed under tau {} ({}), rule {} ({})",
         policy.tau,
         if trust.tau.is_some() {
@@ -578,6 +660,14 @@ fn audit_ledger(
     if report.entries != size {
         return Err(format!("read {} entries of {size}", report.entries).into());
     }
+    if report.entries > report.checkpoint.size() {
+        say!(
+            "note: entries {}..{} are beyond the checkpoint: signatures and labels checked, \
+             not yet committed by a signed tree head",
+            report.checkpoint.size(),
+            report.entries - 1
+        );
+    }
     if !trust.witnesses.is_empty() {
         let witnesses = trust
             .witnesses
@@ -587,7 +677,7 @@ fn audit_ledger(
         let quorum = trust.quorum.unwrap_or(witnesses.len());
         let policy = WitnessPolicy::new(witnesses, quorum)?;
         let (_, names) = verify_cosigned(&verifier, &policy, &note)?;
-        println!("witnesses: {} cosigned (quorum {quorum})", names.join(", "));
+        say!("witnesses: {} cosigned (quorum {quorum})", names.join(", "));
     }
     if let Some(path) = &trust.state {
         check_state(path, &verifier, &report.checkpoint, &store)?;
@@ -606,7 +696,7 @@ fn check_state(
     let mut state = if path.exists() {
         CheckpointState::load(path)?
     } else {
-        println!(
+        say!(
             "state: {} absent, trusting this checkpoint on first use",
             path.display()
         );
@@ -621,10 +711,10 @@ fn check_state(
         };
     let outcome = state.update(verifier, checkpoint.clone(), proof.as_ref());
     match &outcome {
-        Ok(Update::TrustedOnFirstUse) => println!("state: remembered size {}", checkpoint.size()),
-        Ok(Update::Unchanged) => println!("state: same checkpoint as remembered"),
+        Ok(Update::TrustedOnFirstUse) => say!("state: remembered size {}", checkpoint.size()),
+        Ok(Update::Unchanged) => say!("state: same checkpoint as remembered"),
         Ok(Update::Advanced { old_size, new_size }) => {
-            println!("state: consistent with remembered size {old_size}, now {new_size}")
+            say!("state: consistent with remembered size {old_size}, now {new_size}")
         }
         Err(ForkError::SplitView { .. } | ForkError::KnownSplitView { .. }) => {
             state.save(path)?;
@@ -643,21 +733,25 @@ fn verify(
     trust: &Trust,
 ) -> Res<ExitCode> {
     let r = audit_ledger(ledger, log_key, checkpoint, trust)?;
-    println!(
+    say!(
         "checkpoint: {} size {} root {}",
         r.checkpoint.origin(),
         r.checkpoint.size(),
         r.checkpoint.root()
     );
-    println!(
+    say!(
         "entries: {} read, {} verified (signature, canonical bytes, keyring, parents)",
-        r.entries, r.verified
+        r.entries,
+        r.verified
     );
-    println!(
+    say!(
         "labels recomputed: trusted {} derived_trusted {} derived_untrusted {} external {}",
-        r.label_counts[0], r.label_counts[1], r.label_counts[2], r.label_counts[3]
+        r.label_counts[0],
+        r.label_counts[1],
+        r.label_counts[2],
+        r.label_counts[3]
     );
-    println!(
+    say!(
         "tree root at checkpoint size: {}",
         if r.root_matches {
             "matches"
@@ -669,7 +763,7 @@ fn verify(
         eprintln!("entry {} ({}): {}", f.index, f.id, f.problem);
     }
     if r.is_clean() {
-        println!("OK");
+        say!("OK");
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!(
@@ -678,18 +772,6 @@ fn verify(
         );
         Ok(ExitCode::FAILURE)
     }
-}
-
-fn write_out(output: Option<PathBuf>, bytes: &[u8]) -> Res<()> {
-    match output {
-        Some(p) => {
-            let tmp = p.with_extension("tmp");
-            std::fs::write(&tmp, bytes)?;
-            std::fs::rename(&tmp, &p)?;
-        }
-        None => std::io::stdout().write_all(bytes)?,
-    }
-    Ok(())
 }
 
 fn export(ledger: &Path, output: Option<PathBuf>) -> Res<ExitCode> {
@@ -708,7 +790,7 @@ fn export(ledger: &Path, output: Option<PathBuf>) -> Res<ExitCode> {
 
 fn checkpoint(ledger: &Path, vkey: bool) -> Res<ExitCode> {
     if vkey {
-        println!("{}", stored_vkey(&existing_store(ledger)?)?);
+        say!("{}", stored_vkey(&existing_store(ledger)?)?);
         return Ok(ExitCode::SUCCESS);
     }
     let (mut l, _) = open(ledger)?;
@@ -725,11 +807,15 @@ fn prove(ledger: &Path, id: &str, output: Option<PathBuf>) -> Res<ExitCode> {
 }
 
 fn verify_proof(file: &Path, log_key: &str) -> Res<ExitCode> {
-    let text = std::fs::read(file)?;
+    let text = read_capped(
+        file,
+        memlineage::log::MAX_BUNDLE_BYTES as u64,
+        "a proof bundle",
+    )?;
     let verifier = LogVerifier::from_vkey(log_key)?;
     let bundle = ProofBundle::parse(&text)?;
     let (entry, c) = bundle.verify(&verifier)?;
-    println!(
+    say!(
         "OK: entry {} ({} by {}) is leaf {} of {} tree size {} root {}",
         entry.id(),
         entry.entry().kind.name(),
@@ -743,10 +829,23 @@ fn verify_proof(file: &Path, log_key: &str) -> Res<ExitCode> {
 }
 
 fn inspect(file: &Path) -> Res<ExitCode> {
-    let mut raw = Vec::new();
-    std::fs::File::open(file)?.read_to_end(&mut raw)?;
-    let bytes = match std::str::from_utf8(&raw).ok().map(str::trim) {
-        Some(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit()) => hex::decode(t)?,
+    let raw = read_capped(file, MAX_INSPECT_BYTES, "an entry")?;
+    // Hex text (whitespace and a 0x prefix allowed) or raw bytes.
+    let text: Option<String> = std::str::from_utf8(&raw).ok().map(|t| {
+        let t: String = t.split_whitespace().collect();
+        t.strip_prefix("0x").map(str::to_string).unwrap_or(t)
+    });
+    let bytes = match text {
+        Some(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            match hex::decode(&t) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("invalid entry: not hex: {e}");
+                    eprintln!("class: NotHex");
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
         _ => raw,
     };
     match SignedEntry::decode(&bytes) {
@@ -774,7 +873,7 @@ fn inspect(file: &Path) -> Res<ExitCode> {
                 "binding": e.binding.as_ref().map(|b| serde_json::json!({"key": b.key.to_string(), "role": b.role.name(), "name": b.name})),
                 "signature": "valid (verify_strict under the kid)",
             });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            say!("{}", serde_json::to_string_pretty(&v)?);
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -789,7 +888,7 @@ fn explain(ledger: &Path, id: &str) -> Res<ExitCode> {
     let (l, _) = open(ledger)?;
     let id = EntryId::from_hex(id)?;
     let label = l.label(&id).ok_or_else(|| format!("unknown entry {id}"))?;
-    println!(
+    say!(
         "entry {id}: {label}{}",
         if l.is_tombstoned(&id) {
             " (tombstoned)"
@@ -799,7 +898,7 @@ fn explain(ledger: &Path, id: &str) -> Res<ExitCode> {
     );
     let path = l.untrusted_path(&id)?;
     if path.is_empty() {
-        println!("no untrusted ancestor reaches it over propagating edges");
+        say!("no untrusted ancestor reaches it over propagating edges");
     }
     for (i, hop) in path.iter().enumerate() {
         let e = l.get(hop)?;
@@ -807,7 +906,7 @@ fn explain(ledger: &Path, id: &str) -> Res<ExitCode> {
             .principal(&e.writer())
             .map(|(r, n)| format!("{n} ({})", r.name()))
             .unwrap_or_default();
-        println!(
+        say!(
             "{}{} {} by {} [{}]",
             if i == 0 { "source " } else { "  -> " },
             hop.short(),
@@ -835,7 +934,7 @@ fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
     if ledger.exists() {
         return Err(format!("{} exists; pick another --dir", ledger.display()).into());
     }
-    println!("== memlineage demo: AgentDojo banking (160 runs), direct and via-memory ==");
+    say!("== memlineage demo: AgentDojo banking (160 runs), direct and via-memory ==");
     init(&ledger, "memlineage.local/demo", 0.5, RuleArg::FailClosed)?;
     let (mut l, _) = open(&ledger)?;
     let t0 = std::time::Instant::now();
@@ -847,15 +946,15 @@ fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
         false,
     )?;
     let c = l.checkpoint()?;
-    println!(
+    say!(
         "recorded {} entries in {:.2?}; checkpoint size {} root {}",
         l.len(),
         t0.elapsed(),
         c.size(),
         c.root()
     );
-    println!("\n{table}");
-    println!("== offline verification of the whole ledger ==");
+    say!("\n{table}");
+    say!("== offline verification of the whole ledger ==");
     let vkey = l.vkey();
     let last_summary = (0..l.len())
         .rev()
@@ -871,12 +970,12 @@ fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
     if code != ExitCode::SUCCESS {
         return Ok(code);
     }
-    println!("\n== proof bundle for one memory, verified from the file alone ==");
+    say!("\n== proof bundle for one memory, verified from the file alone ==");
     let proof = dir.join("entry.proof");
     prove(&ledger, &id.to_string(), Some(proof.clone()))?;
-    println!("wrote {}", proof.display());
+    say!("wrote {}", proof.display());
     verify_proof(&proof, &vkey)?;
-    println!("\n== why that memory may not justify a payment ==");
+    say!("\n== why that memory may not justify a payment ==");
     explain(&ledger, &id.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

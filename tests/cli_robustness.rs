@@ -1,0 +1,294 @@
+//! The CLI against careless operators and hostile files: output files, closed pipes, huge
+//! inputs, concurrent new writers, replay into real ledgers, misleading options.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_memlineage");
+
+fn run(args: &[&str], dir: &Path, stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(bytes) = stdin {
+        let _ = input.write_all(bytes);
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+fn err(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn ledger_with_one_prompt(d: &Path) -> String {
+    ok(&run(&["init", "l.db"], d, None));
+    let line = br#"{"writer":"alice","role":"user","kind":"prompt","content":"pay bob 10"}"#;
+    let out = ok(&run(&["append", "l.db"], d, Some(line)));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    v["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn output_files_are_replaced_atomically_and_symlinks_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let id = ledger_with_one_prompt(d);
+    // A neighbour named like the old temporary file is left alone.
+    std::fs::write(d.join("out.tmp"), b"precious").unwrap();
+    ok(&run(&["export", "l.db", "-o", "out.cbor"], d, None));
+    assert_eq!(std::fs::read(d.join("out.tmp")).unwrap(), b"precious");
+    assert!(!std::fs::read(d.join("out.cbor")).unwrap().is_empty());
+    // A symlink is written through, not replaced.
+    std::fs::write(d.join("real.proof"), b"old").unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(d.join("real.proof"), d.join("link.proof")).unwrap();
+        ok(&run(&["prove", "l.db", &id, "-o", "link.proof"], d, None));
+        let meta = std::fs::symlink_metadata(d.join("link.proof")).unwrap();
+        assert!(meta.file_type().is_symlink(), "the link survives");
+        let text = std::fs::read_to_string(d.join("real.proof")).unwrap();
+        assert!(text.starts_with("c2sp.org/tlog-proof@v1"), "{text}");
+    }
+    // No temporary files are left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("memlineage-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_closed_stdout_does_not_turn_a_committed_append_into_a_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ledger_with_one_prompt(d);
+    let mut child = Command::new(BIN)
+        .args(["append", "l.db"])
+        .current_dir(d)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader went away
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"writer":"alice","kind":"prompt","content":"second"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cp = ok(&run(&["checkpoint", "l.db"], d, None));
+    assert_eq!(
+        cp.lines().nth(1),
+        Some("3"),
+        "committed once and checkpointed: {cp}"
+    );
+}
+
+#[test]
+fn huge_inputs_are_refused_without_reading_them_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ledger_with_one_prompt(d);
+    let big = vec![b'a'; 600 * 1024];
+    std::fs::write(d.join("big"), &big).unwrap();
+    let e = err(&run(&["inspect", "big"], d, None));
+    assert!(e.contains("too large for an entry"), "{e}");
+    let vkey = ok(&run(&["checkpoint", "l.db", "--vkey"], d, None));
+    let e = err(&run(
+        &["verify-proof", "big", "--log-key", vkey.trim()],
+        d,
+        None,
+    ));
+    assert!(e.contains("too large for a proof bundle"), "{e}");
+    let e = err(&run(&["verify", "l.db", "--checkpoint", "big"], d, None));
+    assert!(e.contains("too large for a checkpoint"), "{e}");
+    // One 17 MiB JSON line.
+    let mut line = br#"{"writer":"alice","kind":"prompt","content":""#.to_vec();
+    line.extend(std::iter::repeat_n(b'x', 17 << 20));
+    let e = err(&run(&["append", "l.db"], d, Some(&line)));
+    assert!(e.contains("line 1: longer than"), "{e}");
+}
+
+#[test]
+fn inspect_accepts_wrapped_hex_and_classes_bad_hex() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ledger_with_one_prompt(d);
+    ok(&run(&["export", "l.db", "-o", "all.cbor"], d, None));
+    // The export starts with the keyring entry; take the first item by decoding.
+    let all = std::fs::read(d.join("all.cbor")).unwrap();
+    let mut rest = all.as_slice();
+    let _: ciborium::Value = ciborium::from_reader(&mut rest).unwrap();
+    let first = &all[..all.len() - rest.len()];
+    let hex = hex::encode(first);
+    let wrapped: String = hex
+        .as_bytes()
+        .chunks(64)
+        .map(|c| format!("{}\n", String::from_utf8_lossy(c)))
+        .collect();
+    std::fs::write(d.join("wrapped.hex"), format!("0x{wrapped}")).unwrap();
+    let out = ok(&run(&["inspect", "wrapped.hex"], d, None));
+    assert!(out.contains("\"kind\": \"keyring\""), "{out}");
+    std::fs::write(d.join("odd.hex"), &hex[..hex.len() - 1]).unwrap();
+    let out = run(&["inspect", "odd.hex"], d, None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("class: NotHex"));
+}
+
+#[test]
+fn concurrent_new_writers_keep_their_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_path_buf();
+    ok(&run(&["init", "c.db"], &d, None));
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            let d = d.clone();
+            std::thread::spawn(move || {
+                let line = format!(
+                    r#"{{"writer":"w{i}","role":"user","kind":"prompt","content":"hi {i}"}}"#
+                );
+                run(&["append", "c.db"], &d, Some(line.as_bytes()))
+            })
+        })
+        .collect();
+    for c in children {
+        ok(&c.join().unwrap());
+    }
+    // Every writer can write again without re-binding: its key is in the key file.
+    for i in 0..8 {
+        let line = format!(r#"{{"writer":"w{i}","kind":"fact","content":"again {i}"}}"#);
+        ok(&run(&["append", "c.db"], &d, Some(line.as_bytes())));
+    }
+    let v = ok(&run(&["verify", "c.db"], &d, None));
+    assert!(
+        v.contains("entries: 24 read, 24 verified"),
+        "8 bindings, 16 entries: {v}"
+    );
+}
+
+#[test]
+fn replay_never_writes_into_an_existing_ledger() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ledger_with_one_prompt(d);
+    let before = std::fs::read(d.join("l.db")).unwrap();
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/agentdojo/banking.jsonl");
+    let e = err(&run(
+        &["replay", trace.to_str().unwrap(), "--ledger", "l.db"],
+        d,
+        None,
+    ));
+    assert!(e.contains("replay records only into a new ledger"), "{e}");
+    assert_eq!(std::fs::read(d.join("l.db")).unwrap(), before);
+}
+
+#[test]
+fn verify_says_what_it_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ledger_with_one_prompt(d);
+    let e = err(&run(&["verify", "l.db", "--quorum", "3"], d, None));
+    assert!(e.contains("--quorum needs at least one --witness"), "{e}");
+    let out = ok(&run(&["verify", "l.db"], d, None));
+    assert!(
+        out.contains("(read from the ledger file itself: pass --log-key"),
+        "{out}"
+    );
+    let vkey = ok(&run(&["checkpoint", "l.db", "--vkey"], d, None));
+    std::fs::write(
+        d.join("old.note"),
+        ok(&run(&["checkpoint", "l.db"], d, None)),
+    )
+    .unwrap();
+    ok(&run(
+        &["append", "l.db"],
+        d,
+        Some(br#"{"writer":"alice","kind":"prompt","content":"more"}"#),
+    ));
+    let out = ok(&run(
+        &[
+            "verify",
+            "l.db",
+            "--log-key",
+            vkey.trim(),
+            "--checkpoint",
+            "old.note",
+        ],
+        d,
+        None,
+    ));
+    assert!(out.contains("(given)"), "{out}");
+    assert!(
+        out.contains("note: entries 2..2 are beyond the checkpoint"),
+        "{out}"
+    );
+}
+
+#[test]
+fn append_errors_name_the_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ledger_with_one_prompt(d);
+    let ghost = "ee".repeat(32);
+    let input = format!(
+        "{}\n\n{}\n",
+        r#"{"writer":"alice","kind":"prompt","content":"fine"}"#,
+        format_args!(
+            r#"{{"writer":"alice","kind":"fact","content":"x","parents":[{{"id":"{ghost}","weight":1.0}}]}}"#
+        )
+    );
+    let e = err(&run(&["append", "l.db"], d, Some(input.as_bytes())));
+    assert!(
+        e.contains(&format!("line 3: unknown parent {ghost}")),
+        "{e}"
+    );
+    let e = err(&run(
+        &["append", "l.db"],
+        d,
+        Some(br#"{"writer":"root","role":"log","kind":"fact","content":"x"}"#),
+    ));
+    assert!(e.contains("line 1: role log cannot be bound"), "{e}");
+    let e = err(&run(
+        &["append", "l.db"],
+        d,
+        Some(br#"{"writer":"","role":"user","kind":"fact","content":"x"}"#),
+    ));
+    assert!(e.contains("line 1: writer name is empty"), "{e}");
+    let e = err(&run(
+        &["append", "l.db"],
+        d,
+        Some(format!(r#"{{"writer":"alice","kind":"fact","content":"x","parents":[{{"id":"{ghost}","weight":1.0000004}}]}}"#).as_bytes()),
+    ));
+    assert!(e.contains("got 1000001 millionths"), "{e}");
+}

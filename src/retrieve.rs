@@ -55,26 +55,57 @@ impl<S: Store> Ledger<S> {
     /// Only when no checkpoint can be produced (store failure).
     pub fn retrieve(&mut self, ids: &[EntryId]) -> Result<Vec<Outcome>, LedgerError> {
         let checkpoint = self.checkpoint()?;
+        // 1. Store reads: the bytes of every known, live entry.
+        let fetched: Vec<Result<Option<Vec<u8>>, LedgerError>> =
+            ids.iter().map(|id| self.fetch(id)).collect();
+        // 2. Signatures, verified on all cores (the expensive part).
+        let bytes: Vec<&[u8]> = fetched
+            .iter()
+            .filter_map(|f| f.as_ref().ok().and_then(|b| b.as_deref()))
+            .collect();
+        let mut decoded = self.decode_many(&bytes).into_iter();
+        // 3. Inclusion, content and rendering, in request order.
         Ok(ids
             .iter()
-            .map(|id| match self.retrieve_one(id, &checkpoint) {
-                Ok(Some(r)) => Outcome::Verified(r),
-                Ok(None) => Outcome::Tombstoned(*id),
+            .zip(fetched)
+            .map(|(id, f)| match f {
                 Err(e) => Outcome::Rejected(*id, e),
+                Ok(None) => Outcome::Tombstoned(*id),
+                Ok(Some(_)) => match decoded.next() {
+                    Some(Ok(entry)) => match self.finish(id, entry, &checkpoint) {
+                        Ok(r) => Outcome::Verified(r),
+                        Err(e) => Outcome::Rejected(*id, e),
+                    },
+                    Some(Err(e)) => Outcome::Rejected(*id, e.into()),
+                    None => Outcome::Rejected(*id, LedgerError::Missing(*id)),
+                },
             })
             .collect())
     }
 
-    fn retrieve_one(
-        &self,
-        id: &EntryId,
-        checkpoint: &VerifiedCheckpoint,
-    ) -> Result<Option<Retrieved>, LedgerError> {
-        let label = self.label(id).ok_or(LedgerError::UnknownEntry(*id))?;
+    /// The stored bytes of `id`, or `None` when it is tombstoned.
+    fn fetch(&self, id: &EntryId) -> Result<Option<Vec<u8>>, LedgerError> {
+        let index = self.index_of(id).ok_or(LedgerError::UnknownEntry(*id))?;
         if self.is_tombstoned(id) {
             return Ok(None);
         }
-        let entry: SignedEntry = self.get(id)?;
+        self.store()
+            .entry_bytes(index)?
+            .map(Some)
+            .ok_or(LedgerError::Missing(*id))
+    }
+
+    /// Inclusion under `checkpoint`, content, rendering of a verified entry.
+    fn finish(
+        &self,
+        id: &EntryId,
+        entry: SignedEntry,
+        checkpoint: &VerifiedCheckpoint,
+    ) -> Result<Retrieved, LedgerError> {
+        if entry.id() != *id {
+            return Err(LedgerError::Missing(*id));
+        }
+        let label = self.label(id).ok_or(LedgerError::UnknownEntry(*id))?;
         let index = self.index_of(id).ok_or(LedgerError::UnknownEntry(*id))?;
         let proof = crate::log::prove_inclusion(
             checkpoint.size(),
@@ -89,12 +120,12 @@ impl<S: Store> Ledger<S> {
         let text = self
             .content(&entry)?
             .map(|b| String::from_utf8_lossy(&b).into_owned());
-        Ok(Some(Retrieved {
+        Ok(Retrieved {
             id: *id,
             label,
             kind: entry.entry().kind,
             writer,
             text,
-        }))
+        })
     }
 }

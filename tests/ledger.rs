@@ -825,3 +825,44 @@ fn a_corrupted_tree_is_never_signed() {
     ));
     assert_eq!(l.store().latest_checkpoint().unwrap().unwrap().0, signed);
 }
+
+#[test]
+fn parallel_decoding_gives_the_single_path_answers() {
+    let (mut l, k) = world(MemoryStore::default(), LabelPolicy::default());
+    let mut ids = Vec::new();
+    for i in 0..11 {
+        ids.push(put(&mut l, &k.agent, Kind::Fact, &format!("f{i}"), &[]));
+    }
+    let mut bytes: Vec<Vec<u8>> = ids
+        .iter()
+        .map(|id| {
+            l.store()
+                .entry_bytes(l.index_of(id).unwrap())
+                .unwrap()
+                .unwrap()
+        })
+        .collect();
+    // One bad signature, one truncated entry, one stranger's valid entry.
+    let n = bytes[3].len();
+    bytes[3][n - 5] ^= 0x40;
+    bytes[7].truncate(40);
+    let stranger = WriterKey::for_label("stranger");
+    bytes.push(
+        SignedEntry::sign(
+            ProvEntry::new(stranger.key_id(), Kind::Fact, b"s"),
+            &stranger,
+        )
+        .unwrap()
+        .cose()
+        .to_vec(),
+    );
+    let refs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let parallel = l.decode_many(&refs);
+    let single: Vec<_> = refs.iter().map(|b| SignedEntry::decode(b)).collect();
+    assert_eq!(parallel, single);
+    assert!(parallel[3].is_err() && parallel[7].is_err() && parallel[11].is_ok());
+    assert_eq!(parallel.iter().filter(|r| r.is_ok()).count(), 10);
+    // Retrieval of many ids still answers each in order.
+    let out = l.retrieve(&ids).unwrap();
+    assert!(out.iter().all(|o| matches!(o, Outcome::Verified(_))));
+}

@@ -956,15 +956,24 @@ fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
     say!("\n{table}");
     say!("== offline verification of the whole ledger ==");
     let vkey = l.vkey();
-    let last_summary = (0..l.len())
-        .rev()
-        .find_map(|i| {
-            l.get_by_index(i)
+    // The agent's memory of an injected bill: the laundering case.
+    let is_laundered = |e: &SignedEntry| {
+        e.entry().kind == Kind::Summary
+            && l.content(e)
                 .ok()
-                .filter(|e| e.entry().kind == Kind::Summary)
-        })
-        .ok_or("no summary recorded")?;
-    let id = last_summary.id();
+                .flatten()
+                .is_some_and(|c| String::from_utf8_lossy(&c).contains("<INFORMATION>"))
+    };
+    let memory = (0..l.len())
+        .find_map(|i| l.get_by_index(i).ok().filter(is_laundered))
+        .ok_or("no memory of an injected tool result recorded")?;
+    let id = memory.id();
+    let call = memlineage::gate::ToolCall {
+        tool: "send_money".into(),
+        sensitive: true,
+        args: vec![("recipient".into(), vec![id])],
+    };
+    let decision = l.gate(&Policy::default(), &call);
     drop(l);
     let code = verify(&ledger, Some(vkey.clone()), None, &Trust::default())?;
     if code != ExitCode::SUCCESS {
@@ -975,7 +984,11 @@ fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
     prove(&ledger, &id.to_string(), Some(proof.clone()))?;
     say!("wrote {}", proof.display());
     verify_proof(&proof, &vkey)?;
-    say!("\n== why that memory may not justify a payment ==");
+    say!("\n== the agent's memory of an injected bill justifies a payment ==");
+    match decision {
+        memlineage::gate::Decision::Deny(d) => say!("gate: {d}"),
+        memlineage::gate::Decision::Allow => say!("gate: allow"),
+    }
     explain(&ledger, &id.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

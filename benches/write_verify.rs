@@ -1,7 +1,7 @@
 //! Cost of memlineage's operations next to the raw primitive each one is built on, so that one
 //! run shows the overhead ratio (`spec/benchmarks.md`).
 //!
-//! Groups (all in memory, [`MemoryStore`]; SQLite is not measured here):
+//! Groups (in memory, [`MemoryStore`], except `durable`):
 //! - `write`: `ed25519_sign` (one Ed25519 signature over a Sig_structure of the same size as
 //!   a summary entry's) vs `ledger_append/<size>` (build, sign, check, label, hash into the
 //!   tree and store one summary entry with 2 parents);
@@ -17,6 +17,9 @@
 //! - `retrieve8`: `ed25519_verify_strict_x8` vs `ledger_retrieve/<size>` (`Ledger::retrieve`
 //!   of 8 ids: fetch, decode and verify, prove and check inclusion, render), with the
 //!   `prove_inclusion_x8/<size>` part of it.
+//!
+//! - `durable`: `sign_plus_fdatasync` vs `sqlite_append_1` and `sqlite_append_batch64` (per
+//!   element: throughput is set to 64).
 //!
 //! Run: `cargo bench --bench write_verify` (about 2 minutes on 2 cores).
 
@@ -64,6 +67,59 @@ fn all(c: &mut Criterion) {
     retrieve8(c, &mut fixtures);
     // Last: it appends to the fixtures.
     write(c, &mut fixtures);
+    durable(c);
+}
+
+/// `durable`: one signature plus one `fdatasync` of a 350-byte record (the floor for any
+/// durable signed append) vs `Ledger<SqliteStore>::append` (one transaction, WAL,
+/// `synchronous=FULL`) and `append_batch` of 64 (group commit: one transaction for 64).
+fn durable(c: &mut Criterion) {
+    use std::io::Write as _;
+    let mut g = c.benchmark_group("durable");
+    configure(&mut g);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = WriterKey::for_label("bench/agent");
+    let msg = vec![0x5a; 300];
+    let mut file = std::fs::File::create(dir.path().join("raw.log")).expect("raw file");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("sign_plus_fdatasync", |b| {
+        b.iter(|| {
+            let sig = key.sign(black_box(&msg));
+            file.write_all(&msg).expect("write");
+            file.write_all(&sig).expect("write");
+            file.sync_data().expect("fdatasync");
+        })
+    });
+    let signer =
+        LogSigner::new("bench.example/durable", WriterKey::for_label("bench/log")).expect("origin");
+    let store = memlineage::store::SqliteStore::open(&dir.path().join("d.ledger")).expect("open");
+    let mut l = Ledger::create(store, signer, LabelPolicy::default()).expect("create");
+    l.bind(key.key_id(), Role::Agent, "agent").expect("bind");
+    let mut time = T0;
+    let mut fact = |time: u64| ProvEntry::new(key.key_id(), Kind::Fact, SUMMARY).with_time_ms(time);
+    g.bench_function("sqlite_append_1", |b| {
+        b.iter(|| {
+            time += 1;
+            black_box(l.append(fact(time), &key, SUMMARY).expect("append"))
+        })
+    });
+    g.throughput(Throughput::Elements(64));
+    g.bench_function("sqlite_append_batch64", |b| {
+        b.iter(|| {
+            let drafts = (0..64)
+                .map(|_| {
+                    time += 1;
+                    memlineage::Draft {
+                        entry: fact(time),
+                        key: &key,
+                        content: SUMMARY,
+                    }
+                })
+                .collect();
+            black_box(l.append_batch(drafts).expect("batch"))
+        })
+    });
+    g.finish();
 }
 
 /// Prints the sizes the numbers depend on (recorded in `spec/benchmarks.md`).

@@ -96,7 +96,7 @@ fn durable(c: &mut Criterion) {
     let mut l = Ledger::create(store, signer, LabelPolicy::default()).expect("create");
     l.bind(key.key_id(), Role::Agent, "agent").expect("bind");
     let mut time = T0;
-    let mut fact = |time: u64| ProvEntry::new(key.key_id(), Kind::Fact, SUMMARY).with_time_ms(time);
+    let fact = |time: u64| ProvEntry::new(key.key_id(), Kind::Fact, SUMMARY).with_time_ms(time);
     g.bench_function("sqlite_append_1", |b| {
         b.iter(|| {
             time += 1;

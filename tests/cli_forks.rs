@@ -5,50 +5,14 @@
 use memlineage::log::{LogVerifier, WitnessSigner};
 use memlineage::record::WriterKey;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_memlineage");
-
-fn run(args: &[&str], dir: &Path, stdin: Option<&str>) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
-}
-
-fn fails(out: &Output) -> String {
-    assert!(
-        !out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+#[path = "common/cli_support.rs"]
+mod cli_support;
+use cli_support::{fails, ok, run};
 
 fn add(dir: &Path, ledger: &str, content: &str) {
     let line = format!(r#"{{"writer":"u","role":"user","kind":"prompt","content":"{content}"}}"#);
-    ok(&run(&["append", ledger], dir, Some(&line)));
+    ok(&run(&["append", ledger], dir, Some(line.as_bytes())));
 }
 
 #[test]

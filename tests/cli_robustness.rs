@@ -3,45 +3,11 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_memlineage");
-
-fn run(args: &[&str], dir: &Path, stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(bytes) = stdin {
-        let _ = input.write_all(bytes);
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
-
-fn ok(out: &Output) -> String {
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
-}
-
-fn err(out: &Output) -> String {
-    assert!(
-        !out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+#[path = "common/cli_support.rs"]
+mod cli_support;
+use cli_support::{fails, ok, run, BIN};
 
 fn ledger_with_one_prompt(d: &Path) -> String {
     ok(&run(&["init", "l.db"], d, None));
@@ -122,21 +88,21 @@ fn huge_inputs_are_refused_without_reading_them_whole() {
     ledger_with_one_prompt(d);
     let big = vec![b'a'; 600 * 1024];
     std::fs::write(d.join("big"), &big).unwrap();
-    let e = err(&run(&["inspect", "big"], d, None));
+    let e = fails(&run(&["inspect", "big"], d, None));
     assert!(e.contains("too large for an entry"), "{e}");
     let vkey = ok(&run(&["checkpoint", "l.db", "--vkey"], d, None));
-    let e = err(&run(
+    let e = fails(&run(
         &["verify-proof", "big", "--log-key", vkey.trim()],
         d,
         None,
     ));
     assert!(e.contains("too large for a proof bundle"), "{e}");
-    let e = err(&run(&["verify", "l.db", "--checkpoint", "big"], d, None));
+    let e = fails(&run(&["verify", "l.db", "--checkpoint", "big"], d, None));
     assert!(e.contains("too large for a checkpoint"), "{e}");
     // One 17 MiB JSON line.
     let mut line = br#"{"writer":"alice","kind":"prompt","content":""#.to_vec();
     line.extend(std::iter::repeat_n(b'x', 17 << 20));
-    let e = err(&run(&["append", "l.db"], d, Some(&line)));
+    let e = fails(&run(&["append", "l.db"], d, Some(&line)));
     assert!(e.contains("line 1: longer than"), "{e}");
 }
 
@@ -204,7 +170,7 @@ fn replay_never_writes_into_an_existing_ledger() {
     ledger_with_one_prompt(d);
     let before = std::fs::read(d.join("l.db")).unwrap();
     let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/agentdojo/banking.jsonl");
-    let e = err(&run(
+    let e = fails(&run(
         &["replay", trace.to_str().unwrap(), "--ledger", "l.db"],
         d,
         None,
@@ -218,7 +184,7 @@ fn verify_says_what_it_checked() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     ledger_with_one_prompt(d);
-    let e = err(&run(&["verify", "l.db", "--quorum", "3"], d, None));
+    let e = fails(&run(&["verify", "l.db", "--quorum", "3"], d, None));
     assert!(e.contains("--quorum needs at least one --witness"), "{e}");
     let out = ok(&run(&["verify", "l.db"], d, None));
     assert!(
@@ -268,24 +234,24 @@ fn append_errors_name_the_line() {
             r#"{{"writer":"alice","kind":"fact","content":"x","parents":[{{"id":"{ghost}","weight":1.0}}]}}"#
         )
     );
-    let e = err(&run(&["append", "l.db"], d, Some(input.as_bytes())));
+    let e = fails(&run(&["append", "l.db"], d, Some(input.as_bytes())));
     assert!(
         e.contains(&format!("line 3: unknown parent {ghost}")),
         "{e}"
     );
-    let e = err(&run(
+    let e = fails(&run(
         &["append", "l.db"],
         d,
         Some(br#"{"writer":"root","role":"log","kind":"fact","content":"x"}"#),
     ));
     assert!(e.contains("line 1: role log cannot be bound"), "{e}");
-    let e = err(&run(
+    let e = fails(&run(
         &["append", "l.db"],
         d,
         Some(br#"{"writer":"","role":"user","kind":"fact","content":"x"}"#),
     ));
     assert!(e.contains("line 1: writer name is empty"), "{e}");
-    let e = err(&run(
+    let e = fails(&run(
         &["append", "l.db"],
         d,
         Some(format!(r#"{{"writer":"alice","kind":"fact","content":"x","parents":[{{"id":"{ghost}","weight":1.0000004}}]}}"#).as_bytes()),

@@ -1,0 +1,48 @@
+//! Running the `memlineage` binary from integration tests (shared by the CLI test files).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_memlineage");
+
+/// Runs the binary in `dir` with `args`, feeding `stdin` if given; waits for it.
+pub fn run(args: &[&str], dir: &Path, stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(bytes) = stdin {
+        // The child may exit before reading everything (an error on line 1): not our failure.
+        let _ = input.write_all(bytes);
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// Asserts success; returns stdout.
+pub fn ok(out: &Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// Asserts failure; returns stderr.
+pub fn fails(out: &Output) -> String {
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

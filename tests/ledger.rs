@@ -866,3 +866,54 @@ fn parallel_decoding_gives_the_single_path_answers() {
     let out = l.retrieve(&ids).unwrap();
     assert!(out.iter().all(|o| matches!(o, Outcome::Verified(_))));
 }
+
+#[test]
+fn audit_names_bad_entries_across_parallel_chunks() {
+    let (mut l, k) = world(MemoryStore::default(), LabelPolicy::default());
+    let page = put(&mut l, &k.tool, Kind::ToolResult, "page", &[]);
+    for i in 0..2_500 {
+        put(
+            &mut l,
+            &k.agent,
+            Kind::Fact,
+            &format!("f{i}"),
+            &[(page, 1_000_000)],
+        );
+    }
+    let c = l.checkpoint().unwrap();
+    let v = l.verifier().unwrap();
+    let store = l.store();
+    let mut items: Vec<(Vec<u8>, Option<Label>)> = (0..l.len())
+        .map(|i| {
+            (
+                store.entry_bytes(i).unwrap().unwrap(),
+                Some(store.metas_from(i).unwrap()[0].label),
+            )
+        })
+        .collect();
+    items[1_500].1 = Some(Label::Trusted);
+    let n = items[2_100].0.len();
+    items[2_100].0[n - 9] ^= 0x02;
+    let r = audit(
+        items.into_iter().map(Ok::<_, String>),
+        &v,
+        c.note(),
+        l.policy(),
+        v.key_id(),
+    )
+    .unwrap();
+    let got: Vec<(u64, bool)> = r
+        .failures
+        .iter()
+        .map(|f| (f.index, matches!(f.problem, Problem::LabelMismatch { .. })))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(1_500, true), (2_100, false)],
+        "{:?}",
+        &r.failures[..3.min(r.failures.len())]
+    );
+    assert!(matches!(r.failures[1].problem, Problem::Record(_)));
+    assert_eq!(r.verified, r.entries - 1);
+    assert!(!r.root_matches);
+}

@@ -31,6 +31,57 @@ struct Meta {
     tombstoned: bool,
 }
 
+/// The in-memory label index: id → leaf index in a hash map, and one byte per leaf holding the
+/// label code (bits 0–1) and the tombstone flag (bit 2). About 41 bytes of hash-map slot per
+/// entry plus 1 byte; label queries are O(1).
+#[derive(Debug, Default)]
+struct LabelIndex {
+    ids: HashMap<EntryId, u64>,
+    // INVARIANT: flags.len() > every index in `ids`.
+    flags: Vec<u8>,
+}
+
+const TOMBSTONED: u8 = 0b100;
+
+impl LabelIndex {
+    fn get(&self, id: &EntryId) -> Option<Meta> {
+        let index = *self.ids.get(id)?;
+        let f = *self.flags.get(usize::try_from(index).ok()?)?;
+        Some(Meta {
+            index,
+            label: Label::from_code(f & 0b11)?,
+            tombstoned: f & TOMBSTONED != 0,
+        })
+    }
+
+    fn contains(&self, id: &EntryId) -> bool {
+        self.ids.contains_key(id)
+    }
+
+    fn insert(&mut self, id: EntryId, m: Meta) {
+        let Ok(i) = usize::try_from(m.index) else {
+            return;
+        };
+        if self.flags.len() <= i {
+            self.flags.resize(i + 1, 0);
+        }
+        self.flags[i] = m.label.code() | if m.tombstoned { TOMBSTONED } else { 0 };
+        self.ids.insert(id, m.index);
+    }
+
+    fn tombstone(&mut self, id: &EntryId) {
+        let i = self.ids.get(id).and_then(|i| usize::try_from(*i).ok());
+        if let Some(f) = i.and_then(|i| self.flags.get_mut(i)) {
+            *f |= TOMBSTONED;
+        }
+    }
+
+    fn reserve(&mut self, n: usize) {
+        self.ids.reserve(n);
+        self.flags.reserve(n);
+    }
+}
+
 /// The result of a successful append.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Appended {
@@ -77,7 +128,7 @@ pub struct Ledger<S: Store> {
     store: S,
     signer: LogSigner,
     policy: LabelPolicy,
-    index: HashMap<EntryId, Meta>,
+    index: LabelIndex,
     /// Bound principals: role, name, and the key decompressed once (saves a point
     /// decompression on every read).
     keyring: HashMap<KeyId, (Role, String, Option<ed25519_dalek::VerifyingKey>)>,
@@ -120,7 +171,7 @@ impl<S: Store> Ledger<S> {
             store,
             signer,
             policy,
-            index: HashMap::new(),
+            index: LabelIndex::default(),
             keyring: HashMap::new(),
             size: 0,
             checkpoint: None,
@@ -178,8 +229,8 @@ impl<S: Store> Ledger<S> {
                     self.keyring
                         .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
                 }
-                if let Some(m) = e.entry().target.and_then(|t| self.index.get_mut(&t)) {
-                    m.tombstoned = true;
+                if let Some(t) = e.entry().target {
+                    self.index.tombstone(&t);
                 }
             }
             self.size = index + 1;
@@ -381,7 +432,7 @@ impl<S: Store> Ledger<S> {
         for (i, (s, content)) in entries.iter().enumerate() {
             let index = self.size + i as u64;
             let label = self.check(s, content, &pending, &pending_keys)?;
-            if pending.contains_key(&s.id()) || self.index.contains_key(&s.id()) {
+            if pending.contains_key(&s.id()) || self.index.contains(&s.id()) {
                 return Err(LedgerError::Duplicate(s.id()));
             }
             if let Some(b) = &s.entry().binding {
@@ -435,9 +486,7 @@ impl<S: Store> Ledger<S> {
                     .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
             }
             if let Some(t) = e.target {
-                if let Some(m) = self.index.get_mut(&t) {
-                    m.tombstoned = true;
-                }
+                self.index.tombstone(&t);
             }
             let index = self.size;
             self.index.insert(
@@ -500,7 +549,7 @@ impl<S: Store> Ledger<S> {
                 return Err(LedgerError::Rebind { key: b.key, bound });
             }
         }
-        let lookup = |id: &EntryId| self.index.get(id).or_else(|| pending.get(id));
+        let lookup = |id: &EntryId| self.index.get(id).or_else(|| pending.get(id).copied());
         if let Some(t) = &e.target {
             lookup(t).ok_or(LedgerError::UnknownTarget(*t))?;
         }

@@ -127,6 +127,65 @@ impl LogSigner {
 
 /// Verifies checkpoints of one log under one Ed25519 key (signed-note type `0x01`).
 ///
+/// What is wrong with a signed-note verifier key, before it is mapped to the caller's error.
+pub(crate) enum VkeyFault {
+    /// Not `<name>+<8 lowercase hex>+<base64>` of the right lengths, or not canonical.
+    Malformed,
+    /// Another signature type byte.
+    Alg(u8),
+    /// The key id is not `SHA-256(name || 0x0A || type || key)[:4]`.
+    KeyId { got: u32, want: u32 },
+    /// Not a curve point, or a small-order one.
+    BadKey,
+}
+
+/// Parses a C2SP signed-note verifier key `<name>+<8 lowercase hex id>+<base64(alg || key)>`
+/// of signature type `alg` with an Ed25519 key (log keys, `0x01`; witness keys, `0x04`).
+/// Checks in order: length, shape, `check_name(name)`, id digits, base64, type byte, key id,
+/// key length, point validity (not weak). The caller checks the string is canonical.
+pub(crate) fn parse_vkey<E>(
+    vkey: &str,
+    max_name: usize,
+    alg: u8,
+    check_name: impl Fn(&str) -> Result<(), E>,
+    fault: impl Fn(VkeyFault) -> E,
+) -> Result<(&str, VerifyingKey, u32), E> {
+    if vkey.len() > max_name + 64 {
+        return Err(fault(VkeyFault::Malformed));
+    }
+    let (name, rest) = vkey
+        .split_once('+')
+        .ok_or_else(|| fault(VkeyFault::Malformed))?;
+    let (id16, key64) = rest
+        .split_once('+')
+        .ok_or_else(|| fault(VkeyFault::Malformed))?;
+    check_name(name)?;
+    if id16.len() != 8 || !id16.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(fault(VkeyFault::Malformed));
+    }
+    let id = u32::from_str_radix(id16, 16).map_err(|_| fault(VkeyFault::Malformed))?;
+    let key = BASE64
+        .decode(key64)
+        .map_err(|_| fault(VkeyFault::Malformed))?;
+    match key.first() {
+        Some(&a) if a == alg => {}
+        Some(&a) => return Err(fault(VkeyFault::Alg(a))),
+        None => return Err(fault(VkeyFault::Malformed)),
+    }
+    let want = signed_note::key_id(name, &key);
+    if id != want {
+        return Err(fault(VkeyFault::KeyId { got: id, want }));
+    }
+    let pk: [u8; 32] = key[1..]
+        .try_into()
+        .map_err(|_| fault(VkeyFault::Malformed))?;
+    let key = VerifyingKey::from_bytes(&pk).map_err(|_| fault(VkeyFault::BadKey))?;
+    if key.is_weak() {
+        return Err(fault(VkeyFault::BadKey));
+    }
+    Ok((name, key, id))
+}
+
 /// `Debug` prints the verifier key ([`LogVerifier::vkey`]).
 #[derive(Clone, PartialEq, Eq)]
 pub struct LogVerifier {
@@ -146,35 +205,19 @@ impl LogVerifier {
     /// [`CheckpointError::UnsupportedAlgorithm`], [`CheckpointError::KeyIdMismatch`],
     /// [`CheckpointError::BadKey`] (not a point, or small order). Does not panic.
     pub fn from_vkey(vkey: &str) -> Result<Self, CheckpointError> {
-        if vkey.len() > MAX_ORIGIN_BYTES + 64 {
-            return Err(CheckpointError::MalformedVkey);
-        }
-        let (name, rest) = vkey.split_once('+').ok_or(CheckpointError::MalformedVkey)?;
-        let (id16, key64) = rest.split_once('+').ok_or(CheckpointError::MalformedVkey)?;
-        check_origin(name)?;
-        if id16.len() != 8 || !id16.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(CheckpointError::MalformedVkey);
-        }
-        let id = u32::from_str_radix(id16, 16).map_err(|_| CheckpointError::MalformedVkey)?;
-        let key = BASE64
-            .decode(key64)
-            .map_err(|_| CheckpointError::MalformedVkey)?;
-        match key.first() {
-            Some(&ALG_ED25519) => {}
-            Some(&alg) => return Err(CheckpointError::UnsupportedAlgorithm { alg }),
-            None => return Err(CheckpointError::MalformedVkey),
-        }
-        let want = signed_note::key_id(name, &key);
-        if id != want {
-            return Err(CheckpointError::KeyIdMismatch { got: id, want });
-        }
-        let pk: [u8; 32] = key[1..]
-            .try_into()
-            .map_err(|_| CheckpointError::MalformedVkey)?;
-        let key = VerifyingKey::from_bytes(&pk).map_err(|_| CheckpointError::BadKey)?;
-        if key.is_weak() {
-            return Err(CheckpointError::BadKey);
-        }
+        let (name, key, id) =
+            parse_vkey(
+                vkey,
+                MAX_ORIGIN_BYTES,
+                ALG_ED25519,
+                check_origin,
+                |f| match f {
+                    VkeyFault::Malformed => CheckpointError::MalformedVkey,
+                    VkeyFault::Alg(alg) => CheckpointError::UnsupportedAlgorithm { alg },
+                    VkeyFault::KeyId { got, want } => CheckpointError::KeyIdMismatch { got, want },
+                    VkeyFault::BadKey => CheckpointError::BadKey,
+                },
+            )?;
         let v = LogVerifier {
             origin: name.to_owned(),
             key,

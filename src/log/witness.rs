@@ -19,6 +19,7 @@
 //! [`verify_cosigned`] checks the log signature ([`LogVerifier::verify`]) and then a
 //! [`WitnessPolicy`]; [`WitnessSigner`] writes cosignatures (tests, and a future witness role).
 
+use super::checkpoint::{parse_vkey, VkeyFault};
 use super::{CheckpointError, LogVerifier, VerifiedCheckpoint, MAX_CHECKPOINT_BYTES};
 use crate::record::WriterKey;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -182,35 +183,18 @@ impl WitnessVerifier {
     /// [`WitnessKeyError::UnsupportedAlgorithm`] (a log key, type `0x01`, is one),
     /// [`WitnessKeyError::KeyIdMismatch`], [`WitnessKeyError::BadKey`]. Does not panic.
     pub fn from_vkey(vkey: &str) -> Result<Self, WitnessKeyError> {
-        if vkey.len() > MAX_WITNESS_NAME_BYTES + 64 {
-            return Err(WitnessKeyError::MalformedVkey);
-        }
-        let (name, rest) = vkey.split_once('+').ok_or(WitnessKeyError::MalformedVkey)?;
-        let (id16, key64) = rest.split_once('+').ok_or(WitnessKeyError::MalformedVkey)?;
-        check_name(name)?;
-        if id16.len() != 8 || !id16.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(WitnessKeyError::MalformedVkey);
-        }
-        let id = u32::from_str_radix(id16, 16).map_err(|_| WitnessKeyError::MalformedVkey)?;
-        let key = BASE64
-            .decode(key64)
-            .map_err(|_| WitnessKeyError::MalformedVkey)?;
-        match key.first() {
-            Some(&ALG_COSIGNATURE_V1) => {}
-            Some(&alg) => return Err(WitnessKeyError::UnsupportedAlgorithm { alg }),
-            None => return Err(WitnessKeyError::MalformedVkey),
-        }
-        let want = signed_note::key_id(name, &key);
-        if id != want {
-            return Err(WitnessKeyError::KeyIdMismatch { got: id, want });
-        }
-        let pk: [u8; 32] = key[1..]
-            .try_into()
-            .map_err(|_| WitnessKeyError::MalformedVkey)?;
-        let key = VerifyingKey::from_bytes(&pk).map_err(|_| WitnessKeyError::BadKey)?;
-        if key.is_weak() {
-            return Err(WitnessKeyError::BadKey);
-        }
+        let (name, key, _) = parse_vkey(
+            vkey,
+            MAX_WITNESS_NAME_BYTES,
+            ALG_COSIGNATURE_V1,
+            check_name,
+            |f| match f {
+                VkeyFault::Malformed => WitnessKeyError::MalformedVkey,
+                VkeyFault::Alg(alg) => WitnessKeyError::UnsupportedAlgorithm { alg },
+                VkeyFault::KeyId { got, want } => WitnessKeyError::KeyIdMismatch { got, want },
+                VkeyFault::BadKey => WitnessKeyError::BadKey,
+            },
+        )?;
         let v = WitnessVerifier::new(name, key);
         if v.vkey() != vkey {
             return Err(WitnessKeyError::MalformedVkey);

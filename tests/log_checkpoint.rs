@@ -15,16 +15,7 @@ use memlineage::record::{EntryId, KeyId, WriterKey};
 use serde_json::Value;
 use signed_note::{Note, StandardSigner};
 
-fn example() -> Value {
-    serde_json::from_str(include_str!("vectors/c2sp-checkpoint-example.json")).expect("JSON")
-}
-
-fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    path.iter()
-        .fold(v, |v, k| &v[*k])
-        .as_str()
-        .unwrap_or_else(|| panic!("{path:?}"))
-}
+use support::{c2sp_example as example, json_str as s};
 
 fn seed(v: &Value) -> [u8; 32] {
     hex::decode(s(v, &["log_key", "ed25519_seed_hex"]))

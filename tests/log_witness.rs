@@ -17,16 +17,7 @@ use memlineage::record::WriterKey;
 use serde_json::Value;
 use support::MemLog;
 
-fn example() -> Value {
-    serde_json::from_str(include_str!("vectors/c2sp-checkpoint-example.json")).expect("JSON")
-}
-
-fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    path.iter()
-        .fold(v, |v, k| &v[*k])
-        .as_str()
-        .unwrap_or_else(|| panic!("{path:?}"))
-}
+use support::{c2sp_example as example, json_str as s};
 
 fn seed(hex32: &str) -> [u8; 32] {
     hex::decode(hex32).unwrap().try_into().unwrap()

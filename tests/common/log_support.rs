@@ -1,5 +1,5 @@
 //! Shared support for the `log_*` integration tests, included by them with
-//! `#[path = "log_support.rs"] mod support;` (it also builds as an empty test target).
+//! `#[path = "common/log_support.rs"] mod support;`.
 //!
 //! Holds a naive RFC 6962 §2.1 reference implementation (MTH, PATH, PROOF written straight from
 //! the RFC's recursive definitions, over leaf hashes), an in-memory log that appends with
@@ -154,4 +154,17 @@ pub fn checkpoint(signer: &LogSigner, size: u64, root: [u8; 32]) -> VerifiedChec
         .verifier()
         .verify(&signer.sign(size, &RootHash(root)))
         .expect("own checkpoint verifies")
+}
+
+/// The C2SP signed-note / checkpoint / cosignature example (`tests/vectors/`).
+pub fn c2sp_example() -> serde_json::Value {
+    serde_json::from_str(include_str!("../vectors/c2sp-checkpoint-example.json")).expect("JSON")
+}
+
+/// The string at `path` in a JSON value; panics (test code) when absent.
+pub fn json_str<'a>(v: &'a serde_json::Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .fold(v, |v, k| &v[*k])
+        .as_str()
+        .unwrap_or_else(|| panic!("{path:?}"))
 }

@@ -4,9 +4,13 @@
 //! The auditor needs only entry bytes in log order, the log's verifier key and a checkpoint
 //! note: it never opens the writer's store (`spec/lineage.md`, "Offline recomputation").
 
+use crate::lease::{parse_lease_terms, LeaseBook, LeaseError};
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
-use crate::record::{EntryId, Hash32, KeyId, Kind, RecordError, Role, SignedEntry};
+use crate::quarantine::{Quarantine, QuarantineError};
+use crate::record::{
+    parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, RecordError, Role, SignedEntry,
+};
 use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -26,6 +30,9 @@ pub struct AuditReport {
     pub root_matches: bool,
     /// Every problem found, in log order (empty for a clean ledger).
     pub failures: Vec<AuditFailure>,
+    /// The active flags the log records (`spec/forensics.md` §2). Which entries they reach is
+    /// computed by a second pass, [`reach_quarantine`].
+    pub quarantine: Quarantine,
 }
 
 impl AuditReport {
@@ -110,6 +117,12 @@ pub enum Problem {
     /// The same entry appears twice.
     #[error("duplicate entry")]
     Duplicate,
+    /// A flag or release breaks the quarantine rules.
+    #[error(transparent)]
+    Quarantine(#[from] QuarantineError),
+    /// A lease or replacement breaks the lease rules.
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
 }
 
 /// Entries decoded together on all cores before the in-order checks.
@@ -177,7 +190,9 @@ where
         label_counts: [0; 4],
         root_matches: false,
         failures: Vec::new(),
+        quarantine: Quarantine::default(),
     };
+    let mut leases = LeaseBook::default();
     let mut root_at_checkpoint = None;
     let mut items = entries.into_iter();
     loop {
@@ -210,7 +225,8 @@ where
             if report.entries == report.checkpoint.size() {
                 root_at_checkpoint = Some(tree_root(report.entries, &tree)?);
             }
-            match check_entry(decoded, &mut keyring, &labels, policy, log_key) {
+            let forensics = (&mut report.quarantine, &mut leases, item.content.as_deref());
+            match check_entry(decoded, &mut keyring, &labels, policy, log_key, forensics) {
                 Ok((label, content_hash)) => {
                     report.verified += 1;
                     report.label_counts[usize::from(label.code())] += 1;
@@ -261,12 +277,16 @@ where
     Ok(report)
 }
 
+/// Forensic state an audit rebuilds as it goes, and the entry's stored content.
+type Forensics<'a> = (&'a mut Quarantine, &'a mut LeaseBook, Option<&'a [u8]>);
+
 fn check_entry(
     decoded: Result<SignedEntry, RecordError>,
     keyring: &mut HashMap<KeyId, (Role, Option<VerifyingKey>)>,
     labels: &HashMap<EntryId, Label>,
     policy: LabelPolicy,
     log_key: KeyId,
+    (quarantine, leases, content): Forensics<'_>,
 ) -> Result<(Label, Hash32), Problem> {
     let s = decoded?;
     let e = s.entry();
@@ -291,6 +311,23 @@ fn check_entry(
     if let Some(t) = e.target {
         labels.get(&t).ok_or(Problem::UnknownTarget(t))?;
     }
+    // Forensic rules (`spec/forensics.md` §2.2, §5), as the ledger applies them at append.
+    quarantine.check(e.kind, role, e.target.as_ref())?;
+    // Lease terms are checked when the content is at hand (it may be redacted).
+    let ttl = match (e.kind, content) {
+        (Kind::Lease, Some(c)) => Some(parse_lease_terms(c)?),
+        _ => None,
+    };
+    match (e.kind, &e.target) {
+        (Kind::Lease, Some(t)) => {
+            if !matches!(role, Role::Agent | Role::User | Role::System) {
+                return Err(LeaseError::NotAuthorised.into());
+            }
+            leases.check_claim(t, &e.writer, e.time_ms)?;
+        }
+        (Kind::Replacement, Some(t)) => leases.check_replacement(t, &e.writer, e.time_ms)?,
+        _ => {}
+    }
     let mut parents = Vec::with_capacity(e.parents.len());
     for p in &e.parents {
         parents.push((
@@ -302,5 +339,41 @@ fn check_entry(
     if let Some(b) = &e.binding {
         keyring.insert(b.key, (b.role, b.key.verifying_key().ok()));
     }
+    // The audit streams entries once, so a flag's source index is not kept: the second pass
+    // (`reach_quarantine`) starts at leaf 0.
+    quarantine.apply(s.id(), e.kind, e.target, Some(0));
+    leases.apply(s.id(), e.kind, e.writer, e.target, e.time_ms, ttl);
     Ok((label, e.content_hash))
+}
+
+/// Second audit pass: which entries the report's active flags quarantine
+/// (`spec/forensics.md` §2.3). `entries` are the same COSE bytes, in log order, from leaf 0;
+/// they are parsed strictly but their signatures are not verified again (the first pass did).
+///
+/// # Errors
+/// [`AuditError::Source`] for a read error; [`Problem`]-class decode errors are reported as
+/// [`AuditError::Source`] too (the first pass named the entry).
+pub fn reach_quarantine<I, T, E>(
+    report: &mut AuditReport,
+    entries: I,
+    policy: LabelPolicy,
+) -> Result<(), AuditError>
+where
+    I: IntoIterator<Item = Result<T, E>>,
+    T: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    if !report.quarantine.is_active() {
+        return report.quarantine.rebuild(
+            std::iter::empty::<Result<(EntryId, Vec<Parent>), AuditError>>(),
+            &policy,
+        );
+    }
+    let parsed = entries.into_iter().map(|item| {
+        let bytes = item.map_err(|e| AuditError::Source(e.to_string()))?;
+        let bytes = bytes.as_ref();
+        let e = parse_unverified(bytes).map_err(|e| AuditError::Source(e.to_string()))?;
+        Ok((EntryId::of_cose(bytes), e.parents))
+    });
+    report.quarantine.rebuild(parsed, &policy)
 }

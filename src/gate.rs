@@ -23,6 +23,11 @@ pub trait LineageView {
     /// The lineage path from `id` back to its untrusted source (first element `id`'s source,
     /// last `id`); empty if unknown or not untrusted.
     fn path_to_source(&self, id: &EntryId) -> Vec<EntryId>;
+    /// Whether the entry is quarantined (`spec/forensics.md` §2); views without forensic
+    /// state say no.
+    fn quarantined(&self, _id: &EntryId) -> bool {
+        false
+    }
 }
 
 /// A gate policy (`spec/gate.md` §2).
@@ -32,6 +37,9 @@ pub struct Policy {
     pub default_max_label: Label,
     /// What to do with an argument that has no justifying entry.
     pub unsourced: Unsourced,
+    /// Authority repair (`spec/forensics.md` §7): whether a call allowed only after repair may
+    /// still carry unsourced arguments. Default [`Unsourced::Deny`].
+    pub repair_unsourced: Unsourced,
     /// Tools that are sensitive sinks. A call the runtime itself marks sensitive is gated too.
     pub sensitive_tools: BTreeSet<String>,
     /// Per-tool rules.
@@ -45,6 +53,9 @@ pub struct ToolRule {
     pub max_label: Option<Label>,
     /// Worst label allowed per parameter.
     pub params: BTreeMap<String, Label>,
+    /// Per parameter, principals whose entries authority repair may take the parameter's value
+    /// from whatever their label (e.g. a contacts list for `recipient`); `spec/forensics.md` §7.
+    pub authoritative: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// What to do with an argument no recorded entry justifies (a value the agent composed).
@@ -112,6 +123,8 @@ pub enum DenyReason {
     UnknownEntry,
     /// The entry was deleted by a tombstone.
     Tombstoned,
+    /// The entry is quarantined: a flagged source reaches it (`spec/forensics.md` §2).
+    Quarantined,
     /// No entry justifies the argument and the policy denies unsourced arguments.
     Unsourced,
 }
@@ -128,6 +141,7 @@ impl std::fmt::Display for Denial {
             }
             DenyReason::UnknownEntry => write!(f, " which is not in the log")?,
             DenyReason::Tombstoned => write!(f, " which was deleted")?,
+            DenyReason::Quarantined => write!(f, " which is quarantined")?,
             DenyReason::Unsourced => write!(f, ": no recorded entry justifies it")?,
         }
         if self.path.len() > 1 {
@@ -154,15 +168,24 @@ impl Policy {
                 params.insert(p, label(&l)?);
             }
             let max_label = t.max_label.as_deref().map(label).transpose()?;
-            tools.insert(name, ToolRule { max_label, params });
+            let authoritative = t
+                .authoritative
+                .into_iter()
+                .map(|(p, names)| (p, names.into_iter().collect()))
+                .collect();
+            tools.insert(
+                name,
+                ToolRule {
+                    max_label,
+                    params,
+                    authoritative,
+                },
+            );
         }
         Ok(Policy {
             default_max_label: label(&raw.default_max_label)?,
-            unsourced: match raw.unsourced.as_deref().unwrap_or("allow") {
-                "allow" => Unsourced::Allow,
-                "deny" => Unsourced::Deny,
-                other => return Err(PolicyError::UnknownLabel(other.to_string())),
-            },
+            unsourced: unsourced(raw.unsourced.as_deref().unwrap_or("allow"))?,
+            repair_unsourced: unsourced(raw.repair_unsourced.as_deref().unwrap_or("deny"))?,
             sensitive_tools: raw.sensitive_tools.into_iter().collect(),
             tools,
         })
@@ -188,6 +211,15 @@ impl Policy {
         }
     }
 
+    /// Whether the policy names `principal` as an authoritative source of `param` of `tool`
+    /// for authority repair (`spec/forensics.md` §7).
+    pub fn is_authoritative(&self, tool: &str, param: &str, principal: &str) -> bool {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.authoritative.get(param))
+            .is_some_and(|names| names.contains(principal))
+    }
+
     /// Decides `call` (`spec/gate.md` §3): a call that is not sensitive is allowed; otherwise
     /// every justifying entry of every argument must be in the log, not tombstoned, and labelled
     /// no worse than its parameter allows. The first failure, in argument order, is reported.
@@ -205,6 +237,7 @@ impl Policy {
                 let reason = match view.label_of(id) {
                     None => DenyReason::UnknownEntry,
                     Some(_) if view.tombstoned(id) => DenyReason::Tombstoned,
+                    Some(_) if view.quarantined(id) => DenyReason::Quarantined,
                     Some(label) if label > max => DenyReason::Untrusted { label, max },
                     Some(_) => continue,
                 };
@@ -244,9 +277,18 @@ impl Default for Policy {
         Policy::from_toml(DEFAULT_POLICY_TOML).unwrap_or(Policy {
             default_max_label: Label::Trusted,
             unsourced: Unsourced::Deny,
+            repair_unsourced: Unsourced::Deny,
             sensitive_tools: BTreeSet::new(),
             tools: BTreeMap::new(),
         })
+    }
+}
+
+fn unsourced(s: &str) -> Result<Unsourced, PolicyError> {
+    match s {
+        "allow" => Ok(Unsourced::Allow),
+        "deny" => Ok(Unsourced::Deny),
+        other => Err(PolicyError::UnknownLabel(other.to_string())),
     }
 }
 
@@ -255,6 +297,7 @@ impl Default for Policy {
 struct RawPolicy {
     default_max_label: String,
     unsourced: Option<String>,
+    repair_unsourced: Option<String>,
     #[serde(default)]
     sensitive_tools: Vec<String>,
     #[serde(default)]
@@ -267,6 +310,8 @@ struct RawTool {
     max_label: Option<String>,
     #[serde(default)]
     params: BTreeMap<String, String>,
+    #[serde(default)]
+    authoritative: BTreeMap<String, Vec<String>>,
 }
 
 /// A policy file could not be read.

@@ -5,15 +5,17 @@
 //! tree head) → `prove` → `retrieve` / `gate`.
 
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
+use crate::lease::{parse_lease_terms, LeaseBook, LeaseError};
 use crate::lineage::{Label, LabelPolicy, WeakRule};
 use crate::log::{
     hashes_to_store, prove_inclusion, stored_hash_index, tree_root, CheckpointError,
     ConsistencyProof, HashSource, InclusionProof, LogError, LogSigner, LogVerifier, ProofBundle,
     ProofError, RootHash, VerifiedCheckpoint,
 };
+use crate::quarantine::{Quarantine, QuarantineError, Reach};
 use crate::record::{
-    EntryId, Hash32, KeyBinding, KeyId, Kind, ProvEntry, RecordError, Role, SignedEntry, Weight,
-    WriterKey,
+    parse_unverified, EntryId, Hash32, KeyBinding, KeyId, Kind, Parent, ProvEntry, RecordError,
+    Role, SignedEntry, Weight, WriterKey,
 };
 use crate::store::{EntryMeta, NewEntry, Store, StoreError};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -134,6 +136,10 @@ pub struct Ledger<S: Store> {
     keyring: HashMap<KeyId, (Role, String, Option<ed25519_dalek::VerifyingKey>)>,
     size: u64,
     checkpoint: Option<VerifiedCheckpoint>,
+    /// Forensics: active flags and what they reach (`spec/forensics.md` §2).
+    quarantine: Quarantine,
+    /// Forensics: lease and replacement state per target (`spec/forensics.md` §5).
+    leases: LeaseBook,
 }
 
 impl<S: Store> Ledger<S> {
@@ -175,6 +181,8 @@ impl<S: Store> Ledger<S> {
             keyring: HashMap::new(),
             size: 0,
             checkpoint: None,
+            quarantine: Quarantine::default(),
+            leases: LeaseBook::default(),
         };
         ledger.load_index()?;
         Ok(ledger)
@@ -204,6 +212,7 @@ impl<S: Store> Ledger<S> {
         let metas = self.store.metas_from(self.size)?;
         let added = metas.len() as u64;
         self.index.reserve(metas.len());
+        let mut rebuild = false;
         for EntryMeta {
             index,
             id,
@@ -219,23 +228,80 @@ impl<S: Store> Ledger<S> {
                     tombstoned: false,
                 },
             );
-            if matches!(kind, Kind::Keyring | Kind::Tombstone) {
+            let special = has_effects(kind);
+            if special || self.quarantine.is_active() {
                 let bytes = self
                     .store
                     .entry_bytes(index)?
                     .ok_or(LedgerError::Missing(id))?;
-                let e = SignedEntry::decode(&bytes)?;
-                if let Some(b) = &e.entry().binding {
-                    self.keyring
-                        .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
+                // Entries with effects on the keyring or forensic state are verified again;
+                // others were verified by the handle that appended them (the audit re-checks).
+                let e = if special {
+                    SignedEntry::decode(&bytes)?.entry().clone()
+                } else {
+                    parse_unverified(&bytes)?
+                };
+                if special {
+                    let content = match e.kind {
+                        Kind::Lease => self.store.content_at(index)?,
+                        _ => None,
+                    };
+                    rebuild |= self.apply_effects(id, &e, content.as_deref());
                 }
-                if let Some(t) = e.entry().target {
-                    self.index.tombstone(&t);
-                }
+                self.quarantine.on_entry(&id, &e.parents, &self.policy);
             }
             self.size = index + 1;
         }
+        if rebuild {
+            self.rebuild_quarantine()?;
+        }
         Ok(added)
+    }
+
+    /// Applies what an accepted entry does besides being stored: keyring bindings,
+    /// tombstones, flags and releases, leases and replacements. Returns `true` when the
+    /// quarantined set must be rebuilt.
+    fn apply_effects(&mut self, id: EntryId, e: &ProvEntry, content: Option<&[u8]>) -> bool {
+        if let Some(b) = &e.binding {
+            self.keyring
+                .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
+        }
+        match e.kind {
+            Kind::Tombstone => {
+                if let Some(t) = &e.target {
+                    self.index.tombstone(t);
+                }
+                false
+            }
+            Kind::Lease | Kind::Replacement => {
+                let ttl = content.and_then(|c| parse_lease_terms(c).ok());
+                self.leases
+                    .apply(id, e.kind, e.writer, e.target, e.time_ms, ttl);
+                false
+            }
+            Kind::Quarantine | Kind::QuarantineStrong | Kind::Release => {
+                let target_index = e.target.as_ref().and_then(|t| self.index_of(t));
+                self.quarantine.apply(id, e.kind, e.target, target_index)
+            }
+            _ => false,
+        }
+    }
+
+    /// Recomputes the quarantined set from the active flags, reading every entry from the
+    /// earliest flagged source on (parsed, not re-verified).
+    fn rebuild_quarantine(&mut self) -> Result<(), LedgerError> {
+        let from = self.quarantine.rebuild_from().unwrap_or(self.size);
+        let store = &self.store;
+        let entries = (from..self.size).map(|i| {
+            let bytes = store
+                .entry_bytes(i)?
+                .ok_or(LedgerError::Store(StoreError::Corrupt(format!(
+                    "entry {i} missing"
+                ))))?;
+            let e = parse_unverified(&bytes)?;
+            Ok::<_, LedgerError>((EntryId::of_cose(&bytes), e.parents))
+        });
+        self.quarantine.rebuild(entries, &self.policy)
     }
 
     /// The labelling parameters (τ, weak-parent rule) fixed at creation.
@@ -429,8 +495,26 @@ impl<S: Store> Ledger<S> {
             pending: Vec::new(),
         };
         let mut items = Vec::with_capacity(entries.len());
+        // Forensic entries are checked against the state before the batch, so a batch may
+        // hold at most one of them per target.
+        let mut forensic_targets: HashSet<EntryId> = HashSet::new();
         for (i, (s, content)) in entries.iter().enumerate() {
             let index = self.size + i as u64;
+            let e = s.entry();
+            if matches!(
+                e.kind,
+                Kind::Lease
+                    | Kind::Replacement
+                    | Kind::Release
+                    | Kind::Quarantine
+                    | Kind::QuarantineStrong
+            ) {
+                if let Some(t) = e.target {
+                    if !forensic_targets.insert(t) {
+                        return Err(LedgerError::BatchConflict(t));
+                    }
+                }
+            }
             let label = self.check(s, content, &pending, &pending_keys)?;
             if pending.contains_key(&s.id()) || self.index.contains(&s.id()) {
                 return Err(LedgerError::Duplicate(s.id()));
@@ -476,18 +560,15 @@ impl<S: Store> Ledger<S> {
         self.store.append(&batch)?;
         drop(batch);
         let mut out = Vec::with_capacity(prepared.items.len());
+        let mut rebuild = false;
         for PreparedEntry {
-            entry: s, label, ..
+            entry: s,
+            label,
+            content,
+            ..
         } in &prepared.items
         {
             let e = s.entry();
-            if let Some(b) = &e.binding {
-                self.keyring
-                    .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
-            }
-            if let Some(t) = e.target {
-                self.index.tombstone(&t);
-            }
             let index = self.size;
             self.index.insert(
                 s.id(),
@@ -497,12 +578,17 @@ impl<S: Store> Ledger<S> {
                     tombstoned: false,
                 },
             );
+            rebuild |= self.apply_effects(s.id(), e, Some(content));
+            self.quarantine.on_entry(&s.id(), &e.parents, &self.policy);
             out.push(Appended {
                 id: s.id(),
                 index,
                 label: *label,
             });
             self.size += 1;
+        }
+        if rebuild {
+            self.rebuild_quarantine()?;
         }
         Ok(out)
     }
@@ -533,8 +619,23 @@ impl<S: Store> Ledger<S> {
             Kind::Tombstone if role.is_untrusted() => {
                 return Err(LedgerError::UntrustedTombstone(e.writer))
             }
+            Kind::Lease => {
+                if !matches!(role, Role::Agent | Role::User | Role::System) {
+                    return Err(LeaseError::NotAuthorised.into());
+                }
+                parse_lease_terms(content)?;
+                if let Some(t) = &e.target {
+                    self.leases.check_claim(t, &e.writer, e.time_ms)?;
+                }
+            }
+            Kind::Replacement => {
+                if let Some(t) = &e.target {
+                    self.leases.check_replacement(t, &e.writer, e.time_ms)?;
+                }
+            }
             _ => {}
         }
+        self.quarantine.check(e.kind, role, e.target.as_ref())?;
         if let Some(b) = &e.binding {
             // Rule 2: no second log key. Rule 3: a key is bound at most once.
             if b.role == Role::Log {
@@ -737,6 +838,98 @@ impl<S: Store> Ledger<S> {
         self.append(e, key, reason.as_bytes())
     }
 
+    /// Forensics: flags `source` as bad (an advisory says so), quarantining everything that
+    /// descends from it over `reach` edges (`spec/forensics.md` §2). Appends a signed
+    /// [`Kind::Quarantine`] / [`Kind::QuarantineStrong`] entry whose content is `reason`.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownTarget`]; [`QuarantineError::NotAuthorised`] unless `key` is a
+    /// user, system or log principal; append errors. Nothing is changed on error.
+    pub fn flag(
+        &mut self,
+        source: EntryId,
+        reach: Reach,
+        key: &WriterKey,
+        reason: &str,
+    ) -> Result<Appended, LedgerError> {
+        let mut e = ProvEntry::new(key.key_id(), reach.kind(), reason.as_bytes());
+        e.target = Some(source);
+        self.append(e, key, reason.as_bytes())
+    }
+
+    /// Forensics: lifts the quarantine made by the flag entry `flag`, with a reason. Entries
+    /// stay quarantined if another active flag still reaches them.
+    ///
+    /// # Errors
+    /// [`QuarantineError::NotAFlag`], [`QuarantineError::AlreadyReleased`],
+    /// [`QuarantineError::NotAuthorised`]; append errors.
+    pub fn release(
+        &mut self,
+        flag: EntryId,
+        key: &WriterKey,
+        reason: &str,
+    ) -> Result<Appended, LedgerError> {
+        let mut e = ProvEntry::new(key.key_id(), Kind::Release, reason.as_bytes());
+        e.target = Some(flag);
+        self.append(e, key, reason.as_bytes())
+    }
+
+    /// The quarantine state (active flags, quarantined entries).
+    pub fn quarantine(&self) -> &Quarantine {
+        &self.quarantine
+    }
+
+    /// Whether `id` is quarantined. O(1).
+    pub fn is_quarantined(&self, id: &EntryId) -> bool {
+        self.quarantine.is_quarantined(id)
+    }
+
+    /// The shortest path from a flagged source to `id` over edges that carry the quarantine
+    /// (source first); `None` when `id` is not quarantined. See
+    /// [`Quarantine::path_to_source`] for the tie rule.
+    ///
+    /// # Errors
+    /// Store and decode errors.
+    pub fn quarantine_path(&self, id: &EntryId) -> Result<Option<Vec<EntryId>>, LedgerError> {
+        self.quarantine
+            .path_to_source(id, &self.policy, |x| self.parents_of(x))
+    }
+
+    /// The parents of `id` with their weights, read and verified from the store.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownEntry`]; store and decode errors.
+    pub fn parents_of(&self, id: &EntryId) -> Result<Vec<Parent>, LedgerError> {
+        Ok(self.get(id)?.entry().parents.clone())
+    }
+
+    /// The lease and replacement state of rework targets.
+    pub fn leases(&self) -> &LeaseBook {
+        &self.leases
+    }
+
+    /// Forensics: claims the rework of `target` for `ttl_ms` milliseconds from `now_ms`
+    /// (`spec/forensics.md` §5), appending a signed [`Kind::Lease`] entry. Catches up with other
+    /// writers first, so the claim is judged against the latest log.
+    ///
+    /// # Errors
+    /// [`LeaseError::Held`] while another worker's lease is live; [`LeaseError::Done`] once
+    /// the target was replaced; [`LeaseError::BadTerms`] for `ttl_ms` 0 or above
+    /// [`crate::lease::MAX_TTL_MS`]; append errors.
+    pub fn claim_lease(
+        &mut self,
+        target: EntryId,
+        key: &WriterKey,
+        ttl_ms: u64,
+        now_ms: u64,
+    ) -> Result<Appended, LedgerError> {
+        self.refresh()?;
+        let terms = crate::lease::lease_terms(ttl_ms);
+        let mut e = ProvEntry::new(key.key_id(), Kind::Lease, &terms).with_time_ms(now_ms);
+        e.target = Some(target);
+        self.append(e, key, &terms)
+    }
+
     /// The shortest lineage path to `id` from the External entry that makes it untrusted
     /// (source first, `id` last),
     /// following edges that propagate labels (strong edges; under the fail-closed rule, weak
@@ -803,6 +996,10 @@ impl<S: Store> LineageView for Ledger<S> {
         // A path is explanation only; the decision never depends on it.
         self.untrusted_path(id).unwrap_or_default()
     }
+
+    fn quarantined(&self, id: &EntryId) -> bool {
+        self.is_quarantined(id)
+    }
 }
 
 impl<S: Store> Ledger<S> {
@@ -811,6 +1008,21 @@ impl<S: Store> Ledger<S> {
     pub fn gate(&self, policy: &Policy, call: &ToolCall) -> Decision {
         policy.decide(call, self)
     }
+}
+
+/// Whether entries of `kind` change state beyond their own label (keyring, tombstone,
+/// quarantine, lease): such entries are decoded when another handle's appends are read.
+fn has_effects(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Keyring
+            | Kind::Tombstone
+            | Kind::Quarantine
+            | Kind::QuarantineStrong
+            | Kind::Release
+            | Kind::Lease
+            | Kind::Replacement
+    )
 }
 
 fn read_policy<S: Store>(store: &S) -> Result<LabelPolicy, LedgerError> {
@@ -895,6 +1107,16 @@ pub enum LedgerError {
     /// The writer's key is not bound by a keyring entry (caller or untrusted input).
     #[error("writer {0} is not bound in the keyring")]
     UnknownWriter(KeyId),
+    /// A flag or release breaks the quarantine rules (`spec/forensics.md` §2.2).
+    #[error(transparent)]
+    Quarantine(#[from] QuarantineError),
+    /// A lease or replacement breaks the lease rules (`spec/forensics.md` §5).
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    /// One batch holds two forensic entries (lease, replacement, flag, release) about the same
+    /// target; append them in separate batches.
+    #[error("batch holds two forensic entries about {0}")]
+    BatchConflict(EntryId),
     /// A parent is not in the log (parents must precede children, so no cycle can exist).
     #[error("unknown parent {0}")]
     UnknownParent(EntryId),

@@ -8,12 +8,18 @@ pub mod record;
 
 pub mod audit;
 pub mod gate;
+pub mod heal;
 pub mod keystore;
+pub mod lease;
 pub mod ledger;
 pub mod lineage;
 pub mod log;
+pub mod quarantine;
+pub mod receipt;
+pub mod repair;
 pub mod replay;
 pub mod retrieve;
+pub mod rework;
 pub mod store;
 
 pub use ledger::{Appended, Draft, Ledger, LedgerError};

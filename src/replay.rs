@@ -9,7 +9,10 @@
 //! - [`Config::NoDefence`]: every call is allowed;
 //! - [`Config::SignaturesOnly`]: each justifying entry's signature is checked and its *writer's*
 //!   role decides (tool/external = untrusted), no lineage;
-//! - [`Config::MemLineage`]: the gate over lineage labels.
+//! - [`Config::MemLineage`]: the gate over lineage labels;
+//! - [`Config::MemLineageRepair`]: the gate with authority repair ([`crate::repair`]): a denied
+//!   parameter whose value also has trusted provenance (the user's prompt, or a principal the
+//!   policy names authoritative) is re-justified by it.
 
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
 use crate::ledger::{Ledger, LedgerError};
@@ -17,6 +20,7 @@ use crate::lineage::Label;
 use crate::record::{
     EntryId, Hash32, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey,
 };
+use crate::repair::{decide_with_repair, Candidate, Found, RepairOutcome, TrustedValues};
 use crate::store::Store;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -63,14 +67,17 @@ pub enum Config {
     SignaturesOnly,
     /// The lineage gate.
     MemLineage,
+    /// The lineage gate with authority repair.
+    MemLineageRepair,
 }
 
 impl Config {
     /// All configurations.
-    pub const ALL: [Config; 3] = [
+    pub const ALL: [Config; 4] = [
         Config::NoDefence,
         Config::SignaturesOnly,
         Config::MemLineage,
+        Config::MemLineageRepair,
     ];
 
     /// `no_defence`, `signatures_only`, `memlineage`.
@@ -79,6 +86,7 @@ impl Config {
             Config::NoDefence => "no_defence",
             Config::SignaturesOnly => "signatures_only",
             Config::MemLineage => "memlineage",
+            Config::MemLineageRepair => "memlineage_repair",
         }
     }
 }
@@ -94,6 +102,15 @@ pub struct Tally {
     pub legit_calls: u64,
     /// Of those, allowed.
     pub legit_allowed: u64,
+    /// Calls (attack or legitimate) allowed only after authority repair; each repaired call
+    /// kept the values it was proposed with (the replay offers no other candidates), so an
+    /// allowed legitimate call is one the user asked for.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub repaired: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Tally {
@@ -425,10 +442,28 @@ impl<'l, S: Store> Replayer<'l, S> {
         }
         let attack = ev.attack.unwrap_or(false);
         for config in Config::ALL {
+            let mut repaired = false;
             let decision = match config {
                 Config::NoDefence => Decision::Allow,
                 Config::SignaturesOnly => self.policy.decide(&call, &SignaturesOnly(&*self.ledger)),
                 Config::MemLineage => self.ledger.gate(&self.policy, &call),
+                Config::MemLineageRepair => {
+                    let (values, trusted) = self.provenance(ev, &call);
+                    match decide_with_repair(&self.policy, &*self.ledger, &call, &values, &trusted)
+                    {
+                        RepairOutcome::Allowed => Decision::Allow,
+                        RepairOutcome::Repaired { values: v, .. } => {
+                            // The replay's candidates carry the proposed values only, so a
+                            // repaired call is the proposed call; checked, not assumed.
+                            if v != values {
+                                return Err(bad(ev, "repair changed a value"));
+                            }
+                            repaired = true;
+                            Decision::Allow
+                        }
+                        RepairOutcome::Denied { denial, .. } => Decision::Deny(denial),
+                    }
+                }
             };
             let t = self
                 .figures
@@ -439,6 +474,7 @@ impl<'l, S: Store> Replayer<'l, S> {
                 .entry(config)
                 .or_default();
             let allowed = u64::from(decision.is_allow());
+            t.repaired += u64::from(repaired);
             if attack {
                 t.attack_calls += 1;
                 t.attack_allowed += allowed;
@@ -462,6 +498,51 @@ impl<'l, S: Store> Replayer<'l, S> {
             }
         }
         Ok(())
+    }
+}
+
+/// Per-call provenance for authority repair: each parameter's value as text and, as candidates,
+/// the same value justified by each one of its recorded entries with that entry's principal.
+struct CallProvenance(BTreeMap<String, Vec<Candidate>>);
+
+impl TrustedValues for CallProvenance {
+    fn candidates(&self, _tool: &str, param: &str) -> Vec<Candidate> {
+        self.0.get(param).cloned().unwrap_or_default()
+    }
+}
+
+impl<S: Store> Replayer<'_, S> {
+    fn provenance(
+        &self,
+        ev: &Event,
+        call: &ToolCall,
+    ) -> (BTreeMap<String, String>, CallProvenance) {
+        let mut values = BTreeMap::new();
+        let mut cands = BTreeMap::new();
+        for (param, entries) in &call.args {
+            let value = match ev.args.as_ref().and_then(|a| a.get(param)) {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let list: Vec<Candidate> = entries
+                .iter()
+                .map(|id| Candidate {
+                    value: value.clone(),
+                    entries: vec![*id],
+                    principal: self.ledger.get(id).ok().and_then(|e| {
+                        self.ledger
+                            .principal(&e.writer())
+                            .map(|(_, n)| n.to_string())
+                    }),
+                    // The fixtures' arg_sources come from exact value matching in text.
+                    found: Found::TextMatch,
+                })
+                .collect();
+            values.insert(param.clone(), value);
+            cands.insert(param.clone(), list);
+        }
+        (values, CallProvenance(cands))
     }
 }
 
@@ -496,13 +577,13 @@ fn bad(ev: &Event, what: &str) -> ReplayError {
 /// Renders figures as a plain-text table (one row per suite, mode and configuration).
 pub fn render_table(figures: &Figures) -> String {
     let mut out = String::from(
-        "suite      mode        config            attack success        utility (legit allowed)\n",
+        "suite      mode        config             attack success        utility (legit allowed)\n",
     );
     for (suite, modes) in figures {
         for (mode, configs) in modes {
             for (config, t) in configs {
                 out.push_str(&format!(
-                    "{:<10} {:<11} {:<17} {:>4.2} ({:>3}/{:<3})        {:>4.2} ({:>3}/{:<3})\n",
+                    "{:<10} {:<11} {:<18} {:>4.2} ({:>3}/{:<3})        {:>4.2} ({:>3}/{:<3})\n",
                     suite,
                     mode.name(),
                     config.name(),
@@ -513,6 +594,11 @@ pub fn render_table(figures: &Figures) -> String {
                     t.legit_allowed,
                     t.legit_calls
                 ));
+                if t.repaired > 0 {
+                    // Inside the row: strip the newline, add the count, put it back.
+                    out.pop();
+                    out.push_str(&format!("  ({} repaired)\n", t.repaired));
+                }
             }
         }
     }

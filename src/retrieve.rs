@@ -43,6 +43,8 @@ pub enum Outcome {
     Verified(Retrieved),
     /// Deleted by a tombstone: kept out of the prompt.
     Tombstoned(EntryId),
+    /// Quarantined by a flag (`spec/forensics.md` §2): kept out of the prompt, still stored.
+    Quarantined(EntryId),
     /// Failed verification or not found: kept out of the prompt.
     Rejected(EntryId, LedgerError),
 }
@@ -70,6 +72,7 @@ impl<S: Store> Ledger<S> {
             .zip(fetched)
             .map(|(id, f)| match f {
                 Err(e) => Outcome::Rejected(*id, e),
+                Ok(None) if self.is_quarantined(id) => Outcome::Quarantined(*id),
                 Ok(None) => Outcome::Tombstoned(*id),
                 Ok(Some(_)) => match decoded.next() {
                     Some(Ok(entry)) => match self.finish(id, entry, &checkpoint) {
@@ -83,10 +86,10 @@ impl<S: Store> Ledger<S> {
             .collect())
     }
 
-    /// The stored bytes of `id`, or `None` when it is tombstoned.
+    /// The stored bytes of `id`, or `None` when it is tombstoned or quarantined.
     fn fetch(&self, id: &EntryId) -> Result<Option<Vec<u8>>, LedgerError> {
         let index = self.index_of(id).ok_or(LedgerError::UnknownEntry(*id))?;
-        if self.is_tombstoned(id) {
+        if self.is_tombstoned(id) || self.is_quarantined(id) {
             return Ok(None);
         }
         self.store()

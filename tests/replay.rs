@@ -82,6 +82,19 @@ fn check_suite(suite: &str) {
             ours.legit_allowed > 0,
             "{suite} {mode:?}: some legitimate calls pass"
         );
+        // Authority repair never lets an attack through and only adds legitimate calls, each
+        // of which it counts as repaired.
+        let fixed = tally(&f, suite, mode, Config::MemLineageRepair);
+        assert_eq!(
+            fixed.attack_allowed, 0,
+            "{suite} {mode:?}: repair lets no attack through"
+        );
+        assert_eq!(fixed.legit_calls, ours.legit_calls);
+        assert_eq!(
+            fixed.legit_allowed,
+            ours.legit_allowed + fixed.repaired,
+            "{suite} {mode:?}: every extra allowed call is a repaired one"
+        );
     }
     let sig_direct = tally(&f, suite, Mode::Direct, Config::SignaturesOnly);
     assert_eq!(
@@ -168,4 +181,48 @@ fn malformed_traces_name_the_line() {
     assert_ne!(bad_source, first);
     let err = replay_text(&bad_source).unwrap_err();
     assert!(matches!(err, ReplayError::Parse { line: 1, .. }), "{err}");
+}
+
+/// The repair trade-off the default policy avoids (`spec/forensics.md` §7.3): letting a repaired
+/// call carry unsourced arguments recovers legitimate calls, and also lets through the attack
+/// calls whose recipient the user named and whose body the attacker composed. Each suite's
+/// figures are printed for the spec; the properties are asserted.
+#[test]
+fn repair_with_unsourced_arguments_trades_attacks_for_utility() {
+    let permissive = Policy {
+        repair_unsourced: memlineage::gate::Unsourced::Allow,
+        ..Policy::default()
+    };
+    for suite in ["banking", "slack", "workspace"] {
+        let text = std::fs::read_to_string(format!("fixtures/agentdojo/{suite}.jsonl")).unwrap();
+        let mut l = ledger();
+        let mut r = Replayer::new(&mut l, permissive.clone());
+        r.replay_reader(BufReader::new(text.as_bytes()), &[Mode::Direct])
+            .unwrap();
+        let plain = tally(&r.figures, suite, Mode::Direct, Config::MemLineage);
+        let fixed = tally(&r.figures, suite, Mode::Direct, Config::MemLineageRepair);
+        println!(
+            "{suite}: repair with unsourced allowed: attack {}/{}, legit {}/{} (plain {}), repaired {}",
+            fixed.attack_allowed,
+            fixed.attack_calls,
+            fixed.legit_allowed,
+            fixed.legit_calls,
+            plain.legit_allowed,
+            fixed.repaired
+        );
+        assert!(fixed.legit_allowed >= plain.legit_allowed);
+        assert_eq!(
+            fixed.legit_allowed + fixed.attack_allowed,
+            plain.legit_allowed + plain.attack_allowed + fixed.repaired
+        );
+        if suite == "slack" {
+            // send_direct_message(recipient = "Alice" from the prompt, body composed by the
+            // attacker): indistinguishable by value provenance from the legitimate summaries.
+            assert!(
+                fixed.attack_allowed > 0,
+                "the known weakness disappeared: update the spec"
+            );
+            assert!(fixed.repaired > fixed.attack_allowed);
+        }
+    }
 }

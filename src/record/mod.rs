@@ -10,6 +10,7 @@ mod keys;
 mod scan;
 
 pub use cbor::{decode_payload, encode_payload};
+pub(crate) use cose::parse_unverified;
 pub use cose::{protected_header, sig_structure, SignedEntry};
 pub use keys::{KeyBinding, KeyId, Role, WriterKey};
 
@@ -184,6 +185,18 @@ pub enum Kind {
     Tombstone,
     /// A keyring binding of a principal's key to a role, written by the log key.
     Keyring,
+    /// Forensics: `target` is a bad source; everything that descends from it over any recorded
+    /// edge is quarantined (`spec/forensics.md` §2, reach `all`).
+    Quarantine,
+    /// Forensics: as [`Kind::Quarantine`], but reaching only over strong edges (`w > τ`).
+    QuarantineStrong,
+    /// Forensics: lifts the quarantine made by `target` (a quarantine entry); content = reason.
+    Release,
+    /// Forensics: an expiring lease on reworking `target`; content = `ttl_ms=<decimal>`.
+    Lease,
+    /// Forensics: a new version of `target` (healed fact or reworked entry), built from its
+    /// parents.
+    Replacement,
 }
 
 impl Kind {
@@ -197,6 +210,11 @@ impl Kind {
             Kind::ToolCall => 4,
             Kind::Tombstone => 5,
             Kind::Keyring => 6,
+            Kind::Quarantine => 7,
+            Kind::QuarantineStrong => 8,
+            Kind::Release => 9,
+            Kind::Lease => 10,
+            Kind::Replacement => 11,
         }
     }
 
@@ -210,8 +228,27 @@ impl Kind {
             4 => Kind::ToolCall,
             5 => Kind::Tombstone,
             6 => Kind::Keyring,
+            7 => Kind::Quarantine,
+            8 => Kind::QuarantineStrong,
+            9 => Kind::Release,
+            10 => Kind::Lease,
+            11 => Kind::Replacement,
             _ => return None,
         })
+    }
+
+    /// Whether entries of this kind carry field 9 (`target`): tombstone, quarantine,
+    /// quarantine_strong, release, lease and replacement (`spec/record.md` §3).
+    pub fn has_target(self) -> bool {
+        matches!(
+            self,
+            Kind::Tombstone
+                | Kind::Quarantine
+                | Kind::QuarantineStrong
+                | Kind::Release
+                | Kind::Lease
+                | Kind::Replacement
+        )
     }
 
     /// Lower-case name used in text output and JSON (`prompt`, `tool_result`, …).
@@ -224,6 +261,11 @@ impl Kind {
             Kind::ToolCall => "tool_call",
             Kind::Tombstone => "tombstone",
             Kind::Keyring => "keyring",
+            Kind::Quarantine => "quarantine",
+            Kind::QuarantineStrong => "quarantine_strong",
+            Kind::Release => "release",
+            Kind::Lease => "lease",
+            Kind::Replacement => "replacement",
         }
     }
 
@@ -237,6 +279,11 @@ impl Kind {
             "tool_call" => Kind::ToolCall,
             "tombstone" => Kind::Tombstone,
             "keyring" => Kind::Keyring,
+            "quarantine" => Kind::Quarantine,
+            "quarantine_strong" => Kind::QuarantineStrong,
+            "release" => Kind::Release,
+            "lease" => Kind::Lease,
+            "replacement" => Kind::Replacement,
             _ => return None,
         })
     }
@@ -325,7 +372,8 @@ pub struct ProvEntry {
     pub time_ms: u64,
     /// Field 8: how the parent weights were obtained.
     pub attribution: Attribution,
-    /// Field 9: for a tombstone, the entry it deletes; absent otherwise.
+    /// Field 9: the entry a tombstone, quarantine, release, lease or replacement is about
+    /// (see [`Kind::has_target`]); absent for other kinds.
     pub target: Option<EntryId>,
     /// Field 10: for a keyring entry, the binding it makes; absent otherwise.
     pub binding: Option<KeyBinding>,
@@ -406,7 +454,7 @@ impl ProvEntry {
             }
         }
         // Missing fields are reported before unexpected ones (`spec/record.md` §6.3 step 5).
-        let (tomb, ring) = (self.kind == Kind::Tombstone, self.kind == Kind::Keyring);
+        let (tomb, ring) = (self.kind.has_target(), self.kind == Kind::Keyring);
         if tomb && self.target.is_none() {
             return Err(RecordError::MissingField("target"));
         }

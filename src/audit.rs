@@ -341,7 +341,7 @@ fn check_entry(
     }
     // The audit streams entries once, so a flag's source index is not kept: the second pass
     // (`reach_quarantine`) starts at leaf 0.
-    quarantine.apply(s.id(), e.kind, e.target, Some(0));
+    let _ = quarantine.apply(s.id(), e.kind, e.target, Some(0));
     leases.apply(s.id(), e.kind, e.writer, e.target, e.time_ms, ttl);
     Ok((label, e.content_hash))
 }

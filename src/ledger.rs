@@ -12,7 +12,7 @@ use crate::log::{
     ConsistencyProof, HashSource, InclusionProof, LogError, LogSigner, LogVerifier, ProofBundle,
     ProofError, RootHash, VerifiedCheckpoint,
 };
-use crate::quarantine::{Quarantine, QuarantineError, Reach};
+use crate::quarantine::{Quarantine, QuarantineError, Reach, Rescan};
 use crate::record::{
     parse_unverified, EntryId, Hash32, KeyBinding, KeyId, Kind, Parent, ProvEntry, RecordError,
     Role, SignedEntry, Weight, WriterKey,
@@ -212,7 +212,7 @@ impl<S: Store> Ledger<S> {
         let metas = self.store.metas_from(self.size)?;
         let added = metas.len() as u64;
         self.index.reserve(metas.len());
-        let mut rebuild = false;
+        let mut rescan: Option<u64> = None;
         for EntryMeta {
             index,
             id,
@@ -246,22 +246,22 @@ impl<S: Store> Ledger<S> {
                         Kind::Lease => self.store.content_at(index)?,
                         _ => None,
                     };
-                    rebuild |= self.apply_effects(id, &e, content.as_deref());
+                    rescan = earliest(rescan, self.apply_effects(id, &e, content.as_deref()));
                 }
                 self.quarantine.on_entry(&id, &e.parents, &self.policy);
             }
             self.size = index + 1;
         }
-        if rebuild {
-            self.rebuild_quarantine()?;
+        if let Some(from) = rescan {
+            self.rescan_quarantine(from)?;
         }
         Ok(added)
     }
 
     /// Applies what an accepted entry does besides being stored: keyring bindings,
-    /// tombstones, flags and releases, leases and replacements. Returns `true` when the
-    /// quarantined set must be rebuilt.
-    fn apply_effects(&mut self, id: EntryId, e: &ProvEntry, content: Option<&[u8]>) -> bool {
+    /// tombstones, flags and releases, leases and replacements. Returns the leaf after which
+    /// the quarantined set must be rescanned, if any.
+    fn apply_effects(&mut self, id: EntryId, e: &ProvEntry, content: Option<&[u8]>) -> Option<u64> {
         if let Some(b) = &e.binding {
             self.keyring
                 .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
@@ -271,28 +271,30 @@ impl<S: Store> Ledger<S> {
                 if let Some(t) = &e.target {
                     self.index.tombstone(t);
                 }
-                false
+                None
             }
             Kind::Lease | Kind::Replacement => {
                 let ttl = content.and_then(|c| parse_lease_terms(c).ok());
                 self.leases
                     .apply(id, e.kind, e.writer, e.target, e.time_ms, ttl);
-                false
+                None
             }
             Kind::Quarantine | Kind::QuarantineStrong | Kind::Release => {
                 let target_index = e.target.as_ref().and_then(|t| self.index_of(t));
-                self.quarantine.apply(id, e.kind, e.target, target_index)
+                match self.quarantine.apply(id, e.kind, e.target, target_index) {
+                    Rescan::From(i) => Some(i),
+                    Rescan::No => None,
+                }
             }
-            _ => false,
+            _ => None,
         }
     }
 
-    /// Recomputes the quarantined set from the active flags, reading every entry from the
-    /// earliest flagged source on (parsed, not re-verified).
-    fn rebuild_quarantine(&mut self) -> Result<(), LedgerError> {
-        let from = self.quarantine.rebuild_from().unwrap_or(self.size);
+    /// Brings the quarantined set up to date by feeding it every entry after leaf `from`
+    /// (parsed, not re-verified: this handle or another verified them at append).
+    fn rescan_quarantine(&mut self, from: u64) -> Result<(), LedgerError> {
         let store = &self.store;
-        let entries = (from..self.size).map(|i| {
+        let entries = (from.saturating_add(1)..self.size).map(|i| {
             let bytes = store
                 .entry_bytes(i)?
                 .ok_or(LedgerError::Store(StoreError::Corrupt(format!(
@@ -301,7 +303,7 @@ impl<S: Store> Ledger<S> {
             let e = parse_unverified(&bytes)?;
             Ok::<_, LedgerError>((EntryId::of_cose(&bytes), e.parents))
         });
-        self.quarantine.rebuild(entries, &self.policy)
+        self.quarantine.rescan(entries, &self.policy)
     }
 
     /// The labelling parameters (τ, weak-parent rule) fixed at creation.
@@ -560,7 +562,7 @@ impl<S: Store> Ledger<S> {
         self.store.append(&batch)?;
         drop(batch);
         let mut out = Vec::with_capacity(prepared.items.len());
-        let mut rebuild = false;
+        let mut rescan: Option<u64> = None;
         for PreparedEntry {
             entry: s,
             label,
@@ -578,7 +580,7 @@ impl<S: Store> Ledger<S> {
                     tombstoned: false,
                 },
             );
-            rebuild |= self.apply_effects(s.id(), e, Some(content));
+            rescan = earliest(rescan, self.apply_effects(s.id(), e, Some(content)));
             self.quarantine.on_entry(&s.id(), &e.parents, &self.policy);
             out.push(Appended {
                 id: s.id(),
@@ -587,8 +589,8 @@ impl<S: Store> Ledger<S> {
             });
             self.size += 1;
         }
-        if rebuild {
-            self.rebuild_quarantine()?;
+        if let Some(from) = rescan {
+            self.rescan_quarantine(from)?;
         }
         Ok(out)
     }
@@ -1007,6 +1009,15 @@ impl<S: Store> Ledger<S> {
     /// See [`Policy::decide`].
     pub fn gate(&self, policy: &Policy, call: &ToolCall) -> Decision {
         policy.decide(call, self)
+    }
+}
+
+/// The earlier of two optional leaf indexes.
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
     }
 }
 

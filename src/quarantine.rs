@@ -68,6 +68,15 @@ impl Reach {
     }
 }
 
+/// What [`Quarantine::apply`] asks of its caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rescan {
+    /// Nothing to recompute.
+    No,
+    /// Feed [`Quarantine::rescan`] every entry after this leaf index.
+    From(u64),
+}
+
 /// One active flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Flag {
@@ -207,6 +216,9 @@ impl Quarantine {
             return;
         }
         let mut bits = self.sources.get(id).copied().unwrap_or(0);
+        if bits == 0 {
+            self.reached.remove(id);
+        }
         for p in parents {
             if let Some(b) = self.reached.get(&p.id) {
                 bits |= b & ALL;
@@ -220,21 +232,30 @@ impl Quarantine {
         }
     }
 
-    /// Records a flag or release entry (already checked). Returns `true` when the quarantined
-    /// set must be recomputed with [`Quarantine::rebuild`]. Other kinds: no change, `false`.
+    /// Records a flag or release entry (already checked) and says from which leaf the
+    /// entries must be fed to [`Quarantine::rescan`] to bring the quarantined set up to date.
+    /// A flag only adds reach, so the rescan starts at its source; a release starts over from
+    /// the earliest remaining source. Other kinds: [`Rescan::No`].
     pub fn apply(
         &mut self,
         entry: EntryId,
         kind: Kind,
         target: Option<EntryId>,
         target_index: Option<u64>,
-    ) -> bool {
+    ) -> Rescan {
         match (kind, target, target_index) {
             (Kind::Release, Some(t), _) if self.flags.remove(&t).is_some() => {
                 self.released.insert(t);
-                true
+                self.sources.clear();
+                for f in self.flags.values() {
+                    *self.sources.entry(f.source).or_insert(0) |= f.reach.bit();
+                }
+                self.reached = self.sources.clone();
+                match self.rebuild_from() {
+                    Some(i) => Rescan::From(i),
+                    None => Rescan::No,
+                }
             }
-            (Kind::Release, _, _) => false,
             (k, Some(source), Some(source_index)) => match Reach::of_kind(k) {
                 Some(reach) => {
                     self.flags.insert(
@@ -246,25 +267,45 @@ impl Quarantine {
                             reach,
                         },
                     );
-                    true
+                    *self.sources.entry(source).or_insert(0) |= reach.bit();
+                    *self.reached.entry(source).or_insert(0) |= reach.bit();
+                    Rescan::From(source_index)
                 }
-                None => false,
+                None => Rescan::No,
             },
-            _ => false,
+            _ => Rescan::No,
         }
     }
 
-    /// The leaf index from which [`Quarantine::rebuild`] must be fed entries: the earliest
-    /// active source. `None` when no flag is active (nothing is quarantined).
+    /// The leaf index of the earliest active source; `None` when no flag is active.
     pub fn rebuild_from(&self) -> Option<u64> {
         self.flags.values().map(|f| f.source_index).min()
     }
 
-    /// Recomputes the quarantined set from the active flags. `entries` yields `(id, parents)`
-    /// for every entry from [`Quarantine::rebuild_from`] to the end of the log, in order.
+    /// Brings the quarantined set up to date after [`Quarantine::apply`] returned
+    /// [`Rescan::From`]`(i)`: `entries` yields `(id, parents)` for every entry from leaf `i + 1`
+    /// to the end of the log, in order.
     ///
     /// # Errors
-    /// The first error `entries` yields; the state is then left with only the sources marked.
+    /// The first error `entries` yields (the set may then be incomplete; rescan again).
+    pub fn rescan<E>(
+        &mut self,
+        entries: impl IntoIterator<Item = Result<(EntryId, Vec<Parent>), E>>,
+        policy: &LabelPolicy,
+    ) -> Result<(), E> {
+        for item in entries {
+            let (id, parents) = item?;
+            self.on_entry(&id, &parents, policy);
+        }
+        Ok(())
+    }
+
+    /// Recomputes the quarantined set from the active flags alone. `entries` yields
+    /// `(id, parents)` for every entry of the log from leaf 0, in order (the offline audit's
+    /// second pass).
+    ///
+    /// # Errors
+    /// The first error `entries` yields.
     pub fn rebuild<E>(
         &mut self,
         entries: impl IntoIterator<Item = Result<(EntryId, Vec<Parent>), E>>,
@@ -278,11 +319,7 @@ impl Quarantine {
         if self.sources.is_empty() {
             return Ok(());
         }
-        for item in entries {
-            let (id, parents) = item?;
-            self.on_entry(&id, &parents, policy);
-        }
-        Ok(())
+        self.rescan(entries, policy)
     }
 
     /// The shortest path from a flagged source to `id` over edges that carry the quarantine

@@ -17,6 +17,8 @@
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
 use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::Label;
+use crate::quarantine::Reach;
+use crate::receipt::{receipt, Cause};
 use crate::record::{
     EntryId, Hash32, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey,
 };
@@ -198,6 +200,31 @@ pub struct Replayer<'l, S: Store> {
     pub figures: Figures,
     /// The first denial of an attack call and of a legitimate call per suite and mode.
     pub examples: Vec<Example>,
+    /// When set, every injected tool result of an attacked run is flagged after the run's
+    /// calls are decided ([`Replayer::flag_injections`]).
+    flagger: Option<WriterKey>,
+    /// Quarantine figures per suite and mode when flagging.
+    pub flags: BTreeMap<String, BTreeMap<Mode, FlagTally>>,
+    /// The first receipt per suite and mode, as a sentence.
+    pub receipts: Vec<(String, Mode, String)>,
+}
+
+/// What flagging the injected tool results of attacked runs quarantined (`spec/forensics.md`
+/// §6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlagTally {
+    /// Injected tool results flagged (those whose text carries AgentDojo's `<INFORMATION>`
+    /// attack marker).
+    pub flagged: u64,
+    /// Justifying entries of attack calls that descend from a flagged result (over any edge).
+    pub attack_justifications: u64,
+    /// Of those, quarantined.
+    pub quarantined: u64,
+    /// Of those, with a receipt naming a flag.
+    pub receipts: u64,
+    /// Justifying entries of attack calls that do not descend from a flagged result (values
+    /// that also occur in clean output, matched by coincidence).
+    pub other_justifications: u64,
 }
 
 impl<'l, S: Store> Replayer<'l, S> {
@@ -209,7 +236,25 @@ impl<'l, S: Store> Replayer<'l, S> {
             keys: HashMap::new(),
             figures: Figures::new(),
             examples: Vec::new(),
+            flagger: None,
+            flags: BTreeMap::new(),
+            receipts: Vec::new(),
         }
+    }
+
+    /// Flags every injected tool result of each attacked run (reach: every edge), signed by
+    /// `key`, which this call binds as the `system` principal `advisory`, once the run's calls
+    /// are decided (so the gate figures are unchanged). Then checks that every attack call's
+    /// justifying entries that descend from a flagged result are quarantined with a receipt.
+    ///
+    /// # Errors
+    /// Ledger errors binding the key.
+    pub fn flag_injections(&mut self, key: WriterKey) -> Result<(), ReplayError> {
+        if self.ledger.principal(&key.key_id()).is_none() {
+            self.ledger.bind(key.key_id(), Role::System, "advisory")?;
+        }
+        self.flagger = Some(key);
+        Ok(())
     }
 
     /// Replays every line of a JSONL trace file in each of `modes`.
@@ -296,6 +341,7 @@ impl<'l, S: Store> Replayer<'l, S> {
         let mut batch: Vec<(SignedEntry, Vec<u8>)> = Vec::new();
         let mut justify: HashMap<u64, EntryId> = HashMap::new();
         let mut calls: HashMap<u64, EntryId> = HashMap::new();
+        let mut results: HashMap<u64, EntryId> = HashMap::new();
         for ev in &run.events {
             let base = self.ledger.len() + batch.len() as u64;
             let source = Hash32::digest(format!("{run_tag}/{}", ev.id).as_bytes());
@@ -361,6 +407,7 @@ impl<'l, S: Store> Replayer<'l, S> {
                         base,
                     )?;
                     let result_id = r.0.id();
+                    results.insert(ev.id, result_id);
                     batch.push(r);
                     justify.insert(ev.id, result_id);
                     if mode == Mode::ViaMemory {
@@ -395,6 +442,96 @@ impl<'l, S: Store> Replayer<'l, S> {
         for ev in run.events.iter().filter(|e| e.kind == "tool_call") {
             self.decide(run, mode, ev, &justify)?;
         }
+        if run.injection_task.is_some() && self.flagger.is_some() {
+            self.flag_run(run, mode, &results, &justify)?;
+        }
+        Ok(())
+    }
+
+    /// Flags the run's injected tool results and tallies what the quarantine reached.
+    fn flag_run(
+        &mut self,
+        run: &Run,
+        mode: Mode,
+        results: &HashMap<u64, EntryId>,
+        justify: &HashMap<u64, EntryId>,
+    ) -> Result<(), ReplayError> {
+        let Some(key) = self.flagger.take() else {
+            return Ok(());
+        };
+        let injected: BTreeSet<u64> = run
+            .events
+            .iter()
+            .filter(|e| e.kind == "tool_result")
+            .filter(|e| {
+                e.text
+                    .as_deref()
+                    .is_some_and(|t| t.contains("<INFORMATION>"))
+            })
+            .map(|e| e.id)
+            .collect();
+        let mut tally = FlagTally::default();
+        let mut outcome: Result<(), ReplayError> = Ok(());
+        for ev_id in &injected {
+            if let Some(id) = results.get(ev_id) {
+                let reason = format!(
+                    "AgentDojo {} planted a prompt injection in this tool output",
+                    run.injection_task.as_deref().unwrap_or("injection task")
+                );
+                if let Err(e) = self.ledger.flag(*id, Reach::All, &key, &reason) {
+                    outcome = Err(e.into());
+                    break;
+                }
+                tally.flagged += 1;
+            }
+        }
+        self.flagger = Some(key);
+        outcome?;
+        for ev in run
+            .events
+            .iter()
+            .filter(|e| e.kind == "tool_call" && e.attack == Some(true))
+        {
+            for (param, ids) in ev.arg_sources.iter().flatten() {
+                for i in ids {
+                    let Some(j) = justify.get(i) else { continue };
+                    // The justifying entry is the result itself (direct) or the memory of it.
+                    if !injected.contains(i) {
+                        tally.other_justifications += 1;
+                        continue;
+                    }
+                    tally.attack_justifications += 1;
+                    if !self.ledger.is_quarantined(j) {
+                        continue;
+                    }
+                    tally.quarantined += 1;
+                    if let Ok(mut r) = receipt(&*self.ledger, j) {
+                        if matches!(r.cause, Cause::Flagged { .. }) {
+                            r.call = ev.tool.clone().map(|t| (t, param.clone()));
+                            tally.receipts += 1;
+                            let seen = self
+                                .receipts
+                                .iter()
+                                .any(|(s, m, _)| *s == run.suite && *m == mode);
+                            if !seen {
+                                self.receipts.push((run.suite.clone(), mode, r.sentence()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let t = self
+            .flags
+            .entry(run.suite.clone())
+            .or_default()
+            .entry(mode)
+            .or_default();
+        t.flagged += tally.flagged;
+        t.attack_justifications += tally.attack_justifications;
+        t.quarantined += tally.quarantined;
+        t.receipts += tally.receipts;
+        t.other_justifications += tally.other_justifications;
         Ok(())
     }
 

@@ -1,6 +1,9 @@
 //! The data path end to end: append → label → checkpoint → prove → retrieve → gate → audit,
 //! on the memory and SQLite stores, with the failure cases that must lose nothing.
 
+#[path = "common/ledger_support.rs"]
+mod ledger_support;
+
 use memlineage::audit::{audit, Problem};
 use memlineage::gate::{Decision, DenyReason, Policy, ToolCall};
 use memlineage::lineage::{Label, LabelPolicy, WeakRule};
@@ -9,6 +12,8 @@ use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, We
 use memlineage::retrieve::Outcome;
 use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::{Draft, Ledger, LedgerError};
+
+use ledger_support::put;
 
 struct World {
     user: WriterKey,
@@ -32,24 +37,6 @@ fn world<S: Store>(store: S, policy: LabelPolicy) -> (Ledger<S>, World) {
     l.bind(w.tool.key_id(), Role::Tool, "tool:read_file")
         .unwrap();
     (l, w)
-}
-
-fn put<S: Store>(
-    l: &mut Ledger<S>,
-    key: &WriterKey,
-    kind: Kind,
-    text: &str,
-    parents: &[(EntryId, u64)],
-) -> EntryId {
-    let parents = parents
-        .iter()
-        .map(|(id, w)| Parent {
-            id: *id,
-            weight: Weight::new(*w).unwrap(),
-        })
-        .collect();
-    let e = ProvEntry::new(key.key_id(), kind, text.as_bytes()).with_parents(parents);
-    l.append(e, key, text.as_bytes()).unwrap().id
 }
 
 #[test]

@@ -226,3 +226,48 @@ fn repair_with_unsourced_arguments_trades_attacks_for_utility() {
         }
     }
 }
+
+/// `spec/forensics.md` §6: an advisory flags every injected tool result; every attack call's
+/// justifying entry that descends from one is then quarantined and has a receipt naming the
+/// flag, in both modes; the gate figures are the same as without flagging.
+#[test]
+fn flagging_injected_outputs_quarantines_every_attack_justification_with_a_receipt() {
+    for suite in ["banking", "slack"] {
+        let text = std::fs::read_to_string(format!("fixtures/agentdojo/{suite}.jsonl")).unwrap();
+        let mut l = ledger();
+        let mut r = Replayer::new(&mut l, Policy::default());
+        r.flag_injections(WriterKey::for_label("tests/advisory"))
+            .unwrap();
+        r.replay_reader(BufReader::new(text.as_bytes()), &Mode::ALL)
+            .unwrap();
+        assert_eq!(
+            r.figures,
+            replay_file(suite),
+            "flagging after decisions changes no figure"
+        );
+        for mode in Mode::ALL {
+            let t = r.flags[suite][&mode];
+            println!("{suite} {mode:?}: {t:?}");
+            assert!(t.flagged > 0 && t.attack_justifications > 0);
+            assert_eq!(t.quarantined, t.attack_justifications, "{suite} {mode:?}");
+            assert_eq!(t.receipts, t.quarantined, "{suite} {mode:?}");
+        }
+        for (_, mode, sentence) in &r.receipts {
+            println!("{mode:?}: {sentence}");
+            assert!(sentence.starts_with("the "), "names the call: {sentence}");
+            assert!(sentence.contains("which the advisory flagged: AgentDojo injection_task_"));
+            if *mode == Mode::ViaMemory {
+                assert!(
+                    sentence.contains(") was justified by memory "),
+                    "{sentence}"
+                );
+                assert!(
+                    sentence.contains(", summarised from tool output "),
+                    "{sentence}"
+                );
+            }
+        }
+        let quarantined = l.quarantine().len();
+        assert!(quarantined > 0);
+    }
+}

@@ -4,7 +4,7 @@
 //! stderr with a non-zero exit status.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use memlineage::audit::{audit, AuditItem, AuditReport};
+use memlineage::audit::{audit, reach_quarantine, AuditItem, AuditReport};
 use memlineage::gate::Policy;
 use memlineage::keystore::KeyStore;
 use memlineage::ledger::StoreSource;
@@ -25,6 +25,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod forensics;
 mod io;
 
 use io::{capped_lines, read_capped, say, write_out};
@@ -99,6 +100,10 @@ enum Cmd {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+        /// After each attacked run, flag its injected tool outputs and report what the
+        /// quarantine reached, with one receipt per suite and mode (spec/forensics.md §6).
+        #[arg(long)]
+        flag_injections: bool,
     },
     /// Verify a whole ledger offline: signatures, encodings, keyring, labels, tree root.
     Verify {
@@ -175,6 +180,85 @@ enum Cmd {
         /// Entry id (64 hex digits).
         id: String,
     },
+    /// Flag a bad source: quarantine everything that descends from it (spec/forensics.md §2).
+    Flag {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// The bad source's entry id (64 hex digits).
+        source: String,
+        /// Why (the advisory), recorded as the flag entry's content.
+        #[arg(long)]
+        reason: String,
+        /// all: over every recorded edge; strong: over edges with w > τ only.
+        #[arg(long, default_value = "all")]
+        reach: String,
+        /// The system principal signing the flag (created if absent).
+        #[arg(long = "as", default_value = "advisory")]
+        by: String,
+    },
+    /// Lift the quarantine made by a flag entry, with a reason.
+    Release {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// The flag entry's id.
+        flag: String,
+        /// Why.
+        #[arg(long)]
+        reason: String,
+        /// The system principal signing the release (created if absent).
+        #[arg(long = "as", default_value = "advisory")]
+        by: String,
+    },
+    /// Print the receipt (shortest lineage path, as a sentence) of an entry, or of every
+    /// quarantined entry when no id is given. Graphviz: --dot FILE, --svg FILE (needs `dot`:
+    /// apt-get install graphviz).
+    Receipt {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// Entry id; default: every quarantined entry.
+        id: Option<String>,
+        /// Write the receipt as Graphviz DOT.
+        #[arg(long)]
+        dot: Option<PathBuf>,
+        /// Write the receipt as SVG (runs `dot -Tsvg`).
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
+    /// Rebuild a quarantined fact from clean sources that agree (at least two independent
+    /// votes, strictly more than any other claim). Exits 3 when it stays quarantined.
+    Heal {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// The quarantined fact's id.
+        target: String,
+        /// Candidate supporting entries (ids); only clean ones vote.
+        #[arg(long = "support", required = true)]
+        support: Vec<String>,
+        /// The claim is the content after this prefix (entries without it do not vote).
+        #[arg(long, default_value = "")]
+        claim_prefix: String,
+        /// The system principal signing the replacement (created if absent).
+        #[arg(long = "as", default_value = "healer")]
+        by: String,
+    },
+    /// One rework worker: redo quarantined derived entries in dependency order under expiring
+    /// leases; the new content is the stdout of `sh -c EXEC` fed the old content.
+    Rework {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// The agent principal of this worker (created if absent).
+        #[arg(long = "as")]
+        by: String,
+        /// Shell command producing the new content.
+        #[arg(long)]
+        exec: String,
+        /// Lease length in milliseconds.
+        #[arg(long, default_value_t = 30_000)]
+        ttl_ms: u64,
+        /// Entries to rework (default: every quarantined entry but the flagged sources).
+        #[arg(long = "target")]
+        plan: Vec<String>,
+    },
     /// Replay the bundled banking traces in both modes, verify offline, prove one entry.
     Demo {
         /// Directory for the demo ledger (default: a fresh temporary directory).
@@ -241,7 +325,15 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             mode,
             policy,
             json,
-        } => replay(&files, ledger.as_deref(), mode, policy, json),
+            flag_injections,
+        } => replay(
+            &files,
+            ledger.as_deref(),
+            mode,
+            policy,
+            json,
+            flag_injections,
+        ),
         Cmd::Verify {
             ledger,
             log_key,
@@ -270,6 +362,39 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
         Cmd::Inspect { file } => inspect(&file),
         Cmd::Explain { ledger, id } => explain(&ledger, &id),
         Cmd::Demo { dir } => demo(dir),
+        Cmd::Flag {
+            ledger,
+            source,
+            reason,
+            reach,
+            by,
+        } => forensics::flag(&ledger, &source, &reason, &reach, &by),
+        Cmd::Release {
+            ledger,
+            flag,
+            reason,
+            by,
+        } => forensics::release(&ledger, &flag, &reason, &by),
+        Cmd::Receipt {
+            ledger,
+            id,
+            dot,
+            svg,
+        } => forensics::receipts(&ledger, id.as_deref(), dot, svg),
+        Cmd::Heal {
+            ledger,
+            target,
+            support,
+            claim_prefix,
+            by,
+        } => forensics::heal_cmd(&ledger, &target, &support, &claim_prefix, &by),
+        Cmd::Rework {
+            ledger,
+            by,
+            exec,
+            ttl_ms,
+            plan,
+        } => forensics::rework_cmd(&ledger, &by, &exec, ttl_ms, &plan),
     }
 }
 
@@ -493,6 +618,7 @@ fn replay(
     mode: ModeArg,
     policy: Option<PathBuf>,
     json: bool,
+    flag: bool,
 ) -> Res<ExitCode> {
     if files.is_empty() {
         return Err("replay needs at least one trace file".into());
@@ -520,7 +646,7 @@ fn replay(
             }
             init(path, "memlineage.local/replay", 0.5, RuleArg::FailClosed)?;
             let (mut l, _) = open(path)?;
-            let out = replay_into(&mut l, policy, readers, &modes, json)?;
+            let out = replay_into(&mut l, policy, readers, &modes, json, flag)?;
             l.checkpoint()?;
             out
         }
@@ -531,7 +657,7 @@ fn replay(
                 ks.log_signer()?,
                 LabelPolicy::default(),
             )?;
-            replay_into(&mut l, policy, readers, &modes, json)?
+            replay_into(&mut l, policy, readers, &modes, json, flag)?
         }
     };
     let _ = std::io::stdout().write_all(out.as_bytes());
@@ -544,9 +670,13 @@ fn replay_into<S: Store>(
     readers: Vec<impl BufRead>,
     modes: &[Mode],
     json: bool,
+    flag: bool,
 ) -> Res<String> {
     let labels = l.policy();
     let mut r = Replayer::new(l, policy);
+    if flag {
+        r.flag_injections(memlineage::record::WriterKey::generate())?;
+    }
     for reader in readers {
         r.replay_reader(reader, modes)?;
     }
@@ -567,6 +697,24 @@ fn replay_into<S: Store>(
                 if ex.attack { "attack" } else { "legitimate" },
                 ex.text
             ));
+        }
+        for (suite, modes) in &r.flags {
+            for (mode, t) in modes {
+                s.push_str(&format!(
+                    "flagged {suite} {}: {} injected outputs; {}/{} attack justifications \
+                     quarantined, {} with a receipt ({} other justifications not derived from \
+                     an injection)\n",
+                    mode.name(),
+                    t.flagged,
+                    t.quarantined,
+                    t.attack_justifications,
+                    t.receipts,
+                    t.other_justifications
+                ));
+            }
+        }
+        for (suite, mode, sentence) in &r.receipts {
+            s.push_str(&format!("receipt {suite} {}: {sentence}\n", mode.name()));
         }
         s
     })
@@ -656,7 +804,15 @@ fn audit_ledger(
         })
     });
     let log_key_id = verifier.key_id();
-    let report = audit(entries, &verifier, &note, policy, log_key_id)?;
+    let mut report = audit(entries, &verifier, &note, policy, log_key_id)?;
+    // Second pass (parse only): what the log's active flags quarantine.
+    let bytes = (0..size).map(|i| {
+        store
+            .entry_bytes(i)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("entry {i} missing"))
+    });
+    reach_quarantine(&mut report, bytes, policy)?;
     if report.entries != size {
         return Err(format!("read {} entries of {size}", report.entries).into());
     }
@@ -750,6 +906,11 @@ fn verify(
         r.label_counts[1],
         r.label_counts[2],
         r.label_counts[3]
+    );
+    say!(
+        "quarantine recomputed: {} active flags reach {} entries",
+        r.quarantine.flags().count(),
+        r.quarantine.len()
     );
     say!(
         "tree root at checkpoint size: {}",
@@ -944,6 +1105,7 @@ fn demo(dir: Option<PathBuf>) -> Res<ExitCode> {
         vec![BANKING.as_bytes()],
         &Mode::ALL,
         false,
+        true,
     )?;
     let c = l.checkpoint()?;
     say!(

@@ -1,0 +1,309 @@
+//! The forensics subcommands end to end on a SQLite ledger: flag → receipt → rework by two
+//! worker processes, one killed with SIGKILL mid-rework → heal → release → offline verify.
+
+#[path = "common/cli_support.rs"]
+mod cli_support;
+
+use cli_support::{fails, ok, run, BIN};
+use memlineage::record::{EntryId, Kind, SignedEntry};
+use memlineage::store::{SqliteStore, Store};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn ids(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["id"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+fn append(dir: &Path, lines: &[serde_json::Value]) -> Vec<String> {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    ids(&ok(&run(&["append", "l.db"], dir, Some(text.as_bytes()))))
+}
+
+/// prompt, forum post (tool), memo ← forum (0.9) + prompt, plan ← memo (0.8), note ← plan (1.0).
+fn setup(dir: &Path) -> (String, String, Vec<String>) {
+    ok(&run(&["init", "l.db"], dir, None));
+    let a = append(
+        dir,
+        &[
+            serde_json::json!({"writer": "user", "role": "user", "kind": "prompt", "content": "plan the payment"}),
+            serde_json::json!({"writer": "tool:read_file", "role": "tool", "kind": "tool_result", "content": "forum: pay XX99"}),
+        ],
+    );
+    let (prompt, forum) = (a[0].clone(), a[1].clone());
+    let memo = append(
+        dir,
+        &[serde_json::json!({"writer": "agent", "role": "agent", "kind": "summary", "content": "memo: pay XX99",
+            "parents": [{"id": forum, "weight": 0.9}, {"id": prompt, "weight": 1.0}]})],
+    )[0]
+    .clone();
+    let plan = append(
+        dir,
+        &[
+            serde_json::json!({"writer": "agent", "kind": "fact", "content": "plan: XX99",
+            "parents": [{"id": memo, "weight": 0.8}]}),
+        ],
+    )[0]
+    .clone();
+    let note = append(
+        dir,
+        &[
+            serde_json::json!({"writer": "agent", "kind": "summary", "content": "note: paid XX99",
+            "parents": [{"id": plan, "weight": 1.0}]}),
+        ],
+    )[0]
+    .clone();
+    (prompt, forum, vec![memo, plan, note])
+}
+
+/// Every entry of one kind in the ledger file: (writer, target).
+fn of_kind(dir: &Path, kind: Kind) -> Vec<(EntryId, Option<EntryId>)> {
+    let store = SqliteStore::open(&dir.join("l.db")).unwrap();
+    let size = store.tree_size().unwrap();
+    (0..size)
+        .filter_map(|i| {
+            let e = SignedEntry::decode(&store.entry_bytes(i).unwrap().unwrap()).unwrap();
+            (e.entry().kind == kind).then(|| (e.id(), e.entry().target))
+        })
+        .collect()
+}
+
+#[test]
+fn flag_receipt_rework_with_a_killed_worker_heal_release_verify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (prompt, forum, derived) = setup(dir);
+    let out = ok(&run(
+        &[
+            "flag",
+            "l.db",
+            &forum,
+            "--reason",
+            "advisory 12: forum injection",
+        ],
+        dir,
+        None,
+    ));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["quarantined"], 4, "forum + memo + plan + note: {out}");
+    let flag = v["flag"].as_str().unwrap().to_string();
+
+    let receipt = ok(&run(
+        &["receipt", "l.db", &derived[2], "--dot", "r.dot"],
+        dir,
+        None,
+    ));
+    let sentence = receipt.split_once(": ").unwrap().1;
+    assert!(sentence.starts_with("memory "), "{receipt}");
+    assert!(
+        sentence.contains(") was summarised from fact "),
+        "{receipt}"
+    );
+    assert!(sentence.contains(", derived from memory "), "{receipt}");
+    assert!(
+        sentence.contains(", summarised from tool output "),
+        "{receipt}"
+    );
+    assert!(
+        sentence.ends_with("which the advisory flagged: advisory 12: forum injection\n"),
+        "{receipt}"
+    );
+    let dot = std::fs::read_to_string(dir.join("r.dot")).unwrap();
+    assert!(dot.starts_with("digraph receipt {") && dot.contains("fillcolor"));
+    assert_eq!(dot.matches(" -> ").count(), 3, "{dot}");
+    let all = ok(&run(&["receipt", "l.db"], dir, None));
+    assert_eq!(all.lines().count(), 4);
+
+    // Worker A claims the first target and hangs in its work; it is killed with SIGKILL.
+    let mut a = Command::new(BIN)
+        .args([
+            "rework",
+            "l.db",
+            "--as",
+            "worker-a",
+            "--ttl-ms",
+            "1500",
+            "--exec",
+            "sleep 3; cat",
+        ])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while of_kind(dir, Kind::Lease).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "worker A never claimed a lease"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    a.kill().unwrap(); // SIGKILL on Unix
+    a.wait().unwrap();
+    let first_lease = of_kind(dir, Kind::Lease);
+    assert_eq!(first_lease.len(), 1);
+    assert_eq!(
+        first_lease[0].1.map(|t| t.to_string()),
+        Some(derived[0].clone())
+    );
+    assert!(
+        of_kind(dir, Kind::Replacement).is_empty(),
+        "A died before finishing"
+    );
+
+    // Worker B waits for A's lease to expire, takes over, and finishes everything.
+    let out = ok(&run(
+        &[
+            "rework",
+            "l.db",
+            "--as",
+            "worker-b",
+            "--ttl-ms",
+            "1500",
+            "--exec",
+            "tr a-z A-Z",
+        ],
+        dir,
+        None,
+    ));
+    let report: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(report["planned"], 3);
+    assert_eq!(report["taken_over"], serde_json::json!([derived[0]]));
+    assert!(
+        report["refused"].as_u64().unwrap() >= 1,
+        "B was refused while A's lease lived"
+    );
+    let replacements = of_kind(dir, Kind::Replacement);
+    let mut per_target: HashMap<String, usize> = HashMap::new();
+    for (_, t) in &replacements {
+        *per_target.entry(t.unwrap().to_string()).or_default() += 1;
+    }
+    for d in &derived {
+        assert_eq!(
+            per_target.get(d),
+            Some(&1),
+            "each target reworked exactly once"
+        );
+    }
+    assert_eq!(replacements.len(), 3, "nothing else replaced, nothing lost");
+    assert_eq!(of_kind(dir, Kind::Lease).len(), 4, "A's claim + B's three");
+    // A third worker finds nothing to do.
+    let out = ok(&run(
+        &[
+            "rework", "l.db", "--as", "worker-c", "--ttl-ms", "1500", "--exec", "false",
+        ],
+        dir,
+        None,
+    ));
+    assert!(out.contains("\"reworked\":[]"), "{out}");
+
+    // Healing the quarantined plan: the user's own statements, two independent ones.
+    let support = append(
+        dir,
+        &[
+            serde_json::json!({"writer": "user", "kind": "prompt", "content": "plan: GB11"}),
+            serde_json::json!({"writer": "user", "kind": "fact", "content": "plan: GB11"}),
+        ],
+    );
+    // The plan was already replaced by rework: healing it again is refused by the lease rules.
+    let err = fails(&run(
+        &[
+            "heal",
+            "l.db",
+            &derived[1],
+            "--support",
+            &support[0],
+            "--support",
+            &support[1],
+            "--claim-prefix",
+            "plan:",
+        ],
+        dir,
+        None,
+    ));
+    assert!(err.contains("already replaced"), "{err}");
+    // Too little support leaves a fact quarantined: exit status 3.
+    let out = run(
+        &[
+            "heal",
+            "l.db",
+            &forum,
+            "--support",
+            &support[0],
+            "--claim-prefix",
+            "plan:",
+        ],
+        dir,
+        None,
+    );
+    assert_eq!(out.status.code(), Some(3));
+
+    // Release, then the offline audit reaches the same (empty) quarantine.
+    ok(&run(
+        &["release", "l.db", &flag, "--reason", "re-reviewed"],
+        dir,
+        None,
+    ));
+    let v = ok(&run(&["verify", "l.db"], dir, None));
+    assert!(
+        v.contains("quarantine recomputed: 0 active flags reach 0 entries"),
+        "{v}"
+    );
+    assert!(v.trim_end().ends_with("OK"), "{v}");
+    let _ = prompt;
+}
+
+#[test]
+fn forensics_commands_refuse_bad_input_with_a_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (_, forum, derived) = setup(dir);
+    let err = fails(&run(&["flag", "l.db", "zz", "--reason", "x"], dir, None));
+    assert!(err.contains("64 hex"), "{err}");
+    let err = fails(&run(
+        &["flag", "l.db", &forum, "--reason", "x", "--reach", "some"],
+        dir,
+        None,
+    ));
+    assert!(err.contains("all or strong"), "{err}");
+    let err = fails(&run(
+        &["release", "l.db", &derived[0], "--reason", "x"],
+        dir,
+        None,
+    ));
+    assert!(err.contains("not a quarantine entry"), "{err}");
+    let err = fails(&run(
+        &["receipt", "l.db", &derived[0].replace('a', "b")],
+        dir,
+        None,
+    ));
+    assert!(!err.is_empty());
+    let size_before = SqliteStore::open(&dir.join("l.db"))
+        .unwrap()
+        .tree_size()
+        .unwrap();
+    // The agent cannot flag (the CLI signs flags as a system principal; an agent name with
+    // the agent role is refused by the key file).
+    let err = fails(&run(
+        &["flag", "l.db", &forum, "--reason", "x", "--as", "agent"],
+        dir,
+        None,
+    ));
+    assert!(err.contains("role"), "{err}");
+    assert_eq!(
+        SqliteStore::open(&dir.join("l.db"))
+            .unwrap()
+            .tree_size()
+            .unwrap(),
+        size_before,
+        "refused commands append nothing"
+    );
+}

@@ -10,9 +10,12 @@
 //!
 //! Repair grants authority, so it asks for stronger evidence than a denial does (a spurious
 //! provenance match can only make the gate deny more, but would make repair allow more):
-//! - a candidate found by matching the value inside text ([`Found::TextMatch`]) must be at least
-//!   [`MIN_MATCHED_VALUE_CHARS`] characters long: short values (`"13"`, `"7"`) occur in text by
-//!   chance (the AgentDojo fixtures' README lists `"13"` matching "June 13");
+//! - a candidate that qualifies by its label and was found by matching the value inside text
+//!   ([`Found::TextMatch`]) must be at least [`MIN_MATCHED_VALUE_CHARS`] characters long: short
+//!   values (`"13"`) occur in free text by chance (the AgentDojo fixtures' README lists `"13"`
+//!   matching "June 13"). Sources the policy names authoritative are records of the values the
+//!   parameter takes (ids, payees) that the attacker cannot write, so the floor does not apply
+//!   to them;
 //! - a repaired call may not carry an unsourced parameter: after repair every parameter must be
 //!   justified by recorded entries (a call the gate once refused is not let through on a value
 //!   nobody can account for). [`Policy::repair_unsourced`] = allow lifts this rule; on the
@@ -28,7 +31,8 @@ use crate::gate::{Decision, Denial, DenyReason, LineageView, Policy, ToolCall, U
 use crate::record::EntryId;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Shortest value, in characters, that a text match may grant authority to.
+/// Shortest value, in characters, that a text match in a non-authoritative entry may grant
+/// authority to.
 pub const MIN_MATCHED_VALUE_CHARS: usize = 4;
 
 /// How the caller found a candidate.
@@ -236,14 +240,13 @@ fn qualifies(
         .principal
         .as_deref()
         .is_some_and(|p| policy.is_authoritative(tool, param, p));
-    if c.found == Found::TextMatch && c.value.chars().count() < MIN_MATCHED_VALUE_CHARS {
-        return None;
-    }
+    let short_match =
+        c.found == Found::TextMatch && c.value.chars().count() < MIN_MATCHED_VALUE_CHARS;
     let live = |id: &EntryId| !view.tombstoned(id) && !view.quarantined(id);
-    let by_label = c
-        .entries
-        .iter()
-        .all(|id| view.label_of(id).is_some_and(|l| l <= max) && live(id));
+    let by_label = !short_match
+        && c.entries
+            .iter()
+            .all(|id| view.label_of(id).is_some_and(|l| l <= max) && live(id));
     let by_authority = authoritative
         && c.entries
             .iter()

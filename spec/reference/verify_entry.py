@@ -41,7 +41,10 @@ PROTECTED_PREFIX = bytes.fromhex("a2 01 27 04 58 20")
 
 # §4.1, §4.2, §5.2.
 KINDS = {0: "prompt", 1: "tool_result", 2: "summary", 3: "fact", 4: "tool_call",
-         5: "tombstone", 6: "keyring"}
+         5: "tombstone", 6: "keyring", 7: "quarantine", 8: "quarantine_strong",
+         9: "release", 10: "lease", 11: "replacement"}
+# Kinds whose entries carry field 9 (target), §3.1 item 9.
+TARGET_KINDS = {5, 7, 8, 9, 10, 11}
 ATTRIBUTIONS = {0: "coarse", 1: "lm_self_eval", 2: "attention", 3: "manual"}
 ROLES = {0: "log", 1: "user", 2: "system", 3: "agent", 4: "tool", 5: "external"}
 KIND_TOMBSTONE, KIND_KEYRING = 5, 6
@@ -323,11 +326,11 @@ def decode_payload(payload: bytes) -> Entry:
         if a > b:
             raise Reject("UnsortedParents")
     # Step 5: kind-specific fields, missing before unexpected.
-    if kind == KIND_TOMBSTONE and target is None:
+    if kind in TARGET_KINDS and target is None:
         raise Reject("MissingField", "target")
     if kind == KIND_KEYRING and binding is None:
         raise Reject("MissingField", "binding")
-    if kind != KIND_TOMBSTONE and target is not None:
+    if kind not in TARGET_KINDS and target is not None:
         raise Reject("UnexpectedField", "target")
     if kind != KIND_KEYRING and binding is not None:
         raise Reject("UnexpectedField", "binding")

@@ -1,9 +1,9 @@
 //! Delta debugging: find a 1-minimal set of candidate memories that still makes a run fail.
 //!
 //! This is the *ddmin* algorithm of A. Zeller and R. Hildebrandt, "Simplifying and Isolating
-//! Failure-Inducing Input", IEEE Transactions on Software Engineering 28(2), 2002, §3
-//! (Definition 8, "minimizing delta debugging"), with the test outcomes ✘ (fail), ✔ (pass)
-//! and ? (unresolved) of §2. The caller supplies the candidates (for memlineage: the ids of
+//! Failure-Inducing Input", IEEE Transactions on Software Engineering 28(2), 2002, §3.2
+//! ("A Minimizing Algorithm"), with the test outcomes ✘ (fail), ✔ (pass) and ? (unresolved)
+//! of §2. The caller supplies the candidates (for memlineage: the ids of
 //! the memories in an agent's context) and a predicate answering "does this subset still
 //! produce the wrong answer?"; [`ddmin`] returns a subset that fails and from which no single
 //! candidate can be removed without the failure going away.

@@ -96,6 +96,9 @@ fn ddmin_rejects_bad_candidate_files() {
     assert!(err.contains("dup.txt:2: duplicate id"), "{err}");
     let err = fails(&ddmin_cli(&dir, &["--ids", "none.txt"], "exit 0"));
     assert!(err.contains("none.txt"), "{err}");
+    std::fs::write(dir.path().join("ok.txt"), format!("{}\n", hex_id(1))).unwrap();
+    let err = fails(&ddmin_cli(&dir, &["--ids", "ok.txt"], "kill -9 $$"));
+    assert!(err.contains("was killed by a signal"), "{err}");
 }
 
 #[test]

@@ -358,3 +358,62 @@ fn a_replay_that_is_not_deterministic_is_refused() {
         "invalid protocol: repeats must be in 1..=126"
     );
 }
+
+/// Random scenario files, some invalid: parsing never panics, and every scenario that parses
+/// replays deterministically (the ghost check passes) with Δaction and rates in [0, 1].
+fn scenario_json() -> impl Strategy<Value = String> {
+    let memory = (0u8..6, 0usize..3, 0usize..3).prop_map(|(b, f, v)| {
+        format!(
+            r#"{{"id":"{}","fact":"f{f}","value":"v{v}"}}"#,
+            EntryId([b; 32])
+        )
+    });
+    let step = (0usize..4, any::<bool>(), any::<bool>()).prop_map(|(f, fallback, value)| {
+        let action = if value { "act({value})" } else { "act()" };
+        match (f, fallback) {
+            (3, _) => format!(r#"{{"action":"{action}"}}"#),
+            (f, true) => {
+                format!(r#"{{"action":"{action}","needs":"f{f}","fallback":"ask(f{f})"}}"#)
+            }
+            (f, false) => format!(r#"{{"action":"{action}","needs":"f{f}"}}"#),
+        }
+    });
+    (
+        0u32..1_100_000,
+        0u32..1_100_000,
+        any::<bool>(),
+        prop::collection::vec(memory, 0..5),
+        prop::collection::vec(step, 0..10),
+    )
+        .prop_map(|(noise, garble, distractors, m, s)| {
+            let d = if distractors { r#"["wait()","read()"]"# } else { "[]" };
+            format!(
+                r#"{{"noise_ppm":{noise},"garble_ppm":{garble},"distractors":{d},"memories":[{}],"steps":[{}]}}"#,
+                m.join(","),
+                s.join(",")
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn scenario_parser_never_panics(text in scenario_json(), cut in any::<prop::sample::Index>()) {
+        // A truncated file is an error, never a panic.
+        let end = cut.index(text.len().max(1));
+        if text.is_char_boundary(end) {
+            let _ = Scenario::from_json(&text[..end]);
+        }
+        let Ok(s) = Scenario::from_json(&text) else { return Ok(()) };
+        let carrier = s.memories.first().map(|m| m.id).unwrap_or(id(9));
+        let p = Protocol { repeats: 3, ..Protocol::default() };
+        let r = amputate(&mut ScriptedAgent, &s, carrier, s.unused_id(), &p).unwrap();
+        for d in r.treated.iter().chain(&r.control) {
+            prop_assert!(d.differing <= d.scored && d.scored as usize <= s.steps.len());
+        }
+        prop_assert!((0.0..=1.0).contains(&r.mean_delta) && (0.0..=1.0).contains(&r.noise_floor));
+        prop_assert!(r.parse_failures.unparseable <= r.parse_failures.responses);
+        prop_assert_eq!(r.parse_failures.responses, 12 * s.steps.len() as u64);
+    }
+}

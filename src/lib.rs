@@ -6,7 +6,9 @@
 
 pub mod record;
 
+pub mod amputation;
 pub mod audit;
+pub mod ddmin;
 pub mod gate;
 pub mod heal;
 pub mod keystore;

@@ -25,6 +25,8 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod amputate;
+mod ddmin;
 mod forensics;
 mod io;
 
@@ -259,6 +261,42 @@ enum Cmd {
         #[arg(long = "target")]
         plan: Vec<String>,
     },
+    /// Delta debugging (Zeller & Hildebrandt 2002): a 1-minimal set of entries for which the
+    /// predicate command still fails.
+    ///
+    /// The command after -- runs once per subset tested, with the subset's entry ids on its
+    /// standard input (64 hex digits per line). Exit 0: passes; 125: unresolved; any other
+    /// status: still fails. Prints the culprits and the number of predicate calls; exits 2
+    /// when the predicate fails with no candidate, 3 when it does not fail on them all.
+    Ddmin {
+        /// File of candidate entry ids, one per line (# comments allowed).
+        #[arg(long, conflicts_with = "ledger")]
+        ids: Option<PathBuf>,
+        /// Take the candidates from this ledger: its live entries of the --kind kinds.
+        #[arg(long)]
+        ledger: Option<PathBuf>,
+        /// Entry kind to take from the ledger (repeatable; default: summary and fact).
+        #[arg(long = "kind", requires = "ledger")]
+        kinds: Vec<String>,
+        /// Flag each culprit into quarantine (reach all) with this reason, signed by the
+        /// system principal `advisory` (needs --ledger).
+        #[arg(long, requires = "ledger")]
+        flag: Option<String>,
+        /// The predicate command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Counterfactual amputation with the scripted agent: Δaction, noise floor, DiD, sign test.
+    ///
+    /// Exits 0 only when the carrier is load-bearing: 2 when the mean Δaction is at or below
+    /// the noise floor (not distinguishable from noise), 3 when it is above but the sign test
+    /// is not significant at --alpha.
+    Amputate {
+        /// Scenario file (JSON, spec/counterfactual.md §3.1).
+        scenario: PathBuf,
+        #[command(flatten)]
+        options: amputate::Options,
+    },
     /// Replay the bundled banking traces in both modes, verify offline, prove one entry.
     Demo {
         /// Directory for the demo ledger (default: a fresh temporary directory).
@@ -395,6 +433,22 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             ttl_ms,
             plan,
         } => forensics::rework_cmd(&ledger, &by, &exec, ttl_ms, &plan),
+        Cmd::Ddmin {
+            ids,
+            ledger,
+            kinds,
+            flag,
+            command,
+        } => ddmin::run(
+            &ddmin::Candidates {
+                ids,
+                ledger,
+                kinds,
+                flag,
+            },
+            &command,
+        ),
+        Cmd::Amputate { scenario, options } => amputate::run(&scenario, &options),
     }
 }
 

@@ -47,11 +47,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         name: "agent".into(),
     });
     let r = SignedEntry::sign(ring, &log)?;
+    // Kind 7 (quarantine, spec/forensics.md): a flag on the summary, written by the user.
+    let mut flag = ProvEntry::new(user.key_id(), Kind::Quarantine, b"advisory: injected bill")
+        .with_time_ms(1_735_689_602_000);
+    flag.target = Some(s.id());
+    let q = SignedEntry::sign(flag, &user)?;
     let cases: Vec<serde_json::Value> = [
         ("prompt", &p, 1u8),
         ("summary-two-parents", &s, 2),
         ("tombstone", &t, 1),
         ("keyring", &r, 3),
+        ("quarantine", &q, 1),
     ]
     .into_iter()
     .map(|(name, e, seed_byte)| {

@@ -650,3 +650,27 @@ fn authority_repair_swaps_in_a_value_from_an_authoritative_source_and_never_inve
     };
     assert!(decide_with_repair(&lax, &l, &call_alice, &v_alice, &Contacts(vec![long])).is_allow());
 }
+
+#[test]
+fn one_batch_holds_at_most_one_forensic_entry_per_target() {
+    let (mut l, k) = world(MemoryStore::default());
+    let s = scene(&mut l, &k);
+    let lease = |key: &WriterKey, t: u64| {
+        let terms = memlineage::lease::lease_terms(1_000);
+        let mut e = ProvEntry::new(key.key_id(), Kind::Lease, &terms).with_time_ms(t);
+        e.target = Some(s.fact);
+        (
+            memlineage::record::SignedEntry::sign(e, key).unwrap(),
+            terms,
+        )
+    };
+    let (a, ta) = lease(&k.agent, 1);
+    let (b, tb) = lease(&k.agent2, 2);
+    let before = l.len();
+    assert!(matches!(
+        l.append_signed(vec![(a, ta.as_slice()), (b, tb.as_slice())]),
+        Err(LedgerError::BatchConflict(t)) if t == s.fact
+    ));
+    assert_eq!(l.len(), before);
+    assert_eq!(l.leases().state(&s.fact), None);
+}

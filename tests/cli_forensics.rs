@@ -307,3 +307,88 @@ fn forensics_commands_refuse_bad_input_with_a_reason() {
         "refused commands append nothing"
     );
 }
+
+#[test]
+fn gate_denies_with_a_receipt_and_repair_swaps_in_an_authoritative_value() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (prompt, _, derived) = setup(dir);
+    let contacts = append(
+        dir,
+        &[
+            serde_json::json!({"writer": "tool:get_contacts", "role": "tool", "kind": "tool_result",
+            "content": "landlord GB11"}),
+        ],
+    )[0]
+    .clone();
+    let call = serde_json::json!({"tool": "send_money", "args": {
+        "recipient": {"value": "XX99", "entries": [derived[0]]},
+        "amount": {"value": 100, "entries": [prompt]}}});
+    std::fs::write(dir.join("call.json"), call.to_string()).unwrap();
+    let out = run(&["gate", "l.db", "--call", "call.json"], dir, None);
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["decision"], "deny");
+    assert!(
+        v["receipt"]
+            .as_str()
+            .unwrap()
+            .contains("summarised from tool output"),
+        "{v}"
+    );
+    // Repair with the contacts list named authoritative for the recipient.
+    let mut policy = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/policy.toml"),
+    )
+    .unwrap();
+    policy = policy.replace(
+        "[tools.send_money.authoritative]\nrecipient = [\"tool:get_scheduled_transactions\"]",
+        "[tools.send_money.authoritative]\nrecipient = [\"tool:get_contacts\"]",
+    );
+    std::fs::write(dir.join("p.toml"), policy).unwrap();
+    std::fs::write(
+        dir.join("cands.jsonl"),
+        format!(
+            "{}\n",
+            serde_json::json!({"param": "recipient", "value": "GB11", "entries": [contacts]})
+        ),
+    )
+    .unwrap();
+    let out = ok(&run(
+        &[
+            "gate",
+            "l.db",
+            "--call",
+            "call.json",
+            "--policy",
+            "p.toml",
+            "--repair",
+            "--candidates",
+            "cands.jsonl",
+        ],
+        dir,
+        None,
+    ));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["decision"], "repaired", "{v}");
+    assert_eq!(v["values"]["recipient"], "GB11");
+    assert_eq!(v["swaps"][0]["from"]["value"], "XX99");
+    assert_eq!(v["swaps"][0]["to"]["entries"][0], contacts.as_str());
+    // Without the candidates nothing trusted holds a recipient: still denied, nothing invented.
+    let out = run(
+        &[
+            "gate",
+            "l.db",
+            "--call",
+            "call.json",
+            "--policy",
+            "p.toml",
+            "--repair",
+        ],
+        dir,
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["repair"], "NoTrustedValue", "{v}");
+}

@@ -236,3 +236,181 @@ fn run_exec(exec: &str, input: &[u8]) -> Result<Vec<u8>, String> {
     }
     Ok(out.stdout)
 }
+
+/// A proposed call as `memlineage gate` reads it:
+/// `{"tool": T, "sensitive": B?, "args": {P: {"value": V, "entries": [ID…]}}}`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallFile {
+    tool: String,
+    #[serde(default)]
+    sensitive: bool,
+    args: std::collections::BTreeMap<String, ArgFile>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArgFile {
+    value: serde_json::Value,
+    #[serde(default)]
+    entries: Vec<String>,
+}
+
+/// A structured candidate line of `--candidates`:
+/// `{"param": P, "value": V, "entries": [ID…]}` (the principal is read from the ledger).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CandidateLine {
+    param: String,
+    value: serde_json::Value,
+    entries: Vec<String>,
+}
+
+/// Candidates for repair: structured lines from a file, and the parameter's own value found
+/// in any live entry's text (rule 1 of `spec/forensics.md` §7.1).
+struct LedgerValues {
+    by_param: std::collections::BTreeMap<String, Vec<memlineage::repair::Candidate>>,
+}
+
+impl memlineage::repair::TrustedValues for LedgerValues {
+    fn candidates(&self, _tool: &str, param: &str) -> Vec<memlineage::repair::Candidate> {
+        self.by_param.get(param).cloned().unwrap_or_default()
+    }
+}
+
+fn value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `memlineage gate`: the gate's decision for a proposed call, optionally with authority
+/// repair. Exit 0 when allowed (as proposed or repaired), 2 when denied.
+pub fn gate_cmd(
+    ledger: &Path,
+    call: &Path,
+    policy: Option<PathBuf>,
+    repair: bool,
+    candidates: Option<PathBuf>,
+) -> Res<ExitCode> {
+    use memlineage::repair::{decide_with_repair, Candidate, Found, RepairOutcome};
+    let policy = crate::load_policy(policy)?;
+    let bytes = crate::io::read_capped(call, 1 << 20, "a call file")?;
+    let c: CallFile = serde_json::from_slice(&bytes).map_err(|e| format!("call file: {e}"))?;
+    let (l, _) = open(ledger)?;
+    let mut tc = memlineage::gate::ToolCall {
+        tool: c.tool.clone(),
+        sensitive: c.sensitive,
+        args: Vec::new(),
+    };
+    let mut values = std::collections::BTreeMap::new();
+    for (p, a) in &c.args {
+        let ids = a
+            .entries
+            .iter()
+            .map(|s| EntryId::from_hex(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        tc.args.push((p.clone(), ids));
+        values.insert(p.clone(), value_text(&a.value));
+    }
+    let principal = |id: &EntryId| {
+        l.get(id)
+            .ok()
+            .and_then(|e| l.principal(&e.writer()).map(|(_, n)| n.to_string()))
+    };
+    let mut by_param: std::collections::BTreeMap<String, Vec<Candidate>> = Default::default();
+    if repair {
+        if let Some(path) = &candidates {
+            let text = crate::io::read_capped(path, 16 << 20, "a candidates file")?;
+            let text = String::from_utf8(text).map_err(|_| "candidates file is not UTF-8")?;
+            for (n, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let cl: CandidateLine = serde_json::from_str(line)
+                    .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+                let entries = cl
+                    .entries
+                    .iter()
+                    .map(|s| EntryId::from_hex(s))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let who = entries.first().and_then(principal);
+                by_param.entry(cl.param).or_default().push(Candidate {
+                    value: value_text(&cl.value),
+                    entries,
+                    principal: who,
+                    found: Found::Structured,
+                });
+            }
+        }
+        // Rule 1 candidates: the current value inside any live entry's content.
+        for i in 0..l.len() {
+            let e = l.get_by_index(i)?;
+            let Some(content) = l.content(&e)? else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&content);
+            for (p, v) in &values {
+                if !v.is_empty() && text.contains(v.as_str()) {
+                    by_param.entry(p.clone()).or_default().push(Candidate {
+                        value: v.clone(),
+                        entries: vec![e.id()],
+                        principal: principal(&e.id()),
+                        found: Found::TextMatch,
+                    });
+                }
+            }
+        }
+    }
+    let outcome = if repair {
+        decide_with_repair(&policy, &l, &tc, &values, &LedgerValues { by_param })
+    } else {
+        match l.gate(&policy, &tc) {
+            memlineage::gate::Decision::Allow => RepairOutcome::Allowed,
+            memlineage::gate::Decision::Deny(denial) => RepairOutcome::Denied {
+                denial,
+                why: memlineage::repair::Unrepairable::NotAboutTrust,
+            },
+        }
+    };
+    match outcome {
+        RepairOutcome::Allowed => {
+            say!("{}", serde_json::json!({"decision": "allow"}));
+            Ok(ExitCode::SUCCESS)
+        }
+        RepairOutcome::Repaired { values, swaps, .. } => {
+            let swaps: Vec<_> = swaps
+                .iter()
+                .map(|s| {
+                    serde_json::json!({
+                        "param": s.param,
+                        "from": {"value": s.from.0, "entries": s.from.1.iter().map(|e| e.to_string()).collect::<Vec<_>>()},
+                        "to": {"value": s.to.0, "entries": s.to.1.iter().map(|e| e.to_string()).collect::<Vec<_>>()},
+                    })
+                })
+                .collect();
+            say!(
+                "{}",
+                serde_json::json!({"decision": "repaired", "values": values, "swaps": swaps})
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        RepairOutcome::Denied { denial, why } => {
+            let receipt = memlineage::receipt::for_denial(&l, &denial)
+                .map(|r| r.sentence())
+                .ok();
+            say!(
+                "{}",
+                serde_json::json!({
+                    "decision": "deny",
+                    "reason": denial.to_string(),
+                    "repair": if repair { Some(format!("{why:?}")) } else { None },
+                    "receipt": receipt,
+                })
+            );
+            Ok(ExitCode::from(2))
+        }
+    }
+}

@@ -261,6 +261,25 @@ enum Cmd {
         #[arg(long = "target")]
         plan: Vec<String>,
     },
+    /// The gate's decision for a proposed call (JSON file: {"tool": T, "sensitive": B?,
+    /// "args": {P: {"value": V, "entries": [ID...]}}}); with --repair, authority repair
+    /// (spec/forensics.md §7). Exit 0: allowed or repaired; 2: denied (with a receipt).
+    Gate {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// The call file.
+        #[arg(long)]
+        call: PathBuf,
+        /// Gate policy (TOML); default: the bundled policy.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Try authority repair on a denial.
+        #[arg(long)]
+        repair: bool,
+        /// Structured repair candidates, JSON lines {"param", "value", "entries"}.
+        #[arg(long, requires = "repair")]
+        candidates: Option<PathBuf>,
+    },
     /// Delta debugging (Zeller & Hildebrandt 2002): a 1-minimal set of entries for which the
     /// predicate command still fails.
     ///
@@ -449,6 +468,13 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             &command,
         ),
         Cmd::Amputate { scenario, options } => amputate::run(&scenario, &options),
+        Cmd::Gate {
+            ledger,
+            call,
+            policy,
+            repair,
+            candidates,
+        } => forensics::gate_cmd(&ledger, &call, policy, repair, candidates),
     }
 }
 

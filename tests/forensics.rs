@@ -674,3 +674,104 @@ fn one_batch_holds_at_most_one_forensic_entry_per_target() {
     assert_eq!(l.len(), before);
     assert_eq!(l.leases().state(&s.fact), None);
 }
+
+/// One random step: an entry with parents (index picks, weights), a flag, or a release.
+#[derive(Clone, Debug)]
+enum Step {
+    Entry(bool, Vec<(usize, u32)>),
+    Flag(usize, bool),
+    Release(usize),
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        6 => (any::<bool>(), proptest::collection::vec((any::<usize>(), 0u32..=1_000_000), 0..3))
+            .prop_map(|(tool, ps)| Step::Entry(tool, ps)),
+        2 => (any::<usize>(), any::<bool>()).prop_map(|(i, strong)| Step::Flag(i, strong)),
+        1 => any::<usize>().prop_map(Step::Release),
+    ]
+}
+
+/// The quarantined set straight from the definition (`spec/forensics.md` §2.1): for each active
+/// flag, everything reachable from its source over the allowed edges.
+fn naive(
+    edges: &[(EntryId, Vec<(EntryId, u32)>)],
+    flags: &[(EntryId, Reach)],
+    tau: u32,
+) -> std::collections::BTreeSet<EntryId> {
+    let mut out = std::collections::BTreeSet::new();
+    for (source, reach) in flags {
+        let mut reached = std::collections::BTreeSet::from([*source]);
+        for (id, parents) in edges {
+            if parents
+                .iter()
+                .any(|(p, w)| reached.contains(p) && (*reach == Reach::All || *w > tau))
+            {
+                reached.insert(*id);
+            }
+        }
+        out.extend(reached);
+    }
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Live ledger, reopened ledger and offline audit agree with the definition after any
+    /// sequence of appends, flags and releases.
+    #[test]
+    fn quarantine_matches_its_definition_live_reopened_and_offline(
+        steps in proptest::collection::vec(step(), 1..40)
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.db");
+        let (mut l, k) = world(SqliteStore::open(&path).unwrap());
+        let mut entries: Vec<EntryId> = Vec::new();
+        let mut edges: Vec<(EntryId, Vec<(EntryId, u32)>)> = Vec::new();
+        let mut flags: Vec<(EntryId, EntryId, Reach)> = Vec::new();
+        for (n, s) in steps.iter().enumerate() {
+            match s {
+                Step::Entry(tool, ps) => {
+                    let mut parents: Vec<(EntryId, u64)> = Vec::new();
+                    if !entries.is_empty() {
+                        for (i, w) in ps {
+                            let p = entries[i % entries.len()];
+                            if !parents.iter().any(|(q, _)| *q == p) {
+                                parents.push((p, u64::from(*w)));
+                            }
+                        }
+                    }
+                    let key = if *tool { &k.tool } else { &k.agent };
+                    let kind = if *tool { Kind::ToolResult } else { Kind::Summary };
+                    let text = format!("entry {n}");
+                    let id = put(&mut l, key, kind, &text, &parents);
+                    edges.push((id, parents.iter().map(|(p, w)| (*p, *w as u32)).collect()));
+                    entries.push(id);
+                }
+                Step::Flag(i, strong) if !entries.is_empty() => {
+                    let source = entries[i % entries.len()];
+                    let reach = if *strong { Reach::Strong } else { Reach::All };
+                    let f = l.flag(source, reach, &k.user, &format!("flag {n}")).unwrap();
+                    flags.push((f.id, source, reach));
+                }
+                Step::Release(i) if !flags.is_empty() => {
+                    let (f, _, _) = flags.remove(i % flags.len());
+                    l.release(f, &k.user, "released").unwrap();
+                }
+                _ => {}
+            }
+        }
+        let active: Vec<(EntryId, Reach)> = flags.iter().map(|(_, s, r)| (*s, *r)).collect();
+        let want: Vec<EntryId> = naive(&edges, &active, l.policy().tau.millionths())
+            .into_iter()
+            .collect();
+        proptest::prop_assert_eq!(&l.quarantine().entries(), &want);
+        let report = audit_of(&mut l);
+        proptest::prop_assert!(report.is_clean());
+        proptest::prop_assert_eq!(&report.quarantine.entries(), &want);
+        drop(l);
+        let reopened = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+        proptest::prop_assert_eq!(&reopened.quarantine().entries(), &want);
+    }
+}

@@ -6,7 +6,9 @@
 
 pub mod record;
 
+pub mod attribution;
 pub mod audit;
+pub mod eval;
 pub mod gate;
 pub mod keystore;
 pub mod ledger;

@@ -25,6 +25,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod eval;
 mod io;
 
 use io::{capped_lines, read_capped, say, write_out};
@@ -99,6 +100,18 @@ enum Cmd {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Run the lineage-stress harness: attack, benign, τ × K and laundering tables.
+    Eval {
+        /// Scenario file (TOML, spec/eval.md); default: the bundled spec/eval/scenarios.toml.
+        #[arg(long)]
+        scenarios: Option<PathBuf>,
+        /// Print JSON instead of Markdown.
+        #[arg(long)]
+        json: bool,
+        /// Also write DIR/results.md and DIR/results.json.
+        #[arg(long, value_name = "DIR")]
+        write: Option<PathBuf>,
     },
     /// Verify a whole ledger offline: signatures, encodings, keyring, labels, tree root.
     Verify {
@@ -242,6 +255,11 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             policy,
             json,
         } => replay(&files, ledger.as_deref(), mode, policy, json),
+        Cmd::Eval {
+            scenarios,
+            json,
+            write,
+        } => eval::eval(scenarios.as_deref(), json, write),
         Cmd::Verify {
             ledger,
             log_key,

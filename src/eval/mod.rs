@@ -163,6 +163,15 @@ pub fn run(file: &ScenarioFile) -> Result<Report, EvalError> {
             }
             n
         };
+        // Neither baseline reads a label: both rules must give the same counts.
+        for c in [Config::NoDefence, Config::SignaturesOnly] {
+            if count(open, c) != count(closed, c) {
+                return Err(EvalError::Scenario {
+                    scenario: s.name.clone(),
+                    msg: format!("{} differs between rules", c.name()),
+                });
+            }
+        }
         let row = Row {
             name: s.name.clone(),
             family: s.family.clone(),

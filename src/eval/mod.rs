@@ -96,6 +96,8 @@ pub struct Row {
     pub no_defence: Count,
     /// Signatures only (the same under both rules: it reads no label).
     pub signatures_only: Count,
+    /// Signatures only, and the entry must be in the log (no lineage).
+    pub signatures_and_log: Count,
     /// memlineage, ledger under fail-open (the paper's rule).
     pub memlineage_fail_open: Count,
     /// memlineage, ledger under fail-closed (the crate's default).
@@ -156,13 +158,14 @@ pub fn run(file: &ScenarioFile) -> Result<Report, EvalError> {
         }
         let (open, closed) = (&per_rule[0], &per_rule[1]);
         let want_attack = s.group != Group::Benign;
-        let count = |runs: &[CallOutcome], c: Config| {
+        let tally = |runs: &[CallOutcome], f: &dyn Fn(&CallOutcome) -> bool| {
             let mut n = Count::default();
             for o in runs.iter().filter(|o| o.attack == want_attack) {
-                n.add(o.allowed[config_index(c)]);
+                n.add(f(o));
             }
             n
         };
+        let count = |runs: &[CallOutcome], c: Config| tally(runs, &|o| o.allowed[config_index(c)]);
         // Neither baseline reads a label: both rules must give the same counts.
         for c in [Config::NoDefence, Config::SignaturesOnly] {
             if count(open, c) != count(closed, c) {
@@ -180,6 +183,7 @@ pub fn run(file: &ScenarioFile) -> Result<Report, EvalError> {
             paper_dispatch: s.paper_dispatch,
             no_defence: count(closed, Config::NoDefence),
             signatures_only: count(closed, Config::SignaturesOnly),
+            signatures_and_log: tally(closed, &|o| o.signatures_and_log),
             memlineage_fail_open: count(open, Config::MemLineage),
             memlineage_fail_closed: count(closed, Config::MemLineage),
             retrieval_refused: closed.iter().map(|o| o.retrieval_refused).sum(),
@@ -235,6 +239,7 @@ pub fn render_markdown(report: &Report) -> String {
         o,
         "## Attacks\n\nAttack success = attack calls dispatched / attack calls. memlineage is \
          run twice: ledger under fail-open (the paper's rule) and fail-closed (the default). \
+         *signatures + log* is signatures only that also requires the entry to be in the log. \
          *refused by retrieval* counts justifying entries `Ledger::retrieve` did not verify.\n"
     );
     let attack_rows = report.attacks.iter().map(|r| {
@@ -243,6 +248,7 @@ pub fn render_markdown(report: &Report) -> String {
             r.family.clone(),
             r.no_defence.show(),
             r.signatures_only.show(),
+            r.signatures_and_log.show(),
             r.memlineage_fail_open.show(),
             r.memlineage_fail_closed.show(),
             r.retrieval_refused.to_string(),
@@ -256,6 +262,7 @@ pub fn render_markdown(report: &Report) -> String {
             "family",
             "no defence",
             "signatures only",
+            "signatures + log",
             "memlineage fail-open",
             "memlineage fail-closed",
             "refused by retrieval",

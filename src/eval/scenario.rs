@@ -2,7 +2,7 @@
 //! crate path: [`Ledger::append`], [`Ledger::retrieve`], [`Ledger::gate`].
 
 use super::EvalError;
-use crate::attribution::{self, ContextEntry, Method, OverlapJudge};
+use crate::attribution::{self, ContextEntry, Judge, JudgeEnvelope, Method, OverlapJudge};
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
 use crate::ledger::Ledger;
 use crate::lineage::{Label, LabelPolicy};
@@ -106,6 +106,36 @@ fn default_tau() -> f64 {
     0.5
 }
 
+/// The scripted judge of an `lm_self_eval` write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgeKind {
+    /// [`OverlapJudge`].
+    #[default]
+    Overlap,
+    /// [`ObedientJudge`].
+    Obedient,
+}
+
+/// A judge persuaded by the text it scores, the worst case of a real model: if the context
+/// entry's text contains the marker `JUDGE:` followed by a line, it answers that line verbatim
+/// (whatever it is); otherwise it answers like [`OverlapJudge`]. The envelope keeps the text a
+/// string value, and the strict parser turns a malformed answer into weight 1.0, but a
+/// well-formed low weight the judge was talked into passes: this judge measures what the
+/// weak-parent rule does then.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ObedientJudge;
+
+impl Judge for ObedientJudge {
+    fn score(&self, envelope: &str) -> Result<String, String> {
+        let env: JudgeEnvelope = serde_json::from_str(envelope).map_err(|e| e.to_string())?;
+        match env.context_entry.text.split_once("JUDGE:") {
+            Some((_, rest)) => Ok(rest.lines().next().unwrap_or_default().trim().to_string()),
+            None => OverlapJudge.score(envelope),
+        }
+    }
+}
+
 /// One step of a scenario (`spec/eval.md` §2.2).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
@@ -130,6 +160,9 @@ pub enum Step {
         /// For `attention`: one weight per context entry.
         #[serde(default)]
         weights: Vec<f64>,
+        /// For `lm_self_eval`: which scripted judge (default `overlap`).
+        #[serde(default)]
+        judge: JudgeKind,
     },
     /// Sign an entry but do not append it: it is planted in the agent's retrieval results
     /// outside the log.
@@ -162,6 +195,9 @@ pub struct CallOutcome {
     pub attack: bool,
     /// Dispatched under no defence, signatures only, memlineage (in [`Config::ALL`] order).
     pub allowed: [bool; 3],
+    /// Dispatched under signatures only with an inclusion requirement: the AgentDojo
+    /// replay's [`SignaturesOnly`] view, which knows only entries in the log.
+    pub signatures_and_log: bool,
     /// Justifying entries [`Ledger::retrieve`] refused (not in the log, tombstoned, bad).
     pub retrieval_refused: usize,
     /// Worst memlineage label among the justifying entries (`None`: none is in the log).
@@ -222,6 +258,7 @@ pub fn run(
                 context,
                 attribution: method,
                 weights,
+                judge,
             } => {
                 let ids = resolve(&names, context)?;
                 let method = method.unwrap_or(Method::Coarse);
@@ -243,7 +280,11 @@ pub fn run(
                             .zip(&texts)
                             .map(|(&id, t)| ContextEntry { id, text: t })
                             .collect();
-                        attribution::lm_self_eval(&OverlapJudge, text, &ctx)?
+                        let judge: &dyn Judge = match judge {
+                            JudgeKind::Overlap => &OverlapJudge,
+                            JudgeKind::Obedient => &ObedientJudge,
+                        };
+                        attribution::lm_self_eval(judge, text, &ctx)?
                     }
                 };
                 let key = key(by)?;
@@ -296,6 +337,7 @@ pub fn run(
                 out.push(CallOutcome {
                     attack: *attack,
                     allowed,
+                    signatures_and_log: gate.decide(&call, &SignaturesOnly(&ledger)).is_allow(),
                     retrieval_refused,
                     worst_label: all.iter().filter_map(|id| ledger.label(id)).max(),
                 });

@@ -165,8 +165,12 @@ fn headline_figures() {
     assert_eq!(launder("persuaded-judge-malformed").fail_open.rate(), 0.0);
     let closed = r.cost.iter().find(|c| c.rule == "fail-closed").unwrap();
     assert_eq!(
-        (closed.paper_workflows.allowed, closed.all_workflows.allowed),
+        (closed.paper_workflows.refused, closed.all_workflows.refused),
         (0, 1)
+    );
+    assert_eq!(
+        (closed.paper_workflows.calls, closed.all_workflows.calls),
+        (4, 5)
     );
 }
 

@@ -28,10 +28,30 @@ pub struct LaunderRow {
 pub struct Cost {
     /// `fail-open` or `fail-closed`.
     pub rule: String,
-    /// Legitimate calls refused / legitimate calls, over the paper's four workflows.
-    pub paper_workflows: Count,
+    /// Legitimate calls refused, over the paper's four workflows.
+    pub paper_workflows: Refusals,
     /// The same over every benign workflow in the file.
-    pub all_workflows: Count,
+    pub all_workflows: Refusals,
+}
+
+/// `refused` of `calls` legitimate calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Refusals {
+    /// Legitimate calls refused.
+    pub refused: u64,
+    /// Legitimate calls proposed.
+    pub calls: u64,
+}
+
+impl Refusals {
+    /// `0.20 (1/5)`: refused / calls.
+    fn show(self) -> String {
+        Count {
+            allowed: self.refused,
+            calls: self.calls,
+        }
+        .show()
+    }
 }
 
 /// Laundering rows from the scenario rows of group `launder`.
@@ -48,14 +68,13 @@ pub fn rows(runs: &[Row]) -> Vec<LaunderRow> {
         .collect()
 }
 
-/// False-refusal cost per rule: refused = proposed − dispatched, so `Count::allowed` here
-/// counts refusals.
+/// False-refusal cost per rule: refused = proposed − dispatched under memlineage.
 pub fn cost(benign: &[Row]) -> Vec<Cost> {
     let refused = |rows: &mut dyn Iterator<Item = &Count>| {
-        let mut c = Count::default();
+        let mut c = Refusals::default();
         for n in rows {
             c.calls += n.calls;
-            c.allowed += n.calls - n.allowed;
+            c.refused += n.calls.saturating_sub(n.allowed);
         }
         c
     };

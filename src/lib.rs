@@ -7,8 +7,10 @@
 pub mod record;
 
 pub mod amputation;
+pub mod attribution;
 pub mod audit;
 pub mod ddmin;
+pub mod eval;
 pub mod gate;
 pub mod heal;
 pub mod keystore;

@@ -27,6 +27,7 @@ use std::process::ExitCode;
 
 mod amputate;
 mod ddmin;
+mod eval;
 mod forensics;
 mod io;
 
@@ -106,6 +107,18 @@ enum Cmd {
         /// quarantine reached, with one receipt per suite and mode (spec/forensics.md §6).
         #[arg(long)]
         flag_injections: bool,
+    },
+    /// Run the lineage-stress harness: attack, benign, τ × K and laundering tables.
+    Eval {
+        /// Scenario file (TOML, spec/eval.md); default: the bundled spec/eval/scenarios.toml.
+        #[arg(long)]
+        scenarios: Option<PathBuf>,
+        /// Print JSON instead of Markdown.
+        #[arg(long)]
+        json: bool,
+        /// Also write DIR/results.md and DIR/results.json.
+        #[arg(long, value_name = "DIR")]
+        write: Option<PathBuf>,
     },
     /// Verify a whole ledger offline: signatures, encodings, keyring, labels, tree root.
     Verify {
@@ -391,6 +404,11 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             json,
             flag_injections,
         ),
+        Cmd::Eval {
+            scenarios,
+            json,
+            write,
+        } => eval::eval(scenarios.as_deref(), json, write),
         Cmd::Verify {
             ledger,
             log_key,

@@ -775,3 +775,62 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&reopened.quarantine().entries(), &want);
     }
 }
+
+/// Manufactured corroboration against healing (`spec/forensics.md` §4): three planted tool
+/// outputs agree, and the agent remembers each over a weak edge (w ≤ τ). Fail-closed labels
+/// those memories Derived-Untrusted, so they do not vote and the fact stays quarantined;
+/// fail-open labels them Trusted, and three "independent" planted roots win the vote. The
+/// second assertion pins the weakness the spec documents.
+#[test]
+fn planted_corroboration_wins_a_heal_vote_only_under_fail_open() {
+    for (rule, healed) in [
+        (memlineage::lineage::WeakRule::FailClosed, false),
+        (memlineage::lineage::WeakRule::FailOpen, true),
+    ] {
+        let policy = LabelPolicy {
+            weak_rule: rule,
+            ..LabelPolicy::default()
+        };
+        let mut l = Ledger::create(MemoryStore::default(), signer(), policy).unwrap();
+        let k = Keys {
+            user: WriterKey::for_label("tests/user"),
+            agent: WriterKey::for_label("tests/agent"),
+            agent2: WriterKey::for_label("tests/agent2"),
+            tool: WriterKey::for_label("tests/tool"),
+            contacts: WriterKey::for_label("tests/contacts"),
+        };
+        l.bind(k.user.key_id(), Role::User, "user").unwrap();
+        l.bind(k.agent.key_id(), Role::Agent, "agent").unwrap();
+        l.bind(k.tool.key_id(), Role::Tool, "tool:web").unwrap();
+        let fact = put(&mut l, &k.agent, Kind::Fact, "payee is GB11", &[]);
+        l.flag(fact, Reach::All, &k.user, "disputed").unwrap();
+        let mut memories = Vec::new();
+        for site in ["a", "b", "c"] {
+            let page = put(
+                &mut l,
+                &k.tool,
+                Kind::ToolResult,
+                &format!("site {site}: payee is XX99"),
+                &[],
+            );
+            memories.push(put(
+                &mut l,
+                &k.agent,
+                Kind::Fact,
+                &format!("payee is XX99 ({site})"),
+                &[(page, 400_000)],
+            ));
+        }
+        let claim = |c: &[u8]| {
+            let t = std::str::from_utf8(c).ok()?;
+            t.strip_prefix("payee is ")
+                .map(|r| r.split(' ').next().unwrap_or(r).to_string())
+        };
+        let out = heal(&mut l, fact, &memories, claim, &k.user, 9).unwrap();
+        assert_eq!(
+            matches!(out, HealOutcome::Healed { .. }),
+            healed,
+            "{rule:?}: {out:?}"
+        );
+    }
+}

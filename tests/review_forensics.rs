@@ -363,3 +363,44 @@ fn review_authority_for_one_parameter_does_not_justify_another() {
         "authority for `recipient` justified `subject`: {out:?}"
     );
 }
+
+/// §5.3 step 2: "A replacement refused because the lease expired meanwhile is dropped (the
+/// worker that took over will replace it)". When NOBODY took over (one worker whose work simply
+/// outlasts `ttl_ms`), the refusal is swallowed, the worker re-claims, redoes the work and is
+/// refused again, round after round, appending a signed lease entry each time until
+/// `give_up_after_ms` (10 minutes by default; `memlineage rework --ttl-ms 50 --exec "sleep 0.2;
+/// cat"` appends ~4 leases a second and prints nothing). The append-only log fills with leases
+/// and the target is never reworked.
+#[test]
+fn review_a_slow_uncontested_worker_does_not_spin_appending_leases() {
+    let (mut l, k) = world(MemoryStore::default());
+    let (page, memo) = poisoned(&mut l, &k);
+    l.flag(page, Reach::All, &k.user, "injection").unwrap();
+    let before = l.len();
+    let clock = std::cell::Cell::new(1_000u64);
+    let opts = ReworkOptions {
+        ttl_ms: 10,
+        poll_ms: 1,
+        give_up_after_ms: 5_000,
+    };
+    let out = rework(
+        &mut l,
+        &[memo],
+        &k.agent,
+        opts,
+        || {
+            // Every clock read is 20 ms later: the work outlasts the 10 ms lease.
+            clock.set(clock.get() + 20);
+            clock.get()
+        },
+        |_| {},
+        |_, _, _| Ok::<_, String>(b"redone".to_vec()),
+    );
+    let leases = (before..l.len())
+        .filter(|i| l.get_by_index(*i).unwrap().entry().kind == Kind::Lease)
+        .count();
+    assert!(
+        leases <= 3,
+        "{leases} lease entries appended for one uncontested target; outcome {out:?}"
+    );
+}

@@ -404,3 +404,44 @@ fn review_a_slow_uncontested_worker_does_not_spin_appending_leases() {
         "{leases} lease entries appended for one uncontested target; outcome {out:?}"
     );
 }
+
+/// §3 receipt path: "edges that carry the quarantine (any edge between A-reached entries, a
+/// strong edge between S-reached entries)" is judged edge by edge, so a path may switch reach
+/// half way. Here X is reached only by the reach-all flag on W (through a weak edge from Y);
+/// the reach-strong flag on Z reaches Y but not X. The BFS goes X ←(weak, A) Y ←(strong, S) Z
+/// and the receipt says Z's strong advisory reached X — which it does not. The search has to
+/// keep the bit it is following (a BFS over (entry, reach) pairs).
+#[test]
+fn review_receipt_path_does_not_switch_reach_half_way() {
+    let (mut l, k) = world(MemoryStore::default());
+    let w = put(&mut l, &k.tool, Kind::ToolResult, "page W", &[]);
+    let z = put(&mut l, &k.tool, Kind::ToolResult, "page Z", &[]);
+    let w2 = put(&mut l, &k.agent, Kind::Summary, "note on W", &[(w, 100_000)]);
+    let y = put(
+        &mut l,
+        &k.agent,
+        Kind::Summary,
+        "Y from W' and Z",
+        &[(w2, 100_000), (z, 900_000)],
+    );
+    let x = put(&mut l, &k.agent, Kind::Summary, "X from Y", &[(y, 100_000)]);
+    let fw = l.flag(w, Reach::All, &k.user, "W advisory (all)").unwrap();
+    let fz = l.flag(z, Reach::Strong, &k.user, "Z advisory (strong)").unwrap();
+    assert!(l.is_quarantined(&x));
+    // Only W's flag reaches X: without it, X is clean.
+    l.release(fw.id, &k.user, "check").unwrap();
+    assert!(!l.is_quarantined(&x), "Z's strong flag alone does not reach X");
+    let fw = l.flag(w, Reach::All, &k.user, "W advisory (all), again").unwrap();
+    let r = receipt(&l, &x).unwrap();
+    match &r.cause {
+        Cause::Flagged { flag, .. } => assert_eq!(
+            *flag,
+            fw.id,
+            "receipt blames {} (Z's strong flag {}): {}",
+            flag,
+            fz.id,
+            r.sentence()
+        ),
+        c => panic!("{c:?}"),
+    }
+}

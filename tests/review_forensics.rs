@@ -445,3 +445,30 @@ fn review_receipt_path_does_not_switch_reach_half_way() {
         c => panic!("{c:?}"),
     }
 }
+
+/// Lease terms on reopen / catch-up: `Ledger::refresh` reads a lease's `ttl_ms` with
+/// `Store::content_at` ("Unchecked: callers compare it with the signed content hash") and never
+/// compares it. The store is trusted for availability only (`Ledger::content` checks the hash),
+/// yet rewriting one content row shortens a live lease to 1 ms on every reopened handle, which
+/// then hands the target to another worker. (The audit, by contrast, reports ContentMismatch.)
+#[test]
+fn review_refresh_checks_lease_terms_against_the_signed_content_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (mut l, k) = world(SqliteStore::open(&path).unwrap());
+    let (_, memo) = poisoned(&mut l, &k);
+    l.claim_lease(memo, &k.agent, 10_000, 1_000).unwrap();
+    drop(l);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let n = db
+        .execute(
+            "UPDATE content SET bytes = ?1 WHERE hash = ?2",
+            rusqlite::params![b"ttl_ms=1".to_vec(), Hash32::digest(b"ttl_ms=10000").0.to_vec()],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(db);
+    let mut reopened = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    let r = reopened.claim_lease(memo, &k.agent2, 10_000, 2_000);
+    assert!(r.is_err(), "a rewritten content row freed a live lease: {r:?}");
+}

@@ -4,7 +4,12 @@
 #[path = "common/cli_support.rs"]
 mod cli_support;
 
-use cli_support::{ok, run};
+#[allow(unused_imports)]
+use cli_support::{fails, ok, run};
+#[allow(dead_code)]
+fn _unused(o: &std::process::Output) -> String {
+    fails(o)
+}
 use std::path::Path;
 
 fn append(dir: &Path, lines: &[serde_json::Value]) -> Vec<String> {

@@ -192,7 +192,7 @@ where
         failures: Vec::new(),
         quarantine: Quarantine::default(),
     };
-    let mut leases = LeaseBook::default();
+    let mut leases = LeaseBook::for_audit();
     let mut root_at_checkpoint = None;
     let mut items = entries.into_iter();
     loop {
@@ -226,7 +226,15 @@ where
                 root_at_checkpoint = Some(tree_root(report.entries, &tree)?);
             }
             let forensics = (&mut report.quarantine, &mut leases, item.content.as_deref());
-            match check_entry(decoded, &mut keyring, &labels, policy, log_key, forensics) {
+            match check_entry(
+                decoded,
+                &mut keyring,
+                &labels,
+                policy,
+                log_key,
+                index,
+                forensics,
+            ) {
                 Ok((label, content_hash)) => {
                     report.verified += 1;
                     report.label_counts[usize::from(label.code())] += 1;
@@ -286,6 +294,7 @@ fn check_entry(
     labels: &HashMap<EntryId, Label>,
     policy: LabelPolicy,
     log_key: KeyId,
+    index: u64,
     (quarantine, leases, content): Forensics<'_>,
 ) -> Result<(Label, Hash32), Problem> {
     let s = decoded?;
@@ -315,7 +324,9 @@ fn check_entry(
     quarantine.check(e.kind, role, e.target.as_ref())?;
     // Lease terms are checked when the content is at hand (it may be redacted).
     let ttl = match (e.kind, content) {
-        (Kind::Lease, Some(c)) => Some(parse_lease_terms(c)?),
+        (Kind::Lease, Some(c)) if Hash32::digest(c) == e.content_hash => {
+            Some(parse_lease_terms(c)?)
+        }
         _ => None,
     };
     match (e.kind, &e.target) {
@@ -325,7 +336,7 @@ fn check_entry(
             }
             leases.check_claim(t, &e.writer, e.time_ms)?;
         }
-        (Kind::Replacement, Some(t)) => leases.check_replacement(t, &e.writer, e.time_ms)?,
+        (Kind::Replacement, Some(t)) => leases.check_replacement(t, &e.writer, role, e.time_ms)?,
         _ => {}
     }
     let mut parents = Vec::with_capacity(e.parents.len());
@@ -341,7 +352,7 @@ fn check_entry(
     }
     // The audit streams entries once, so a flag's source index is not kept: the second pass
     // (`reach_quarantine`) starts at leaf 0.
-    let _ = quarantine.apply(s.id(), e.kind, e.target, Some(0));
+    let _ = quarantine.apply(s.id(), index, e.kind, e.target, Some(0));
     leases.apply(s.id(), e.kind, e.writer, e.target, e.time_ms, ttl);
     Ok((label, e.content_hash))
 }

@@ -28,6 +28,11 @@ pub trait LineageView {
     fn quarantined(&self, _id: &EntryId) -> bool {
         false
     }
+    /// The name of the principal that wrote the entry, if the view knows it (authority repair
+    /// checks it against the policy's authoritative principals).
+    fn principal_of(&self, _id: &EntryId) -> Option<String> {
+        None
+    }
 }
 
 /// A gate policy (`spec/gate.md` §2).

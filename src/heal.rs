@@ -6,7 +6,8 @@
 //! is read from its content by a caller-supplied function. Entries are grouped into
 //! *independent sources*: two supporters of the same claim are one vote when their root
 //! ancestors (the parentless entries they descend from over any edge, themselves if
-//! parentless) intersect — two entries derived from the same document are one vote, not two.
+//! parentless; a replacement also reaches back through the entry it replaces) intersect — two
+//! entries derived from the same document are one vote, not two.
 //! A claim wins when it has at least [`MIN_VOTES`] votes and strictly more than every other
 //! claim; the fact is then replaced by a new [`Kind::Replacement`] entry whose `target` is the
 //! quarantined fact, whose parents are the winning supporters (weight 1.0) and whose content is
@@ -175,7 +176,9 @@ fn is_clean<S: Store>(ledger: &Ledger<S>, id: &EntryId) -> bool {
         && !ledger.is_tombstoned(id)
 }
 
-/// The parentless entries `id` descends from over any edge (itself if parentless).
+/// The parentless entries `id` descends from over any edge (itself if parentless). A
+/// replacement also descends from the entry it replaces: a reworked or healed version of a
+/// fact is not independent of the original.
 fn root_ancestors<S: Store>(
     ledger: &Ledger<S>,
     id: &EntryId,
@@ -184,13 +187,18 @@ fn root_ancestors<S: Store>(
     let mut seen = HashSet::from([*id]);
     let mut stack = vec![*id];
     while let Some(cur) = stack.pop() {
-        let parents = ledger.parents_of(&cur)?;
-        if parents.is_empty() {
+        let e = ledger.get(&cur)?;
+        let entry = e.entry();
+        let mut up: Vec<EntryId> = entry.parents.iter().map(|p| p.id).collect();
+        if let (Kind::Replacement, Some(t)) = (entry.kind, entry.target) {
+            up.push(t);
+        }
+        if up.is_empty() {
             roots.insert(cur);
         }
-        for p in parents {
-            if seen.insert(p.id) {
-                stack.push(p.id);
+        for p in up {
+            if seen.insert(p) {
+                stack.push(p);
             }
         }
     }

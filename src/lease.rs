@@ -13,7 +13,7 @@
 //! principals (agents), so a lease protects against crashes and races, not against a worker
 //! lying about its clock.
 
-use crate::record::{EntryId, KeyId, Kind};
+use crate::record::{EntryId, KeyId, Kind, Role};
 use std::collections::HashMap;
 
 /// Longest lease accepted, in milliseconds (one day).
@@ -58,8 +58,13 @@ pub enum LeaseState {
         lease: EntryId,
         /// The holder's key.
         holder: KeyId,
-        /// Expiry, ms since the Unix epoch (exclusive).
+        /// Expiry, ms since the Unix epoch (exclusive). When the lease's terms are not at hand
+        /// (content redacted, or not matching its signed hash) a ledger assumes the longest
+        /// lease, [`MAX_TTL_MS`] (fail closed).
         until_ms: u64,
+        /// Whether the terms were read and checked (`false`: `until_ms` is the fail-closed
+        /// assumption).
+        terms_known: bool,
     },
     /// The target has been replaced; no further lease or replacement is accepted.
     Done {
@@ -102,15 +107,36 @@ pub enum LeaseError {
     /// Lease entries are written by agent, user or system principals only.
     #[error("a lease must be written by an agent, user or system principal")]
     NotAuthorised,
+    /// A replacement by a tool or external principal, or of a never-leased target by anyone
+    /// but a user, system or log principal.
+    #[error("a {role} principal may not replace {target}")]
+    ReplacementNotAuthorised {
+        /// The target.
+        target: EntryId,
+        /// The writer's role.
+        role: &'static str,
+    },
 }
 
 /// Lease and replacement state per target, derived from the log.
 #[derive(Clone, Debug, Default)]
 pub struct LeaseBook {
     by_target: HashMap<EntryId, LeaseState>,
+    /// An auditor without lease contents cannot judge timing: it accepts what depends on
+    /// unknown terms instead of assuming the longest lease.
+    lenient_unknown_terms: bool,
 }
 
 impl LeaseBook {
+    /// A book for an offline audit: where a lease's terms are unknown (no content given),
+    /// claims and replacements that depend on them are accepted, not judged.
+    pub fn for_audit() -> Self {
+        LeaseBook {
+            by_target: HashMap::new(),
+            lenient_unknown_terms: true,
+        }
+    }
+
     /// The state of `target`, `None` if it was never leased or replaced.
     pub fn state(&self, target: &EntryId) -> Option<LeaseState> {
         self.by_target.get(target).copied()
@@ -134,9 +160,13 @@ impl LeaseBook {
                 by: *by,
             }),
             Some(LeaseState::Held {
-                holder, until_ms, ..
+                holder,
+                until_ms,
+                terms_known,
+                ..
             }) => {
-                if holder == writer || *until_ms <= time_ms {
+                let unjudged = !terms_known && self.lenient_unknown_terms;
+                if holder == writer || *until_ms <= time_ms || unjudged {
                     Ok(())
                 } else {
                     Err(LeaseError::Held {
@@ -149,32 +179,51 @@ impl LeaseBook {
         }
     }
 
-    /// Checks a replacement of `target` by `writer` at `time_ms`: a target never leased may be
-    /// replaced once by anyone (healing); a leased one only by the holder of a live lease.
+    /// Checks a replacement of `target` by `writer` (of `role`) at `time_ms`: tool and external
+    /// principals never replace; a target never leased may be replaced once by a user, system
+    /// or log principal (healing); a leased one only by the holder of a live lease.
     ///
     /// # Errors
-    /// [`LeaseError::Done`] or [`LeaseError::NotHolder`].
+    /// [`LeaseError::ReplacementNotAuthorised`], [`LeaseError::Done`] or
+    /// [`LeaseError::NotHolder`].
     pub fn check_replacement(
         &self,
         target: &EntryId,
         writer: &KeyId,
+        role: Role,
         time_ms: u64,
     ) -> Result<(), LeaseError> {
+        let refuse = || LeaseError::ReplacementNotAuthorised {
+            target: *target,
+            role: role.name(),
+        };
+        if role.is_untrusted() {
+            return Err(refuse());
+        }
         match self.by_target.get(target) {
-            None => Ok(()),
+            None if matches!(role, Role::User | Role::System | Role::Log) => Ok(()),
+            None => Err(refuse()),
             Some(LeaseState::Done { by }) => Err(LeaseError::Done {
                 target: *target,
                 by: *by,
             }),
             Some(LeaseState::Held {
-                holder, until_ms, ..
-            }) if holder == writer && time_ms < *until_ms => Ok(()),
+                holder,
+                until_ms,
+                terms_known,
+                ..
+            }) if holder == writer
+                && (time_ms < *until_ms || (!terms_known && self.lenient_unknown_terms)) =>
+            {
+                Ok(())
+            }
             Some(LeaseState::Held { .. }) => Err(LeaseError::NotHolder { target: *target }),
         }
     }
 
-    /// Records an accepted lease or replacement entry. `ttl_ms` is the parsed lease terms (a
-    /// lease whose stored content is missing counts as expired at once). Other kinds: no-op.
+    /// Records an accepted lease or replacement entry. `ttl_ms` is the parsed and checked lease
+    /// terms; `None` (content redacted or not matching its signed hash) is taken as the longest
+    /// lease, [`MAX_TTL_MS`], so missing terms never free a live lease early. Other kinds: no-op.
     pub fn apply(
         &mut self,
         id: EntryId,
@@ -194,7 +243,8 @@ impl LeaseBook {
                     LeaseState::Held {
                         lease: id,
                         holder: writer,
-                        until_ms: time_ms.saturating_add(ttl_ms.unwrap_or(0)),
+                        until_ms: time_ms.saturating_add(ttl_ms.unwrap_or(MAX_TTL_MS)),
+                        terms_known: ttl_ms.is_some(),
                     },
                 );
             }

@@ -140,6 +140,9 @@ pub struct Ledger<S: Store> {
     quarantine: Quarantine,
     /// Forensics: lease and replacement state per target (`spec/forensics.md` §5).
     leases: LeaseBook,
+    /// A quarantine rescan that has not completed (a read failed): every entry after this leaf
+    /// counts as quarantined until it does (fail closed), and the next refresh retries it.
+    pending_rescan: Option<u64>,
 }
 
 impl<S: Store> Ledger<S> {
@@ -183,6 +186,7 @@ impl<S: Store> Ledger<S> {
             checkpoint: None,
             quarantine: Quarantine::default(),
             leases: LeaseBook::default(),
+            pending_rescan: None,
         };
         ledger.load_index()?;
         Ok(ledger)
@@ -212,7 +216,7 @@ impl<S: Store> Ledger<S> {
         let metas = self.store.metas_from(self.size)?;
         let added = metas.len() as u64;
         self.index.reserve(metas.len());
-        let mut rescan: Option<u64> = None;
+        let mut rescan: Option<u64> = self.pending_rescan;
         for EntryMeta {
             index,
             id,
@@ -246,13 +250,17 @@ impl<S: Store> Ledger<S> {
                         Kind::Lease => self.store.content_at(index)?,
                         _ => None,
                     };
-                    rescan = earliest(rescan, self.apply_effects(id, &e, content.as_deref()));
+                    let from = self.apply_effects(id, index, &e, content.as_deref());
+                    // Recorded at once: a later read error must not lose it.
+                    self.pending_rescan = earliest(self.pending_rescan, from);
+                    rescan = earliest(rescan, from);
                 }
                 self.quarantine.on_entry(&id, &e.parents, &self.policy);
             }
             self.size = index + 1;
         }
         if let Some(from) = rescan {
+            self.pending_rescan = Some(from);
             self.rescan_quarantine(from)?;
         }
         Ok(added)
@@ -261,7 +269,13 @@ impl<S: Store> Ledger<S> {
     /// Applies what an accepted entry does besides being stored: keyring bindings,
     /// tombstones, flags and releases, leases and replacements. Returns the leaf after which
     /// the quarantined set must be rescanned, if any.
-    fn apply_effects(&mut self, id: EntryId, e: &ProvEntry, content: Option<&[u8]>) -> Option<u64> {
+    fn apply_effects(
+        &mut self,
+        id: EntryId,
+        index: u64,
+        e: &ProvEntry,
+        content: Option<&[u8]>,
+    ) -> Option<u64> {
         if let Some(b) = &e.binding {
             self.keyring
                 .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
@@ -274,14 +288,21 @@ impl<S: Store> Ledger<S> {
                 None
             }
             Kind::Lease | Kind::Replacement => {
-                let ttl = content.and_then(|c| parse_lease_terms(c).ok());
+                // Terms count only if they are the signed ones (the store is trusted for
+                // availability, not integrity); otherwise the longest lease is assumed.
+                let ttl = content
+                    .filter(|c| Hash32::digest(c) == e.content_hash)
+                    .and_then(|c| parse_lease_terms(c).ok());
                 self.leases
                     .apply(id, e.kind, e.writer, e.target, e.time_ms, ttl);
                 None
             }
             Kind::Quarantine | Kind::QuarantineStrong | Kind::Release => {
                 let target_index = e.target.as_ref().and_then(|t| self.index_of(t));
-                match self.quarantine.apply(id, e.kind, e.target, target_index) {
+                match self
+                    .quarantine
+                    .apply(id, index, e.kind, e.target, target_index)
+                {
                     Rescan::From(i) => Some(i),
                     Rescan::No => None,
                 }
@@ -293,6 +314,7 @@ impl<S: Store> Ledger<S> {
     /// Brings the quarantined set up to date by feeding it every entry after leaf `from`
     /// (parsed, not re-verified: this handle or another verified them at append).
     fn rescan_quarantine(&mut self, from: u64) -> Result<(), LedgerError> {
+        self.pending_rescan = Some(from);
         let store = &self.store;
         let entries = (from.saturating_add(1)..self.size).map(|i| {
             let bytes = store
@@ -303,7 +325,9 @@ impl<S: Store> Ledger<S> {
             let e = parse_unverified(&bytes)?;
             Ok::<_, LedgerError>((EntryId::of_cose(&bytes), e.parents))
         });
-        self.quarantine.rescan(entries, &self.policy)
+        self.quarantine.rescan(entries, &self.policy)?;
+        self.pending_rescan = None;
+        Ok(())
     }
 
     /// The labelling parameters (τ, weak-parent rule) fixed at creation.
@@ -580,7 +604,7 @@ impl<S: Store> Ledger<S> {
                     tombstoned: false,
                 },
             );
-            rescan = earliest(rescan, self.apply_effects(s.id(), e, Some(content)));
+            rescan = earliest(rescan, self.apply_effects(s.id(), index, e, Some(content)));
             self.quarantine.on_entry(&s.id(), &e.parents, &self.policy);
             out.push(Appended {
                 id: s.id(),
@@ -590,7 +614,10 @@ impl<S: Store> Ledger<S> {
             self.size += 1;
         }
         if let Some(from) = rescan {
-            self.rescan_quarantine(from)?;
+            // The batch is stored: report it. If the rescan cannot read the store now, the
+            // pending rescan keeps later entries quarantined (fail closed) until a refresh
+            // completes it.
+            let _ = self.rescan_quarantine(from);
         }
         Ok(out)
     }
@@ -632,7 +659,8 @@ impl<S: Store> Ledger<S> {
             }
             Kind::Replacement => {
                 if let Some(t) = &e.target {
-                    self.leases.check_replacement(t, &e.writer, e.time_ms)?;
+                    self.leases
+                        .check_replacement(t, &e.writer, role, e.time_ms)?;
                 }
             }
             _ => {}
@@ -881,9 +909,13 @@ impl<S: Store> Ledger<S> {
         &self.quarantine
     }
 
-    /// Whether `id` is quarantined. O(1).
+    /// Whether `id` is quarantined. O(1). While a quarantine rescan is pending (a store read
+    /// failed), every entry after the rescan point counts as quarantined (fail closed).
     pub fn is_quarantined(&self, id: &EntryId) -> bool {
         self.quarantine.is_quarantined(id)
+            || self
+                .pending_rescan
+                .is_some_and(|from| self.index_of(id).is_some_and(|i| i > from))
     }
 
     /// The shortest path from a flagged source to `id` over edges that carry the quarantine
@@ -892,7 +924,10 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// Store and decode errors.
-    pub fn quarantine_path(&self, id: &EntryId) -> Result<Option<Vec<EntryId>>, LedgerError> {
+    pub fn quarantine_path(
+        &self,
+        id: &EntryId,
+    ) -> Result<Option<(Vec<EntryId>, Reach)>, LedgerError> {
         self.quarantine
             .path_to_source(id, &self.policy, |x| self.parents_of(x))
     }
@@ -1001,6 +1036,12 @@ impl<S: Store> LineageView for Ledger<S> {
 
     fn quarantined(&self, id: &EntryId) -> bool {
         self.is_quarantined(id)
+    }
+
+    fn principal_of(&self, id: &EntryId) -> Option<String> {
+        let e = self.get(id).ok()?;
+        self.principal(&e.writer())
+            .map(|(_, name)| name.to_string())
     }
 }
 
@@ -1132,7 +1173,7 @@ pub enum LedgerError {
     #[error("unknown parent {0}")]
     UnknownParent(EntryId),
     /// A tombstone names an entry that is not in the log.
-    #[error("unknown tombstone target {0}")]
+    #[error("unknown target {0}")]
     UnknownTarget(EntryId),
     /// No entry with this id.
     #[error("unknown entry {0}")]

@@ -82,6 +82,8 @@ pub enum Rescan {
 pub struct Flag {
     /// The flag entry's id (what a release names).
     pub entry: EntryId,
+    /// The flag entry's leaf index (log order among flags).
+    pub index: u64,
     /// The flagged source.
     pub source: EntryId,
     /// The source's leaf index.
@@ -239,6 +241,7 @@ impl Quarantine {
     pub fn apply(
         &mut self,
         entry: EntryId,
+        entry_index: u64,
         kind: Kind,
         target: Option<EntryId>,
         target_index: Option<u64>,
@@ -262,6 +265,7 @@ impl Quarantine {
                         entry,
                         Flag {
                             entry,
+                            index: entry_index,
                             source,
                             source_index,
                             reach,
@@ -322,11 +326,14 @@ impl Quarantine {
         self.rescan(entries, policy)
     }
 
-    /// The shortest path from a flagged source to `id` over edges that carry the quarantine
-    /// (source first, `id` last); `None` when `id` is not quarantined. `parents_of` reads an
-    /// entry's parents. Breadth-first from `id`; parents are explored in ascending id order
-    /// (the order they are stored in), so among equally short paths the one whose hops have the
-    /// smallest ids, nearest the tip first, wins.
+    /// The shortest path from a flagged source to `id` over edges that carry one flag's reach
+    /// (source first, `id` last), with that reach; `None` when `id` is not quarantined.
+    /// `parents_of` reads an entry's parents. A path never mixes reaches: for reach all every
+    /// hop is an edge between entries reached from an all-flag; for reach strong every hop is a
+    /// strong edge between entries reached from a strong flag. Each reach is searched
+    /// breadth-first from `id`, parents in ascending id order (the order they are stored in);
+    /// the shorter path wins, reach all on a tie. Among equally short paths of one reach, the
+    /// one whose hops have the smallest ids, nearest the tip first, is given.
     ///
     /// # Errors
     /// The first error of `parents_of`.
@@ -335,16 +342,39 @@ impl Quarantine {
         id: &EntryId,
         policy: &LabelPolicy,
         mut parents_of: impl FnMut(&EntryId) -> Result<Vec<Parent>, E>,
-    ) -> Result<Option<Vec<EntryId>>, E> {
+    ) -> Result<Option<(Vec<EntryId>, Reach)>, E> {
         if !self.is_quarantined(id) {
+            return Ok(None);
+        }
+        let mut best: Option<(Vec<EntryId>, Reach)> = None;
+        for reach in [Reach::All, Reach::Strong] {
+            if let Some(path) = self.search(id, reach, policy, &mut parents_of)? {
+                if best.as_ref().is_none_or(|(b, _)| path.len() < b.len()) {
+                    best = Some((path, reach));
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Breadth-first search for a path of one reach from a source of that reach to `id`.
+    fn search<E>(
+        &self,
+        id: &EntryId,
+        reach: Reach,
+        policy: &LabelPolicy,
+        parents_of: &mut impl FnMut(&EntryId) -> Result<Vec<Parent>, E>,
+    ) -> Result<Option<Vec<EntryId>>, E> {
+        let bit = reach.bit();
+        let has = |x: &EntryId| self.reached.get(x).is_some_and(|b| b & bit != 0);
+        if !has(id) {
             return Ok(None);
         }
         let mut prev: HashMap<EntryId, EntryId> = HashMap::new();
         let mut queue = VecDeque::from([*id]);
         let mut seen = HashSet::from([*id]);
         while let Some(cur) = queue.pop_front() {
-            let cur_bits = self.reached.get(&cur).copied().unwrap_or(0);
-            if self.sources.get(&cur).is_some_and(|b| b & cur_bits != 0) {
+            if self.sources.get(&cur).is_some_and(|b| b & bit != 0) {
                 let mut path = vec![cur];
                 let mut at = cur;
                 while let Some(p) = prev.get(&at) {
@@ -354,21 +384,17 @@ impl Quarantine {
                 return Ok(Some(path));
             }
             for p in parents_of(&cur)? {
-                let Some(b) = self.reached.get(&p.id) else {
-                    continue;
-                };
-                let carries = (b & ALL != 0 && cur_bits & ALL != 0)
-                    || (b & STRONG != 0 && cur_bits & STRONG != 0 && policy.is_strong(p.weight));
+                let carries = has(&p.id) && (reach == Reach::All || policy.is_strong(p.weight));
                 if carries && seen.insert(p.id) {
                     prev.insert(p.id, cur);
                     queue.push_back(p.id);
                 }
             }
         }
-        Ok(Some(vec![*id]))
+        Ok(None)
     }
 
-    /// The active flags whose source is `source`, earliest first.
+    /// The active flags whose source is `source`, earliest in log order first.
     pub fn flags_on(&self, source: &EntryId) -> Vec<Flag> {
         let mut v: Vec<Flag> = self
             .flags
@@ -376,7 +402,7 @@ impl Quarantine {
             .filter(|f| f.source == *source)
             .copied()
             .collect();
-        v.sort_by_key(|f| (f.source_index, f.entry));
+        v.sort_by_key(|f| f.index);
         v
     }
 }

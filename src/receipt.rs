@@ -6,9 +6,9 @@
 //! (written by agent `agent`), summarised from tool output 17 (written by tool
 //! `tool:read_file`), which the advisory flagged: forum thread was a prompt injection".
 //!
-//! Tie rule: paths are found breadth-first from the tip; parents are explored in ascending id
-//! order, so among equally short paths the one whose hops have the smallest ids, nearest the
-//! tip first, is given.
+//! Tie rule: see [`crate::quarantine::Quarantine::path_to_source`] (one reach per path,
+//! breadth-first, parents in ascending id order) and [`Ledger::untrusted_path`]. The flag
+//! cited is the earliest active one, in log order, on the path's source with the path's reach.
 
 use crate::gate::Denial;
 use crate::ledger::{Ledger, LedgerError};
@@ -83,12 +83,14 @@ pub enum ReceiptError {
 /// # Errors
 /// [`ReceiptError::Clean`] when `id` is neither; ledger errors (unknown entry, store).
 pub fn receipt<S: Store>(ledger: &Ledger<S>, id: &EntryId) -> Result<Receipt, ReceiptError> {
-    if let Some(path) = ledger.quarantine_path(id)? {
+    if let Some((path, reach)) = ledger.quarantine_path(id)? {
         let source = path.first().copied().unwrap_or(*id);
+        // The earliest active flag on the source whose reach the path follows.
         let flag = ledger
             .quarantine()
             .flags_on(&source)
-            .first()
+            .iter()
+            .find(|f| f.reach == reach)
             .map(|f| f.entry)
             .unwrap_or(source);
         let reason = match ledger.get(&flag) {

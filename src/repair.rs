@@ -51,9 +51,6 @@ pub struct Candidate {
     pub value: String,
     /// The entries it comes from (all must qualify).
     pub entries: Vec<EntryId>,
-    /// The principal that wrote them, when the caller knows it (checked against the policy's
-    /// authoritative principals).
-    pub principal: Option<String>,
     /// How the value was found.
     pub found: Found,
 }
@@ -135,12 +132,10 @@ pub fn decide_with_repair(
     let mut values = values.clone();
     let mut swaps: Vec<Swap> = Vec::new();
     let mut repaired: BTreeSet<String> = BTreeSet::new();
-    let mut view = Authorised {
-        inner: view,
-        entries: BTreeSet::new(),
-    };
+    // Per parameter, the authoritative entries accepted for it (and for nothing else).
+    let mut authorised: BTreeMap<String, BTreeSet<EntryId>> = BTreeMap::new();
     loop {
-        let denial = match policy.decide(&call, &view) {
+        let denial = match decide_per_param(policy, view, &call, &authorised) {
             Decision::Allow if swaps.is_empty() => return RepairOutcome::Allowed,
             Decision::Allow => {
                 let unsourced = call.args.iter().find(|(_, e)| e.is_empty());
@@ -184,7 +179,7 @@ pub fn decide_with_repair(
         let usable: Vec<Candidate> = trusted
             .candidates(&call.tool, &param)
             .into_iter()
-            .filter(|c| qualifies(policy, view.inner, &call.tool, &param, max, c).is_some())
+            .filter(|c| qualifies(policy, view, &call.tool, &param, max, c).is_some())
             .collect();
         let chosen = match usable.iter().find(|c| c.value == current) {
             Some(c) => Ok(c.clone()),
@@ -212,8 +207,11 @@ pub fn decide_with_repair(
                 *entries = chosen.entries.clone();
             }
         }
-        if qualifies(policy, view.inner, &call.tool, &param, max, &chosen) == Some(true) {
-            view.entries.extend(chosen.entries.iter().copied());
+        if qualifies(policy, view, &call.tool, &param, max, &chosen) == Some(true) {
+            authorised
+                .entry(param.clone())
+                .or_default()
+                .extend(chosen.entries.iter().copied());
         }
         values.insert(param.clone(), chosen.value.clone());
         swaps.push(Swap {
@@ -225,9 +223,36 @@ pub fn decide_with_repair(
     }
 }
 
-/// `None` when the candidate does not qualify; `Some(true)` when it qualifies only because its
-/// principal is authoritative (its entries are then accepted for this call), `Some(false)`
-/// when its labels qualify on their own.
+/// The gate's decision for `call`, parameter by parameter in argument order, with the entries
+/// authorised for a parameter counting as Trusted for that parameter only.
+fn decide_per_param(
+    policy: &Policy,
+    view: &impl LineageView,
+    call: &ToolCall,
+    authorised: &BTreeMap<String, BTreeSet<EntryId>>,
+) -> Decision {
+    let empty = BTreeSet::new();
+    for (param, entries) in &call.args {
+        let one = ToolCall {
+            tool: call.tool.clone(),
+            sensitive: call.sensitive,
+            args: vec![(param.clone(), entries.clone())],
+        };
+        let view = Authorised {
+            inner: view,
+            entries: authorised.get(param).unwrap_or(&empty),
+        };
+        if let Decision::Deny(d) = policy.decide(&one, &view) {
+            return Decision::Deny(d);
+        }
+    }
+    Decision::Allow
+}
+
+/// `None` when the candidate does not qualify; `Some(true)` when it qualifies only because
+/// every entry's writer is a principal the policy names authoritative for the parameter (its
+/// entries are then accepted for that parameter), `Some(false)` when its labels qualify on
+/// their own.
 fn qualifies(
     policy: &Policy,
     view: &impl LineageView,
@@ -236,10 +261,10 @@ fn qualifies(
     max: crate::lineage::Label,
     c: &Candidate,
 ) -> Option<bool> {
-    let authoritative = c
-        .principal
-        .as_deref()
-        .is_some_and(|p| policy.is_authoritative(tool, param, p));
+    let authoritative = c.entries.iter().all(|id| {
+        view.principal_of(id)
+            .is_some_and(|p| policy.is_authoritative(tool, param, &p))
+    });
     let short_match =
         c.found == Found::TextMatch && c.value.chars().count() < MIN_MATCHED_VALUE_CHARS;
     let live = |id: &EntryId| !view.tombstoned(id) && !view.quarantined(id);
@@ -259,11 +284,11 @@ fn qualifies(
     }
 }
 
-/// A view in which the entries of authoritative candidates chosen for this call count as
+/// A view in which the entries of authoritative candidates chosen for one parameter count as
 /// Trusted; everything else is the inner view's answer.
 struct Authorised<'a, V: LineageView> {
     inner: &'a V,
-    entries: BTreeSet<EntryId>,
+    entries: &'a BTreeSet<EntryId>,
 }
 
 impl<V: LineageView> LineageView for Authorised<'_, V> {
@@ -286,5 +311,9 @@ impl<V: LineageView> LineageView for Authorised<'_, V> {
 
     fn quarantined(&self, id: &EntryId) -> bool {
         self.inner.quarantined(id)
+    }
+
+    fn principal_of(&self, id: &EntryId) -> Option<String> {
+        self.inner.principal_of(id)
     }
 }

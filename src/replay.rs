@@ -667,11 +667,6 @@ impl<S: Store> Replayer<'_, S> {
                 .map(|id| Candidate {
                     value: value.clone(),
                     entries: vec![*id],
-                    principal: self.ledger.get(id).ok().and_then(|e| {
-                        self.ledger
-                            .principal(&e.writer())
-                            .map(|(_, n)| n.to_string())
-                    }),
                     // The fixtures' arg_sources come from exact value matching in text.
                     found: Found::TextMatch,
                 })

@@ -64,6 +64,16 @@ pub enum ReworkError {
         /// The caller's error.
         msg: String,
     },
+    /// This worker's work on `target` outlasted its own lease and nobody took over: a longer
+    /// [`ReworkOptions::ttl_ms`] is needed (re-claiming would only redo the work and fill the
+    /// log with leases).
+    #[error("work on {target} outlasted its {ttl_ms} ms lease; raise the lease length")]
+    LeaseTooShort {
+        /// The target.
+        target: EntryId,
+        /// The lease length used.
+        ttl_ms: u64,
+    },
     /// No progress for [`ReworkOptions::give_up_after_ms`].
     #[error("no progress for {0} ms; {1} targets remain")]
     Stalled(u64, usize),
@@ -75,9 +85,12 @@ pub enum ReworkError {
 /// Runs one worker over `plan` until every target is replaced (by this or another worker).
 ///
 /// `now()` gives the writer time in ms since the Unix epoch, `sleep(ms)` pauses, and
-/// `work(ledger, target, old_content)` produces the new content (old content is `None` when
-/// redacted). A replacement's parents are the target's parents with every planned parent
-/// swapped for its replacement and every quarantined parent dropped.
+/// `work(ledger, target, inputs)` produces the new content from the replacement's *inputs*:
+/// `(id, content)` of each of its parents (content `None` when redacted). The inputs are the
+/// target's parents with every planned parent swapped for its replacement and every
+/// quarantined parent dropped; the target's own (possibly poisoned) content is not an input,
+/// and the replacement has no edge to it, so what it is derived from is exactly what its
+/// parents say.
 ///
 /// # Errors
 /// [`ReworkError`]; what was appended before the error stays (a claimed lease simply expires).
@@ -88,7 +101,7 @@ pub fn rework<S: Store, E: std::fmt::Display>(
     opts: ReworkOptions,
     now: impl Fn() -> u64,
     sleep: impl Fn(u64),
-    mut work: impl FnMut(&Ledger<S>, &EntryId, Option<&[u8]>) -> Result<Vec<u8>, E>,
+    mut work: impl FnMut(&Ledger<S>, &EntryId, &[(EntryId, Option<Vec<u8>>)]) -> Result<Vec<u8>, E>,
 ) -> Result<ReworkReport, ReworkError> {
     let mut order: Vec<(u64, EntryId)> = Vec::with_capacity(plan.len());
     for id in plan {
@@ -134,14 +147,16 @@ pub fn rework<S: Store, E: std::fmt::Display>(
                     report.taken_over.push(target);
                 }
             }
-            let old = ledger.get(&target)?;
-            let old_content = ledger.content(&old)?;
-            let content =
-                work(ledger, &target, old_content.as_deref()).map_err(|e| ReworkError::Work {
-                    target,
-                    msg: e.to_string(),
-                })?;
             let new_parents = replacement_parents(ledger, &parents);
+            let mut inputs = Vec::with_capacity(new_parents.len());
+            for p in &new_parents {
+                let e = ledger.get(&p.id)?;
+                inputs.push((p.id, ledger.content(&e)?));
+            }
+            let content = work(ledger, &target, &inputs).map_err(|e| ReworkError::Work {
+                target,
+                msg: e.to_string(),
+            })?;
             let mut e = ProvEntry::new(key.key_id(), Kind::Replacement, &content)
                 .with_parents(new_parents)
                 .with_time_ms(now());
@@ -151,9 +166,22 @@ pub fn rework<S: Store, E: std::fmt::Display>(
                     report.reworked.push((target, a.id));
                     progressed = true;
                 }
-                // Our lease expired while working and another worker took over: its
-                // replacement counts, ours is refused (nothing is done twice).
-                Err(LedgerError::Lease(_)) => {}
+                // Our lease expired while working. If another worker took over, its
+                // replacement counts and ours is refused (nothing is done twice); if nobody
+                // did, re-claiming would only repeat the work: stop and say why.
+                Err(LedgerError::Lease(_)) => {
+                    ledger.refresh()?;
+                    let ours = matches!(
+                        ledger.leases().state(&target),
+                        Some(LeaseState::Held { holder, .. }) if holder == key.key_id()
+                    );
+                    if ours {
+                        return Err(ReworkError::LeaseTooShort {
+                            target,
+                            ttl_ms: opts.ttl_ms,
+                        });
+                    }
+                }
                 Err(e) => return Err(e.into()),
             }
         }

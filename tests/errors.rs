@@ -76,7 +76,7 @@ fn ledger_errors() {
         ),
         (
             LedgerError::UnknownTarget(id()),
-            format!("unknown tombstone target {ab}"),
+            format!("unknown target {ab}"),
         ),
         (
             LedgerError::UnknownEntry(id()),

@@ -469,6 +469,7 @@ fn rework_replaces_every_planned_entry_once_in_dependency_order() {
     let plan = vec![s.fact, s.strong];
     let clock = std::cell::Cell::new(1_000u64);
     let mut seen = Vec::new();
+    let mut fed = Vec::new();
     let report = rework(
         &mut l,
         &plan,
@@ -479,15 +480,22 @@ fn rework_replaces_every_planned_entry_once_in_dependency_order() {
             clock.get()
         },
         |_| {},
-        |_, target, old| {
+        |_, target, inputs| {
             seen.push(*target);
-            Ok::<_, String>(
-                format!("redone: {}", String::from_utf8_lossy(old.unwrap_or(b""))).into_bytes(),
-            )
+            let texts: Vec<String> = inputs
+                .iter()
+                .map(|(_, c)| String::from_utf8_lossy(c.as_deref().unwrap_or(b"")).into_owned())
+                .collect();
+            fed.push(texts.clone());
+            Ok::<_, String>(format!("redone from: {}", texts.join(" + ")).into_bytes())
         },
     )
     .unwrap();
     assert_eq!(seen, vec![s.strong, s.fact], "parents first");
+    // The worker is fed the clean inputs, never the quarantined text: the memo is redone from
+    // the prompt alone (the flagged forum post is dropped), the fact from the redone memo.
+    assert_eq!(fed[0], vec!["summarise the forum".to_string()]);
+    assert_eq!(fed[1], vec!["redone from: summarise the forum".to_string()]);
     assert_eq!(report.reworked.len(), 2);
     let strong_new = report.reworked[0].1;
     let fact_new = l.get(&report.reworked[1].1).unwrap();
@@ -556,7 +564,6 @@ fn authority_repair_swaps_in_a_value_from_an_authoritative_source_and_never_inve
     let landlord = Candidate {
         value: "GB11".into(),
         entries: vec![contacts],
-        principal: Some("tool:get_contacts".into()),
         found: Found::Structured,
     };
     match decide_with_repair(
@@ -613,7 +620,6 @@ fn authority_repair_swaps_in_a_value_from_an_authoritative_source_and_never_inve
     let short = Candidate {
         value: "13".into(),
         entries: vec![s.prompt],
-        principal: Some("user".into()),
         found: Found::TextMatch,
     };
     let v13: BTreeMap<String, String> = [("recipient".to_string(), "13".to_string())].into();

@@ -60,9 +60,7 @@ pub fn run(candidates: &Candidates, command: &[String]) -> Res<ExitCode> {
             }
             say!("predicate calls: {calls}");
             if let (Some(reason), Some(ledger)) = (&candidates.flag, &candidates.ledger) {
-                for id in culprits {
-                    super::forensics::flag(ledger, &id.to_string(), reason, "all", "advisory")?;
-                }
+                super::forensics::flag_many(ledger, culprits, reason, "advisory")?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -4,7 +4,7 @@ use crate::{key_path, lock_key_file, now_ms, open, Res};
 use memlineage::heal::{heal, HealOutcome};
 use memlineage::quarantine::Reach;
 use memlineage::receipt::{receipt, render_svg};
-use memlineage::record::{EntryId, Role, WriterKey};
+use memlineage::record::{EntryId, Kind, Role, WriterKey};
 use memlineage::rework::{rework, ReworkOptions};
 use memlineage::store::SqliteStore;
 use memlineage::Ledger;
@@ -14,22 +14,31 @@ use std::process::{Command, ExitCode, Stdio};
 
 use crate::io::say;
 
-/// The key of principal `name` with `role`, created in the key file and bound in the keyring
-/// if new. Holds the key-file lock only while doing so.
+/// The key of principal `name`: an existing principal of one of the `allowed` roles, or a new
+/// one created with `new_role` (in the key file, then bound in the keyring). Holds the key-file
+/// lock only while doing so.
 fn principal_key(
     ledger: &Path,
     l: &mut Ledger<SqliteStore>,
     name: &str,
-    role: Role,
+    allowed: &[Role],
+    new_role: Role,
 ) -> Res<WriterKey> {
     let _lock = lock_key_file(ledger)?;
     let mut ks = memlineage::keystore::KeyStore::load(&key_path(ledger))?;
-    let (key, have, created) = ks.principal(name, Some(role))?;
-    if have != role {
+    let (key, have, created) = match ks.principal(name, None) {
+        Ok(found) => found,
+        Err(memlineage::keystore::KeyStoreError::UnknownPrincipal(_)) => {
+            ks.principal(name, Some(new_role))?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !allowed.contains(&have) {
+        let names: Vec<&str> = allowed.iter().map(|r| r.name()).collect();
         return Err(format!(
-            "principal {name} has role {}, not {}",
+            "principal {name} has role {}; this command needs one of {}",
             have.name(),
-            role.name()
+            names.join(", ")
         )
         .into());
     }
@@ -38,10 +47,13 @@ fn principal_key(
     }
     l.refresh()?;
     if l.principal(&key.key_id()).is_none() {
-        l.bind(key.key_id(), role, name)?;
+        l.bind(key.key_id(), have, name)?;
     }
     Ok(key)
 }
+
+/// Roles that may flag, release and heal (`spec/forensics.md` §2.2, §5.2).
+const ADVISORY_ROLES: [Role; 2] = [Role::User, Role::System];
 
 /// `memlineage flag`: quarantine everything `source` reached.
 pub fn flag(ledger: &Path, source: &str, reason: &str, reach: &str, by: &str) -> Res<ExitCode> {
@@ -49,7 +61,7 @@ pub fn flag(ledger: &Path, source: &str, reason: &str, reach: &str, by: &str) ->
         Reach::from_name(reach).ok_or_else(|| format!("reach is all or strong, not {reach}"))?;
     let source = EntryId::from_hex(source)?;
     let (mut l, _) = open(ledger)?;
-    let key = principal_key(ledger, &mut l, by, Role::System)?;
+    let key = principal_key(ledger, &mut l, by, &ADVISORY_ROLES, Role::System)?;
     let before = l.quarantine().len();
     let f = l.flag(source, reach, &key, reason)?;
     l.checkpoint()?;
@@ -66,11 +78,43 @@ pub fn flag(ledger: &Path, source: &str, reason: &str, reach: &str, by: &str) ->
     Ok(ExitCode::SUCCESS)
 }
 
+/// Flags every source in `sources` (reach all) in one append batch: all are flagged or none.
+/// Prints one JSON line per flag.
+pub fn flag_many(ledger: &Path, sources: &[EntryId], reason: &str, by: &str) -> Res<ExitCode> {
+    let (mut l, _) = open(ledger)?;
+    let key = principal_key(ledger, &mut l, by, &ADVISORY_ROLES, Role::System)?;
+    let mut batch = Vec::with_capacity(sources.len());
+    for source in sources {
+        let mut e =
+            memlineage::record::ProvEntry::new(key.key_id(), Kind::Quarantine, reason.as_bytes())
+                .with_time_ms(now_ms());
+        e.target = Some(*source);
+        batch.push((
+            memlineage::record::SignedEntry::sign(e, &key)?,
+            reason.as_bytes(),
+        ));
+    }
+    let flags = l.append_signed(batch)?;
+    l.checkpoint()?;
+    for (f, source) in flags.iter().zip(sources) {
+        say!(
+            "{}",
+            serde_json::json!({
+                "flag": f.id.to_string(),
+                "source": source.to_string(),
+                "reach": "all",
+                "quarantined": l.quarantine().len(),
+            })
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `memlineage release`: lift the quarantine made by a flag entry.
 pub fn release(ledger: &Path, flag: &str, reason: &str, by: &str) -> Res<ExitCode> {
     let flag = EntryId::from_hex(flag)?;
     let (mut l, _) = open(ledger)?;
-    let key = principal_key(ledger, &mut l, by, Role::System)?;
+    let key = principal_key(ledger, &mut l, by, &ADVISORY_ROLES, Role::System)?;
     let r = l.release(flag, &key, reason)?;
     l.checkpoint()?;
     say!(
@@ -125,7 +169,7 @@ pub fn heal_cmd(
         .map(|s| EntryId::from_hex(s))
         .collect::<Result<Vec<_>, _>>()?;
     let (mut l, _) = open(ledger)?;
-    let key = principal_key(ledger, &mut l, by, Role::System)?;
+    let key = principal_key(ledger, &mut l, by, &ADVISORY_ROLES, Role::System)?;
     let claim = |c: &[u8]| {
         let text = std::str::from_utf8(c).ok()?;
         text.trim()
@@ -174,7 +218,13 @@ pub fn rework_cmd(
     plan: &[String],
 ) -> Res<ExitCode> {
     let (mut l, _) = open(ledger)?;
-    let key = principal_key(ledger, &mut l, by, Role::Agent)?;
+    let key = principal_key(
+        ledger,
+        &mut l,
+        by,
+        &[Role::Agent, Role::User, Role::System],
+        Role::Agent,
+    )?;
     let plan: Vec<EntryId> = if plan.is_empty() {
         // Every quarantined entry except the flagged sources themselves.
         let sources: std::collections::HashSet<EntryId> =
@@ -201,7 +251,7 @@ pub fn rework_cmd(
         opts,
         now_ms,
         |ms| std::thread::sleep(std::time::Duration::from_millis(ms)),
-        |_, _, old| run_exec(exec, old.unwrap_or_default()),
+        |_, _, inputs| run_exec(exec, &inputs_text(inputs)),
     )?;
     l.checkpoint()?;
     say!(
@@ -215,6 +265,21 @@ pub fn rework_cmd(
         })
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rework inputs as the command reads them: one JSON object per line,
+/// `{"id": HEX, "content": TEXT | null}` (lossy UTF-8; null when redacted).
+fn inputs_text(inputs: &[(EntryId, Option<Vec<u8>>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (id, content) in inputs {
+        let line = serde_json::json!({
+            "id": id.to_string(),
+            "content": content.as_deref().map(String::from_utf8_lossy),
+        });
+        out.extend_from_slice(line.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    out
 }
 
 /// Runs `sh -c exec` with `input` on stdin; its stdout is the result.
@@ -314,10 +379,18 @@ pub fn gate_cmd(
         tc.args.push((p.clone(), ids));
         values.insert(p.clone(), value_text(&a.value));
     }
-    let principal = |id: &EntryId| {
-        l.get(id)
-            .ok()
-            .and_then(|e| l.principal(&e.writer()).map(|(_, n)| n.to_string()))
+    // The text an entry carries, for value matching: data entries only (a flag's reason or a
+    // lease's terms are not provenance for a value).
+    let data_text = |id: &EntryId| -> Res<Option<String>> {
+        let e = l.get(id)?;
+        if !matches!(
+            e.entry().kind,
+            Kind::Prompt | Kind::ToolResult | Kind::Summary | Kind::Fact
+        ) {
+            return Ok(None);
+        }
+        Ok(l.content(&e)?
+            .map(|c| String::from_utf8_lossy(&c).into_owned()))
     };
     let mut by_param: std::collections::BTreeMap<String, Vec<Candidate>> = Default::default();
     if repair {
@@ -336,28 +409,40 @@ pub fn gate_cmd(
                     .iter()
                     .map(|s| EntryId::from_hex(s))
                     .collect::<Result<Vec<_>, _>>()?;
-                let who = entries.first().and_then(principal);
+                let value = value_text(&cl.value);
+                // Never invented: the value must occur in every entry it cites; a candidate
+                // that does not is dropped (it can only fail to repair, never allow).
+                let mut holds = true;
+                for id in &entries {
+                    holds &= data_text(id)?.is_some_and(|t| t.contains(value.as_str()));
+                }
+                if !holds {
+                    eprintln!(
+                        "warning: {}:{}: value {value:?} does not occur in every entry it cites; \
+                         candidate ignored",
+                        path.display(),
+                        n + 1
+                    );
+                    continue;
+                }
                 by_param.entry(cl.param).or_default().push(Candidate {
-                    value: value_text(&cl.value),
+                    value,
                     entries,
-                    principal: who,
                     found: Found::Structured,
                 });
             }
         }
-        // Rule 1 candidates: the current value inside any live entry's content.
+        // Rule 1 candidates: the current value inside any data entry's content.
         for i in 0..l.len() {
-            let e = l.get_by_index(i)?;
-            let Some(content) = l.content(&e)? else {
+            let id = l.get_by_index(i)?.id();
+            let Some(text) = data_text(&id)? else {
                 continue;
             };
-            let text = String::from_utf8_lossy(&content);
             for (p, v) in &values {
                 if !v.is_empty() && text.contains(v.as_str()) {
                     by_param.entry(p.clone()).or_default().push(Candidate {
                         value: v.clone(),
-                        entries: vec![e.id()],
-                        principal: principal(&e.id()),
+                        entries: vec![id],
                         found: Found::TextMatch,
                     });
                 }

@@ -74,11 +74,14 @@ enum Cmd {
     },
     /// Append entries given as JSON lines (one batch: all or nothing).
     ///
-    /// Kinds: prompt, tool_result, summary (or observation), fact, tool_call, tombstone.
+    /// Kinds: prompt, tool_result, summary (or observation), fact, tool_call, tombstone, and the
+    /// forensic kinds quarantine, quarantine_strong, release, lease, replacement
+    /// (spec/forensics.md; the flag, release, heal and rework commands write them for you).
     /// Roles: user, system, agent, tool, external (tool and external write EXTERNAL entries).
     /// Each line: {"writer": NAME, "role": ROLE?, "kind": KIND, "content": TEXT,
     /// "parents": [{"id": HEX, "weight": 0.0..1.0}]?, "attribution": "coarse"?, "time_ms": N?,
-    /// "target": HEX?}. A tombstone is {"kind": "tombstone", "target": ID, "content": REASON}.
+    /// "target": HEX?}. A tombstone is {"kind": "tombstone", "target": ID, "content": REASON};
+    /// the forensic kinds carry a "target" too.
     /// A writer not yet in the key file is created and bound with its "role".
     Append {
         /// Ledger path.
@@ -247,7 +250,7 @@ enum Cmd {
         /// The quarantined fact's id.
         target: String,
         /// Candidate supporting entries (ids); only clean ones vote.
-        #[arg(long = "support", required = true)]
+        #[arg(long = "support", required = true, num_args = 1..)]
         support: Vec<String>,
         /// The claim is the content after this prefix (entries without it do not vote).
         #[arg(long, default_value = "")]

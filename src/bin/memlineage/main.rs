@@ -4,7 +4,7 @@
 //! stderr with a non-zero exit status.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use memlineage::audit::{audit, AuditItem, AuditReport};
+use memlineage::audit::{audit_with_progress, AuditItem, AuditReport};
 use memlineage::gate::Policy;
 use memlineage::keystore::KeyStore;
 use memlineage::ledger::StoreSource;
@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod io;
+mod progress;
 
 use io::{capped_lines, read_capped, say, write_out};
 
@@ -656,7 +657,10 @@ fn audit_ledger(
         })
     });
     let log_key_id = verifier.key_id();
-    let report = audit(entries, &verifier, &note, policy, log_key_id)?;
+    let report = {
+        let mut bar = progress::AuditBar::new(size);
+        audit_with_progress(entries, &verifier, &note, policy, log_key_id, &mut bar)?
+    };
     if report.entries != size {
         return Err(format!("read {} entries of {size}", report.entries).into());
     }

@@ -349,6 +349,15 @@ impl<S: Store> Ledger<S> {
         self.keyring.get(key).and_then(|(_, _, vk)| *vk)
     }
 
+    /// A thread-shareable lookup of bound principals' decompressed keys (for checks run on
+    /// all cores while the store, which need not be shareable, stays on this thread).
+    pub(crate) fn key_lookup(
+        &self,
+    ) -> impl Fn(&KeyId) -> Option<ed25519_dalek::VerifyingKey> + Sync + '_ {
+        let keyring = &self.keyring;
+        move |key| keyring.get(key).and_then(|(_, _, vk)| *vk)
+    }
+
     /// The role and name bound to `key`, if any.
     pub fn principal(&self, key: &KeyId) -> Option<(Role, &str)> {
         self.keyring.get(key).map(|(r, n, _)| (*r, n.as_str()))
@@ -869,7 +878,13 @@ impl<S: Store> HashSource for Overlay<'_, S> {
             .copied()
             .filter(|i| *i < self.start)
             .collect();
-        let mut from_store = StoreSource(self.store).read_hashes(&stored)?.into_iter();
+        // Within a batch most hashes are the batch's own: ask the store only when needed.
+        let from_store = if stored.is_empty() {
+            Vec::new()
+        } else {
+            StoreSource(self.store).read_hashes(&stored)?
+        };
+        let mut from_store = from_store.into_iter();
         indexes
             .iter()
             .map(|&i| {

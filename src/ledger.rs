@@ -385,16 +385,27 @@ impl<S: Store> Ledger<S> {
     /// Appends several entries in one store transaction (group commit). A draft may name
     /// earlier drafts of the same batch as parents. All or nothing.
     ///
+    /// Drafts are signed on all cores when there are at least [`PARALLEL_MIN`] of them
+    /// (signatures are independent; the answers are those of signing in order).
+    ///
     /// # Errors
     /// The first failing draft's [`LedgerError`]; nothing of the batch is stored.
-    pub fn append_batch(
+    pub fn append_batch<'c>(
         &mut self,
-        drafts: Vec<Draft<'_, '_>>,
+        drafts: Vec<Draft<'_, 'c>>,
     ) -> Result<Vec<Appended>, LedgerError> {
-        let mut signed = Vec::with_capacity(drafts.len());
-        for d in drafts {
-            signed.push((SignedEntry::sign(d.entry, d.key)?, d.content));
-        }
+        let sign = |d: Draft<'_, 'c>| -> Result<(SignedEntry, &'c [u8]), RecordError> {
+            SignedEntry::sign(d.entry, d.key).map(|s| (s, d.content))
+        };
+        let results: Vec<Result<(SignedEntry, &'c [u8]), RecordError>> =
+            if drafts.len() < PARALLEL_MIN || rayon::current_num_threads() < 2 {
+                drafts.into_iter().map(sign).collect()
+            } else {
+                use rayon::prelude::*;
+                drafts.into_par_iter().with_max_len(1).map(sign).collect()
+            };
+        // In draft order, so the error is the first failing draft's.
+        let signed = results.into_iter().collect::<Result<Vec<_>, _>>()?;
         self.append_signed(signed)
     }
 

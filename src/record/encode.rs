@@ -10,8 +10,9 @@
 //! `cbor::oracle`, and compared on random entries by the tests below).
 //!
 //! Signing builds the Sig_structure once, in one buffer, with the payload encoded in place;
-//! the envelope then copies the protected header and payload out of it (two allocations per
-//! signed entry, where the `Value` path made dozens).
+//! the envelope then copies the protected header and payload out of it (three allocations
+//! per signed entry: the message, a head of at most 9 bytes, the envelope; the `Value` path
+//! made dozens).
 
 use super::cbor::{
     K_ATTRIBUTION, K_BINDING, K_CONTENT, K_CONTEXT, K_KIND, K_PARENTS, K_SOURCE, K_TARGET, K_TIME,

@@ -18,8 +18,12 @@
 //!   of 8 ids: fetch, decode and verify, prove and check inclusion, render), with the
 //!   `prove_inclusion_x8/<size>` part of it.
 //!
-//! - `durable`: `sign_plus_fdatasync` vs `sqlite_append_1` and `sqlite_append_batch64` (per
-//!   element: throughput is set to 64).
+//! - `durable`: `sign_plus_fdatasync` vs `sqlite_append_1`, `sqlite_append_batch64` (sign
+//!   and group-commit 64 entries; per element: throughput is set to 64) and
+//!   `sqlite_append_signed64` (group-commit 64 entries signed beforehand, untimed).
+//!
+//! The size-dependent benches run at 1k and 100k entries, and also at 1M when the environment
+//! variable `MEMLINEAGE_BENCH_1M` is set.
 //!
 //! Run: `cargo bench --bench write_verify` (about 2 minutes on 2 cores).
 
@@ -41,6 +45,10 @@ use std::time::{Duration, Instant};
 /// Ledger sizes (entries, keyring entries included) the size-dependent benches run at.
 const SIZES: [(u64, &str); 2] = [(1_000, "1k"), (100_000, "100k")];
 
+/// The scale size, added to [`SIZES`] when the environment variable `MEMLINEAGE_BENCH_1M` is
+/// set (building it signs a million entries: about a minute and 1 GiB of RAM on 2 cores).
+const SCALE: (u64, &str) = (1_000_000, "1M");
+
 /// Entries per `append_batch` call while pre-filling.
 const CHUNK: u64 = 1_000;
 
@@ -57,7 +65,11 @@ criterion_group!(benches, all);
 criterion_main!(benches);
 
 fn all(c: &mut Criterion) {
-    let mut fixtures: Vec<(Fixture, &str)> = SIZES
+    let mut sizes = SIZES.to_vec();
+    if std::env::var_os("MEMLINEAGE_BENCH_1M").is_some() {
+        sizes.push(SCALE);
+    }
+    let mut fixtures: Vec<(Fixture, &str)> = sizes
         .iter()
         .map(|&(n, name)| (Fixture::build(n), name))
         .collect();
@@ -103,7 +115,25 @@ fn durable(c: &mut Criterion) {
             black_box(l.append(fact(time), &key, SUMMARY).expect("append"))
         })
     });
+    // Group commit of entries their writers already signed: what the store itself adds.
     g.throughput(Throughput::Elements(64));
+    g.bench_function("sqlite_append_signed64", |b| {
+        b.iter_batched(
+            || {
+                (0..64)
+                    .map(|_| {
+                        time += 1;
+                        SignedEntry::sign(fact(time), &key).expect("sign")
+                    })
+                    .collect::<Vec<_>>()
+            },
+            |signed| {
+                let batch = signed.into_iter().map(|s| (s, SUMMARY)).collect();
+                black_box(l.append_signed(batch).expect("batch"))
+            },
+            criterion::BatchSize::SmallInput,
+        )
+    });
     g.bench_function("sqlite_append_batch64", |b| {
         b.iter(|| {
             let drafts = (0..64)
@@ -388,11 +418,12 @@ impl Fixture {
     }
 
     /// Appends `n` entries in one batch; summaries name the prompt and tool result just
-    /// before them (signed here, so their ids are known within the batch).
+    /// before them (signed here, so their ids are known within the batch). Signing runs on
+    /// all cores: prompts and tool results first, then the summaries that name them.
     fn fill(&mut self, n: u64) {
+        use rayon::prelude::*;
         let start = self.all.len() as u64;
-        let mut batch: Vec<(SignedEntry, Vec<u8>)> = Vec::with_capacity(n as usize);
-        for i in start..start + n {
+        let sign = |i: u64, parents: Option<(EntryId, EntryId)>| -> (SignedEntry, Vec<u8>) {
             let content = format!("memory {i}: {}", "x".repeat(80)).into_bytes();
             let (kind, key) = match i % 3 {
                 0 => (Kind::Prompt, &self.user),
@@ -400,8 +431,7 @@ impl Fixture {
                 _ => (Kind::Summary, &self.agent),
             };
             let mut e = ProvEntry::new(key.key_id(), kind, &content).with_time_ms(T0 + i);
-            if kind == Kind::Summary && batch.len() >= 2 {
-                let (p, t) = (batch[batch.len() - 2].0.id(), batch[batch.len() - 1].0.id());
+            if let Some((p, t)) = parents {
                 e = e.with_parents(vec![
                     Parent {
                         id: p,
@@ -413,8 +443,29 @@ impl Fixture {
                     },
                 ]);
             }
-            batch.push((SignedEntry::sign(e, key).expect("sign"), content));
+            (SignedEntry::sign(e, key).expect("sign"), content)
+        };
+        // A summary with at least two entries of this batch before it names them.
+        let has_parents = |k: u64| (start + k) % 3 == 2 && k >= 2;
+        let mut slots: Vec<Option<(SignedEntry, Vec<u8>)>> = (0..n)
+            .into_par_iter()
+            .map(|k| (!has_parents(k)).then(|| sign(start + k, None)))
+            .collect();
+        let summaries: Vec<(usize, (SignedEntry, Vec<u8>))> = (0..n)
+            .into_par_iter()
+            .filter(|&k| has_parents(k))
+            .map(|k| {
+                let id = |j: u64| slots[j as usize].as_ref().expect("signed in pass 1").0.id();
+                (k as usize, sign(start + k, Some((id(k - 2), id(k - 1)))))
+            })
+            .collect();
+        for (k, signed) in summaries {
+            slots[k] = Some(signed);
         }
+        let batch: Vec<(SignedEntry, Vec<u8>)> = slots
+            .into_iter()
+            .map(|s| s.expect("every slot signed"))
+            .collect();
         let signed: Vec<(SignedEntry, &[u8])> = batch
             .iter()
             .map(|(s, c)| (s.clone(), c.as_slice()))

@@ -125,8 +125,9 @@ pub enum Problem {
     Lease(#[from] LeaseError),
 }
 
-/// Entries decoded together on all cores before the in-order checks.
-const AUDIT_CHUNK: usize = 1024;
+/// Entries decoded together on all cores before the in-order checks (and between two
+/// [`AuditProgress`] reports).
+pub const AUDIT_CHUNK: usize = 1024;
 
 /// Why an audit could not run at all.
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +152,51 @@ pub enum AuditError {
     Source(String),
 }
 
+/// Receives progress of a running [`audit`], e.g. to draw a progress bar. The audit library
+/// draws nothing itself: the `memlineage verify` binary implements this with a terminal bar.
+///
+/// Calls come from the auditing thread, in order, after each chunk of up to
+/// [`AUDIT_CHUNK`] entries has been fully checked.
+pub trait AuditProgress {
+    /// `checked` entries (a running total, counted from the first entry, strictly increasing
+    /// between calls) have been decoded, verified and checked in order.
+    fn entries_checked(&mut self, checked: u64);
+}
+
+/// An [`AuditProgress`] that ignores every report (what [`audit`] uses).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl AuditProgress for NoProgress {
+    fn entries_checked(&mut self, _checked: u64) {}
+}
+
+/// [`audit_with_progress`] without progress reports.
+///
+/// # Errors
+/// As [`audit_with_progress`]. Does not panic.
+pub fn audit<I, T, E>(
+    entries: I,
+    verifier: &LogVerifier,
+    checkpoint_note: &[u8],
+    policy: LabelPolicy,
+    log_key: KeyId,
+) -> Result<AuditReport, AuditError>
+where
+    I: IntoIterator<Item = Result<T, E>>,
+    T: Into<AuditItem>,
+    E: std::fmt::Display,
+{
+    audit_with_progress(
+        entries,
+        verifier,
+        checkpoint_note,
+        policy,
+        log_key,
+        &mut NoProgress,
+    )
+}
+
 /// Audits `entries` ([`AuditItem`]s, or `(cose, stored label)` pairs, in log order).
 ///
 /// Steps (`spec/lineage.md` §5): verify the checkpoint; for each entry decode and
@@ -165,12 +211,16 @@ pub enum AuditError {
 /// # Errors
 /// [`AuditError`] when the checkpoint is bad, the log is shorter than it, or entries cannot be
 /// read. Does not panic.
-pub fn audit<I, T, E>(
+///
+/// `progress` hears the running count of checked entries after each chunk of
+/// [`AUDIT_CHUNK`] entries (and after the last, shorter one); it cannot change the result.
+pub fn audit_with_progress<I, T, E>(
     entries: I,
     verifier: &LogVerifier,
     checkpoint_note: &[u8],
     policy: LabelPolicy,
     log_key: KeyId,
+    progress: &mut dyn AuditProgress,
 ) -> Result<AuditReport, AuditError>
 where
     I: IntoIterator<Item = Result<T, E>>,
@@ -271,6 +321,7 @@ where
                 Err(problem) => report.failures.push(AuditFailure { index, id, problem }),
             }
         }
+        progress.entries_checked(report.entries);
     }
     if report.checkpoint.size() == 0 {
         root_at_checkpoint = Some(tree_root(0, &tree)?);

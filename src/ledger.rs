@@ -441,6 +441,15 @@ impl<S: Store> Ledger<S> {
         self.keyring.get(key).and_then(|(_, _, vk)| *vk)
     }
 
+    /// A thread-shareable lookup of bound principals' decompressed keys (for checks run on
+    /// all cores while the store, which need not be shareable, stays on this thread).
+    pub(crate) fn key_lookup(
+        &self,
+    ) -> impl Fn(&KeyId) -> Option<ed25519_dalek::VerifyingKey> + Sync + '_ {
+        let keyring = &self.keyring;
+        move |key| keyring.get(key).and_then(|(_, _, vk)| *vk)
+    }
+
     /// The role and name bound to `key`, if any.
     pub fn principal(&self, key: &KeyId) -> Option<(Role, &str)> {
         self.keyring.get(key).map(|(r, n, _)| (*r, n.as_str()))
@@ -468,16 +477,27 @@ impl<S: Store> Ledger<S> {
     /// Appends several entries in one store transaction (group commit). A draft may name
     /// earlier drafts of the same batch as parents. All or nothing.
     ///
+    /// Drafts are signed on all cores when there are at least [`PARALLEL_MIN`] of them
+    /// (signatures are independent; the answers are those of signing in order).
+    ///
     /// # Errors
     /// The first failing draft's [`LedgerError`]; nothing of the batch is stored.
-    pub fn append_batch(
+    pub fn append_batch<'c>(
         &mut self,
-        drafts: Vec<Draft<'_, '_>>,
+        drafts: Vec<Draft<'_, 'c>>,
     ) -> Result<Vec<Appended>, LedgerError> {
-        let mut signed = Vec::with_capacity(drafts.len());
-        for d in drafts {
-            signed.push((SignedEntry::sign(d.entry, d.key)?, d.content));
-        }
+        let sign = |d: Draft<'_, 'c>| -> Result<(SignedEntry, &'c [u8]), RecordError> {
+            SignedEntry::sign(d.entry, d.key).map(|s| (s, d.content))
+        };
+        let results: Vec<Result<(SignedEntry, &'c [u8]), RecordError>> =
+            if drafts.len() < PARALLEL_MIN || rayon::current_num_threads() < 2 {
+                drafts.into_iter().map(sign).collect()
+            } else {
+                use rayon::prelude::*;
+                drafts.into_par_iter().with_max_len(1).map(sign).collect()
+            };
+        // In draft order, so the error is the first failing draft's.
+        let signed = results.into_iter().collect::<Result<Vec<_>, _>>()?;
         self.append_signed(signed)
     }
 
@@ -1133,7 +1153,13 @@ impl<S: Store> HashSource for Overlay<'_, S> {
             .copied()
             .filter(|i| *i < self.start)
             .collect();
-        let mut from_store = StoreSource(self.store).read_hashes(&stored)?.into_iter();
+        // Within a batch most hashes are the batch's own: ask the store only when needed.
+        let from_store = if stored.is_empty() {
+            Vec::new()
+        } else {
+            StoreSource(self.store).read_hashes(&stored)?
+        };
+        let mut from_store = from_store.into_iter();
         indexes
             .iter()
             .map(|&i| {

@@ -2,9 +2,9 @@
 //! bytes, inclusion under the current signed checkpoint) and rendered with its label, e.g.
 //! `[trust=DERIVED_UNTRUSTED id=1a2b3c4d writer=agent] text`.
 
-use crate::ledger::{Ledger, LedgerError};
+use crate::ledger::{Ledger, LedgerError, PARALLEL_MIN};
 use crate::lineage::Label;
-use crate::log::VerifiedCheckpoint;
+use crate::log::{InclusionProof, LogError, VerifiedCheckpoint};
 use crate::record::{EntryId, Kind, SignedEntry};
 use crate::store::Store;
 
@@ -49,24 +49,55 @@ pub enum Outcome {
     Rejected(EntryId, LedgerError),
 }
 
+/// What the store phase of retrieval read for one live entry: its bytes, and its audit path
+/// under the checkpoint (an error here is reported only after the signature is checked, so a
+/// bad entry is named for its first problem in the order: signature, id, path, inclusion).
+struct Fetched {
+    bytes: Vec<u8>,
+    proof: Result<InclusionProof, LogError>,
+}
+
 impl<S: Store> Ledger<S> {
     /// Verifies and renders `ids` against the current checkpoint (signed now if stale).
     /// Each id gets its own [`Outcome`]; one bad entry does not hide the others.
+    ///
+    /// Three phases: store reads in request order (entry bytes and audit paths: a store need
+    /// not be shared between threads); then on all cores when there are at least
+    /// [`crate::ledger::PARALLEL_MIN`] entries, the checks that need no store (`verify_strict`
+    /// of the signature, the id, the audit path against the checkpoint); then content and
+    /// rendering in request order. The answers are those of checking one entry at a time.
     ///
     /// # Errors
     /// Only when no checkpoint can be produced (store failure).
     pub fn retrieve(&mut self, ids: &[EntryId]) -> Result<Vec<Outcome>, LedgerError> {
         let checkpoint = self.checkpoint()?;
-        // 1. Store reads: the bytes of every known, live entry.
-        let fetched: Vec<Result<Option<Vec<u8>>, LedgerError>> =
-            ids.iter().map(|id| self.fetch(id)).collect();
-        // 2. Signatures, verified on all cores (the expensive part).
-        let bytes: Vec<&[u8]> = fetched
+        // 1. Store reads: the bytes and audit path of every known, live entry.
+        let fetched: Vec<Result<Option<Fetched>, LedgerError>> =
+            ids.iter().map(|id| self.fetch(id, &checkpoint)).collect();
+        // 2. Signature, id and inclusion: no store, so on all cores (the expensive part).
+        let live: Vec<(&EntryId, &Fetched)> = ids
             .iter()
-            .filter_map(|f| f.as_ref().ok().and_then(|b| b.as_deref()))
+            .zip(&fetched)
+            .filter_map(|(id, f)| f.as_ref().ok().and_then(|f| f.as_ref()).map(|f| (id, f)))
             .collect();
-        let mut decoded = self.decode_many(&bytes).into_iter();
-        // 3. Inclusion, content and rendering, in request order.
+        let keys = self.key_lookup();
+        let check = |(id, f): &(&EntryId, &Fetched)| -> Result<SignedEntry, LedgerError> {
+            let entry = SignedEntry::decode_with_keys(&f.bytes, &keys)?;
+            if entry.id() != **id {
+                return Err(LedgerError::Missing(**id));
+            }
+            let proof = f.proof.as_ref().map_err(|e| LedgerError::from(e.clone()))?;
+            checkpoint.verify_inclusion(&entry.id(), proof)?;
+            Ok(entry)
+        };
+        let mut checked = if live.len() < PARALLEL_MIN || rayon::current_num_threads() < 2 {
+            live.iter().map(check).collect::<Vec<_>>()
+        } else {
+            use rayon::prelude::*;
+            live.par_iter().with_max_len(1).map(check).collect()
+        }
+        .into_iter();
+        // 3. Label, content and rendering, in request order.
         Ok(ids
             .iter()
             .zip(fetched)
@@ -74,48 +105,44 @@ impl<S: Store> Ledger<S> {
                 Err(e) => Outcome::Rejected(*id, e),
                 Ok(None) if self.is_quarantined(id) => Outcome::Quarantined(*id),
                 Ok(None) => Outcome::Tombstoned(*id),
-                Ok(Some(_)) => match decoded.next() {
-                    Some(Ok(entry)) => match self.finish(id, entry, &checkpoint) {
+                Ok(Some(_)) => match checked.next() {
+                    Some(Ok(entry)) => match self.finish(id, entry) {
                         Ok(r) => Outcome::Verified(r),
                         Err(e) => Outcome::Rejected(*id, e),
                     },
-                    Some(Err(e)) => Outcome::Rejected(*id, e.into()),
+                    Some(Err(e)) => Outcome::Rejected(*id, e),
                     None => Outcome::Rejected(*id, LedgerError::Missing(*id)),
                 },
             })
             .collect())
     }
 
-    /// The stored bytes of `id`, or `None` when it is tombstoned or quarantined.
-    fn fetch(&self, id: &EntryId) -> Result<Option<Vec<u8>>, LedgerError> {
+    /// The stored bytes and audit path of `id`, or `None` when it is tombstoned or
+    /// quarantined.
+    fn fetch(
+        &self,
+        id: &EntryId,
+        checkpoint: &VerifiedCheckpoint,
+    ) -> Result<Option<Fetched>, LedgerError> {
         let index = self.index_of(id).ok_or(LedgerError::UnknownEntry(*id))?;
         if self.is_tombstoned(id) || self.is_quarantined(id) {
             return Ok(None);
         }
-        self.store()
+        let bytes = self
+            .store()
             .entry_bytes(index)?
-            .map(Some)
-            .ok_or(LedgerError::Missing(*id))
-    }
-
-    /// Inclusion under `checkpoint`, content, rendering of a verified entry.
-    fn finish(
-        &self,
-        id: &EntryId,
-        entry: SignedEntry,
-        checkpoint: &VerifiedCheckpoint,
-    ) -> Result<Retrieved, LedgerError> {
-        if entry.id() != *id {
-            return Err(LedgerError::Missing(*id));
-        }
-        let label = self.label(id).ok_or(LedgerError::UnknownEntry(*id))?;
-        let index = self.index_of(id).ok_or(LedgerError::UnknownEntry(*id))?;
+            .ok_or(LedgerError::Missing(*id))?;
         let proof = crate::log::prove_inclusion(
             checkpoint.size(),
             index,
             &crate::ledger::StoreSource(self.store()),
-        )?;
-        checkpoint.verify_inclusion(&entry.id(), &proof)?;
+        );
+        Ok(Some(Fetched { bytes, proof }))
+    }
+
+    /// Label, content and rendering of an entry whose signature and inclusion verified.
+    fn finish(&self, id: &EntryId, entry: SignedEntry) -> Result<Retrieved, LedgerError> {
+        let label = self.label(id).ok_or(LedgerError::UnknownEntry(*id))?;
         let writer = match self.principal(&entry.writer()) {
             Some((_, name)) => name.to_string(),
             None => entry.writer().short(),

@@ -8,7 +8,8 @@
 //! Verification uses ed25519-dalek's `verify_strict` (rejects small-order keys and
 //! non-canonical signatures; S >= L is always rejected).
 
-use super::cbor::{as_bytes32, decode_value, encode_payload, encode_value, strict_map};
+use super::cbor::{as_bytes32, decode_value, strict_map};
+use super::encode;
 use super::{EntryId, KeyId, ProvEntry, RecordError, WriterKey};
 use ciborium::Value;
 use ed25519_dalek::Signature;
@@ -42,10 +43,11 @@ impl SignedEntry {
             return Err(RecordError::WriterMismatch);
         }
         entry.check()?;
-        let protected = protected_header(&entry.writer);
-        let payload = encode_payload(&entry);
-        let signature = key.sign(&sig_structure(&protected, &payload));
-        let cose = envelope(protected, payload, signature.to_vec());
+        // One buffer holds the Sig_structure with the payload encoded in place; the envelope
+        // copies the protected header and payload out of it.
+        let t = encode::to_sign(&entry);
+        let signature = key.sign(&t.message);
+        let cose = encode::envelope(&t.message[t.protected], &t.message[t.payload], &signature);
         let id = EntryId::of_cose(&cose);
         Ok(SignedEntry { entry, cose, id })
     }
@@ -106,37 +108,15 @@ impl SignedEntry {
     }
 }
 
-/// The canonical protected header `{1: -8, 4: kid}` as bytes (`a2 01 27 04 58 20 ‖ kid`).
+/// The canonical protected header `{1: -8, 4: kid}` as bytes (`a2 01 27 04 58 20 ‖ kid`,
+/// 38 bytes).
 pub fn protected_header(kid: &KeyId) -> Vec<u8> {
-    encode_value(&Value::Map(vec![
-        (
-            Value::Integer(HDR_ALG.into()),
-            Value::Integer(ALG_EDDSA.into()),
-        ),
-        (Value::Integer(HDR_KID.into()), Value::Bytes(kid.0.to_vec())),
-    ]))
+    encode::protected(kid).to_vec()
 }
 
 /// The bytes that are signed: `["Signature1", protected, h'', payload]` (RFC 9052 §4.4).
 pub fn sig_structure(protected: &[u8], payload: &[u8]) -> Vec<u8> {
-    encode_value(&Value::Array(vec![
-        Value::Text("Signature1".into()),
-        Value::Bytes(protected.to_vec()),
-        Value::Bytes(Vec::new()),
-        Value::Bytes(payload.to_vec()),
-    ]))
-}
-
-fn envelope(protected: Vec<u8>, payload: Vec<u8>, signature: Vec<u8>) -> Vec<u8> {
-    encode_value(&Value::Tag(
-        TAG_COSE_SIGN1,
-        Box::new(Value::Array(vec![
-            Value::Bytes(protected),
-            Value::Map(Vec::new()),
-            Value::Bytes(payload),
-            Value::Bytes(signature),
-        ])),
-    ))
+    encode::sig_structure(protected, payload)
 }
 
 type Parsed = (ProvEntry, Vec<u8>, Vec<u8>, [u8; 64]);
@@ -178,7 +158,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed, RecordError> {
     if entry.writer != kid {
         return Err(RecordError::WriterMismatch);
     }
-    if envelope(protected.clone(), payload.clone(), signature.to_vec()) != bytes {
+    if encode::envelope(&protected, &payload, &signature) != bytes {
         return Err(RecordError::NonCanonical);
     }
     Ok((entry, protected, payload, signature))
@@ -200,7 +180,7 @@ fn parse_protected(protected: &[u8]) -> Result<KeyId, RecordError> {
         return Err(RecordError::BadProtectedHeader);
     }
     let kid = KeyId(as_bytes32(kid, "kid").map_err(|_| RecordError::BadProtectedHeader)?);
-    if protected_header(&kid) != protected {
+    if encode::protected(&kid)[..] != protected[..] {
         return Err(RecordError::BadProtectedHeader);
     }
     Ok(kid)

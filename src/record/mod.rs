@@ -6,6 +6,7 @@
 
 mod cbor;
 mod cose;
+mod encode;
 mod keys;
 mod scan;
 

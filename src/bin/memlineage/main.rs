@@ -4,7 +4,7 @@
 //! stderr with a non-zero exit status.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use memlineage::audit::{audit, reach_quarantine, AuditItem, AuditReport};
+use memlineage::audit::{audit_with_progress, reach_quarantine, AuditItem, AuditReport};
 use memlineage::gate::Policy;
 use memlineage::keystore::KeyStore;
 use memlineage::ledger::StoreSource;
@@ -30,6 +30,7 @@ mod ddmin;
 mod eval;
 mod forensics;
 mod io;
+mod progress;
 
 use io::{capped_lines, read_capped, say, write_out};
 
@@ -905,7 +906,10 @@ fn audit_ledger(
         })
     });
     let log_key_id = verifier.key_id();
-    let mut report = audit(entries, &verifier, &note, policy, log_key_id)?;
+    let mut report = {
+        let mut bar = progress::AuditBar::new(size);
+        audit_with_progress(entries, &verifier, &note, policy, log_key_id, &mut bar)?
+    };
     // Second pass (parse only): what the log's active flags quarantine.
     let bytes = (0..size).map(|i| {
         store

@@ -1,0 +1,334 @@
+//! PostgreSQL scale-out (`spec/storage.md` §11), with real processes: several writer processes
+//! sequence entries concurrently while integrators run; an integrator is SIGKILLed in the
+//! middle of a batch and another process finishes; every acknowledged entry is in the tree
+//! exactly once, without gaps; every checkpoint extends the one before (consistency proofs);
+//! a static tlog-tiles export of the result verifies from its files alone, and the whole log
+//! passes a full audit. Needs `DATABASE_URL` (skips visibly without it).
+
+use memlineage::audit::audit;
+use memlineage::ledger::StoreSource;
+use memlineage::lineage::LabelPolicy;
+use memlineage::log::{export_tiles, prove_consistency, verify_from_tiles, LogSigner, TilesError};
+use memlineage::record::{EntryId, Hash32, Kind, ProvEntry, Role, SignedEntry, WriterKey};
+use memlineage::store::{Integration, PgStore, Store, Submission};
+use memlineage::Ledger;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[path = "common/pg_support.rs"]
+mod pg_support;
+
+const CHILD_ROLE: &str = "MEMLINEAGE_PG_CHILD";
+const CHILD_LEDGER: &str = "MEMLINEAGE_PG_LEDGER";
+const CHILD_WRITER: &str = "MEMLINEAGE_PG_WRITER";
+
+/// Writer processes, entries per writer, entries per sequencing call.
+const WRITERS: usize = 4;
+const PER_WRITER: usize = 1500;
+const BATCH: usize = 32;
+
+fn signer() -> LogSigner {
+    LogSigner::new("pg.example/ledger", WriterKey::for_label("pg/log")).unwrap()
+}
+
+fn writer_key(w: usize) -> WriterKey {
+    WriterKey::for_label(&format!("pg/writer/{w}"))
+}
+
+/// Entry `k` of writer `w`: a Trusted fact signed by the writer's key (bound as an agent).
+fn submission(w: usize, k: usize) -> Submission {
+    let key = writer_key(w);
+    let text = format!("writer {w} fact {k}");
+    let e = ProvEntry::new(key.key_id(), Kind::Fact, text.as_bytes()).with_time_ms(k as u64);
+    let s = SignedEntry::sign(e, &key).unwrap();
+    Submission {
+        id: s.id(),
+        cose: s.cose().to_vec(),
+        kind: Kind::Fact,
+        label: memlineage::lineage::Label::Trusted,
+        content: Some((Hash32::digest(text.as_bytes()), text.into_bytes())),
+    }
+}
+
+/// Spawns this test binary as a child running `pg_child` in `role`.
+fn spawn(role: &str, ledger: &str, writer: usize, url: &str) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "pg_child", "--ignored", "--nocapture", "--quiet"])
+        .env(CHILD_ROLE, role)
+        .env(CHILD_LEDGER, ledger)
+        .env(CHILD_WRITER, writer.to_string())
+        .env("DATABASE_URL", url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+/// The child side. `writer`: sequences its entries in batches, printing `ack INDEX ID` per
+/// acknowledged entry; every 10th batch is sent twice (a retry) and must get the same indexes.
+/// `integrator`: integrates everything waiting in one transaction.
+#[test]
+#[ignore = "child process of the PostgreSQL scale tests"]
+fn pg_child() {
+    let (Ok(role), Ok(ledger), Ok(url)) = (
+        std::env::var(CHILD_ROLE),
+        std::env::var(CHILD_LEDGER),
+        std::env::var("DATABASE_URL"),
+    ) else {
+        return;
+    };
+    let w: usize = std::env::var(CHILD_WRITER).unwrap().parse().unwrap();
+    match role.as_str() {
+        "writer" => {
+            let store = PgStore::connect(&url, &ledger).unwrap();
+            let all: Vec<Submission> = (0..PER_WRITER).map(|k| submission(w, k)).collect();
+            for (b, chunk) in all.chunks(BATCH).enumerate() {
+                let idx = store.sequence(chunk.to_vec()).unwrap();
+                if b % 10 == 0 {
+                    assert_eq!(store.sequence(chunk.to_vec()).unwrap(), idx, "retry");
+                }
+                for (i, s) in idx.iter().zip(chunk) {
+                    println!("ack {i} {}", hex::encode(s.id.0));
+                }
+            }
+        }
+        "integrator" => {
+            let url = format!("{url}&application_name=ml_integrator_{w}");
+            let store = PgStore::connect(&url, &ledger).unwrap();
+            println!("connected");
+            let got = store.integrate(&Arc::new(signer()), u64::MAX).unwrap();
+            println!("{got:?}");
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+#[test]
+fn pg_writers_integrator_crash_and_static_export() {
+    let Some(url) = pg_support::database_url("pg_writers_integrator_crash_and_static_export")
+    else {
+        return;
+    };
+    let ledger_name = pg_support::fresh_ledger("scale");
+    let signer_arc = Arc::new(signer());
+    let verifier = signer().verifier();
+
+    // The ledger: settings and writer bindings through the ordinary Ledger (Store::append).
+    let mut ledger = Ledger::create(
+        PgStore::connect(&url, &ledger_name).unwrap(),
+        signer(),
+        LabelPolicy::default(),
+    )
+    .unwrap();
+    for w in 0..WRITERS {
+        ledger
+            .bind(writer_key(w).key_id(), Role::Agent, &format!("writer{w}"))
+            .unwrap();
+    }
+    let bound = ledger.len();
+    let store = PgStore::connect(&url, &ledger_name).unwrap();
+
+    // Phase 1: writers run while this process integrates repeatedly, keeping every checkpoint.
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| spawn("writer", &ledger_name, w, &url))
+        .collect();
+    let mut notes: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut acks: HashMap<EntryId, u64> = HashMap::new();
+    let readers: Vec<_> = writers
+        .into_iter()
+        .map(|mut child| {
+            let out = child.stdout.take().unwrap();
+            std::thread::spawn(move || {
+                let lines: Vec<String> = BufReader::new(out).lines().map(Result::unwrap).collect();
+                assert!(child.wait().unwrap().success(), "writer failed");
+                lines
+            })
+        })
+        .collect();
+    let mut rounds = 0;
+    while !readers.iter().all(|r| r.is_finished()) && rounds < 4 {
+        if let Integration::Integrated { new, note, .. } =
+            store.integrate(&signer_arc, 500).unwrap()
+        {
+            notes.push((new, note));
+            rounds += 1;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for r in readers {
+        // Harness chatter aside, the child prints one `ack INDEX ID` line per entry.
+        for line in r.join().unwrap() {
+            let Some(rest) = line.strip_prefix("ack ") else {
+                continue;
+            };
+            let mut parts = rest.split(' ');
+            let index: u64 = parts.next().unwrap().parse().unwrap();
+            let id = EntryId(
+                hex::decode(parts.next().unwrap())
+                    .unwrap()
+                    .try_into()
+                    .unwrap(),
+            );
+            // A retried batch prints the same (index, id) again: same answer both times.
+            assert_eq!(
+                *acks.entry(id).or_insert(index),
+                index,
+                "two indexes for one id"
+            );
+        }
+    }
+    let total = bound + (WRITERS * PER_WRITER) as u64;
+    assert_eq!(
+        acks.len() as u64,
+        total - bound,
+        "every entry acknowledged once"
+    );
+    assert_eq!(
+        store.sequenced().unwrap(),
+        total,
+        "no extra entries sequenced"
+    );
+    let backlog_from = store.tree_size().unwrap();
+    assert!(
+        backlog_from < total,
+        "a backlog is left for the crash phase"
+    );
+
+    // Phase 2: an integrator process takes the whole backlog in one transaction. A psql
+    // session holds an uncommitted checkpoint row for the final size, so the integrator blocks
+    // on its checkpoint insert after writing hashes, tiles and tree state: it is SIGKILLed
+    // there, mid-batch, and nothing of its batch may be visible afterwards.
+    let mut blocker = Command::new("psql")
+        .args([url.as_str(), "-q", "-v", "ON_ERROR_STOP=1"])
+        .env("PGAPPNAME", "ml_blocker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut hold = blocker.stdin.take().unwrap();
+    writeln!(
+        hold,
+        "BEGIN; INSERT INTO {ledger_name}.checkpoints (size, note) VALUES ({total}, 'x');"
+    )
+    .unwrap();
+    hold.flush().unwrap();
+    wait_for(&url, "ml_blocker", "state = 'idle in transaction'");
+    let mut child = spawn("integrator", &ledger_name, 0, &url);
+    wait_for(&url, "ml_integrator_0", "wait_event_type = 'Lock'");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    writeln!(hold, "ROLLBACK;").unwrap();
+    drop(hold);
+    assert!(blocker.wait().unwrap().success());
+    assert_eq!(
+        store.tree_size().unwrap(),
+        backlog_from,
+        "killed batch left nothing"
+    );
+    // Another process (this one) finishes the work.
+    loop {
+        match store.integrate(&signer_arc, 2000).unwrap() {
+            Integration::Integrated { new, note, .. } => notes.push((new, note)),
+            Integration::Idle { size } => {
+                assert_eq!(size, total);
+                break;
+            }
+            Integration::Busy => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+
+    // No gaps, no duplicates, every acknowledged entry at its acknowledged index.
+    let metas = store.metas_from(0).unwrap();
+    assert_eq!(metas.len() as u64, total);
+    let by_index: BTreeMap<u64, EntryId> = metas.iter().map(|m| (m.index, m.id)).collect();
+    assert_eq!(by_index.len() as u64, total);
+    for (id, index) in &acks {
+        assert_eq!(by_index.get(index), Some(id), "ack at {index}");
+        assert_eq!(store.index_of(id).unwrap(), Some(*index));
+    }
+
+    // Every checkpoint verifies and extends the previous one.
+    assert!(notes.len() >= 2, "{} checkpoints", notes.len());
+    let src = StoreSource(&store);
+    let checkpoints: Vec<_> = notes
+        .iter()
+        .map(|(size, note)| {
+            let c = verifier.verify(note).unwrap();
+            assert_eq!(c.size(), *size);
+            c
+        })
+        .collect();
+    for pair in checkpoints.windows(2) {
+        let proof = prove_consistency(pair[0].size(), pair[1].size(), &src).unwrap();
+        pair[0].verify_consistency(&pair[1], &proof).unwrap();
+    }
+    let last = checkpoints.last().unwrap().clone();
+    assert_eq!(last.size(), total);
+    // Same tree, same bytes: the stored note for the final size is the one returned.
+    assert_eq!(store.latest_checkpoint().unwrap().unwrap().1, last.note());
+
+    // Full audit (signatures, keyring, labels, root) of what PostgreSQL holds.
+    ledger.refresh().unwrap();
+    assert_eq!(ledger.len(), total);
+    let report = audit(
+        (0..total).map(|i| {
+            Ok::<_, String>((
+                store.entry_bytes(i).unwrap().unwrap(),
+                Some(metas[i as usize].label),
+            ))
+        }),
+        &verifier,
+        last.note(),
+        LabelPolicy::default(),
+        verifier.key_id(),
+    )
+    .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+
+    // Static export, verified from the files alone; the stored tiles equal the exported ones.
+    let dir = tempfile::tempdir().unwrap();
+    let summary = export_tiles(dir.path(), &last, &src, |i| {
+        store
+            .entry_bytes(i)
+            .map_err(|e| e.to_string())?
+            .ok_or("missing".to_string())
+    })
+    .unwrap();
+    assert_eq!(summary.size, total);
+    for i in (0..total).step_by(127).chain([total - 1]) {
+        let got = verify_from_tiles(dir.path(), &verifier, i).unwrap();
+        assert_eq!(got.id, by_index[&i]);
+    }
+    // A flipped byte in leaf 0's hash (the first hash of leaf 1's proof) is caught.
+    let tile = dir.path().join("tile/0/000");
+    let mut bytes = std::fs::read(&tile).unwrap();
+    bytes[8] ^= 1;
+    std::fs::write(&tile, bytes).unwrap();
+    let got = verify_from_tiles(dir.path(), &verifier, 1);
+    assert!(
+        matches!(got, Err(TilesError::Inconsistent(_) | TilesError::Proof(_))),
+        "{got:?}"
+    );
+}
+
+/// Waits (up to 60 s) until the session named `app` matches `cond` in `pg_stat_activity`.
+fn wait_for(url: &str, app: &str, cond: &str) {
+    let sql = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{app}' AND {cond}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = Command::new("psql")
+            .args([url, "-Atc", &sql])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).trim() == "1" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{app} never reached {cond}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

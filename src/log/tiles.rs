@@ -1,6 +1,6 @@
 //! C2SP tlog-tiles (<https://c2sp.org/tlog-tiles>): tile coordinates and paths, tile data from
 //! stored hashes, a static export of a checkpoint with its tiles and entry bundles, and an
-//! inclusion check that reads nothing but those files (`spec/log.md` §8).
+//! inclusion check that reads nothing but those files (`spec/storage.md` §11.5).
 //!
 //! Tiles have height 8: a tile at level `L` and index `N` holds the hashes of the tree nodes at
 //! tree level `8L` with indexes `256N .. 256N + W`, concatenated (`W * 32` bytes); `W = 256` for a

@@ -1,5 +1,5 @@
 //! `export-tiles` and `verify-tiles`: a ledger as static C2SP tlog-tiles files, and an
-//! inclusion check that reads nothing but those files (`spec/log.md` §8).
+//! inclusion check that reads nothing but those files (`spec/storage.md` §11.5).
 
 use memlineage::ledger::{stored_vkey, StoreSource};
 use memlineage::log::{export_tiles, verify_from_tiles, LogVerifier};

@@ -18,6 +18,8 @@ use crate::record::{
 use crate::store::{EntryMeta, NewEntry, Store, StoreError};
 use std::collections::{HashMap, HashSet, VecDeque};
 
+mod sequenced;
+
 /// Meta keys a ledger keeps in its store.
 const META_VKEY: &str = "log_vkey";
 const META_TAU: &str = "tau_millionths";

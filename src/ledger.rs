@@ -482,31 +482,36 @@ impl<S: Store> Ledger<S> {
             entry: s, label, ..
         } in &prepared.items
         {
-            let e = s.entry();
-            if let Some(b) = &e.binding {
-                self.keyring
-                    .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
-            }
-            if let Some(t) = e.target {
-                self.index.tombstone(&t);
-            }
-            let index = self.size;
-            self.index.insert(
-                s.id(),
-                Meta {
-                    index,
-                    label: *label,
-                    tombstoned: false,
-                },
-            );
-            out.push(Appended {
-                id: s.id(),
-                index,
-                label: *label,
-            });
+            out.push(self.index_stored(s, self.size, *label));
             self.size += 1;
         }
         Ok(out)
+    }
+
+    /// Records a stored entry in the keyring (a binding), the tombstone flags (a tombstone)
+    /// and the label index, at leaf index `index`.
+    fn index_stored(&mut self, s: &SignedEntry, index: u64, label: Label) -> Appended {
+        let e = s.entry();
+        if let Some(b) = &e.binding {
+            self.keyring
+                .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
+        }
+        if let Some(t) = e.target {
+            self.index.tombstone(&t);
+        }
+        self.index.insert(
+            s.id(),
+            Meta {
+                index,
+                label,
+                tombstoned: false,
+            },
+        );
+        Appended {
+            id: s.id(),
+            index,
+            label,
+        }
     }
 
     /// Checks a signed entry against the log (and the batch so far) and labels it.

@@ -71,27 +71,7 @@ impl Ledger<PgStore> {
         let indexes = self.store.sequence(batch)?;
         let mut out = Vec::with_capacity(entries.len());
         for (((s, _), label), index) in entries.iter().zip(labels).zip(indexes) {
-            let e = s.entry();
-            if let Some(b) = &e.binding {
-                self.keyring
-                    .insert(b.key, (b.role, b.name.clone(), b.key.verifying_key().ok()));
-            }
-            if let Some(t) = e.target {
-                self.index.tombstone(&t);
-            }
-            self.index.insert(
-                s.id(),
-                Meta {
-                    index,
-                    label,
-                    tombstoned: false,
-                },
-            );
-            out.push(Appended {
-                id: s.id(),
-                index,
-                label,
-            });
+            out.push(self.index_stored(s, index, label));
         }
         Ok(out)
     }

@@ -25,6 +25,10 @@ const META_VKEY: &str = "log_vkey";
 const META_TAU: &str = "tau_millionths";
 const META_RULE: &str = "weak_rule";
 
+/// Every setting key a ledger keeps in its store's `meta` (`spec/storage.md` §4.4), for tools
+/// that copy a ledger between stores ([`crate::store::copy_ledger`]).
+pub const META_KEYS: [&str; 3] = [META_VKEY, META_TAU, META_RULE];
+
 /// What the ledger keeps in memory per entry: 16 bytes plus the map's key and overhead.
 #[derive(Clone, Copy, Debug)]
 struct Meta {

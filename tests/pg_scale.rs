@@ -441,3 +441,97 @@ fn pg_ledger_submit_labels_then_integrates() {
     other.refresh().unwrap();
     assert_eq!(other.label(&memo.id()), Some(Label::DerivedUntrusted));
 }
+
+/// `memlineage migrate`: a SQLite ledger (with a redacted content) copied into PostgreSQL in
+/// small batches gives the same entries, labels, root and checkpoint bytes; a second run
+/// copies nothing; the copy opens as a ledger with the same log key and keeps growing.
+#[test]
+fn pg_migrate_from_sqlite_keeps_every_byte() {
+    use memlineage::record::{Parent, Weight};
+    use memlineage::store::SqliteStore;
+    let Some(url) = pg_support::database_url("pg_migrate_from_sqlite_keeps_every_byte") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let mut old = Ledger::create(
+        SqliteStore::open(&path).unwrap(),
+        signer(),
+        LabelPolicy::default(),
+    )
+    .unwrap();
+    let (agent, web) = (writer_key(0), writer_key(1));
+    old.bind(agent.key_id(), Role::Agent, "agent").unwrap();
+    old.bind(web.key_id(), Role::Tool, "web").unwrap();
+    for i in 0..40u64 {
+        let text = format!("page {i}");
+        let page = old
+            .append(
+                ProvEntry::new(web.key_id(), Kind::ToolResult, text.as_bytes()),
+                &web,
+                text.as_bytes(),
+            )
+            .unwrap();
+        let memo_text = format!("memo {i}");
+        let memo = ProvEntry::new(agent.key_id(), Kind::Summary, memo_text.as_bytes())
+            .with_parents(vec![Parent {
+                id: page.id,
+                weight: Weight::ONE,
+            }]);
+        old.append(memo, &agent, memo_text.as_bytes()).unwrap();
+    }
+    let note = old.checkpoint().unwrap().note().to_vec();
+    let size = old.len();
+    drop(old);
+    let mut file = SqliteStore::open(&path).unwrap();
+    assert!(file.redact(&Hash32::digest(b"memo 39")).unwrap());
+    drop(file);
+
+    let name = pg_support::fresh_ledger("migrate");
+    for _ in 0..2 {
+        let out = Command::new(env!("CARGO_BIN_EXE_memlineage"))
+            .args(["migrate", path.to_str().unwrap(), "--postgres", &url])
+            .args(["--to", &name, "--batch", "7"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let src = SqliteStore::open(&path).unwrap();
+    let dst = PgStore::connect(&url, &name).unwrap();
+    assert_eq!(dst.tree_size().unwrap(), size);
+    assert_eq!(dst.metas_from(0).unwrap(), src.metas_from(0).unwrap());
+    for i in 0..size {
+        assert_eq!(dst.entry_bytes(i).unwrap(), src.entry_bytes(i).unwrap());
+        assert_eq!(
+            dst.content_at(i).unwrap(),
+            src.content_at(i).unwrap(),
+            "{i}"
+        );
+    }
+    assert_eq!(
+        dst.content_at(size - 1).unwrap(),
+        None,
+        "redacted stays redacted"
+    );
+    assert_eq!(dst.latest_checkpoint().unwrap(), Some((size, note.clone())));
+    let mut new = Ledger::open(dst, signer()).unwrap();
+    assert_eq!(new.len(), size);
+    assert_eq!(
+        new.checkpoint().unwrap().note(),
+        &note[..],
+        "same root, same bytes"
+    );
+    let text = b"after the move";
+    let a = new
+        .append(
+            ProvEntry::new(agent.key_id(), Kind::Fact, text),
+            &agent,
+            text,
+        )
+        .unwrap();
+    assert_eq!(a.index, size);
+}

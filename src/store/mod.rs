@@ -8,10 +8,12 @@
 //! ([`crate::log::stored_hash_index`]): appending leaf `n` stores its leaf hash and every
 //! subtree hash it completes, at consecutive indexes starting at `stored_hash_index(0, n)`.
 
+mod copy;
 mod memory;
 mod postgres;
 mod sqlite;
 
+pub use copy::copy_ledger;
 pub use memory::MemoryStore;
 pub use postgres::{Integration, PgStore, Submission, DEFAULT_INTEGRATE_BATCH, MAX_SCHEMA_NAME};
 pub use sqlite::SqliteStore;

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod io;
+mod migrate;
 mod tiles;
 
 use io::{capped_lines, read_capped, say, write_out};
@@ -148,6 +149,20 @@ enum Cmd {
         /// Read the ledger from PostgreSQL at this URL.
         #[arg(long)]
         postgres: Option<String>,
+    },
+    /// Copy a SQLite ledger into a PostgreSQL ledger (same bytes, labels, roots; resumable).
+    Migrate {
+        /// SQLite ledger path.
+        ledger: PathBuf,
+        /// PostgreSQL URL.
+        #[arg(long)]
+        postgres: String,
+        /// PostgreSQL ledger (schema) name.
+        #[arg(long)]
+        to: String,
+        /// Entries per transaction.
+        #[arg(long, default_value_t = 1000)]
+        batch: usize,
     },
     /// Check inclusion proofs from a static tiles directory alone (every entry, or --index).
     VerifyTiles {
@@ -292,6 +307,12 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             dir,
             postgres,
         } => tiles::export(&ledger, &dir, postgres.as_deref()),
+        Cmd::Migrate {
+            ledger,
+            postgres,
+            to,
+            batch,
+        } => migrate::run(&ledger, &postgres, &to, batch),
         Cmd::VerifyTiles {
             dir,
             log_key,

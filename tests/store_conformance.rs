@@ -85,6 +85,43 @@ fn postgres_refuses_wrong_hashes() {
     assert_absent(&s, &batch);
 }
 
+/// Opening refuses a bad ledger name, an unreachable server and a schema that holds other
+/// tables, with typed errors and without touching the foreign tables; reopening a ledger
+/// sees what was written.
+#[test]
+fn postgres_open_errors_and_reopen() {
+    let Some(url) = pg_support::database_url("postgres_open_errors_and_reopen") else {
+        return;
+    };
+    assert!(matches!(
+        PgStore::connect(&url, "Bad-Name"),
+        Err(StoreError::BadLedgerName(_))
+    ));
+    assert!(matches!(
+        PgStore::connect("postgresql:///x?host=/nonexistent&port=1", "ok"),
+        Err(StoreError::Postgres(_))
+    ));
+    let foreign = pg_support::fresh_ledger("foreign");
+    let sql = format!("CREATE SCHEMA {foreign}; CREATE TABLE {foreign}.t (x int)");
+    let out = std::process::Command::new("psql")
+        .args([url.as_str(), "-qc", &sql])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(matches!(
+        PgStore::connect(&url, &foreign),
+        Err(StoreError::Corrupt(_))
+    ));
+    let name = pg_support::fresh_ledger("reopen");
+    let (s, model) = filled(&|| PgStore::connect(&url, &name).unwrap(), 9);
+    drop(s);
+    model.assert_same(&PgStore::connect(&url, &name).unwrap());
+}
+
 /// Batches of several sizes; after each, everything reads back and the tree hash over the
 /// stored hashes equals a naive RFC 6962 root over the entry ids.
 fn check_append_and_read_back<S: Store>(make: &impl Fn() -> S) {
@@ -992,6 +1029,18 @@ fn store_error_messages() {
         (
             StoreError::SchemaVersion { got: 2, want: 1 }.to_string(),
             "ledger schema version 2, this build reads 1",
+        ),
+        (
+            StoreError::WrongHashes { index: 4 }.to_string(),
+            "entry 4: tree hashes are not the RFC 6962 hashes of the log",
+        ),
+        (
+            StoreError::BadLedgerName("A-b".into()).to_string(),
+            "bad ledger name \"A-b\": want 1-63 bytes of [a-z0-9_], not starting with a digit",
+        ),
+        (
+            StoreError::PgWorker("worker thread gone".into()).to_string(),
+            "postgres worker: worker thread gone",
         ),
     ];
     for (got, want) in msgs {

@@ -284,17 +284,21 @@ pub struct TileInclusion {
 /// 1. read `dir/checkpoint` and verify it with `log` (signature, origin);
 /// 2. read the entry bundle holding `index`, split it into entries, take entry `index mod 256`
 ///    and hash it: `id = SHA-256(0x00 || bytes)`;
-/// 3. read the hash tiles the inclusion proof needs; `tlog_tiles`'s `TileHashReader` first
-///    authenticates every tile it reads against the checkpoint's root (recomputing the root
-///    from the right-edge tiles), so a forged tile is refused;
+/// 3. read the hash tiles the inclusion proof needs through `tlog_tiles`'s `TileHashReader`
+///    (it recomputes the checkpoint's root from the right-edge tiles and refuses tiles of the
+///    wrong length);
 /// 4. build the RFC 6962 inclusion proof from those hashes and verify it against the
-///    checkpoint ([`VerifiedCheckpoint::verify_inclusion`]).
+///    checkpoint ([`VerifiedCheckpoint::verify_inclusion`]): any wrong hash the proof uses,
+///    and any wrong entry, is caught here. Hashes of a tile that the proof does not use are
+///    not checked (with `tlog_tiles` 0.2 a flipped hash elsewhere in a full tile passes), and
+///    need not be: they prove nothing about this entry.
 ///
 /// Reads only files under `dir`; trusts nothing but `log`.
 ///
 /// # Errors
-/// [`TilesError::Io`] (missing file), [`TilesError::Checkpoint`], [`TilesError::BadBundle`],
-/// [`TilesError::Inconsistent`], [`TilesError::Log`] (`index` not below the checkpoint size,
+/// [`TilesError::Io`] (missing checkpoint or bundle), [`TilesError::Checkpoint`],
+/// [`TilesError::BadBundle`], [`TilesError::Inconsistent`] (a missing or short tile, tiles that
+/// do not give the root), [`TilesError::Log`] (`index` not below the checkpoint size,
 /// size above [`super::MAX_TREE_SIZE`]), [`TilesError::Proof`]. Does not panic on any file
 /// contents.
 pub fn verify_from_tiles(

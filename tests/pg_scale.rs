@@ -489,15 +489,10 @@ fn pg_migrate_from_sqlite_keeps_every_byte() {
 
     let name = pg_support::fresh_ledger("migrate");
     for _ in 0..2 {
-        let out = Command::new(env!("CARGO_BIN_EXE_memlineage"))
-            .args(["migrate", path.to_str().unwrap(), "--postgres", &url])
-            .args(["--to", &name, "--batch", "7"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        pg_support::run_ok(
+            Command::new(env!("CARGO_BIN_EXE_memlineage"))
+                .args(["migrate", path.to_str().unwrap(), "--postgres", &url])
+                .args(["--to", &name, "--batch", "7"]),
         );
     }
     let src = SqliteStore::open(&path).unwrap();

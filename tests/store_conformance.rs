@@ -103,15 +103,7 @@ fn postgres_open_errors_and_reopen() {
     ));
     let foreign = pg_support::fresh_ledger("foreign");
     let sql = format!("CREATE SCHEMA {foreign}; CREATE TABLE {foreign}.t (x int)");
-    let out = std::process::Command::new("psql")
-        .args([url.as_str(), "-qc", &sql])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    pg_support::run_ok(std::process::Command::new("psql").args([url.as_str(), "-qc", &sql]));
     assert!(matches!(
         PgStore::connect(&url, &foreign),
         Err(StoreError::Corrupt(_))

@@ -25,3 +25,14 @@ pub fn fresh_ledger(prefix: &str) -> String {
         .unwrap_or(0);
     format!("{prefix}_{}_{nanos}", std::process::id())
 }
+
+/// Runs `cmd` to completion and asserts it succeeded (its stderr in the message).
+#[allow(dead_code)] // not every test file that includes this module runs commands
+pub fn run_ok(cmd: &mut std::process::Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

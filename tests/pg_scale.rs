@@ -426,12 +426,23 @@ fn pg_ledger_submit_labels_then_integrates() {
     );
     assert_eq!(integrator.sequenced().unwrap(), 4, "nothing stored twice");
 
+    // A listener in another thread (own connection) wakes on the integrator's NOTIFY.
+    let listener = PgStore::connect(&url, &name).unwrap();
+    assert_eq!(
+        listener
+            .wait_for_size(4, Duration::from_millis(50))
+            .unwrap(),
+        0
+    );
+    let waiter = std::thread::spawn(move || listener.wait_for_size(4, Duration::from_secs(60)));
+    std::thread::sleep(Duration::from_millis(100));
     let Integration::Integrated { new, .. } =
         integrator.integrate(&Arc::new(signer()), 100).unwrap()
     else {
         panic!("nothing integrated");
     };
     assert_eq!(new, 4);
+    assert_eq!(waiter.join().unwrap().unwrap(), 4);
     l.refresh().unwrap();
     assert_eq!(l.len(), 4);
     assert_eq!(l.label(&memo.id()), Some(Label::DerivedUntrusted));

@@ -1028,7 +1028,7 @@ fn store_error_messages() {
         ),
         (
             StoreError::BadLedgerName("A-b".into()).to_string(),
-            "bad ledger name \"A-b\": want 1-63 bytes of [a-z0-9_], not starting with a digit",
+            "bad ledger name \"A-b\": want 1-52 bytes of [a-z0-9_], not starting with a digit",
         ),
         (
             StoreError::PgWorker("worker thread gone".into()).to_string(),

@@ -215,9 +215,9 @@ pub enum StoreError {
     /// The [`PgStore`] worker thread could not start or has exited.
     #[error("postgres worker: {0}")]
     PgWorker(String),
-    /// A [`PgStore`] ledger name that is not 1 to 63 bytes of `[a-z0-9_]` starting with a
+    /// A [`PgStore`] ledger name that is not 1 to 52 bytes of `[a-z0-9_]` starting with a
     /// letter or `_` (caller error).
-    #[error("bad ledger name {0:?}: want 1-63 bytes of [a-z0-9_], not starting with a digit")]
+    #[error("bad ledger name {0:?}: want 1-52 bytes of [a-z0-9_], not starting with a digit")]
     BadLedgerName(String),
     /// A batch entry's tree hashes are not the RFC 6962 hashes of the ids (caller error;
     /// checked by [`PgStore`], which integrates the batch itself).

@@ -28,8 +28,9 @@ const SCHEMA: &str = include_str!("schema_pg.sql");
 /// `sequencer.schema_version` this build reads and writes.
 const SCHEMA_VERSION: i32 = 1;
 
-/// Longest ledger (PostgreSQL schema) name: PostgreSQL truncates identifiers at 63 bytes.
-pub const MAX_SCHEMA_NAME: usize = 63;
+/// Longest ledger (PostgreSQL schema) name: 52 bytes, so that its `NOTIFY` channel
+/// `memlineage_<ledger>` fits PostgreSQL's 63-byte identifier limit.
+pub const MAX_SCHEMA_NAME: usize = 52;
 
 /// Entries an [`PgStore::integrate`] call takes at most by default.
 pub const DEFAULT_INTEGRATE_BATCH: u64 = 4096;
@@ -70,6 +71,24 @@ pub struct PgStore {
     jobs: mpsc::UnboundedSender<Job>,
     worker: Option<JoinHandle<()>>,
     schema: String,
+    announced: Arc<Announced>,
+}
+
+/// The largest tree size announced on the ledger's `NOTIFY` channel, updated by the task that
+/// drives the connection; waiters block on the condition variable.
+#[derive(Debug, Default)]
+struct Announced {
+    size: std::sync::Mutex<Option<u64>>,
+    changed: std::sync::Condvar,
+}
+
+impl Announced {
+    fn raise(&self, size: u64) {
+        if let Ok(mut g) = self.size.lock() {
+            *g = Some(g.map_or(size, |s| s.max(size)));
+            self.changed.notify_all();
+        }
+    }
 }
 
 /// One entry for [`PgStore::sequence`]: what [`NewEntry`] holds, without index and hashes
@@ -118,7 +137,7 @@ impl PgStore {
     /// transaction when the schema has no ledger yet (concurrent creators serialise on an
     /// advisory lock).
     ///
-    /// `ledger` must be 1 to 63 bytes of `[a-z0-9_]`, starting with a letter or `_`.
+    /// `ledger` must be 1 to 52 bytes of `[a-z0-9_]`, starting with a letter or `_`.
     ///
     /// # Errors
     /// [`StoreError::BadLedgerName`]; [`StoreError::SchemaVersion`] when the schema holds a
@@ -130,6 +149,8 @@ impl PgStore {
         let config: tokio_postgres::Config = url.parse().map_err(StoreError::from)?;
         let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<Result<(), StoreError>>(1);
+        let announced = Arc::new(Announced::default());
+        let heard = Arc::clone(&announced);
         let worker = std::thread::Builder::new()
             .name(format!("memlineage-pg-{ledger}"))
             .spawn(move || {
@@ -146,7 +167,7 @@ impl PgStore {
                 rt.block_on(async move {
                     let client = match config.connect(NoTls).await {
                         Ok((client, conn)) => {
-                            tokio::spawn(conn);
+                            tokio::spawn(drive(conn, heard));
                             Arc::new(client)
                         }
                         Err(e) => {
@@ -165,6 +186,7 @@ impl PgStore {
             jobs,
             worker: Some(worker),
             schema: ledger.to_string(),
+            announced,
         };
         ready_rx
             .recv()
@@ -183,6 +205,34 @@ impl PgStore {
     /// new tree size in decimal): `memlineage_<ledger>`.
     pub fn notify_channel(&self) -> String {
         format!("memlineage_{}", self.schema)
+    }
+
+    /// Waits until the tree has at least `size` leaves: returns at once if it has, else
+    /// blocks until an integration (by any process) announces such a size on
+    /// [`PgStore::notify_channel`] (this store `LISTEN`s from connection on), or until
+    /// `timeout` passes. Returns the largest size known when it returns: `>= size` unless it
+    /// timed out. Does not occupy the worker thread while waiting.
+    ///
+    /// # Errors
+    /// [`StoreError::Postgres`] reading the tree size; [`StoreError::PgWorker`] when the
+    /// connection is gone.
+    pub fn wait_for_size(
+        &self,
+        size: u64,
+        timeout: std::time::Duration,
+    ) -> Result<u64, StoreError> {
+        let now = self.tree_size()?;
+        if now >= size {
+            return Ok(now);
+        }
+        let poisoned = || StoreError::PgWorker("notification state poisoned".into());
+        let guard = self.announced.size.lock().map_err(|_| poisoned())?;
+        let (guard, _) = self
+            .announced
+            .changed
+            .wait_timeout_while(guard, timeout, |s| s.is_none_or(|s| s < size))
+            .map_err(|_| poisoned())?;
+        Ok(guard.map_or(now, |s| s.max(now)))
     }
 
     /// Runs `f` on the worker thread and waits for its result (blocking).
@@ -599,8 +649,10 @@ async fn transaction<T>(
 /// checks the version.
 async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
     // `schema` is checked to be [a-z0-9_]+: safe to splice as a quoted identifier.
-    c.batch_execute(&format!("SET search_path TO \"{schema}\""))
-        .await?;
+    c.batch_execute(&format!(
+        "SET search_path TO \"{schema}\"; LISTEN \"memlineage_{schema}\""
+    ))
+    .await?;
     transaction(c, async {
         c.execute(
             "SELECT pg_advisory_xact_lock($1)",
@@ -642,6 +694,25 @@ async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
         });
     }
     Ok(())
+}
+
+/// Drives the connection; passes each notification's payload (a tree size) to `heard`.
+async fn drive<S, T>(mut conn: tokio_postgres::Connection<S, T>, heard: Arc<Announced>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    while let Some(msg) = std::future::poll_fn(|cx| conn.poll_message(cx)).await {
+        match msg {
+            Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                if let Ok(size) = n.payload().parse::<u64>() {
+                    heard.raise(size);
+                }
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
 }
 
 async fn tree_size(c: &Client) -> Result<u64, StoreError> {
@@ -1035,10 +1106,10 @@ mod tests {
 
     #[test]
     fn ledger_names() {
-        for ok in ["a", "ledger_1", "_x", &"a".repeat(63)] {
+        for ok in ["a", "ledger_1", "_x", &"a".repeat(52)] {
             assert!(check_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "1a", "A", "a-b", "a b", "a\"b", &"a".repeat(64), "é"] {
+        for bad in ["", "1a", "A", "a-b", "a b", "a\"b", &"a".repeat(53), "é"] {
             assert!(
                 matches!(check_name(bad), Err(StoreError::BadLedgerName(_))),
                 "{bad}"

@@ -20,10 +20,16 @@ use crate::record::{
 use crate::store::{EntryMeta, NewEntry, Store, StoreError};
 use std::collections::{HashMap, HashSet, VecDeque};
 
+mod sequenced;
+
 /// Meta keys a ledger keeps in its store.
 const META_VKEY: &str = "log_vkey";
 const META_TAU: &str = "tau_millionths";
 const META_RULE: &str = "weak_rule";
+
+/// Every setting key a ledger keeps in its store's `meta` (`spec/storage.md` §4.4), for tools
+/// that copy a ledger between stores ([`crate::store::copy_ledger`]).
+pub const META_KEYS: [&str; 3] = [META_VKEY, META_TAU, META_RULE];
 
 /// What the ledger keeps in memory per entry: 16 bytes plus the map's key and overhead.
 #[derive(Clone, Copy, Debug)]
@@ -606,7 +612,6 @@ impl<S: Store> Ledger<S> {
         self.store.append(&batch)?;
         drop(batch);
         let mut out = Vec::with_capacity(prepared.items.len());
-        let mut rescan: Option<u64> = None;
         for PreparedEntry {
             entry: s,
             label,
@@ -614,32 +619,46 @@ impl<S: Store> Ledger<S> {
             ..
         } in &prepared.items
         {
-            let e = s.entry();
-            let index = self.size;
-            self.index.insert(
-                s.id(),
-                Meta {
-                    index,
-                    label: *label,
-                    tombstoned: false,
-                },
-            );
-            rescan = earliest(rescan, self.apply_effects(s.id(), index, e, Some(content)));
-            self.quarantine.on_entry(&s.id(), &e.parents, &self.policy);
-            out.push(Appended {
-                id: s.id(),
-                index,
-                label: *label,
-            });
+            out.push(self.index_stored(s, self.size, *label, Some(content)));
             self.size += 1;
         }
-        if let Some(from) = rescan {
+        if let Some(from) = self.pending_rescan {
             // The batch is stored: report it. If the rescan cannot read the store now, the
             // pending rescan keeps later entries quarantined (fail closed) until a refresh
             // completes it.
             let _ = self.rescan_quarantine(from);
         }
         Ok(out)
+    }
+
+    /// Records a stored entry at leaf index `index`: the label index, then what the entry does
+    /// besides being stored (keyring, tombstone, flags, leases; see `apply_effects`) and
+    /// quarantine propagation. A quarantine rescan it calls for is left pending in
+    /// `pending_rescan` for the caller to run.
+    fn index_stored(
+        &mut self,
+        s: &SignedEntry,
+        index: u64,
+        label: Label,
+        content: Option<&[u8]>,
+    ) -> Appended {
+        let e = s.entry();
+        self.index.insert(
+            s.id(),
+            Meta {
+                index,
+                label,
+                tombstoned: false,
+            },
+        );
+        let from = self.apply_effects(s.id(), index, e, content);
+        self.pending_rescan = earliest(self.pending_rescan, from);
+        self.quarantine.on_entry(&s.id(), &e.parents, &self.policy);
+        Appended {
+            id: s.id(),
+            index,
+            label,
+        }
     }
 
     /// Checks a signed entry against the log (and the batch so far) and labels it.

@@ -19,6 +19,7 @@ mod bundle;
 mod checkpoint;
 mod proof;
 mod state;
+mod tiles;
 mod tree;
 mod witness;
 
@@ -31,6 +32,10 @@ pub use proof::{prove_consistency, prove_inclusion, ConsistencyProof, InclusionP
 pub use state::{
     CheckpointState, ForkError, SplitViewEvidence, StateError, Update, MAX_STATE_BYTES,
     STATE_FORMAT,
+};
+pub use tiles::{
+    export_tiles, extend, extension_reads, tiles_between, verify_from_tiles, ExportSummary,
+    Extension, TileId, TileInclusion, TilesError, MAX_BUNDLED_ENTRY_BYTES, TILE_HEIGHT, TILE_WIDTH,
 };
 pub use tree::{
     hashes_to_store, stored_hash_count, stored_hash_index, tree_root, HashSource, RootHash,

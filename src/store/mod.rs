@@ -8,10 +8,14 @@
 //! ([`crate::log::stored_hash_index`]): appending leaf `n` stores its leaf hash and every
 //! subtree hash it completes, at consecutive indexes starting at `stored_hash_index(0, n)`.
 
+mod copy;
 mod memory;
+mod postgres;
 mod sqlite;
 
+pub use copy::copy_ledger;
 pub use memory::MemoryStore;
+pub use postgres::{Integration, PgStore, Submission, DEFAULT_INTEGRATE_BATCH, MAX_SCHEMA_NAME};
 pub use sqlite::SqliteStore;
 
 use crate::lineage::Label;
@@ -54,7 +58,7 @@ pub struct EntryMeta {
     pub label: Label,
 }
 
-/// A storage backend. Implementations: [`MemoryStore`], [`SqliteStore`].
+/// A storage backend. Implementations: [`MemoryStore`], [`SqliteStore`], [`PgStore`].
 ///
 /// Every method returns a [`StoreError`] instead of panicking. A failed `append` changes
 /// nothing (all or nothing).
@@ -205,4 +209,29 @@ pub enum StoreError {
     /// File-system failure.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// PostgreSQL failed (connection, I/O, permissions, constraint), with the server's message.
+    #[error("postgres: {}", pg_message(.0))]
+    Postgres(#[from] tokio_postgres::Error),
+    /// The [`PgStore`] worker thread could not start or has exited.
+    #[error("postgres worker: {0}")]
+    PgWorker(String),
+    /// A [`PgStore`] ledger name that is not 1 to 52 bytes of `[a-z0-9_]` starting with a
+    /// letter or `_` (caller error).
+    #[error("bad ledger name {0:?}: want 1-52 bytes of [a-z0-9_], not starting with a digit")]
+    BadLedgerName(String),
+    /// A batch entry's tree hashes are not the RFC 6962 hashes of the ids (caller error;
+    /// checked by [`PgStore`], which integrates the batch itself).
+    #[error("entry {index}: tree hashes are not the RFC 6962 hashes of the log")]
+    WrongHashes {
+        /// Leaf index of the first offending entry.
+        index: u64,
+    },
+}
+
+/// A PostgreSQL error with the server's message and detail when there is one.
+fn pg_message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => e.to_string(),
+    }
 }

@@ -30,7 +30,9 @@ mod ddmin;
 mod eval;
 mod forensics;
 mod io;
+mod migrate;
 mod progress;
+mod tiles;
 
 use io::{capped_lines, read_capped, say, write_out};
 
@@ -160,6 +162,42 @@ enum Cmd {
         /// Output file (default: standard output).
         #[arg(short, long)]
         output: Option<PathBuf>,
+    },
+    /// Write the latest stored checkpoint, its C2SP tlog-tiles hash tiles and entry bundles
+    /// as static files under DIR (servable by any web server).
+    ExportTiles {
+        /// Ledger path (with --postgres: the PostgreSQL ledger name).
+        ledger: String,
+        /// Output directory.
+        dir: PathBuf,
+        /// Read the ledger from PostgreSQL at this URL.
+        #[arg(long)]
+        postgres: Option<String>,
+    },
+    /// Copy a SQLite ledger into a PostgreSQL ledger (same bytes, labels, roots; resumable).
+    Migrate {
+        /// SQLite ledger path.
+        ledger: PathBuf,
+        /// PostgreSQL URL.
+        #[arg(long)]
+        postgres: String,
+        /// PostgreSQL ledger (schema) name.
+        #[arg(long)]
+        to: String,
+        /// Entries per transaction.
+        #[arg(long, default_value_t = 1000)]
+        batch: usize,
+    },
+    /// Check inclusion proofs from a static tiles directory alone (every entry, or --index).
+    VerifyTiles {
+        /// Directory written by export-tiles (or any tlog-tiles mirror).
+        dir: PathBuf,
+        /// The log's verifier key (C2SP vkey).
+        #[arg(long)]
+        log_key: String,
+        /// Check only this leaf index.
+        #[arg(long)]
+        index: Option<u64>,
     },
     /// Print the latest signed checkpoint (signing a fresh one if the tree grew).
     Checkpoint {
@@ -435,6 +473,22 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             },
         ),
         Cmd::Export { ledger, output } => export(&ledger, output),
+        Cmd::ExportTiles {
+            ledger,
+            dir,
+            postgres,
+        } => tiles::export(&ledger, &dir, postgres.as_deref()),
+        Cmd::Migrate {
+            ledger,
+            postgres,
+            to,
+            batch,
+        } => migrate::run(&ledger, &postgres, &to, batch),
+        Cmd::VerifyTiles {
+            dir,
+            log_key,
+            index,
+        } => tiles::verify(&dir, &log_key, index),
         Cmd::Checkpoint { ledger, vkey } => checkpoint(&ledger, vkey),
         Cmd::Prove { ledger, id, output } => prove(&ledger, &id, output),
         Cmd::VerifyProof { file, log_key } => verify_proof(&file, &log_key),

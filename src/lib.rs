@@ -7,11 +7,14 @@
 pub mod record;
 
 pub mod audit;
+pub mod front;
 pub mod gate;
+pub mod hook;
 pub mod keystore;
 pub mod ledger;
 pub mod lineage;
 pub mod log;
+pub mod mcp;
 pub mod replay;
 pub mod retrieve;
 pub mod store;

@@ -41,7 +41,7 @@ pub fn mcp(ledger: &Path, policy: Option<PathBuf>, writer: &str, session: &str) 
     let front = front(ledger, policy)?.with_agent(writer);
     let server = LedgerServer::new(front, session);
     let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
+        .enable_all()
         .build()?;
     rt.block_on(async {
         use rmcp::ServiceExt;

@@ -217,3 +217,66 @@ fn hook_binary_blocks_with_exit_code_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no ledger at missing.db"));
 }
+
+#[path = "../examples/agent_loop.rs"]
+#[allow(dead_code)]
+mod agent_loop;
+
+/// The embedding example: the injected payment is refused, the user's is made, and the context
+/// comes back labelled.
+#[test]
+fn agent_loop_example_refuses_the_injected_payment() {
+    let lines = agent_loop::run().unwrap();
+    assert_eq!(lines[0], "called read_file");
+    assert!(
+        lines[1]
+            .starts_with("refused send_money: memlineage: deny send_money: parameter `recipient`"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(lines[2], "called send_money");
+    assert!(lines[3].starts_with("[trust=TRUSTED"), "{}", lines[3]);
+    assert!(lines[4].starts_with("[trust=EXTERNAL"), "{}", lines[4]);
+    assert_eq!(lines.len(), 6);
+}
+
+/// Gate decisions are traced with OpenTelemetry GenAI attribute names.
+#[test]
+fn gate_span_carries_genai_attributes() {
+    use std::sync::{Arc, Mutex};
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&buf);
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || Buf(Arc::clone(&sink)))
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        check_file("claude-injected.jsonl");
+    });
+    let text = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
+    let gate = text
+        .lines()
+        .find(|l| {
+            l.contains("memlineage.decision=\"deny\"") || l.contains("memlineage.decision=deny")
+        })
+        .unwrap_or_else(|| panic!("no denied gate span in:\n{text}"));
+    assert!(
+        gate.contains("gen_ai.operation.name=\"execute_tool\""),
+        "{gate}"
+    );
+    assert!(gate.contains("gen_ai.tool.name=send_money"), "{gate}");
+    assert!(gate.contains("memlineage.label=\"EXTERNAL\""), "{gate}");
+    assert!(gate.contains("memlineage.tainted_by="), "{gate}");
+    assert!(text.contains("memlineage.append"), "append spans");
+}

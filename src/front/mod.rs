@@ -64,6 +64,26 @@ impl Keys for KeyFile {
     }
 }
 
+/// Fresh random keys per principal, kept in memory for the front's lifetime (an embedding
+/// runtime that keeps its ledger in memory, or persists keys itself).
+#[derive(Debug, Default)]
+pub struct GeneratedKeys(pub HashMap<String, (Role, WriterKey)>);
+
+impl Keys for GeneratedKeys {
+    fn key(&mut self, name: &str, role: Role) -> Result<(WriterKey, bool), FrontError> {
+        match self.0.get(name) {
+            Some((r, _)) if *r != role => Err(KeyStoreError::RoleMismatch(name.to_string()).into()),
+            Some((_, k)) => Ok((WriterKey::from_seed(&k.seed()), false)),
+            None => {
+                let k = WriterKey::generate();
+                self.0
+                    .insert(name.to_string(), (role, WriterKey::from_seed(&k.seed())));
+                Ok((k, true))
+            }
+        }
+    }
+}
+
 /// Keys derived from their names with [`WriterKey::for_label`] under a secret prefix: for tests
 /// and examples only (anyone who knows the prefix can sign as any principal).
 #[derive(Debug, Clone)]
@@ -370,26 +390,9 @@ impl<S: Store, K: Keys> Front<S, K> {
         let verdict = if session.unrecorded > 0 {
             Verdict::Deny(Refusal::Unrecorded(session.unrecorded))
         } else {
-            let span = tracing::info_span!(
-                "execute_tool",
-                gen_ai.operation.name = "execute_tool",
-                gen_ai.tool.name = tool,
-                memlineage.decision = tracing::field::Empty,
-                memlineage.tainted_by = tracing::field::Empty,
-            );
-            let _g = span.enter();
             match self.ledger.gate(&self.policy, &call) {
-                Decision::Allow => {
-                    span.record("memlineage.decision", "allow");
-                    Verdict::Allow
-                }
-                Decision::Deny(d) => {
-                    span.record("memlineage.decision", "deny");
-                    if let Some(src) = d.path.first() {
-                        span.record("memlineage.tainted_by", src.to_string());
-                    }
-                    Verdict::Deny(Refusal::Gate(d))
-                }
+                Decision::Allow => Verdict::Allow,
+                Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
             }
         };
         Ok(Checked {

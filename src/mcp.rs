@@ -220,6 +220,8 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             .lock()
             .map_err(|_| ErrorData::internal_error("ledger state poisoned", None))?;
         let (front, session) = &mut *g;
+        // Hooks and other processes append to the same ledger: catch up first.
+        front.ledger().refresh().map_err(bad)?;
         f(front, session)
     }
 

@@ -280,3 +280,43 @@ fn gate_span_carries_genai_attributes() {
     assert!(gate.contains("memlineage.tainted_by="), "{gate}");
     assert!(text.contains("memlineage.append"), "append spans");
 }
+
+/// The shipped agent configurations run `memlineage hook <event>` for the matching event, on
+/// every tool for PreToolUse and PostToolUse.
+#[test]
+fn example_hook_configs_name_the_right_subcommands() {
+    for (file, all) in [
+        ("examples/claude-code-settings.json", "*"),
+        ("examples/codex-hooks.json", ".*"),
+    ] {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let hooks = v["hooks"].as_object().unwrap();
+        let mut names: Vec<&str> = hooks.keys().map(String::as_str).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["PostToolUse", "PreToolUse", "UserPromptSubmit"],
+            "{file}"
+        );
+        for (event, groups) in hooks {
+            let sub = match event.as_str() {
+                "PreToolUse" => "pre-tool-use",
+                "PostToolUse" => "post-tool-use",
+                _ => "user-prompt-submit",
+            };
+            for g in groups.as_array().unwrap() {
+                if event != "UserPromptSubmit" {
+                    assert_eq!(g["matcher"], all, "{file} {event}");
+                }
+                for h in g["hooks"].as_array().unwrap() {
+                    assert_eq!(h["type"], "command");
+                    let cmd = h["command"].as_str().unwrap();
+                    assert!(
+                        cmd.starts_with(&format!("memlineage hook {sub} ")),
+                        "{file}: {cmd}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -80,6 +80,9 @@ fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> Res<Hoo
     if input.len() as u64 > MAX_EVENT_BYTES {
         return Err(format!("event longer than {MAX_EVENT_BYTES} bytes").into());
     }
+    if !ledger.is_file() {
+        return Err(format!("no ledger at {}", ledger.display()).into());
+    }
     // One hook at a time per ledger: the session files and the key file are read-modify-write.
     let _lock = lock_key_file(ledger)?;
     let mut front = front(ledger, policy)?;

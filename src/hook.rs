@@ -334,3 +334,64 @@ impl From<HookError> for FrontError {
         FrontError::Session(e.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::front::DerivedKeys;
+    use crate::gate::Policy;
+    use crate::lineage::LabelPolicy;
+    use crate::log::LogSigner;
+    use crate::record::WriterKey;
+    use crate::store::MemoryStore;
+    use crate::Ledger;
+
+    #[test]
+    fn file_sessions_round_trip_and_refuse_damaged_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fs = FileSessions(dir.path().join("s"));
+        let mut s = fs.load("a/../b").unwrap();
+        assert_eq!(s, Session::new("a/../b"));
+        s.read(crate::record::EntryId([7; 32]));
+        s.unrecorded = 2;
+        fs.save(&s).unwrap();
+        assert_eq!(fs.load("a/../b").unwrap(), s);
+        // The file of session "x" claiming to be another session, then not JSON at all.
+        std::fs::copy(fs.path("a/../b"), fs.path("x")).unwrap();
+        let err = fs.load("x").unwrap_err();
+        assert!(
+            err.to_string().ends_with(": holds another session"),
+            "{err}"
+        );
+        std::fs::write(fs.path("x"), "{").unwrap();
+        assert!(matches!(fs.load("x"), Err(HookError::Session(..))));
+
+        // A PreToolUse for a sensitive tool whose session cannot be read is blocked.
+        let signer = LogSigner::new("test.example/h", WriterKey::for_label("h")).unwrap();
+        let l = Ledger::create(MemoryStore::default(), signer, LabelPolicy::default()).unwrap();
+        let mut front = Front::new(l, Policy::default(), DerivedKeys("h".into()));
+        let ev = br#"{"session_id":"x","tool_name":"send_money","tool_input":{"recipient":"A"}}"#;
+        let out = handle(&mut front, &mut fs, HookEvent::PreToolUse, ev);
+        assert_eq!(out.code, EXIT_BLOCK);
+        assert!(
+            out.stderr.starts_with("memlineage: deny: session file "),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn front_refuses_kinds_the_agent_may_not_write() {
+        let signer = LogSigner::new("test.example/h", WriterKey::for_label("h")).unwrap();
+        let l = Ledger::create(MemoryStore::default(), signer, LabelPolicy::default()).unwrap();
+        let mut front = Front::new(l, Policy::default(), DerivedKeys("h".into()));
+        let mut s = Session::new("s");
+        let err = front
+            .remember(&mut s, crate::record::Kind::Prompt, "I am the user", vec![])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kind `prompt` cannot be written by the agent through the front"
+        );
+        assert!(s.reads.is_empty());
+    }
+}

@@ -105,12 +105,13 @@ fn front(
     Ok(Front::new(l, policy, keys))
 }
 
-/// Tracing to standard error (filter from `MEMLINEAGE_LOG`, e.g. `info`), plus OTLP export with
+/// Tracing to standard error (filter from `MEMLINEAGE_LOG`: a level such as `info`, or
+/// `target=level` pairs, e.g. `memlineage=debug,rmcp=warn`), plus OTLP export with
 /// the `otlp` feature (endpoint from `OTEL_EXPORTER_OTLP_ENDPOINT`).
 mod telemetry {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    use tracing_subscriber::EnvFilter;
 
     /// Keeps the exporter alive; flushes it on drop.
     pub struct Guard {
@@ -130,13 +131,18 @@ mod telemetry {
     /// Installs the subscriber. `default_on`: log warnings when `MEMLINEAGE_LOG` is unset
     /// (the MCP server); otherwise stay silent (a hook's stderr is shown to the model).
     pub fn init(default_on: bool) -> Guard {
-        let filter = match std::env::var("MEMLINEAGE_LOG") {
-            Ok(f) => EnvFilter::new(f),
-            Err(_) if default_on => EnvFilter::new("warn"),
-            Err(_) => EnvFilter::new("off"),
+        let fallback = if default_on {
+            LevelFilter::WARN
+        } else {
+            LevelFilter::OFF
         };
+        let filter = std::env::var("MEMLINEAGE_LOG")
+            .ok()
+            .and_then(|f| f.parse::<Targets>().ok())
+            .unwrap_or_else(|| Targets::new().with_default(fallback));
         let fmt = tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
             .with_ansi(false);
         let registry = tracing_subscriber::registry().with(filter).with(fmt);
         #[cfg(feature = "otlp")]

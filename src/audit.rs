@@ -227,6 +227,8 @@ where
     T: Into<AuditItem>,
     E: std::fmt::Display,
 {
+    let _span =
+        tracing::info_span!("memlineage.verify", gen_ai.operation.name = "verify").entered();
     let checkpoint = verifier.verify(checkpoint_note)?;
     let mut keyring: HashMap<KeyId, (Role, Option<VerifyingKey>)> =
         HashMap::from([(log_key, (Role::Log, log_key.verifying_key().ok()))]);

@@ -297,6 +297,38 @@ fn unsourced(s: &str) -> Result<Unsourced, PolicyError> {
     }
 }
 
+/// The tracing span of one gate decision, with OpenTelemetry GenAI attribute names
+/// (`gen_ai.operation.name = execute_tool`, `gen_ai.tool.name`; semantic conventions
+/// <https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/>) and `memlineage.*` for
+/// the decision, the untrusted source (`tainted_by`) and the offending label.
+pub fn span(call: &ToolCall) -> tracing::Span {
+    tracing::info_span!(
+        "memlineage.gate",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %call.tool,
+        memlineage.decision = tracing::field::Empty,
+        memlineage.tainted_by = tracing::field::Empty,
+        memlineage.label = tracing::field::Empty,
+    )
+}
+
+/// Records `decision` on a span made by [`span`] and returns it.
+pub fn record(span: &tracing::Span, decision: Decision) -> Decision {
+    match &decision {
+        Decision::Allow => span.record("memlineage.decision", "allow"),
+        Decision::Deny(d) => {
+            if let Some(src) = d.path.first() {
+                span.record("memlineage.tainted_by", src.to_string());
+            }
+            if let DenyReason::Untrusted { label, .. } = d.reason {
+                span.record("memlineage.label", label.name());
+            }
+            span.record("memlineage.decision", "deny")
+        }
+    };
+    decision
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPolicy {

@@ -516,6 +516,8 @@ impl<S: Store> Ledger<S> {
         &mut self,
         entries: Vec<(SignedEntry, &[u8])>,
     ) -> Result<Vec<Appended>, LedgerError> {
+        let _span =
+            tracing::info_span!("memlineage.append", memlineage.entries = entries.len()).entered();
         let mut attempt = 0;
         loop {
             let prepared = self.prepare_batch(&entries)?;
@@ -1088,7 +1090,9 @@ impl<S: Store> Ledger<S> {
     /// M6: the gate's decision for `call` under `policy`, from this ledger's labels.
     /// See [`Policy::decide`].
     pub fn gate(&self, policy: &Policy, call: &ToolCall) -> Decision {
-        policy.decide(call, self)
+        let span = crate::gate::span(call);
+        let _g = span.enter();
+        crate::gate::record(&span, policy.decide(call, self))
     }
 }
 

@@ -70,6 +70,8 @@ impl<S: Store> Ledger<S> {
     /// # Errors
     /// Only when no checkpoint can be produced (store failure).
     pub fn retrieve(&mut self, ids: &[EntryId]) -> Result<Vec<Outcome>, LedgerError> {
+        let _span =
+            tracing::info_span!("memlineage.retrieve", memlineage.ids = ids.len()).entered();
         let checkpoint = self.checkpoint()?;
         // 1. Store reads: the bytes and audit path of every known, live entry.
         let fetched: Vec<Result<Option<Fetched>, LedgerError>> =

@@ -29,6 +29,7 @@ mod amputate;
 mod ddmin;
 mod eval;
 mod forensics;
+mod front;
 mod io;
 mod migrate;
 mod progress;
@@ -377,6 +378,33 @@ enum Cmd {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Serve the ledger as an MCP server on standard input/output (spec/mcp.md). Advisory:
+    /// enforcement comes from the hooks.
+    Mcp {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// Gate policy (TOML); default: the bundled policy.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// The principal (role agent) that signs ledger_append entries.
+        #[arg(long, default_value = "agent")]
+        writer: String,
+        /// Name of the session this connection's reads are recorded in.
+        #[arg(long, default_value = "mcp")]
+        session: String,
+    },
+    /// Command hook for Claude Code and Codex: one JSON event on standard input
+    /// (spec/hooks.md). pre-tool-use exits 2 with the reason on stderr to block a call.
+    Hook {
+        /// Which event.
+        #[arg(value_enum)]
+        event: front::HookArg,
+        /// Ledger path.
+        ledger: PathBuf,
+        /// Gate policy (TOML); default: the bundled policy.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -551,6 +579,17 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             repair,
             candidates,
         } => forensics::gate_cmd(&ledger, &call, policy, repair, candidates),
+        Cmd::Mcp {
+            ledger,
+            policy,
+            writer,
+            session,
+        } => front::mcp(&ledger, policy, &writer, &session),
+        Cmd::Hook {
+            event,
+            ledger,
+            policy,
+        } => front::hook(event, &ledger, policy),
     }
 }
 

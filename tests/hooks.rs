@@ -1,0 +1,281 @@
+//! The command hooks (`spec/hooks.md`): recorded events in the Claude Code and Codex formats
+//! (`tests/hooks/*.jsonl`), the AgentDojo banking traces driven through the hooks event by
+//! event, and the binary path.
+
+use memlineage::front::{DerivedKeys, Front};
+use memlineage::gate::Policy;
+use memlineage::hook::{handle, HookEvent, MemorySessions};
+use memlineage::lineage::LabelPolicy;
+use memlineage::log::LogSigner;
+use memlineage::record::WriterKey;
+use memlineage::replay::{Config, Mode, Replayer, Tally};
+use memlineage::store::MemoryStore;
+use memlineage::Ledger;
+use serde_json::{json, Value};
+use std::io::BufReader;
+
+#[path = "common/cli_support.rs"]
+#[allow(dead_code)]
+mod cli_support;
+
+fn ledger() -> Ledger<MemoryStore> {
+    let signer = LogSigner::new(
+        "test.example/hooks",
+        WriterKey::for_label("tests/hooks-log"),
+    )
+    .unwrap();
+    Ledger::create(MemoryStore::default(), signer, LabelPolicy::default()).unwrap()
+}
+
+fn front() -> Front<MemoryStore, DerivedKeys> {
+    Front::new(
+        ledger(),
+        Policy::default(),
+        DerivedKeys("tests/hooks".into()),
+    )
+}
+
+fn event_of(hook: &str) -> HookEvent {
+    match hook {
+        "pre-tool-use" => HookEvent::PreToolUse,
+        "post-tool-use" => HookEvent::PostToolUse,
+        "user-prompt-submit" => HookEvent::UserPromptSubmit,
+        other => panic!("unknown hook {other}"),
+    }
+}
+
+/// One fixture line: the hook, the bytes the agent writes on stdin, the expected exit code and
+/// a substring of the expected stderr.
+struct Case {
+    hook: String,
+    input: Vec<u8>,
+    want_exit: u8,
+    want_stderr: Option<String>,
+    desc: String,
+}
+
+fn cases(file: &str) -> Vec<Case> {
+    let text = std::fs::read_to_string(format!("tests/hooks/{file}")).unwrap();
+    text.lines()
+        .map(|line| {
+            let c: Value = serde_json::from_str(line).unwrap();
+            let input = match &c["raw"] {
+                Value::String(raw) => raw.clone().into_bytes(),
+                _ => serde_json::to_vec(&c["event"]).unwrap(),
+            };
+            Case {
+                hook: c["hook"].as_str().unwrap().to_string(),
+                input,
+                want_exit: c["want_exit"].as_u64().unwrap() as u8,
+                want_stderr: c["want_stderr"].as_str().map(str::to_string),
+                desc: c["desc"].as_str().unwrap().to_string(),
+            }
+        })
+        .collect()
+}
+
+fn check_file(file: &str) {
+    let mut f = front();
+    let mut sessions = MemorySessions::default();
+    for c in cases(file) {
+        let out = handle(&mut f, &mut sessions, event_of(&c.hook), &c.input);
+        assert_eq!(out.code, c.want_exit, "{file}: {}: {out:?}", c.desc);
+        assert!(out.stdout.is_empty(), "never an allow decision on stdout");
+        match &c.want_stderr {
+            Some(want) => assert!(out.stderr.contains(want), "{file}: {}: {out:?}", c.desc),
+            None => assert!(out.stderr.is_empty(), "{file}: {}: {out:?}", c.desc),
+        }
+    }
+}
+
+#[test]
+fn claude_code_benign_run_is_allowed() {
+    check_file("claude-benign.jsonl");
+}
+
+#[test]
+fn claude_code_payment_to_injected_iban_is_blocked() {
+    check_file("claude-injected.jsonl");
+}
+
+#[test]
+fn codex_message_to_injected_recipient_is_blocked() {
+    check_file("codex-injected.jsonl");
+}
+
+#[test]
+fn unreadable_events_fail_closed_for_sensitive_tools() {
+    check_file("unreadable.jsonl");
+}
+
+/// The events of one AgentDojo run as Claude Code hook events, each with, for a sensitive
+/// call, whether it is an attack call.
+fn run_events(run: &Value, session: &str) -> Vec<(HookEvent, Vec<u8>, Option<bool>)> {
+    let events = run["events"].as_array().unwrap();
+    let mut out = Vec::new();
+    for (i, ev) in events.iter().enumerate() {
+        let base = json!({"session_id": session, "transcript_path": "/dev/null", "cwd": "/"});
+        let mut e = base.as_object().unwrap().clone();
+        let (hook, tag) = match ev["kind"].as_str().unwrap() {
+            "prompt" => {
+                e.insert("prompt".into(), ev["text"].clone());
+                (HookEvent::UserPromptSubmit, None)
+            }
+            "tool_call" => {
+                e.insert("tool_name".into(), ev["tool"].clone());
+                e.insert("tool_input".into(), ev["args"].clone());
+                let tag = (ev["sensitive"] == true).then(|| ev["attack"] == true);
+                (HookEvent::PreToolUse, tag)
+            }
+            "tool_result" => {
+                let call = &events[i - 1];
+                e.insert("tool_name".into(), ev["tool"].clone());
+                e.insert("tool_input".into(), call["args"].clone());
+                e.insert("tool_response".into(), ev["text"].clone());
+                (HookEvent::PostToolUse, None)
+            }
+            other => panic!("unknown kind {other}"),
+        };
+        e.insert("hook_event_name".into(), hook.event_name().into());
+        out.push((hook, serde_json::to_vec(&e).unwrap(), tag));
+    }
+    out
+}
+
+/// The banking traces through the hooks (prompts via UserPromptSubmit, outputs via
+/// PostToolUse, every call via PreToolUse; argument sources found by exact value matching, not
+/// read from the fixture) give the replay's direct-mode figures for memlineage.
+#[test]
+fn agentdojo_banking_through_hooks_matches_replay_direct() {
+    let text = std::fs::read_to_string("fixtures/agentdojo/banking.jsonl").unwrap();
+    let mut f = front();
+    let mut sessions = MemorySessions::default();
+    let mut hooks = Tally::default();
+    for (n, line) in text.lines().enumerate() {
+        let run: Value = serde_json::from_str(line).unwrap();
+        for (hook, input, tag) in run_events(&run, &format!("run-{n}")) {
+            let out = handle(&mut f, &mut sessions, hook, &input);
+            if hook != HookEvent::PreToolUse {
+                assert_eq!(out.code, 0, "run {n}: {out:?}");
+            }
+            match tag {
+                Some(true) => {
+                    hooks.attack_calls += 1;
+                    hooks.attack_allowed += u64::from(out.allows());
+                }
+                Some(false) => {
+                    hooks.legit_calls += 1;
+                    hooks.legit_allowed += u64::from(out.allows());
+                }
+                None => assert!(out.allows(), "run {n}: a non-sensitive call: {out:?}"),
+            }
+        }
+    }
+    let mut l = ledger();
+    let mut r = Replayer::new(&mut l, Policy::default());
+    r.replay_reader(BufReader::new(text.as_bytes()), &[Mode::Direct])
+        .unwrap();
+    let direct = r.figures["banking"][&Mode::Direct][&Config::MemLineage];
+    assert_eq!(hooks, direct, "hooks vs replay --mode direct");
+    assert_eq!((hooks.attack_calls, hooks.legit_calls), (176, 140));
+    assert_eq!(hooks.attack_allowed, 0);
+}
+
+/// The binary path: `memlineage init`, then the injected Claude Code run through
+/// `memlineage hook …` processes, with the session kept in `LEDGER.sessions/`.
+#[test]
+fn hook_binary_blocks_with_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    cli_support::ok(&cli_support::run(&["init", "l.db"], dir.path(), None));
+    for c in cases("claude-injected.jsonl") {
+        let out = cli_support::run(&["hook", &c.hook, "l.db"], dir.path(), Some(&c.input));
+        assert_eq!(
+            out.status.code(),
+            Some(i32::from(c.want_exit)),
+            "{}",
+            c.desc
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if let Some(want) = &c.want_stderr {
+            assert!(stderr.contains(want), "{}: {stderr}", c.desc);
+        }
+        assert!(out.stdout.is_empty());
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("l.db.sessions"))
+            .unwrap()
+            .count(),
+        1,
+        "one session file"
+    );
+    // A broken ledger path: PreToolUse fails closed.
+    let out = cli_support::run(
+        &["hook", "pre-tool-use", "missing.db"],
+        dir.path(),
+        Some(b"{}"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no ledger at missing.db"));
+}
+
+#[path = "../examples/agent_loop.rs"]
+#[allow(dead_code)]
+mod agent_loop;
+
+/// The embedding example: the injected payment is refused, the user's is made, and the context
+/// comes back labelled.
+#[test]
+fn agent_loop_example_refuses_the_injected_payment() {
+    let lines = agent_loop::run().unwrap();
+    assert_eq!(lines[0], "called read_file");
+    assert!(
+        lines[1]
+            .starts_with("refused send_money: memlineage: deny send_money: parameter `recipient`"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(lines[2], "called send_money");
+    assert!(lines[3].starts_with("[trust=TRUSTED"), "{}", lines[3]);
+    assert!(lines[4].starts_with("[trust=EXTERNAL"), "{}", lines[4]);
+    assert_eq!(lines.len(), 6);
+}
+
+/// The shipped agent configurations run `memlineage hook <event>` for the matching event, on
+/// every tool for PreToolUse and PostToolUse.
+#[test]
+fn example_hook_configs_name_the_right_subcommands() {
+    for (file, all) in [
+        ("examples/claude-code-settings.json", "*"),
+        ("examples/codex-hooks.json", ".*"),
+    ] {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let hooks = v["hooks"].as_object().unwrap();
+        let mut names: Vec<&str> = hooks.keys().map(String::as_str).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["PostToolUse", "PreToolUse", "UserPromptSubmit"],
+            "{file}"
+        );
+        for (event, groups) in hooks {
+            let sub = match event.as_str() {
+                "PreToolUse" => "pre-tool-use",
+                "PostToolUse" => "post-tool-use",
+                _ => "user-prompt-submit",
+            };
+            for g in groups.as_array().unwrap() {
+                if event != "UserPromptSubmit" {
+                    assert_eq!(g["matcher"], all, "{file} {event}");
+                }
+                for h in g["hooks"].as_array().unwrap() {
+                    assert_eq!(h["type"], "command");
+                    let cmd = h["command"].as_str().unwrap();
+                    assert!(
+                        cmd.starts_with(&format!("memlineage hook {sub} ")),
+                        "{file}: {cmd}"
+                    );
+                }
+            }
+        }
+    }
+}

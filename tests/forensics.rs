@@ -2,18 +2,19 @@
 //! receipts, healing by vote, leases and rework, authority repair — each state change a signed
 //! entry that an offline audit replays to the same state.
 
+#[path = "common/forensics_support.rs"]
+mod forensics_support;
 #[path = "common/ledger_support.rs"]
 mod ledger_support;
 
-use memlineage::audit::{audit, reach_quarantine, AuditReport, Problem};
+use memlineage::audit::{audit, AuditReport, Problem};
 use memlineage::gate::{Decision, DenyReason, Policy, ToolCall, Unsourced};
 use memlineage::heal::{heal, HealOutcome, NotHealed};
 use memlineage::lease::{LeaseError, LeaseState};
 use memlineage::lineage::{Label, LabelPolicy};
-use memlineage::log::LogSigner;
 use memlineage::quarantine::{QuarantineError, Reach};
 use memlineage::receipt::{receipt, Cause};
-use memlineage::record::{EntryId, Kind, ProvEntry, Role, WriterKey};
+use memlineage::record::{EntryId, Kind, ProvEntry, WriterKey};
 use memlineage::repair::{decide_with_repair, Candidate, Found, RepairOutcome, TrustedValues};
 use memlineage::retrieve::Outcome;
 use memlineage::rework::{rework, ReworkOptions};
@@ -21,38 +22,8 @@ use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::{Ledger, LedgerError};
 use std::collections::BTreeMap;
 
+use forensics_support::{audit_with_content, signer, world, world_with, Keys};
 use ledger_support::put;
-
-struct Keys {
-    user: WriterKey,
-    agent: WriterKey,
-    agent2: WriterKey,
-    tool: WriterKey,
-    contacts: WriterKey,
-}
-
-fn signer() -> LogSigner {
-    LogSigner::new("test.example/forensics", WriterKey::for_label("tests/log")).unwrap()
-}
-
-fn world<S: Store>(store: S) -> (Ledger<S>, Keys) {
-    let mut l = Ledger::create(store, signer(), LabelPolicy::default()).unwrap();
-    let k = Keys {
-        user: WriterKey::for_label("tests/user"),
-        agent: WriterKey::for_label("tests/agent"),
-        agent2: WriterKey::for_label("tests/agent2"),
-        tool: WriterKey::for_label("tests/tool"),
-        contacts: WriterKey::for_label("tests/contacts"),
-    };
-    l.bind(k.user.key_id(), Role::User, "user").unwrap();
-    l.bind(k.agent.key_id(), Role::Agent, "agent").unwrap();
-    l.bind(k.agent2.key_id(), Role::Agent, "agent2").unwrap();
-    l.bind(k.tool.key_id(), Role::Tool, "tool:read_file")
-        .unwrap();
-    l.bind(k.contacts.key_id(), Role::Tool, "tool:get_contacts")
-        .unwrap();
-    (l, k)
-}
 
 /// A forum post (tool output) read into two memories: one over a strong edge, one over a weak
 /// edge; a fact derived from the strong memory; and an unrelated user prompt.
@@ -98,20 +69,7 @@ fn scene<S: Store>(l: &mut Ledger<S>, k: &Keys) -> Scene {
 }
 
 fn audit_of<S: Store>(l: &mut Ledger<S>) -> AuditReport {
-    let c = l.checkpoint().unwrap();
-    let store = l.store();
-    let items = (0..l.len()).map(|i| {
-        Ok::<_, String>(memlineage::audit::AuditItem {
-            cose: store.entry_bytes(i).unwrap().unwrap(),
-            stored_label: None,
-            content: store.content_at(i).unwrap(),
-        })
-    });
-    let v = l.verifier().unwrap();
-    let mut r = audit(items, &v, c.note(), l.policy(), v.key_id()).unwrap();
-    let bytes = (0..l.len()).map(|i| Ok::<_, String>(store.entry_bytes(i).unwrap().unwrap()));
-    reach_quarantine(&mut r, bytes, l.policy()).unwrap();
-    r
+    audit_with_content(l, true)
 }
 
 #[test]
@@ -797,17 +755,7 @@ fn planted_corroboration_wins_a_heal_vote_only_under_fail_open() {
             weak_rule: rule,
             ..LabelPolicy::default()
         };
-        let mut l = Ledger::create(MemoryStore::default(), signer(), policy).unwrap();
-        let k = Keys {
-            user: WriterKey::for_label("tests/user"),
-            agent: WriterKey::for_label("tests/agent"),
-            agent2: WriterKey::for_label("tests/agent2"),
-            tool: WriterKey::for_label("tests/tool"),
-            contacts: WriterKey::for_label("tests/contacts"),
-        };
-        l.bind(k.user.key_id(), Role::User, "user").unwrap();
-        l.bind(k.agent.key_id(), Role::Agent, "agent").unwrap();
-        l.bind(k.tool.key_id(), Role::Tool, "tool:web").unwrap();
+        let (mut l, k) = world_with(MemoryStore::default(), policy);
         let fact = put(&mut l, &k.agent, Kind::Fact, "payee is GB11", &[]);
         l.flag(fact, Reach::All, &k.user, "disputed").unwrap();
         let mut memories = Vec::new();

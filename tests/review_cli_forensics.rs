@@ -1,5 +1,6 @@
-//! Review (wip/review): failing CLI tests for `memlineage gate --repair` (`spec/forensics.md`
-//! §7). Each asserts what the spec promises; they fail on the code as reviewed.
+//! Regression tests from an adversarial review of `memlineage gate --repair`
+//! (`spec/forensics.md` §7): each asserts what the spec promises; each failed on the code as
+//! first written and passes since the fixes.
 
 #[path = "common/cli_support.rs"]
 mod cli_support;

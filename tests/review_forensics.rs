@@ -1,15 +1,15 @@
-//! Review (wip/review): failing tests that demonstrate bugs in the forensics layer
-//! (`spec/forensics.md`). Each test asserts the behaviour the spec / issue 5 promises; they fail
-//! on the code as reviewed.
+//! Regression tests from an adversarial review of the forensics layer (`spec/forensics.md`):
+//! each asserts what the spec / issue 5 promises, each failed on the code as first written, and
+//! each passes since the fixes (rework inputs, replacement rights, lease terms, receipts, repair
+//! authority, pending rescans).
 
+#[path = "common/forensics_support.rs"]
+mod forensics_support;
 #[path = "common/ledger_support.rs"]
 mod ledger_support;
 
-use memlineage::audit::{audit, reach_quarantine, AuditItem, AuditReport};
 use memlineage::gate::{Decision, Policy, ToolCall};
 use memlineage::heal::{heal, HealOutcome};
-use memlineage::lineage::LabelPolicy;
-use memlineage::log::LogSigner;
 use memlineage::quarantine::Reach;
 use memlineage::receipt::{receipt, Cause};
 use memlineage::record::{EntryId, Hash32, Kind, ProvEntry, Role, WriterKey};
@@ -18,54 +18,8 @@ use memlineage::rework::{rework, ReworkOptions};
 use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::Ledger;
 
+use forensics_support::{audit_with_content, signer, world, Keys};
 use ledger_support::put;
-
-struct Keys {
-    user: WriterKey,
-    agent: WriterKey,
-    agent2: WriterKey,
-    tool: WriterKey,
-}
-
-fn signer() -> LogSigner {
-    LogSigner::new("test.example/review", WriterKey::for_label("review/log")).unwrap()
-}
-
-fn world<S: Store>(store: S) -> (Ledger<S>, Keys) {
-    let mut l = Ledger::create(store, signer(), LabelPolicy::default()).unwrap();
-    let k = Keys {
-        user: WriterKey::for_label("review/user"),
-        agent: WriterKey::for_label("review/agent"),
-        agent2: WriterKey::for_label("review/agent2"),
-        tool: WriterKey::for_label("review/tool"),
-    };
-    l.bind(k.user.key_id(), Role::User, "user").unwrap();
-    l.bind(k.agent.key_id(), Role::Agent, "agent").unwrap();
-    l.bind(k.agent2.key_id(), Role::Agent, "agent2").unwrap();
-    l.bind(k.tool.key_id(), Role::Tool, "tool:browser").unwrap();
-    (l, k)
-}
-
-fn audit_with_content<S: Store>(l: &mut Ledger<S>, with_content: bool) -> AuditReport {
-    let c = l.checkpoint().unwrap();
-    let store = l.store();
-    let items = (0..l.len()).map(|i| {
-        Ok::<_, String>(AuditItem {
-            cose: store.entry_bytes(i).unwrap().unwrap(),
-            stored_label: None,
-            content: if with_content {
-                store.content_at(i).unwrap()
-            } else {
-                None
-            },
-        })
-    });
-    let v = l.verifier().unwrap();
-    let mut r = audit(items, &v, c.note(), l.policy(), v.key_id()).unwrap();
-    let bytes = (0..l.len()).map(|i| Ok::<_, String>(store.entry_bytes(i).unwrap().unwrap()));
-    reach_quarantine(&mut r, bytes, l.policy()).unwrap();
-    r
-}
 
 fn pay(recipient: EntryId) -> ToolCall {
     ToolCall {

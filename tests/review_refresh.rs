@@ -1,9 +1,9 @@
-//! Review (wip/review): a transient store error during `Ledger::refresh` loses the quarantine
-//! rescan for good (`spec/forensics.md` §2.3, "On reopen or catch-up (`Ledger::refresh`) flags
+//! Regression test from an adversarial review (it failed on the code as first written): a
+//! transient store error during `Ledger::refresh` must not lose the quarantine rescan (`spec/forensics.md` §2.3, "On reopen or catch-up (`Ledger::refresh`) flags
 //! and releases are decoded and the set is rescanned").
 //!
-//! `refresh` applies a flag (the flag becomes active) and records the rescan it needs in a
-//! local variable; if a later entry of the same catch-up fails to read, it returns the error
+//! The bug was: `refresh` applied a flag (the flag became active) and recorded the rescan it
+//! needed in a local variable; if a later entry of the same catch-up fails to read, it returns the error
 //! before rescanning, but `self.size` has already moved past the flag. The next `refresh`
 //! starts after the flag and never rescans: entries between the flagged source and the flag
 //! stay un-quarantined on this handle for as long as it lives (the audit and a reopened ledger

@@ -1,0 +1,77 @@
+//! A small ledger world for the forensics tests (shared by `tests/forensics.rs` and
+//! `tests/review_forensics.rs`): a user, two agents, a tool and a contacts tool, bound on a
+//! fresh ledger; and an audit that recomputes the quarantine offline.
+
+#![allow(dead_code)]
+
+use memlineage::audit::{audit, reach_quarantine, AuditItem, AuditReport};
+use memlineage::lineage::LabelPolicy;
+use memlineage::log::LogSigner;
+use memlineage::record::{Role, WriterKey};
+use memlineage::store::Store;
+use memlineage::Ledger;
+
+/// The principals' keys.
+pub struct Keys {
+    pub user: WriterKey,
+    pub agent: WriterKey,
+    pub agent2: WriterKey,
+    pub tool: WriterKey,
+    pub contacts: WriterKey,
+}
+
+pub fn signer() -> LogSigner {
+    LogSigner::new("test.example/forensics", WriterKey::for_label("tests/log")).unwrap()
+}
+
+pub fn keys() -> Keys {
+    Keys {
+        user: WriterKey::for_label("tests/user"),
+        agent: WriterKey::for_label("tests/agent"),
+        agent2: WriterKey::for_label("tests/agent2"),
+        tool: WriterKey::for_label("tests/tool"),
+        contacts: WriterKey::for_label("tests/contacts"),
+    }
+}
+
+/// A ledger under `policy` with every principal bound.
+pub fn world_with<S: Store>(store: S, policy: LabelPolicy) -> (Ledger<S>, Keys) {
+    let mut l = Ledger::create(store, signer(), policy).unwrap();
+    let k = keys();
+    l.bind(k.user.key_id(), Role::User, "user").unwrap();
+    l.bind(k.agent.key_id(), Role::Agent, "agent").unwrap();
+    l.bind(k.agent2.key_id(), Role::Agent, "agent2").unwrap();
+    l.bind(k.tool.key_id(), Role::Tool, "tool:read_file")
+        .unwrap();
+    l.bind(k.contacts.key_id(), Role::Tool, "tool:get_contacts")
+        .unwrap();
+    (l, k)
+}
+
+/// A ledger under the default label policy with every principal bound.
+pub fn world<S: Store>(store: S) -> (Ledger<S>, Keys) {
+    world_with(store, LabelPolicy::default())
+}
+
+/// Audits the whole ledger offline (with stored contents, or without) and recomputes the
+/// quarantine in the second pass.
+pub fn audit_with_content<S: Store>(l: &mut Ledger<S>, with_content: bool) -> AuditReport {
+    let c = l.checkpoint().unwrap();
+    let store = l.store();
+    let items = (0..l.len()).map(|i| {
+        Ok::<_, String>(AuditItem {
+            cose: store.entry_bytes(i).unwrap().unwrap(),
+            stored_label: None,
+            content: if with_content {
+                store.content_at(i).unwrap()
+            } else {
+                None
+            },
+        })
+    });
+    let v = l.verifier().unwrap();
+    let mut r = audit(items, &v, c.note(), l.policy(), v.key_id()).unwrap();
+    let bytes = (0..l.len()).map(|i| Ok::<_, String>(store.entry_bytes(i).unwrap().unwrap()));
+    reach_quarantine(&mut r, bytes, l.policy()).unwrap();
+    r
+}

@@ -3,13 +3,16 @@
 //! acknowledged entry is there, tombstones are in force, and a full audit — which recomputes
 //! every signature, label and the tree root — is clean against a fresh signed checkpoint.
 
+#[path = "common/faulty_store.rs"]
+mod faulty_store;
+
+use faulty_store::Faulty;
 use memlineage::audit::{audit, AuditReport};
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
-use memlineage::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
-use memlineage::store::{EntryMeta, MemoryStore, NewEntry, SqliteStore, Store, StoreError};
+use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
+use memlineage::store::{MemoryStore, SqliteStore, Store, StoreError};
 use memlineage::{Ledger, LedgerError};
-use std::cell::Cell;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -157,71 +160,11 @@ fn crash_child() {
     }
 }
 
-/// A store that fails its `n`-th append, either before writing anything or after committing
-/// (the acknowledgement is lost but the data is durable).
-struct Faulty<S: Store> {
-    inner: S,
-    calls: Cell<u64>,
-    fail_at: u64,
-    after_commit: bool,
-}
-
-impl<S: Store> Store for Faulty<S> {
-    fn tree_size(&self) -> Result<u64, StoreError> {
-        self.inner.tree_size()
-    }
-    fn append(&mut self, batch: &[NewEntry<'_>]) -> Result<(), StoreError> {
-        let n = self.calls.get();
-        self.calls.set(n + 1);
-        if n == self.fail_at {
-            if self.after_commit {
-                self.inner.append(batch)?;
-            }
-            return Err(StoreError::Io(std::io::Error::other("injected fault")));
-        }
-        self.inner.append(batch)
-    }
-    fn entry_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner.entry_bytes(index)
-    }
-    fn index_of(&self, id: &EntryId) -> Result<Option<u64>, StoreError> {
-        self.inner.index_of(id)
-    }
-    fn metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
-        self.inner.metas_from(from)
-    }
-    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError> {
-        self.inner.read_hashes(indexes)
-    }
-    fn content_at(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner.content_at(index)
-    }
-    fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner.content(hash)
-    }
-    fn redact(&mut self, hash: &Hash32) -> Result<bool, StoreError> {
-        self.inner.redact(hash)
-    }
-    fn put_checkpoint(&mut self, size: u64, note: &[u8]) -> Result<(), StoreError> {
-        self.inner.put_checkpoint(size, note)
-    }
-    fn latest_checkpoint(&self) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
-        self.inner.latest_checkpoint()
-    }
-    fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.inner.meta(key)
-    }
-    fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.inner.set_meta(key, value)
-    }
-}
-
 fn fault_run<S: Store>(inner: S, fail_at: u64, after_commit: bool) {
     let store = Faulty {
-        inner,
-        calls: Cell::new(0),
-        fail_at,
+        fail_append_at: Some(fail_at),
         after_commit,
+        ..Faulty::new(inner)
     };
     let mut l = Ledger::create(store, signer(), LabelPolicy::default()).unwrap();
     let key = agent();
@@ -276,10 +219,8 @@ fn every_append_failing_in_turn_leaves_a_consistent_ledger() {
 #[test]
 fn a_failed_append_is_reported_as_a_store_error() {
     let store = Faulty {
-        inner: MemoryStore::default(),
-        calls: Cell::new(0),
-        fail_at: 1,
-        after_commit: false,
+        fail_append_at: Some(1),
+        ..Faulty::new(MemoryStore::default())
     };
     let mut l = Ledger::create(store, signer(), LabelPolicy::default()).unwrap();
     let key = agent();

@@ -1,0 +1,85 @@
+//! A [`Store`] wrapper that injects faults (shared by the crash and refresh tests): its
+//! `fail_append_at`-th append fails, before writing anything or after committing (the
+//! acknowledgement is lost but the data is durable); and a read of entry `fail_read_at` fails
+//! once (a transient error).
+
+#![allow(dead_code)]
+
+use memlineage::record::{EntryId, Hash32};
+use memlineage::store::{EntryMeta, NewEntry, Store, StoreError};
+use std::cell::Cell;
+
+pub struct Faulty<S: Store> {
+    pub inner: S,
+    pub calls: Cell<u64>,
+    pub fail_append_at: Option<u64>,
+    pub after_commit: bool,
+    pub fail_read_at: Cell<Option<u64>>,
+}
+
+impl<S: Store> Faulty<S> {
+    /// No fault injected yet.
+    pub fn new(inner: S) -> Self {
+        Faulty {
+            inner,
+            calls: Cell::new(0),
+            fail_append_at: None,
+            after_commit: false,
+            fail_read_at: Cell::new(None),
+        }
+    }
+}
+
+impl<S: Store> Store for Faulty<S> {
+    fn tree_size(&self) -> Result<u64, StoreError> {
+        self.inner.tree_size()
+    }
+    fn append(&mut self, batch: &[NewEntry<'_>]) -> Result<(), StoreError> {
+        let n = self.calls.get();
+        self.calls.set(n + 1);
+        if Some(n) == self.fail_append_at {
+            if self.after_commit {
+                self.inner.append(batch)?;
+            }
+            return Err(StoreError::Io(std::io::Error::other("injected fault")));
+        }
+        self.inner.append(batch)
+    }
+    fn entry_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        if self.fail_read_at.get() == Some(index) {
+            self.fail_read_at.set(None);
+            return Err(StoreError::Corrupt("transient read error".into()));
+        }
+        self.inner.entry_bytes(index)
+    }
+    fn index_of(&self, id: &EntryId) -> Result<Option<u64>, StoreError> {
+        self.inner.index_of(id)
+    }
+    fn metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
+        self.inner.metas_from(from)
+    }
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError> {
+        self.inner.read_hashes(indexes)
+    }
+    fn content_at(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.content_at(index)
+    }
+    fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.content(hash)
+    }
+    fn redact(&mut self, hash: &Hash32) -> Result<bool, StoreError> {
+        self.inner.redact(hash)
+    }
+    fn put_checkpoint(&mut self, size: u64, note: &[u8]) -> Result<(), StoreError> {
+        self.inner.put_checkpoint(size, note)
+    }
+    fn latest_checkpoint(&self) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
+        self.inner.latest_checkpoint()
+    }
+    fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.inner.meta(key)
+    }
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.inner.set_meta(key, value)
+    }
+}

@@ -137,6 +137,12 @@ impl LeaseBook {
         }
     }
 
+    /// Whether a lease's timing cannot be judged: its terms are unknown and this book accepts
+    /// what depends on them (an audit without contents).
+    fn unjudged(&self, terms_known: bool) -> bool {
+        !terms_known && self.lenient_unknown_terms
+    }
+
     /// The state of `target`, `None` if it was never leased or replaced.
     pub fn state(&self, target: &EntryId) -> Option<LeaseState> {
         self.by_target.get(target).copied()
@@ -165,8 +171,7 @@ impl LeaseBook {
                 terms_known,
                 ..
             }) => {
-                let unjudged = !terms_known && self.lenient_unknown_terms;
-                if holder == writer || *until_ms <= time_ms || unjudged {
+                if holder == writer || *until_ms <= time_ms || self.unjudged(*terms_known) {
                     Ok(())
                 } else {
                     Err(LeaseError::Held {
@@ -212,9 +217,7 @@ impl LeaseBook {
                 until_ms,
                 terms_known,
                 ..
-            }) if holder == writer
-                && (time_ms < *until_ms || (!terms_known && self.lenient_unknown_terms)) =>
-            {
+            }) if holder == writer && (time_ms < *until_ms || self.unjudged(*terms_known)) => {
                 Ok(())
             }
             Some(LeaseState::Held { .. }) => Err(LeaseError::NotHolder { target: *target }),

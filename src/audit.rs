@@ -5,13 +5,14 @@
 //! note: it never opens the writer's store (`spec/lineage.md`, "Offline recomputation").
 
 use crate::lease::{parse_lease_terms, LeaseBook, LeaseError};
+use crate::ledger::decode_on_all_cores;
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
 use crate::quarantine::{Quarantine, QuarantineError};
 use crate::record::{
-    parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, RecordError, Role, SignedEntry,
+    parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, PublicKey, RecordError, Role,
+    SignedEntry,
 };
-use ed25519_dalek::VerifyingKey;
 use rayon::prelude::*;
 use std::collections::HashMap;
 
@@ -230,8 +231,8 @@ where
     let _span =
         tracing::info_span!("memlineage.verify", gen_ai.operation.name = "verify").entered();
     let checkpoint = verifier.verify(checkpoint_note)?;
-    let mut keyring: HashMap<KeyId, (Role, Option<VerifyingKey>)> =
-        HashMap::from([(log_key, (Role::Log, log_key.verifying_key().ok()))]);
+    let mut keyring: HashMap<KeyId, (Role, Option<PublicKey>)> =
+        HashMap::from([(log_key, (Role::Log, log_key.public_key().ok()))]);
     let mut labels: HashMap<EntryId, Label> = HashMap::new();
     // Tree hashes in memory, indexed by stored-hash index.
     let mut tree: Vec<[u8; 32]> = Vec::new();
@@ -255,19 +256,14 @@ where
         if chunk.is_empty() {
             break;
         }
-        // Ids and signatures on all cores (keys bound so far are decompressed once); the
-        // answers are the same as decoding one by one. Order-dependent checks follow.
+        // Signatures in one batch per core (keys bound so far are decompressed once); the
+        // answers are those of decoding one by one. Order-dependent checks follow.
         let decoded: Vec<(EntryId, Result<SignedEntry, RecordError>)> = {
             let keyring = &keyring;
-            chunk
-                .par_iter()
-                .map(|it| {
-                    let decoded = SignedEntry::decode_with_keys(&it.cose, |k| {
-                        keyring.get(k).and_then(|x| x.1)
-                    });
-                    (EntryId::of_cose(&it.cose), decoded)
-                })
-                .collect()
+            let bytes: Vec<&[u8]> = chunk.iter().map(|it| it.cose.as_slice()).collect();
+            let ids: Vec<EntryId> = bytes.par_iter().map(|b| EntryId::of_cose(b)).collect();
+            let entries = decode_on_all_cores(&bytes, |k| keyring.get(k).and_then(|x| x.1));
+            ids.into_iter().zip(entries).collect()
         };
         for (item, (id, decoded)) in chunk.into_iter().zip(decoded) {
             let index = report.entries;
@@ -343,7 +339,7 @@ type Forensics<'a> = (&'a mut Quarantine, &'a mut LeaseBook, Option<&'a [u8]>);
 
 fn check_entry(
     decoded: Result<SignedEntry, RecordError>,
-    keyring: &mut HashMap<KeyId, (Role, Option<VerifyingKey>)>,
+    keyring: &mut HashMap<KeyId, (Role, Option<PublicKey>)>,
     labels: &HashMap<EntryId, Label>,
     policy: LabelPolicy,
     log_key: KeyId,
@@ -401,7 +397,7 @@ fn check_entry(
     }
     let label = policy.label(role, parents);
     if let Some(b) = &e.binding {
-        keyring.insert(b.key, (b.role, b.key.verifying_key().ok()));
+        keyring.insert(b.key, (b.role, b.key.public_key().ok()));
     }
     // The audit streams entries once, so a flag's source index is not kept: the second pass
     // (`reach_quarantine`) starts at leaf 0.

@@ -2,7 +2,7 @@
 //! bytes, inclusion under the current signed checkpoint) and rendered with its label, e.g.
 //! `[trust=DERIVED_UNTRUSTED id=1a2b3c4d writer=agent] text`.
 
-use crate::ledger::{Ledger, LedgerError, PARALLEL_MIN};
+use crate::ledger::{decode_on_all_cores, Ledger, LedgerError};
 use crate::lineage::Label;
 use crate::log::{InclusionProof, LogError, VerifiedCheckpoint};
 use crate::record::{EntryId, Kind, SignedEntry};
@@ -62,10 +62,10 @@ impl<S: Store> Ledger<S> {
     /// Each id gets its own [`Outcome`]; one bad entry does not hide the others.
     ///
     /// Three phases: store reads in request order (entry bytes and audit paths: a store need
-    /// not be shared between threads); then on all cores when there are at least
-    /// [`crate::ledger::PARALLEL_MIN`] entries, the checks that need no store (`verify_strict`
-    /// of the signature, the id, the audit path against the checkpoint); then content and
-    /// rendering in request order. The answers are those of checking one entry at a time.
+    /// not be shared between threads); then the checks that need no store: the signatures in
+    /// one batch per core ([`decode_on_all_cores`]), the id and the audit path against the
+    /// checkpoint; then content and rendering in request order. The answers are those of
+    /// checking one entry at a time.
     ///
     /// # Errors
     /// Only when no checkpoint can be produced (store failure).
@@ -82,23 +82,22 @@ impl<S: Store> Ledger<S> {
             .zip(&fetched)
             .filter_map(|(id, f)| f.as_ref().ok().and_then(|f| f.as_ref()).map(|f| (id, f)))
             .collect();
-        let keys = self.key_lookup();
-        let check = |(id, f): &(&EntryId, &Fetched)| -> Result<SignedEntry, LedgerError> {
-            let entry = SignedEntry::decode_with_keys(&f.bytes, &keys)?;
-            if entry.id() != **id {
-                return Err(LedgerError::Missing(**id));
-            }
-            let proof = f.proof.as_ref().map_err(|e| LedgerError::from(e.clone()))?;
-            checkpoint.verify_inclusion(&entry.id(), proof)?;
-            Ok(entry)
-        };
-        let mut checked = if live.len() < PARALLEL_MIN || rayon::current_num_threads() < 2 {
-            live.iter().map(check).collect::<Vec<_>>()
-        } else {
-            use rayon::prelude::*;
-            live.par_iter().with_max_len(1).map(check).collect()
-        }
-        .into_iter();
+        let bytes: Vec<&[u8]> = live.iter().map(|(_, f)| f.bytes.as_slice()).collect();
+        let decoded = decode_on_all_cores(&bytes, self.key_lookup());
+        let mut checked = live
+            .iter()
+            .zip(decoded)
+            .map(|((id, f), entry)| -> Result<SignedEntry, LedgerError> {
+                let entry = entry?;
+                if entry.id() != **id {
+                    return Err(LedgerError::Missing(**id));
+                }
+                let proof = f.proof.as_ref().map_err(|e| LedgerError::from(e.clone()))?;
+                checkpoint.verify_inclusion(&entry.id(), proof)?;
+                Ok(entry)
+            })
+            .collect::<Vec<_>>()
+            .into_iter();
         // 3. Label, content and rendering, in request order.
         Ok(ids
             .iter()

@@ -13,6 +13,12 @@
    test can reject them.
 3. The command-line verifier must agree (exit 0 and the id, or exit 1 and the class).
 
+4. The cofactored cases (spec/record.md §2.4, tests/vectors/cofactored.json): entries whose R
+   or key carries a torsion component, signed with the secret key. They must verify here (the
+   cofactored equation) and fail plain RFC 8032 verification (cryptography's, cofactorless),
+   and the committed JSON must equal what this script generates (`--write-cofactored` rewrites
+   it).
+
 `--write DIR` writes `<case>.cose` files and `manifest.json` ({name, want, desc}), e.g. to run
 another implementation over the same cases. Exits non-zero if any check fails.
 """
@@ -35,6 +41,7 @@ sys.path.insert(0, str(HERE))
 import verify_entry as ve  # noqa: E402
 
 VECTORS = HERE.parent.parent / "tests" / "vectors" / "record.json"
+COFACTORED = HERE.parent.parent / "tests" / "vectors" / "cofactored.json"
 
 # --- hand-written CBOR, so that mutations can break the deterministic encoding on purpose ------
 
@@ -362,6 +369,81 @@ def mutations(vectors: dict) -> list[Case]:
     return cases
 
 
+def plain_rfc8032_accepts(data: bytes) -> bool:
+    """Whether cryptography's (OpenSSL's) plain, cofactorless Ed25519 verify accepts the entry's
+    signature under its kid."""
+    protected, payload, signature = parts(data)
+    try:
+        Ed25519PublicKey.from_public_bytes(protected[6:]).verify(
+            signature, sig_structure(protected, payload))
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def cofactored_cases(vectors: dict) -> list[dict]:
+    """Entries that only the cofactored equation accepts (spec/record.md §2.4): R = [r]B + T, or
+    the key A = [a]B + T, with T of order 8, each signed with the secret scalar."""
+    prompt = {c["name"]: c for c in vectors["cases"]}["prompt"]
+    payload = bytes.fromhex(prompt["payload_hex"])
+    seed = bytes.fromhex(prompt["seed_hex"])
+    a = secret_scalar(seed)
+    t8 = ve.decode_point(bytes.fromhex(
+        "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05"))[0]
+    assert ve.scalar_mult(4, t8) != ve.IDENTITY and ve.has_small_order(t8)  # order 8
+
+    def signed(kid: bytes, body: bytes, torsion_in_r: bool) -> bytes:
+        protected = protected_for(kid)
+        msg = sig_structure(protected, body)
+        for r in range(0x5EED, 0x5EED + 64):  # the first r whose k is not 0 mod 8
+            pt = ve.scalar_mult(r, ve.BASE)
+            r_bytes = ve.encode_point(ve.point_add(pt, t8) if torsion_in_r else pt)
+            k = int.from_bytes(hashlib.sha512(r_bytes + kid + msg).digest(), "little") % ve.L
+            if k % 8:
+                s = (r + k * a) % ve.L
+                return envelope(protected, body, r_bytes + s.to_bytes(32, "little"))
+        raise AssertionError("no r found")
+
+    mixed_key = ve.encode_point(ve.point_add(ve.scalar_mult(a, ve.BASE), t8))
+    pairs = pairs_of(payload)
+    pairs[1] = (uint(1), bstr(mixed_key))
+    key_body = cmap(pairs)
+    out = []
+    for name, desc, data in [
+        ("mixed-order-r", "R = [r]B + T8, S = r + k*a: the prompt vector's key", signed(
+            public_key(seed), payload, True)),
+        ("mixed-order-key", "kid A = [a]B + T8, R = [r]B, S = r + k*a", signed(
+            mixed_key, key_body, False)),
+    ]:
+        out.append({"name": name, "desc": desc, "cose_hex": data.hex(),
+                    "id_hex": hashlib.sha256(b"\x00" + data).hexdigest(),
+                    "cofactored": "accept", "cofactorless": "reject"})
+    return out
+
+
+def check_cofactored(cases: list[dict], write: bool, fail: Callable[[str], None]) -> int:
+    text = json.dumps({"source": "spec/reference/test_vectors.py --write-cofactored",
+                       "cases": cases}, indent=1) + "\n"
+    if write:
+        COFACTORED.write_text(text)
+    elif COFACTORED.read_text() != text:
+        fail(f"{COFACTORED.name} differs from what this script generates")
+    n = 0
+    for c in cases:
+        data = bytes.fromhex(c["cose_hex"])
+        try:
+            ve.verify(data)
+        except ve.Reject as r:
+            fail(f"cofactored {c['name']}: rejected: {r}")
+            continue
+        if plain_rfc8032_accepts(data):
+            fail(f"cofactored {c['name']}: plain RFC 8032 (cofactorless) accepts it too")
+            continue
+        print(f"ok   cofactored {c['name']:<30} accepted; cofactorless rejects")
+        n += 1
+    return n
+
+
 # --- running -------------------------------------------------------------------------------------
 
 
@@ -428,12 +510,9 @@ def check_plain_rfc8032_accepts_forgeries(cases: list[Case], fail: Callable[[str
     for name, _, data, _ in cases:
         if name not in ("small-order-key", "small-order-r"):
             continue
-        protected, payload, signature = parts(data)
-        try:
-            Ed25519PublicKey.from_public_bytes(protected[6:]).verify(
-                signature, sig_structure(protected, payload))
+        if plain_rfc8032_accepts(data):
             print(f"note {name}: plain RFC 8032 verification (cryptography) accepts it")
-        except Exception:  # noqa: BLE001
+        else:
             print(f"note {name}: cryptography already rejects it")
 
 
@@ -490,10 +569,13 @@ def main(argv: list[str]) -> int:
     n_vec = check_vectors(vectors, fail)
     n_mut = check_mutations(cases, fail)
     check_plain_rfc8032_accepts_forgeries(cases, fail)
+    cof = cofactored_cases(vectors)
+    n_cof = check_cofactored(cof, "--write-cofactored" in argv, fail)
     n_seq = 0
     if "--cbor-seq" in argv:
         n_seq = check_cbor_seq(Path(argv[argv.index("--cbor-seq") + 1]), fail)
-    print(f"\n{n_vec}/{len(vectors['cases'])} vectors, {n_mut}/{len(cases)} mutations"
+    print(f"\n{n_vec}/{len(vectors['cases'])} vectors, {n_mut}/{len(cases)} mutations, "
+          f"{n_cof}/{len(cof)} cofactored"
           + (f", {n_seq} exported entries" if n_seq else "")
           + f": {'FAILED' if failures else 'all passed'}")
     return 1 if failures else 0

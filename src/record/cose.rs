@@ -5,14 +5,14 @@
 //!                   signature: bstr .size 64 ])
 //! Sig_structure = ["Signature1", protected, h'', payload]          (RFC 9052 §4.4)
 //! ```
-//! Verification uses ed25519-dalek's `verify_strict` (rejects small-order keys and
-//! non-canonical signatures; S >= L is always rejected).
+//! Signatures are checked by [`super::verify`] (`spec/record.md` §2.3: canonical encodings, no
+//! small-order `A` or `R`, `S < L`, the cofactored equation), one at a time or in a batch.
 
 use super::cbor::{as_bytes32, decode_value, strict_map};
 use super::encode;
+use super::verify::{self, Batch, PublicKey};
 use super::{EntryId, KeyId, ProvEntry, RecordError, WriterKey};
 use ciborium::Value;
-use ed25519_dalek::Signature;
 
 /// COSE header label `alg` (RFC 9052 §3.1).
 const HDR_ALG: u64 = 1;
@@ -52,8 +52,8 @@ impl SignedEntry {
         Ok(SignedEntry { entry, cose, id })
     }
 
-    /// Decodes COSE_Sign1 bytes and verifies the signature with `verify_strict` under the key in
-    /// `kid`. The bytes must be exactly the deterministic encoding (`spec/record.md` §6).
+    /// Decodes COSE_Sign1 bytes and verifies the signature (`spec/record.md` §2.3) under the
+    /// key in `kid`. The bytes must be exactly the deterministic encoding (`spec/record.md` §6).
     ///
     /// # Errors
     /// A [`RecordError`] naming the first problem. Does not panic on any input.
@@ -61,30 +61,66 @@ impl SignedEntry {
         Self::decode_with_keys(bytes, |_| None)
     }
 
-    /// [`SignedEntry::decode`] with writers' keys already decompressed (and checked by
-    /// [`KeyId::verifying_key`]) by the caller, e.g. from a keyring: saves one Ed25519 point
-    /// decompression per entry. `known(kid)` may return the key for `kid`; a key whose bytes
-    /// are not `kid` is ignored.
+    /// [`SignedEntry::decode`] with writers' keys already checked and decompressed by the
+    /// caller ([`KeyId::public_key`]), e.g. from a keyring: saves one Ed25519 point
+    /// decompression (≈ 5 µs) per entry. `known(kid)` may return the key for `kid`; a key for
+    /// another id is ignored.
     ///
     /// # Errors
     /// As [`SignedEntry::decode`]. Does not panic on any input.
     pub fn decode_with_keys(
         bytes: &[u8],
-        known: impl Fn(&KeyId) -> Option<ed25519_dalek::VerifyingKey>,
+        known: impl Fn(&KeyId) -> Option<PublicKey>,
     ) -> Result<Self, RecordError> {
         let (entry, protected, payload, signature) = parse(bytes)?;
-        let vk = match known(&entry.writer) {
-            Some(k) if k.as_bytes() == &entry.writer.0 => k,
-            _ => entry.writer.verifying_key()?,
-        };
-        let sig = Signature::from_bytes(&signature);
-        vk.verify_strict(&sig_structure(&protected, &payload), &sig)
-            .map_err(|_| RecordError::BadSignature)?;
+        let key = key_for(&entry.writer, &known)?;
+        verify::verify(&key, &sig_structure(&protected, &payload), &signature)?;
         Ok(SignedEntry {
             entry,
             cose: bytes.to_vec(),
             id: EntryId::of_cose(bytes),
         })
+    }
+
+    /// Decodes and verifies many entries with one batch signature check ([`Batch`]): the
+    /// answers, in order, are exactly those of [`SignedEntry::decode_with_keys`] on each
+    /// (which names a bad signature [`RecordError::BadSignature`] here too). Runs on the
+    /// calling thread; callers split the work over cores. About 2× (batch of 8) to 4.5×
+    /// (batch of 512) faster per entry than decoding one by one, when few writers signed.
+    pub fn decode_batch(
+        items: &[&[u8]],
+        known: impl Fn(&KeyId) -> Option<PublicKey>,
+    ) -> Vec<Result<Self, RecordError>> {
+        let mut batch = Batch::new();
+        let mut parsed: Vec<Result<ProvEntry, RecordError>> = Vec::with_capacity(items.len());
+        for bytes in items {
+            let checked = parse(bytes).and_then(|(entry, protected, payload, signature)| {
+                let key = key_for(&entry.writer, &known)?;
+                batch.queue(&key, &sig_structure(&protected, &payload), &signature);
+                Ok(entry)
+            });
+            if checked.is_err() {
+                batch.queue_refused();
+            }
+            parsed.push(checked);
+        }
+        let signatures_ok = batch.verify();
+        parsed
+            .into_iter()
+            .zip(signatures_ok)
+            .zip(items)
+            .map(|((entry, ok), bytes)| {
+                let entry = entry?;
+                if !ok {
+                    return Err(RecordError::BadSignature);
+                }
+                Ok(SignedEntry {
+                    entry,
+                    cose: bytes.to_vec(),
+                    id: EntryId::of_cose(bytes),
+                })
+            })
+            .collect()
     }
 
     /// The signed provenance record.
@@ -105,6 +141,17 @@ impl SignedEntry {
     /// The writer's key id.
     pub fn writer(&self) -> KeyId {
         self.entry.writer
+    }
+}
+
+/// The caller's key for `kid` when it has one, else `kid` checked and decompressed now.
+fn key_for(
+    kid: &KeyId,
+    known: &impl Fn(&KeyId) -> Option<PublicKey>,
+) -> Result<PublicKey, RecordError> {
+    match known(kid) {
+        Some(k) if k.id() == *kid => Ok(k),
+        _ => kid.public_key(),
     }
 }
 

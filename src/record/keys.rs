@@ -50,7 +50,7 @@ impl fmt::Debug for KeyId {
 
 /// Whether the 255-bit little-endian y coordinate (sign bit cleared) is below
 /// p = 2^255 - 19. The encodings with y >= p are p..=p+18 with either sign bit.
-fn is_canonical_y(b: &[u8; 32]) -> bool {
+pub(super) fn is_canonical_y(b: &[u8; 32]) -> bool {
     let top = b[31] & 0x7f;
     !(top == 0x7f && b[1..31].iter().all(|&x| x == 0xff) && b[0] >= 0xed)
 }

@@ -9,11 +9,13 @@ mod cose;
 mod encode;
 mod keys;
 mod scan;
+mod verify;
 
 pub use cbor::{decode_payload, encode_payload};
 pub(crate) use cose::parse_unverified;
 pub use cose::{protected_header, sig_structure, SignedEntry};
 pub use keys::{KeyBinding, KeyId, Role, WriterKey};
+pub use verify::{verify, Batch, PublicKey};
 
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -612,7 +614,7 @@ pub enum RecordError {
     /// The public key in `kid` is a small-order (weak) point.
     #[error("kid is a small-order Ed25519 public key")]
     WeakKey,
-    /// The signature does not verify under `verify_strict` (opaque by design).
+    /// The signature fails `spec/record.md` §2.3 steps 4–8 (opaque by design).
     #[error("signature verification failed")]
     BadSignature,
 }

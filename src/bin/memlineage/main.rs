@@ -1230,7 +1230,7 @@ fn inspect(file: &Path) -> Res<ExitCode> {
                 "attribution": e.attribution.name(),
                 "target": e.target.map(|t| t.to_string()),
                 "binding": e.binding.as_ref().map(|b| serde_json::json!({"key": b.key.to_string(), "role": b.role.name(), "name": b.name})),
-                "signature": "valid (verify_strict under the kid)",
+                "signature": "valid (spec/record.md §2.3 under the kid)",
             });
             say!("{}", serde_json::to_string_pretty(&v)?);
             Ok(ExitCode::SUCCESS)

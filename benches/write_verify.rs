@@ -18,6 +18,10 @@
 //!   of 8 ids: fetch, decode and verify, prove and check inclusion, render), with the
 //!   `prove_inclusion_x8/<size>` part of it.
 //!
+//! - `audit`: `ed25519_verify_strict_loop` (one `verify_strict` per entry of the 1k ledger, keys
+//!   pre-decoded) vs `audit_1k` (`audit::audit` of the same entries: decode, batch signature
+//!   checks on all cores, keyring and tombstone rules, labels, content hashes, the tree root);
+//!   per element: throughput is the number of entries;
 //! - `durable`: `sign_plus_fdatasync` vs `sqlite_append_1`, `sqlite_append_batch64` (sign
 //!   and group-commit 64 entries; per element: throughput is set to 64) and
 //!   `sqlite_append_signed64` (group-commit 64 entries signed beforehand, untimed).
@@ -28,15 +32,16 @@
 //! Run: `cargo bench --bench write_verify` (about 2 minutes on 2 cores).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use memlineage::audit::AuditItem;
 use memlineage::gate::{Policy, ToolCall};
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
 use memlineage::record::{
-    decode_payload, encode_payload, protected_header, sig_structure, EntryId, Kind, Parent,
-    ProvEntry, Role, SignedEntry, Weight, WriterKey,
+    decode_payload, encode_payload, protected_header, sig_structure, EntryId, KeyId, Kind, Parent,
+    ProvEntry, PublicKey, Role, SignedEntry, Weight, WriterKey,
 };
 use memlineage::retrieve::Outcome;
-use memlineage::store::MemoryStore;
+use memlineage::store::{MemoryStore, Store};
 use memlineage::Ledger;
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -77,6 +82,7 @@ fn all(c: &mut Criterion) {
     verify(c, &mut fixtures);
     gate(c, &fixtures[1].0);
     retrieve8(c, &mut fixtures);
+    audit(c, &mut fixtures[0].0);
     // Last: it appends to the fixtures.
     write(c, &mut fixtures);
     durable(c);
@@ -242,6 +248,25 @@ fn verify(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
                     .expect("included")
             })
         });
+        // An offline verifier that holds the writers' keys (a keyring) decompresses each once.
+        let keys: Vec<PublicKey> = [&fx.user, &fx.tool, &fx.agent]
+            .iter()
+            .map(|k| k.key_id().public_key().expect("key"))
+            .collect();
+        let known = |k: &KeyId| keys.iter().find(|p| p.id() == *k).copied();
+        g.bench_function(
+            BenchmarkId::new("entry_verify_with_inclusion_known_key", *name),
+            |b| {
+                b.iter(|| {
+                    let e =
+                        SignedEntry::decode_with_keys(black_box(&bytes), known).expect("decodes");
+                    checkpoint
+                        .verify_inclusion(&e.id(), black_box(&proof))
+                        .expect("included");
+                    black_box(e)
+                })
+            },
+        );
         g.bench_function(
             BenchmarkId::new("entry_verify_with_inclusion", *name),
             |b| {
@@ -349,6 +374,71 @@ fn retrieve8(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
             })
         });
     }
+    g.finish();
+}
+
+/// `audit`: the offline audit of the 1k ledger against a loop of `verify_strict` over the same
+/// entries (the baseline: "a loop of single `verify_strict` calls").
+fn audit(c: &mut Criterion, fx: &mut Fixture) {
+    let checkpoint = fx.ledger.checkpoint().expect("checkpoint");
+    let verifier = fx.ledger.verifier().expect("verifier");
+    let policy = fx.ledger.policy();
+    let store = fx.ledger.store();
+    let items: Vec<AuditItem> = store
+        .metas_from(0)
+        .expect("metas")
+        .into_iter()
+        .map(|m| AuditItem {
+            cose: store.entry_bytes(m.index).expect("read").expect("entry"),
+            stored_label: Some(m.label),
+            content: store.content_at(m.index).expect("read"),
+        })
+        .collect();
+    let raw: Vec<_> = items
+        .iter()
+        .map(|it| raw_parts(&SignedEntry::decode(&it.cose).expect("entry")))
+        .collect();
+    let report = memlineage::audit::audit(
+        items.iter().cloned().map(Ok::<_, String>),
+        &verifier,
+        checkpoint.note(),
+        policy,
+        verifier.key_id(),
+    )
+    .expect("audit");
+    assert!(
+        report.failures.is_empty() && report.root_matches,
+        "{report:?}"
+    );
+    let mut g = c.benchmark_group("audit");
+    configure(&mut g);
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(items.len() as u64));
+    g.bench_function("ed25519_verify_strict_loop", |b| {
+        b.iter(|| {
+            for (vk, msg, sig) in black_box(&raw) {
+                vk.verify_strict(msg, sig).expect("verifies");
+            }
+        })
+    });
+    g.bench_function("audit_1k", |b| {
+        b.iter_batched(
+            || items.clone(),
+            |items| {
+                let r = memlineage::audit::audit(
+                    items.into_iter().map(Ok::<_, String>),
+                    &verifier,
+                    checkpoint.note(),
+                    policy,
+                    verifier.key_id(),
+                )
+                .expect("audit");
+                assert_eq!(r.verified, raw.len() as u64);
+                black_box(r)
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
     g.finish();
 }
 

@@ -127,25 +127,40 @@ struct PreparedEntry<'a> {
 /// Batches at least this large are verified on several cores by [`Ledger::decode_many`].
 pub const PARALLEL_MIN: usize = 4;
 
+/// Fewest entries [`decode_on_all_cores`] splits over cores. Below it one batch on the calling
+/// thread is faster on the 2-vCPU VM of `spec/benchmarks.md`: waking a pool thread costs about
+/// what a batch of 4 saves (8 entries: 193–203 µs in one batch, 229–236 µs split; 32 entries:
+/// 617–811 µs against 501–514 µs split).
+pub const SPLIT_BATCH_MIN: usize = 32;
+
 /// [`SignedEntry::decode_batch`] spread over the machine's cores: one batch per core over a
 /// contiguous slice of `items`, answers in `items` order and equal to decoding each alone
-/// with [`SignedEntry::decode_with_keys`]. Below [`PARALLEL_MIN`] items, or on one core, one
-/// batch on the calling thread. rayon's pool threads live for the process: no thread is
-/// spawned per call (a spawn costs ~90 µs on the 2-vCPU VM we measure on).
+/// with [`SignedEntry::decode_with_keys`]. The calling thread decodes the first slice itself
+/// while rayon's pool threads (which live for the process: no thread is spawned per call, a
+/// spawn costs ~90 µs on the 2-vCPU VM we measure on) take the others. Below
+/// [`SPLIT_BATCH_MIN`] items, or on one core, one batch on the calling thread.
 pub fn decode_on_all_cores(
     items: &[&[u8]],
     known: impl Fn(&KeyId) -> Option<PublicKey> + Sync,
 ) -> Vec<Result<SignedEntry, RecordError>> {
     let threads = rayon::current_num_threads();
-    if items.len() < PARALLEL_MIN || threads < 2 {
+    if items.len() < SPLIT_BATCH_MIN || threads < 2 {
         return SignedEntry::decode_batch(items, &known);
     }
-    use rayon::prelude::*;
     let per_core = items.len().div_ceil(threads);
-    let parts: Vec<Vec<_>> = items
-        .par_chunks(per_core)
-        .map(|part| SignedEntry::decode_batch(part, &known))
-        .collect();
+    let mut parts: Vec<Vec<Result<SignedEntry, RecordError>>> = Vec::new();
+    parts.resize_with(items.len().div_ceil(per_core), Vec::new);
+    let known = &known;
+    rayon::in_place_scope(|scope| {
+        let mut slots = parts.iter_mut().zip(items.chunks(per_core));
+        let first = slots.next();
+        for (slot, part) in slots {
+            scope.spawn(move |_| *slot = SignedEntry::decode_batch(part, known));
+        }
+        if let Some((slot, part)) = first {
+            *slot = SignedEntry::decode_batch(part, known);
+        }
+    });
     parts.into_iter().flatten().collect()
 }
 

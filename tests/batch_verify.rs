@@ -171,7 +171,7 @@ proptest! {
     /// all cores and one-by-one decoding give the same answer for every entry.
     #[test]
     fn batch_answers_equal_single_answers(
-        picks in prop::collection::vec((0usize..40, 0u8..16), 0..40),
+        picks in prop::collection::vec((0usize..40, 0u8..16), 0..72),
         cache_keys in any::<bool>(),
     ) {
         let honest = entries(40);

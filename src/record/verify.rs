@@ -45,11 +45,26 @@ impl KeyId {
     /// [`RecordError::NonCanonicalKey`], [`RecordError::BadKey`], [`RecordError::WeakKey`].
     /// Does not panic.
     pub fn public_key(&self) -> Result<PublicKey, RecordError> {
-        // The dalek decoding makes the three checks (and is what checkpoints use too).
-        self.verifying_key()?;
+        if !super::keys::is_canonical_y(&self.0) {
+            return Err(RecordError::NonCanonicalKey);
+        }
+        // One decompression (curve25519-dalek's, inside ed25519-zebra).
         let key = VerificationKey::try_from(self.0).map_err(|_| RecordError::BadKey)?;
+        // Canonical y and a point: small order is one of the eight encodings, or x = 0 with
+        // the sign bit set (the identity and (0, -1) written the other way).
+        if SMALL_ORDER_ENCODINGS.contains(&self.0) || x_zero_negative(&self.0) {
+            return Err(RecordError::WeakKey);
+        }
         Ok(PublicKey { id: *self, key })
     }
+}
+
+/// Whether `b` is y = 1 or y = p - 1 (the points with x = 0) with the sign bit set: the
+/// non-canonical encodings of the identity and of (0, -1).
+fn x_zero_negative(b: &[u8; 32]) -> bool {
+    let mut y = *b;
+    y[31] &= 0x7f;
+    b[31] & 0x80 != 0 && (y == SMALL_ORDER_ENCODINGS[0] || y == SMALL_ORDER_ENCODINGS[1])
 }
 
 /// The canonical encodings of the eight points of small order (`[8]P` is the identity), with
@@ -97,14 +112,8 @@ fn encodings_ok(signature: &[u8; 64]) -> bool {
     let mut s = [0u8; 32];
     s.copy_from_slice(&signature[32..]);
     let s_ok = bool::from(curve25519_dalek::Scalar::from_canonical_bytes(s).is_some());
-    // y = 1 and y = p - 1 are the points with x = 0; with the sign bit set they are the
-    // non-canonical encodings of the identity and of (0, -1).
-    let mut y = r;
-    y[31] &= 0x7f;
-    let x_zero_negative =
-        r[31] & 0x80 != 0 && (y == SMALL_ORDER_ENCODINGS[0] || y == SMALL_ORDER_ENCODINGS[1]);
     s_ok && super::keys::is_canonical_y(&r)
-        && !x_zero_negative
+        && !x_zero_negative(&r)
         && !SMALL_ORDER_ENCODINGS.contains(&r)
 }
 

@@ -13,7 +13,6 @@ use crate::record::{
     parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, PublicKey, RecordError, Role,
     SignedEntry,
 };
-use rayon::prelude::*;
 use std::collections::HashMap;
 
 /// What an audit found.
@@ -261,8 +260,13 @@ where
         let decoded: Vec<(EntryId, Result<SignedEntry, RecordError>)> = {
             let keyring = &keyring;
             let bytes: Vec<&[u8]> = chunk.iter().map(|it| it.cose.as_slice()).collect();
-            let ids: Vec<EntryId> = bytes.par_iter().map(|b| EntryId::of_cose(b)).collect();
             let entries = decode_on_all_cores(&bytes, |k| keyring.get(k).and_then(|x| x.1));
+            // A decoded entry carries its id; a bad one's is hashed here.
+            let id = |(b, e): (&&[u8], &Result<SignedEntry, RecordError>)| match e {
+                Ok(e) => e.id(),
+                Err(_) => EntryId::of_cose(b),
+            };
+            let ids: Vec<EntryId> = bytes.iter().zip(&entries).map(id).collect();
             ids.into_iter().zip(entries).collect()
         };
         for (item, (id, decoded)) in chunk.into_iter().zip(decoded) {

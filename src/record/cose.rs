@@ -93,9 +93,23 @@ impl SignedEntry {
     ) -> Vec<Result<Self, RecordError>> {
         let mut batch = Batch::new();
         let mut parsed: Vec<Result<ProvEntry, RecordError>> = Vec::with_capacity(items.len());
+        // Keys `known` does not have are decompressed once per batch (a ledger has few writers,
+        // and an audit meets the keyring entries in the same batch as their first uses).
+        let mut decoded_here: Vec<PublicKey> = Vec::new();
         for bytes in items {
             let checked = parse(bytes).and_then(|(entry, protected, payload, signature)| {
-                let key = key_for(&entry.writer, &known)?;
+                let kid = entry.writer;
+                let cached = known(&kid)
+                    .filter(|k| k.id() == kid)
+                    .or_else(|| decoded_here.iter().find(|k| k.id() == kid).copied());
+                let key = match cached {
+                    Some(k) => k,
+                    None => {
+                        let k = kid.public_key()?;
+                        decoded_here.push(k);
+                        k
+                    }
+                };
                 batch.queue(&key, &sig_structure(&protected, &payload), &signature);
                 Ok(entry)
             });

@@ -7,7 +7,7 @@
 //! repeated; signed by their writers and appended with `append_signed` in batches of 999 (one
 //! SQLite transaction each).
 
-use memlineage::audit::{audit, AuditItem};
+use memlineage::audit::audit;
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
 use memlineage::record::{Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey};
@@ -91,19 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let note = store.latest_checkpoint()?.ok_or("no checkpoint")?.1;
     let verifier = memlineage::log::LogVerifier::from_vkey(&vkey)?;
     let t = Instant::now();
-    let items = store
-        .metas_from(0)?
-        .into_iter()
-        .map(|m| -> Result<AuditItem, String> {
-            Ok(AuditItem {
-                cose: store
-                    .entry_bytes(m.index)
-                    .map_err(|e| e.to_string())?
-                    .ok_or("missing")?,
-                stored_label: Some(m.label),
-                content: store.content_at(m.index).map_err(|e| e.to_string())?,
-            })
-        });
+    let items = memlineage::audit::sqlite_items(&store);
     let report = audit(
         items,
         &verifier,

@@ -13,6 +13,7 @@ use crate::record::{
     parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, PublicKey, RecordError, Role,
     SignedEntry,
 };
+use crate::store::SqliteStore;
 use std::collections::HashMap;
 
 /// What an audit found.
@@ -247,28 +248,23 @@ where
     let mut leases = LeaseBook::for_audit();
     let mut root_at_checkpoint = None;
     let mut items = entries.into_iter();
+    let mut next = read_chunk(&mut items);
     loop {
-        let mut chunk: Vec<AuditItem> = Vec::with_capacity(AUDIT_CHUNK);
-        for item in items.by_ref().take(AUDIT_CHUNK) {
-            chunk.push(item.map_err(|e| AuditError::Source(e.to_string()))?.into());
-        }
+        let chunk = next?;
         if chunk.is_empty() {
             break;
         }
-        // Signatures in one batch per core (keys bound so far are decompressed once); the
-        // answers are those of decoding one by one. Order-dependent checks follow.
-        let decoded: Vec<(EntryId, Result<SignedEntry, RecordError>)> = {
-            let keyring = &keyring;
-            let bytes: Vec<&[u8]> = chunk.iter().map(|it| it.cose.as_slice()).collect();
-            let entries = decode_on_all_cores(&bytes, |k| keyring.get(k).and_then(|x| x.1));
-            // A decoded entry carries its id; a bad one's is hashed here.
-            let id = |(b, e): (&&[u8], &Result<SignedEntry, RecordError>)| match e {
-                Ok(e) => e.id(),
-                Err(_) => EntryId::of_cose(b),
-            };
-            let ids: Vec<EntryId> = bytes.iter().zip(&entries).map(id).collect();
-            ids.into_iter().zip(entries).collect()
-        };
+        // This chunk's signatures on the pool (one batch per core, keys bound so far
+        // decompressed once; the answers are those of decoding one by one) while this thread
+        // reads the next chunk from the source, which need not be shareable between threads.
+        // Order-dependent checks follow.
+        let mut decoded = Vec::new();
+        next = Ok(Vec::new());
+        rayon::in_place_scope(|scope| {
+            let (chunk, keyring, out) = (&chunk, &keyring, &mut decoded);
+            scope.spawn(move |_| *out = decode_chunk(chunk, keyring));
+            next = read_chunk(&mut items);
+        });
         for (item, (id, decoded)) in chunk.into_iter().zip(decoded) {
             let index = report.entries;
             let hashes = hashes_to_store(index, &id, &tree)?;
@@ -336,6 +332,72 @@ where
     };
     report.root_matches = root == report.checkpoint.root();
     Ok(report)
+}
+
+/// A SQLite ledger's entries as audit items, in index order, read [`AUDIT_CHUNK`] at a time
+/// with [`SqliteStore::entries_from`] (one query per chunk; the audit reads the next chunk
+/// while the pool checks the signatures of this one). A read error is the last item.
+pub fn sqlite_items(store: &SqliteStore) -> impl Iterator<Item = Result<AuditItem, String>> + '_ {
+    let mut next = 0u64;
+    let mut buffered = Vec::new().into_iter();
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed {
+            return None;
+        }
+        if buffered.len() == 0 {
+            match store.entries_from(next, AUDIT_CHUNK) {
+                Ok(rows) => {
+                    next += rows.len() as u64;
+                    buffered = rows.into_iter();
+                }
+                Err(e) => {
+                    failed = true;
+                    return Some(Err(e.to_string()));
+                }
+            }
+        }
+        buffered.next().map(|(meta, cose, content)| {
+            Ok(AuditItem {
+                cose,
+                stored_label: Some(meta.label),
+                content,
+            })
+        })
+    })
+}
+
+/// Up to [`AUDIT_CHUNK`] items from the source; fewer only at its end.
+fn read_chunk<I, T, E>(items: &mut I) -> Result<Vec<AuditItem>, AuditError>
+where
+    I: Iterator<Item = Result<T, E>>,
+    T: Into<AuditItem>,
+    E: std::fmt::Display,
+{
+    let mut chunk = Vec::with_capacity(AUDIT_CHUNK);
+    for item in items.by_ref().take(AUDIT_CHUNK) {
+        chunk.push(item.map_err(|e| AuditError::Source(e.to_string()))?.into());
+    }
+    Ok(chunk)
+}
+
+/// Decodes and verifies a chunk ([`decode_on_all_cores`]) with the keys bound so far; each
+/// entry's id comes from its decoded form, or is hashed here when it does not decode.
+fn decode_chunk(
+    chunk: &[AuditItem],
+    keyring: &HashMap<KeyId, (Role, Option<PublicKey>)>,
+) -> Vec<(EntryId, Result<SignedEntry, RecordError>)> {
+    let bytes: Vec<&[u8]> = chunk.iter().map(|it| it.cose.as_slice()).collect();
+    let entries = decode_on_all_cores(&bytes, |k| keyring.get(k).and_then(|x| x.1));
+    let ids: Vec<EntryId> = bytes
+        .iter()
+        .zip(&entries)
+        .map(|(b, e)| match e {
+            Ok(e) => e.id(),
+            Err(_) => EntryId::of_cose(b),
+        })
+        .collect();
+    ids.into_iter().zip(entries).collect()
 }
 
 /// Forensic state an audit rebuilds as it goes, and the entry's stored content.

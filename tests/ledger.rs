@@ -904,3 +904,82 @@ fn audit_names_bad_entries_across_parallel_chunks() {
     assert_eq!(r.verified, r.entries - 1);
     assert!(!r.root_matches);
 }
+
+/// `SqliteStore::entries_from` (one range query) and `audit::sqlite_items` read what the
+/// per-entry reads do, across chunk boundaries and with one entry's content redacted; the audit
+/// over them gives the per-entry audit's report.
+#[test]
+fn sqlite_range_reads_equal_single_reads() {
+    use memlineage::audit::{sqlite_items, AUDIT_CHUNK};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("range.ledger");
+    let (mut l, k) = world(SqliteStore::open(&path).unwrap(), LabelPolicy::default());
+    let page = put(&mut l, &k.tool, Kind::ToolResult, "page", &[]);
+    let drafts: Vec<Vec<u8>> = (0..AUDIT_CHUNK + 40)
+        .map(|i| format!("fact {i}").into_bytes())
+        .collect();
+    l.append_batch(
+        drafts
+            .iter()
+            .map(|c| Draft {
+                entry: ProvEntry::new(k.agent.key_id(), Kind::Fact, c).with_parents(vec![Parent {
+                    id: page,
+                    weight: Weight::ONE,
+                }]),
+                key: &k.agent,
+                content: c,
+            })
+            .collect(),
+    )
+    .unwrap();
+    let redacted = memlineage::record::Hash32::digest(b"fact 7");
+    let (c, v, policy) = (l.checkpoint().unwrap(), l.verifier().unwrap(), l.policy());
+    drop(l);
+    let mut store = SqliteStore::open(&path).unwrap();
+    assert!(store.redact(&redacted).unwrap());
+    let n = store.tree_size().unwrap();
+    let single: Vec<_> = (0..n)
+        .map(|i| {
+            (
+                store.metas_from(i).unwrap()[0],
+                store.entry_bytes(i).unwrap().unwrap(),
+                store.content_at(i).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(single.iter().filter(|s| s.2.is_none()).count(), 1);
+    assert_eq!(store.entries_from(0, n as usize + 5).unwrap(), single);
+    assert_eq!(store.entries_from(5, 3).unwrap(), single[5..8].to_vec());
+    assert!(store.entries_from(n, 10).unwrap().is_empty());
+    assert!(store.entries_from(0, 0).unwrap().is_empty());
+    let items: Vec<_> = sqlite_items(&store).map(Result::unwrap).collect();
+    assert_eq!(items.len() as u64, n);
+    for (item, (meta, cose, content)) in items.iter().zip(&single) {
+        assert_eq!(
+            (&item.cose, item.stored_label, &item.content),
+            (cose, Some(meta.label), content)
+        );
+    }
+    let run = |items: Vec<Result<memlineage::audit::AuditItem, String>>| {
+        let r = audit(items, &v, c.note(), policy, v.key_id()).unwrap();
+        (
+            r.entries,
+            r.verified,
+            format!("{:?}", r.failures),
+            r.root_matches,
+        )
+    };
+    let per_entry = single
+        .into_iter()
+        .map(|(meta, cose, content)| {
+            Ok(memlineage::audit::AuditItem {
+                cose,
+                stored_label: Some(meta.label),
+                content,
+            })
+        })
+        .collect();
+    let ranged = run(sqlite_items(&store).collect());
+    assert_eq!(ranged, run(per_entry));
+    assert_eq!((ranged.0, ranged.1, ranged.3), (n, n, true));
+}

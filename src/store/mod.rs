@@ -16,7 +16,7 @@ mod sqlite;
 pub use copy::copy_ledger;
 pub use memory::MemoryStore;
 pub use postgres::{Integration, PgStore, Submission, DEFAULT_INTEGRATE_BATCH, MAX_SCHEMA_NAME};
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteStore, StoredEntry};
 
 use crate::lineage::Label;
 use crate::record::{EntryId, Hash32, Kind};

@@ -4,7 +4,7 @@
 //! stderr with a non-zero exit status.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use memlineage::audit::{audit_with_progress, reach_quarantine, AuditItem, AuditReport};
+use memlineage::audit::{audit_with_progress, reach_quarantine, AuditReport};
 use memlineage::gate::Policy;
 use memlineage::keystore::KeyStore;
 use memlineage::ledger::StoreSource;
@@ -985,19 +985,7 @@ fn audit_ledger(
         },
     );
     let size = store.tree_size()?;
-    let metas = store.metas_from(0)?;
-    let entries = metas.into_iter().map(|m| -> Result<AuditItem, String> {
-        let cose = store
-            .entry_bytes(m.index)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("entry {} missing", m.index))?;
-        let content = store.content_at(m.index).map_err(|e| e.to_string())?;
-        Ok(AuditItem {
-            cose,
-            stored_label: Some(m.label),
-            content,
-        })
-    });
+    let entries = memlineage::audit::sqlite_items(&store);
     let log_key_id = verifier.key_id();
     let mut report = {
         let mut bar = progress::AuditBar::new(size);

@@ -261,11 +261,7 @@ impl SqliteStore {
     /// # Errors
     /// I/O errors; [`StoreError::Corrupt`] when indexes do not run contiguously from `from` or a
     /// stored code is unknown.
-    pub fn entries_from(
-        &self,
-        from: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredEntry>, StoreError> {
+    pub fn entries_from(&self, from: u64, limit: usize) -> Result<Vec<StoredEntry>, StoreError> {
         let (Ok(from_i), Ok(limit_i)) = (i64::try_from(from), i64::try_from(limit)) else {
             return Ok(Vec::new());
         };

@@ -200,8 +200,9 @@ where
 
 /// Audits `entries` ([`AuditItem`]s, or `(cose, stored label)` pairs, in log order).
 ///
-/// Steps (`spec/lineage.md` §5): verify the checkpoint; for each entry decode and
-/// `verify_strict`; check its writer is bound (the log key is bound as `log` from the start),
+/// Steps (`spec/lineage.md` §5): verify the checkpoint; for each entry decode and verify its
+/// signature (`spec/record.md` §2.3, in batches over the cores, with the answers of checking
+/// each alone); check its writer is bound (the log key is bound as `log` from the start),
 /// the keyring and tombstone rules, parents and tombstone targets precede it; recompute its
 /// label under `policy` and compare with the stored one; check stored content against the
 /// signed content hash; hash it into a fresh tree; finally compare the root at the

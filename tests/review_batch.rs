@@ -3,7 +3,9 @@
 //! one-by-one answers; every encoding of a small-order point as `R` or as the key, which only
 //! the byte checks of steps 1–6 refuse (before these tests, removing the `y < p` check on `R`
 //! or the x = 0 sign-bit check on keys from `src/record/verify.rs` passed the whole suite); and
-//! the audit's pipelined chunks (keyring order across chunks, read errors, progress).
+//! the audit's pipelined chunks (keyring order across chunks, read errors, progress), and the
+//! SQLite range read the audit uses.
+
 use curve25519_dalek::edwards::CompressedEdwardsY;
 use curve25519_dalek::Scalar;
 use memlineage::audit::{audit_with_progress, AuditError, AuditProgress, Problem, AUDIT_CHUNK};
@@ -398,4 +400,67 @@ fn audit_chunks_keep_keyring_order_and_read_errors() {
         "{r:?}"
     );
     assert_eq!(seen, vec![c0]);
+}
+
+/// A SQLite file whose `content` table holds a row twice (a file not written by memlineage:
+/// `SqliteStore::open` checks that the tables exist, not their constraints). The per-entry
+/// reads (`content_at`) see one content; `entries_from`'s `LEFT JOIN` returns the entry twice and
+/// then reports an index gap that is not there, so `memlineage verify` stops with a false
+/// diagnosis instead of auditing a ledger whose entries are all intact.
+#[test]
+fn sqlite_range_read_survives_a_duplicated_content_row() {
+    use memlineage::audit::{audit, sqlite_items};
+    use memlineage::store::SqliteStore;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dup.ledger");
+    let signer = LogSigner::new("review.example/dup", WriterKey::for_label("review/log")).unwrap();
+    let mut l = Ledger::create(
+        SqliteStore::open(&path).unwrap(),
+        signer,
+        LabelPolicy::default(),
+    )
+    .unwrap();
+    let agent = WriterKey::for_label("review/agent");
+    l.bind(agent.key_id(), Role::Agent, "agent").unwrap();
+    for i in 0..5 {
+        let text = format!("fact {i}");
+        l.append(
+            ProvEntry::new(agent.key_id(), Kind::Fact, text.as_bytes()),
+            &agent,
+            text.as_bytes(),
+        )
+        .unwrap();
+    }
+    let (c, v, policy) = (l.checkpoint().unwrap(), l.verifier().unwrap(), l.policy());
+    drop(l);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute_batch(
+        "ALTER TABLE content RENAME TO content_old;
+         CREATE TABLE content (hash BLOB NOT NULL, bytes BLOB NOT NULL);
+         INSERT INTO content SELECT hash, bytes FROM content_old;
+         INSERT INTO content SELECT hash, bytes FROM content_old
+             WHERE bytes = CAST('fact 2' AS BLOB);
+         DROP TABLE content_old;",
+    )
+    .unwrap();
+    drop(db);
+    let store = SqliteStore::open(&path).unwrap();
+    let n = store.tree_size().unwrap();
+    let per_entry: Vec<_> = (0..n)
+        .map(|i| {
+            (
+                store.metas_from(i).unwrap()[0],
+                store.entry_bytes(i).unwrap().unwrap(),
+                store.content_at(i).unwrap(),
+            )
+        })
+        .collect();
+    let ranged = store.entries_from(0, n as usize);
+    assert!(ranged.is_ok(), "{}", ranged.unwrap_err());
+    assert!(
+        ranged.unwrap() == per_entry,
+        "entries_from differs from the per-entry reads"
+    );
+    let r = audit(sqlite_items(&store), &v, c.note(), policy, v.key_id());
+    assert!(r.as_ref().is_ok_and(|r| r.is_clean()), "{r:?}");
 }

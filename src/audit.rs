@@ -200,8 +200,8 @@ where
 
 /// Audits `entries` ([`AuditItem`]s, or `(cose, stored label)` pairs, in log order).
 ///
-/// Steps (`spec/lineage.md` §5): verify the checkpoint; for each entry decode and
-/// `verify_strict`; check its writer is bound (the log key is bound as `log` from the start),
+/// Steps (`spec/lineage.md` §5): verify the checkpoint; for each entry decode and verify its
+/// signature (`spec/record.md` §2.3, in batches with the one-by-one answers); check its writer is bound (the log key is bound as `log` from the start),
 /// the keyring and tombstone rules, parents and tombstone targets precede it; recompute its
 /// label under `policy` and compare with the stored one; check stored content against the
 /// signed content hash; hash it into a fresh tree; finally compare the root at the

@@ -218,6 +218,17 @@ def mutations(vectors: dict) -> list[Case]:
     small_r = ident + (k * secret_scalar(seed) % ve.L).to_bytes(32, "little")
     add("small-order-r", "R = identity, S = k*a: verifies under plain RFC 8032",
         envelope(protected, payload, small_r), "BadSignature")
+    # The same forgery with R = a non-canonical encoding of a small-order point: the
+    # cofactored equation alone accepts each ([8]R = identity), so step 5 (y < p, not x = 0
+    # with the sign bit set) is what rejects them.
+    for name, r_enc in (("small-order-r-y-p-plus-1", (ve.P + 1).to_bytes(32, "little")),
+                        ("small-order-r-y-p", (ve.P).to_bytes(32, "little")),
+                        ("small-order-r-negative-zero", (1 | 1 << 255).to_bytes(32, "little"))):
+        k_r = int.from_bytes(hashlib.sha512(r_enc + public_key(seed)
+                                            + sig_structure(protected, payload)).digest(), "little")
+        forged = r_enc + (k_r * secret_scalar(seed) % ve.L).to_bytes(32, "little")
+        add(name, "R = non-canonical small-order encoding, S = k*a",
+            envelope(protected, payload, forged), "BadSignature")
     # A signature under the small-order key A = identity: R = [r]B, S = r verifies any message.
     r = 0x1234567890ABCDEF
     forged_payload = with_pairs(lambda p: p.__setitem__(1, (uint(1), bstr(ident))))

@@ -265,10 +265,13 @@ impl SqliteStore {
         let (Ok(from_i), Ok(limit_i)) = (i64::try_from(from), i64::try_from(limit)) else {
             return Ok(Vec::new());
         };
+        // One row per entry whatever the content table holds (a file not written by us may
+        // repeat a hash): the first content row, as `content_at` reads it. NULL only when there
+        // is none; a row with NULL bytes reads as 0, which `blob` refuses as `content_at` does.
         let mut stmt = self.conn.prepare_cached(
-            "SELECT e.idx, e.id, e.kind, e.label, e.cose, c.bytes FROM entries e \
-             LEFT JOIN content c ON c.hash = e.content_hash \
-             WHERE e.idx >= ?1 ORDER BY e.idx LIMIT ?2",
+            "SELECT e.idx, e.id, e.kind, e.label, e.cose, \
+             (SELECT ifnull(c.bytes, 0) FROM content c WHERE c.hash = e.content_hash LIMIT 1) \
+             FROM entries e WHERE e.idx >= ?1 ORDER BY e.idx LIMIT ?2",
         )?;
         let mut rows = stmt.query([from_i, limit_i])?;
         let mut out = Vec::new();

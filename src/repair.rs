@@ -24,7 +24,7 @@
 //! A candidate counts as trusted provenance when every one of its entries is in the log, not
 //! tombstoned, not quarantined, and either labelled no worse than the parameter allows or
 //! written by a principal the policy names as authoritative for that parameter
-//! ([`crate::gate::Policy::authoritative`]). Values are never invented: a substituted value is
+//! ([`crate::gate::ToolRule::authoritative`]). Values are never invented: a substituted value is
 //! always a candidate's value, reported with its entries.
 
 use crate::gate::{Decision, Denial, DenyReason, LineageView, Policy, ToolCall, Unsourced};

@@ -111,6 +111,15 @@ pub struct Draft<'k, 'c> {
     pub content: &'c [u8],
 }
 
+/// The entries of a batch admitted so far ([`Ledger::admit`]): their provisional metadata, the
+/// keys they bind and the targets of their forensic entries.
+#[derive(Default)]
+pub(crate) struct Admitted {
+    entries: HashMap<EntryId, Meta>,
+    keys: HashMap<KeyId, Role>,
+    forensic_targets: HashSet<EntryId>,
+}
+
 /// A checked, signed, labelled and hashed batch, ready to be committed to the store.
 struct Prepared<'a> {
     items: Vec<PreparedEntry<'a>>,
@@ -566,49 +575,16 @@ impl<S: Store> Ledger<S> {
         if entries.is_empty() {
             return Err(LedgerError::EmptyBatch);
         }
-        let mut pending: HashMap<EntryId, Meta> = HashMap::new();
-        let mut pending_keys: HashMap<KeyId, Role> = HashMap::new();
+        let mut admitted = Admitted::default();
         let mut overlay = Overlay {
             store: &self.store,
             start: stored_hash_index(0, self.size),
             pending: Vec::new(),
         };
         let mut items = Vec::with_capacity(entries.len());
-        // Forensic entries are checked against the state before the batch, so a batch may
-        // hold at most one of them per target.
-        let mut forensic_targets: HashSet<EntryId> = HashSet::new();
         for (i, (s, content)) in entries.iter().enumerate() {
             let index = self.size + i as u64;
-            let e = s.entry();
-            if matches!(
-                e.kind,
-                Kind::Lease
-                    | Kind::Replacement
-                    | Kind::Release
-                    | Kind::Quarantine
-                    | Kind::QuarantineStrong
-            ) {
-                if let Some(t) = e.target {
-                    if !forensic_targets.insert(t) {
-                        return Err(LedgerError::BatchConflict(t));
-                    }
-                }
-            }
-            let label = self.check(s, content, &pending, &pending_keys)?;
-            if pending.contains_key(&s.id()) || self.index.contains(&s.id()) {
-                return Err(LedgerError::Duplicate(s.id()));
-            }
-            if let Some(b) = &s.entry().binding {
-                pending_keys.insert(b.key, b.role);
-            }
-            pending.insert(
-                s.id(),
-                Meta {
-                    index,
-                    label,
-                    tombstoned: false,
-                },
-            );
+            let label = self.admit(&mut admitted, index, s, content)?;
             let hashes = hashes_to_store(index, &s.id(), &overlay)?;
             overlay.pending.extend_from_slice(&hashes);
             items.push(PreparedEntry {
@@ -689,6 +665,45 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Checks a signed entry against the log (and the batch so far) and labels it.
+    /// Checks the next entry of a batch ([`Ledger::check`] against the ledger and the batch's
+    /// earlier entries; not already stored or in the batch; at most one forensic entry per
+    /// target, since forensic entries are checked against the state before the batch) and
+    /// records it in `admitted` with the provisional `index`. Shared by `append_signed` and
+    /// `submit_signed`.
+    pub(crate) fn admit(
+        &self,
+        admitted: &mut Admitted,
+        index: u64,
+        s: &SignedEntry,
+        content: &[u8],
+    ) -> Result<Label, LedgerError> {
+        let e = s.entry();
+        // Forensic kinds: those with a target, apart from tombstones.
+        if e.kind.has_target() && e.kind != Kind::Tombstone {
+            if let Some(t) = e.target {
+                if !admitted.forensic_targets.insert(t) {
+                    return Err(LedgerError::BatchConflict(t));
+                }
+            }
+        }
+        let label = self.check(s, content, &admitted.entries, &admitted.keys)?;
+        if admitted.entries.contains_key(&s.id()) || self.index.contains(&s.id()) {
+            return Err(LedgerError::Duplicate(s.id()));
+        }
+        if let Some(b) = &e.binding {
+            admitted.keys.insert(b.key, b.role);
+        }
+        admitted.entries.insert(
+            s.id(),
+            Meta {
+                index,
+                label,
+                tombstoned: false,
+            },
+        );
+        Ok(label)
+    }
+
     fn check(
         &self,
         s: &SignedEntry,

@@ -451,6 +451,22 @@ fn pg_ledger_submit_labels_then_integrates() {
     assert!(!text.is_empty());
     other.refresh().unwrap();
     assert_eq!(other.label(&memo.id()), Some(Label::DerivedUntrusted));
+    // Two forensic entries on one target in one submission: refused, as `append_signed`
+    // refuses them (both paths admit entries through `Ledger::admit`); nothing is sequenced.
+    let user = writer_key(2);
+    let b3 = l.binding_entry(user.key_id(), Role::User, "user").unwrap();
+    l.submit_signed(vec![(b3.0, &b3.1[..])]).unwrap();
+    let flag = |t: u64| {
+        let mut e = ProvEntry::new(user.key_id(), Kind::Quarantine, b"injected").with_time_ms(t);
+        e.target = Some(memo.id());
+        SignedEntry::sign(e, &user).unwrap()
+    };
+    let before = integrator.sequenced().unwrap();
+    assert!(matches!(
+        l.submit_signed(vec![(flag(1), &b"injected"[..]), (flag(2), &b"injected"[..])]),
+        Err(LedgerError::BatchConflict(t)) if t == memo.id()
+    ));
+    assert_eq!(integrator.sequenced().unwrap(), before);
 }
 
 /// `memlineage migrate`: a SQLite ledger (with a redacted content) copied into PostgreSQL in

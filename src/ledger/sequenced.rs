@@ -2,10 +2,9 @@
 //! (`spec/storage.md` §11.6). Checks, keyring and labels happen at submission, exactly as in
 //! [`Ledger::append_signed`]; numbering is the sequencer's and hashing the integrator's.
 
-use super::{Appended, Ledger, LedgerError, Meta};
-use crate::record::{EntryId, KeyId, Role, SignedEntry};
+use super::{Admitted, Appended, Ledger, LedgerError};
+use crate::record::SignedEntry;
 use crate::store::{PgStore, Submission};
-use std::collections::HashMap;
 
 impl Ledger<PgStore> {
     /// Checks and labels signed entries as [`Ledger::append_signed`] does (writer bound,
@@ -34,28 +33,12 @@ impl Ledger<PgStore> {
         if entries.is_empty() {
             return Err(LedgerError::EmptyBatch);
         }
-        let mut pending: HashMap<EntryId, Meta> = HashMap::new();
-        let mut pending_keys: HashMap<KeyId, Role> = HashMap::new();
+        let mut admitted = Admitted::default();
         let mut labels = Vec::with_capacity(entries.len());
         for (i, (s, content)) in entries.iter().enumerate() {
-            let label = self.check(s, content, &pending, &pending_keys)?;
-            if pending.contains_key(&s.id()) || self.index.contains(&s.id()) {
-                return Err(LedgerError::Duplicate(s.id()));
-            }
-            if let Some(b) = &s.entry().binding {
-                pending_keys.insert(b.key, b.role);
-            }
             // A provisional index: only the label matters for later entries of the batch.
             let index = self.size.saturating_add(i as u64);
-            pending.insert(
-                s.id(),
-                Meta {
-                    index,
-                    label,
-                    tombstoned: false,
-                },
-            );
-            labels.push(label);
+            labels.push(self.admit(&mut admitted, index, s, content)?);
         }
         let batch = entries
             .iter()

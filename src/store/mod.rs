@@ -25,6 +25,19 @@ use crate::record::{EntryId, Hash32, Kind};
 /// integers are signed 64-bit). Larger values give [`StoreError::OutOfRange`].
 pub const MAX_INDEX: u64 = i64::MAX as u64;
 
+/// A `u64` index or size as a database integer (SQLite and PostgreSQL store `i64`).
+fn to_i64(n: u64) -> Result<i64, StoreError> {
+    i64::try_from(n).map_err(|_| StoreError::OutOfRange {
+        got: n,
+        max: MAX_INDEX,
+    })
+}
+
+/// A stored database integer that must be non-negative.
+fn to_u64(n: i64, what: &str) -> Result<u64, StoreError> {
+    u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{what}: negative value {n}")))
+}
+
 /// One entry as a batch append hands it to a store.
 #[derive(Clone, Debug)]
 pub struct NewEntry<'a> {

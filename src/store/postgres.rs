@@ -9,7 +9,7 @@
 //! [`PgStore::tree_size_async`]) awaits a oneshot channel instead.
 
 use super::memory::{check_batch, check_range};
-use super::{EntryMeta, NewEntry, Store, StoreError, MAX_INDEX};
+use super::{to_i64, to_u64, EntryMeta, NewEntry, Store, StoreError, MAX_INDEX};
 use crate::lineage::Label;
 use crate::log::{extend, extension_reads, LogSigner, RootHash};
 use crate::record::{EntryId, Hash32, Kind};
@@ -1081,17 +1081,6 @@ fn kind_code(k: Kind) -> Result<i16, StoreError> {
         got: k.code(),
         max: i16::MAX as u64,
     })
-}
-
-fn to_i64(n: u64) -> Result<i64, StoreError> {
-    i64::try_from(n).map_err(|_| StoreError::OutOfRange {
-        got: n,
-        max: MAX_INDEX,
-    })
-}
-
-fn to_u64(n: i64, what: &str) -> Result<u64, StoreError> {
-    u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{what}: negative value {n}")))
 }
 
 fn bytes32(v: Vec<u8>, what: &str) -> Result<[u8; 32], StoreError> {

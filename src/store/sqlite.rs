@@ -1,7 +1,7 @@
 //! SQLite store: one ordinary SQLite 3 file in WAL mode (`spec/storage.md`).
 
 use super::memory::{check_batch, check_range, leaf_hash_index};
-use super::{EntryMeta, NewEntry, Store, StoreError, MAX_INDEX};
+use super::{to_i64, to_u64, EntryMeta, NewEntry, Store, StoreError};
 use crate::lineage::Label;
 use crate::record::{EntryId, Hash32, Kind};
 use rusqlite::types::ValueRef;
@@ -538,19 +538,6 @@ fn on_open(err: StoreError, path: &Path) -> StoreError {
         },
         other => other,
     }
-}
-
-/// A `u64` as an SQLite integer.
-fn to_i64(n: u64) -> Result<i64, StoreError> {
-    i64::try_from(n).map_err(|_| StoreError::OutOfRange {
-        got: n,
-        max: MAX_INDEX,
-    })
-}
-
-/// A stored integer that must be non-negative.
-fn to_u64(n: i64, what: &str) -> Result<u64, StoreError> {
-    u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{what}: negative value {n}")))
 }
 
 /// A column that must hold an integer.

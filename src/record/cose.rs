@@ -73,7 +73,7 @@ impl SignedEntry {
         known: impl Fn(&KeyId) -> Option<PublicKey>,
     ) -> Result<Self, RecordError> {
         let (entry, protected, payload, signature) = parse(bytes)?;
-        let key = key_for(&entry.writer, &known)?;
+        let key = key_for(&entry.writer, &known, &mut Vec::new())?;
         verify::verify(&key, &sig_structure(&protected, &payload), &signature)?;
         Ok(SignedEntry {
             entry,
@@ -98,19 +98,8 @@ impl SignedEntry {
         let mut decoded_here: Vec<PublicKey> = Vec::new();
         for bytes in items {
             let checked = parse(bytes).and_then(|(entry, protected, payload, signature)| {
-                let kid = entry.writer;
-                let cached = known(&kid)
-                    .filter(|k| k.id() == kid)
-                    .or_else(|| decoded_here.iter().find(|k| k.id() == kid).copied());
-                let key = match cached {
-                    Some(k) => k,
-                    None => {
-                        let k = kid.public_key()?;
-                        decoded_here.push(k);
-                        k
-                    }
-                };
-                batch.queue(&key, &sig_structure(&protected, &payload), &signature);
+                let key = key_for(&entry.writer, &known, &mut decoded_here)?;
+                batch.queue(&key, sig_structure(&protected, &payload), &signature);
                 Ok(entry)
             });
             if checked.is_err() {
@@ -158,15 +147,22 @@ impl SignedEntry {
     }
 }
 
-/// The caller's key for `kid` when it has one, else `kid` checked and decompressed now.
+/// The caller's key for `kid` when it has one, else one decompressed earlier into `decoded`,
+/// else `kid` checked and decompressed now (and kept in `decoded`).
 fn key_for(
     kid: &KeyId,
     known: &impl Fn(&KeyId) -> Option<PublicKey>,
+    decoded: &mut Vec<PublicKey>,
 ) -> Result<PublicKey, RecordError> {
-    match known(kid) {
-        Some(k) if k.id() == *kid => Ok(k),
-        _ => kid.public_key(),
+    let cached = known(kid)
+        .filter(|k| k.id() == *kid)
+        .or_else(|| decoded.iter().find(|k| k.id() == *kid).copied());
+    if let Some(k) = cached {
+        return Ok(k);
     }
+    let k = kid.public_key()?;
+    decoded.push(k);
+    Ok(k)
 }
 
 /// The canonical protected header `{1: -8, 4: kid}` as bytes (`a2 01 27 04 58 20 ‖ kid`,

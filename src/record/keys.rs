@@ -20,14 +20,9 @@ impl KeyId {
     /// [`super::RecordError::NonCanonicalKey`], [`super::RecordError::BadKey`],
     /// [`super::RecordError::WeakKey`]. Does not panic.
     pub fn verifying_key(&self) -> Result<VerifyingKey, super::RecordError> {
-        if !is_canonical_y(&self.0) {
-            return Err(super::RecordError::NonCanonicalKey);
-        }
-        let vk = VerifyingKey::from_bytes(&self.0).map_err(|_| super::RecordError::BadKey)?;
-        if vk.is_weak() {
-            return Err(super::RecordError::WeakKey);
-        }
-        Ok(vk)
+        // The checks are `public_key`'s (one rule for entry, binding and checkpoint keys).
+        self.public_key()?;
+        VerifyingKey::from_bytes(&self.0).map_err(|_| super::RecordError::BadKey)
     }
 
     /// The first 8 hex digits, for human-facing text.

@@ -25,14 +25,13 @@ use ed25519_zebra::{batch, Signature, VerificationKey, VerificationKeyBytes};
 /// pay the decompression (≈ 5 µs) again.
 #[derive(Clone, Copy, Debug)]
 pub struct PublicKey {
-    id: KeyId,
     key: VerificationKey,
 }
 
 impl PublicKey {
     /// The key id (the 32-byte encoding) this key was decoded from.
     pub fn id(&self) -> KeyId {
-        self.id
+        KeyId(self.key.into())
     }
 }
 
@@ -55,7 +54,7 @@ impl KeyId {
         if SMALL_ORDER_ENCODINGS.contains(&self.0) || x_zero_negative(&self.0) {
             return Err(RecordError::WeakKey);
         }
-        Ok(PublicKey { id: *self, key })
+        Ok(PublicKey { key })
     }
 }
 
@@ -171,16 +170,17 @@ impl Batch {
         Self::default()
     }
 
-    /// Queues `signature` by `key` over `message`; returns its position in the answers.
-    pub fn queue(&mut self, key: &PublicKey, message: &[u8], signature: &[u8; 64]) -> usize {
+    /// Queues `signature` by `key` over `message`; returns its position in the answers. The
+    /// batch keeps `message`, to check the signature alone should the batch equation fail.
+    pub fn queue(&mut self, key: &PublicKey, message: Vec<u8>, signature: &[u8; 64]) -> usize {
         let q = encodings_ok(signature).then(|| Queued {
             item: batch::Item::from((
-                VerificationKeyBytes::from(key.id.0),
+                VerificationKeyBytes::from(key.key),
                 Signature::from_bytes(signature),
-                message,
+                &message[..],
             )),
             key: *key,
-            message: message.to_vec(),
+            message,
             signature: *signature,
         });
         self.queued.push(q);

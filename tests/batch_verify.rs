@@ -6,6 +6,9 @@ use memlineage::ledger::decode_on_all_cores;
 use memlineage::record::{KeyId, Kind, ProvEntry, PublicKey, RecordError, SignedEntry, WriterKey};
 use proptest::prelude::*;
 
+#[path = "common/sig_support.rs"]
+mod sig_support;
+
 #[derive(serde::Deserialize)]
 struct Vectors {
     cases: Vec<Case>,
@@ -136,13 +139,7 @@ fn forge_small_order_r(cose: &mut [u8], sign: u8) {
         .into_iter()
         .find(|w| w.key_id() == e.writer())
         .unwrap();
-    let h = Sha512::digest(w.seed());
-    let mut a = [0u8; 32];
-    a.copy_from_slice(&h[..32]);
-    a[0] &= 248;
-    a[31] &= 127;
-    a[31] |= 64;
-    let a = Scalar::from_bytes_mod_order(a);
+    let a = sig_support::secret_scalar(&w);
     let mut r = [0u8; 32];
     r[0] = 1;
     r[31] = sign;

@@ -3,6 +3,8 @@
 
 #[path = "common/ledger_support.rs"]
 mod ledger_support;
+#[path = "common/store_reads.rs"]
+mod store_reads;
 
 use memlineage::audit::{audit, Problem};
 use memlineage::gate::{Decision, DenyReason, Policy, ToolCall};
@@ -870,13 +872,9 @@ fn audit_names_bad_entries_across_parallel_chunks() {
     let c = l.checkpoint().unwrap();
     let v = l.verifier().unwrap();
     let store = l.store();
-    let mut items: Vec<(Vec<u8>, Option<Label>)> = (0..l.len())
-        .map(|i| {
-            (
-                store.entry_bytes(i).unwrap().unwrap(),
-                Some(store.metas_from(i).unwrap()[0].label),
-            )
-        })
+    let mut items: Vec<(Vec<u8>, Option<Label>)> = store_reads::read_one_by_one(store)
+        .into_iter()
+        .map(|(meta, cose, _)| (cose, Some(meta.label)))
         .collect();
     items[1_500].1 = Some(Label::Trusted);
     let n = items[2_100].0.len();
@@ -938,15 +936,7 @@ fn sqlite_range_reads_equal_single_reads() {
     let mut store = SqliteStore::open(&path).unwrap();
     assert!(store.redact(&redacted).unwrap());
     let n = store.tree_size().unwrap();
-    let single: Vec<_> = (0..n)
-        .map(|i| {
-            (
-                store.metas_from(i).unwrap()[0],
-                store.entry_bytes(i).unwrap().unwrap(),
-                store.content_at(i).unwrap(),
-            )
-        })
-        .collect();
+    let single = store_reads::read_one_by_one(&store);
     assert_eq!(single.iter().filter(|s| s.2.is_none()).count(), 1);
     assert_eq!(store.entries_from(0, n as usize + 5).unwrap(), single);
     assert_eq!(store.entries_from(5, 3).unwrap(), single[5..8].to_vec());

@@ -20,6 +20,12 @@ use memlineage::store::{MemoryStore, Store};
 use memlineage::{Draft, Ledger};
 use sha2::{Digest, Sha512};
 
+#[path = "common/sig_support.rs"]
+mod sig_support;
+#[path = "common/store_reads.rs"]
+mod store_reads;
+use sig_support::secret_scalar;
+
 /// COSE_Sign1 bytes for `entry` (any writer, valid or not) with the 64 signature bytes `sig`.
 fn envelope(entry: &ProvEntry, sig: &[u8; 64]) -> Vec<u8> {
     let protected = protected_header(&entry.writer);
@@ -44,17 +50,6 @@ fn envelope(entry: &ProvEntry, sig: &[u8; 64]) -> Vec<u8> {
 /// The Sig_structure of `entry`.
 fn message(entry: &ProvEntry) -> Vec<u8> {
     sig_structure(&protected_header(&entry.writer), &encode_payload(entry))
-}
-
-/// The RFC 8032 §5.1.5 secret scalar of `w`.
-fn secret(w: &WriterKey) -> Scalar {
-    let h = Sha512::digest(w.seed());
-    let mut a = [0u8; 32];
-    a.copy_from_slice(&h[..32]);
-    a[0] &= 248;
-    a[31] &= 127;
-    a[31] |= 64;
-    Scalar::from_bytes_mod_order(a)
 }
 
 fn k_of(r: &[u8; 32], kid: &KeyId, msg: &[u8]) -> Scalar {
@@ -140,7 +135,7 @@ fn three_ways(items: &[Vec<u8>]) -> [Answers; 3] {
 #[test]
 fn small_order_r_forgeries_refused_in_every_encoding() {
     let w = WriterKey::for_label("review/forger");
-    let a = secret(&w);
+    let a = secret_scalar(&w);
     let mut items = Vec::new();
     for (i, r) in small_order_encodings().into_iter().enumerate() {
         let e = fact(w.key_id(), i);
@@ -358,13 +353,9 @@ fn audit_chunks_keep_keyring_order_and_read_errors() {
     let c = l.checkpoint().unwrap();
     let v = l.verifier().unwrap();
     let store = l.store();
-    let mut items: Vec<(Vec<u8>, Option<Label>)> = (0..l.len())
-        .map(|i| {
-            (
-                store.entry_bytes(i).unwrap().unwrap(),
-                Some(store.metas_from(i).unwrap()[0].label),
-            )
-        })
+    let mut items: Vec<(Vec<u8>, Option<Label>)> = store_reads::read_one_by_one(store)
+        .into_iter()
+        .map(|(meta, cose, _)| (cose, Some(meta.label)))
         .collect();
     let run = |items: Vec<Read>| {
         let mut seen = Seen::default();
@@ -446,15 +437,7 @@ fn sqlite_range_read_survives_a_duplicated_content_row() {
     drop(db);
     let store = SqliteStore::open(&path).unwrap();
     let n = store.tree_size().unwrap();
-    let per_entry: Vec<_> = (0..n)
-        .map(|i| {
-            (
-                store.metas_from(i).unwrap()[0],
-                store.entry_bytes(i).unwrap().unwrap(),
-                store.content_at(i).unwrap(),
-            )
-        })
-        .collect();
+    let per_entry = store_reads::read_one_by_one(&store);
     let ranged = store.entries_from(0, n as usize);
     assert!(ranged.is_ok(), "{}", ranged.unwrap_err());
     assert!(

@@ -4,11 +4,11 @@
 //! The auditor needs only entry bytes in log order, the log's verifier key and a checkpoint
 //! note: it never opens the writer's store (`spec/lineage.md`, "Offline recomputation").
 
-use crate::lease::{parse_lease_terms, LeaseBook, LeaseError};
 use crate::ledger::decode_on_all_cores;
+use crate::lineage::lease::{parse_lease_terms, LeaseBook, LeaseError};
+use crate::lineage::quarantine::{Quarantine, QuarantineError};
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
-use crate::quarantine::{Quarantine, QuarantineError};
 use crate::record::{
     parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, PublicKey, RecordError, Role,
     SignedEntry,

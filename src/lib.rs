@@ -4,29 +4,21 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+// The data path, in the order an entry travels it (spec/README.md):
+// record → log → lineage → store → ledger → retrieve → gate, and the offline audit.
 pub mod record;
-
-pub mod amputation;
-pub mod attribution;
-pub mod audit;
-pub mod ddmin;
-pub mod eval;
-pub mod front;
-pub mod gate;
-pub mod heal;
-pub mod hook;
-pub mod keystore;
-pub mod lease;
-pub mod ledger;
-pub mod lineage;
 pub mod log;
-pub mod mcp;
-pub mod quarantine;
-pub mod receipt;
-pub mod repair;
-pub mod replay;
-pub mod retrieve;
-pub mod rework;
+pub mod lineage;
 pub mod store;
+pub mod ledger;
+pub mod retrieve;
+pub mod gate;
+pub mod audit;
+
+// Around the data path: what operators and agent runtimes use.
+pub mod forensics;
+pub mod counterfactual;
+pub mod front;
+pub mod eval;
 
 pub use ledger::{Appended, Draft, Ledger, LedgerError};

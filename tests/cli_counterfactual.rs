@@ -4,8 +4,10 @@
 #[path = "common/cli_support.rs"]
 mod cli_support;
 use cli_support::{fails, ok, run};
-use memlineage::amputation::{amputate, Protocol, Scenario, ScriptedAgent, Verdict};
-use memlineage::ddmin::{ddmin, Outcome};
+use memlineage::counterfactual::amputation::{
+    amputate, Protocol, Scenario, ScriptedAgent, Verdict,
+};
+use memlineage::counterfactual::ddmin::{ddmin, Outcome};
 use memlineage::record::EntryId;
 use tempfile::TempDir;
 
@@ -174,7 +176,10 @@ fn amputate_cli(carrier: u8, extra: &[&str]) -> std::process::Output {
     run(&args, root, None)
 }
 
-fn library_report(carrier: u8, repeats: u32) -> memlineage::amputation::AmputationReport {
+fn library_report(
+    carrier: u8,
+    repeats: u32,
+) -> memlineage::counterfactual::amputation::AmputationReport {
     let s = Scenario::from_json(&std::fs::read_to_string(SCENARIO).unwrap()).unwrap();
     let p = Protocol {
         repeats,

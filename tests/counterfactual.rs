@@ -2,11 +2,11 @@
 //! of ddmin on synthetic predicates, the sign test against independently computed p-values,
 //! and the scripted-agent scenario with a redundant and a load-bearing carrier.
 
-use memlineage::amputation::{
+use memlineage::counterfactual::amputation::{
     amputate, delta_action, sign_test, AmputationError, DeltaCount, Protocol, Ratio, ReplayAgent,
     Response, Scenario, ScriptedAgent, Step, Verdict,
 };
-use memlineage::ddmin::{ddmin, Culprits, Outcome};
+use memlineage::counterfactual::ddmin::{ddmin, Culprits, Outcome};
 use memlineage::record::EntryId;
 use proptest::prelude::*;
 use std::collections::BTreeSet;

@@ -2,10 +2,10 @@
 //! (the log and store enums test theirs beside their definitions).
 
 use memlineage::audit::{AuditError, Problem};
+use memlineage::eval::replay::ReplayError;
 use memlineage::gate::PolicyError;
 use memlineage::lineage::Label;
 use memlineage::record::{EntryId, KeyId, ParseIdError, RecordError, Role, WeightError};
-use memlineage::replay::ReplayError;
 use memlineage::LedgerError;
 
 fn id() -> EntryId {

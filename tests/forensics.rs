@@ -8,16 +8,18 @@ mod forensics_support;
 mod ledger_support;
 
 use memlineage::audit::{audit, AuditReport, Problem};
+use memlineage::forensics::heal::{heal, HealOutcome, NotHealed};
+use memlineage::forensics::receipt::{receipt, Cause};
+use memlineage::forensics::repair::{
+    decide_with_repair, Candidate, Found, RepairOutcome, TrustedValues,
+};
+use memlineage::forensics::rework::{rework, ReworkOptions};
 use memlineage::gate::{Decision, DenyReason, Policy, ToolCall, Unsourced};
-use memlineage::heal::{heal, HealOutcome, NotHealed};
-use memlineage::lease::{LeaseError, LeaseState};
+use memlineage::lineage::lease::{LeaseError, LeaseState};
+use memlineage::lineage::quarantine::{QuarantineError, Reach};
 use memlineage::lineage::{Label, LabelPolicy};
-use memlineage::quarantine::{QuarantineError, Reach};
-use memlineage::receipt::{receipt, Cause};
 use memlineage::record::{EntryId, Kind, ProvEntry, WriterKey};
-use memlineage::repair::{decide_with_repair, Candidate, Found, RepairOutcome, TrustedValues};
 use memlineage::retrieve::Outcome;
-use memlineage::rework::{rework, ReworkOptions};
 use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::{Ledger, LedgerError};
 use std::collections::BTreeMap;
@@ -620,7 +622,7 @@ fn one_batch_holds_at_most_one_forensic_entry_per_target() {
     let (mut l, k) = world(MemoryStore::default());
     let s = scene(&mut l, &k);
     let lease = |key: &WriterKey, t: u64| {
-        let terms = memlineage::lease::lease_terms(1_000);
+        let terms = memlineage::lineage::lease::lease_terms(1_000);
         let mut e = ProvEntry::new(key.key_id(), Kind::Lease, &terms).with_time_ms(t);
         e.target = Some(s.fact);
         (

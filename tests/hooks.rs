@@ -2,13 +2,13 @@
 //! (`tests/hooks/*.jsonl`), the AgentDojo banking traces driven through the hooks event by
 //! event, and the binary path.
 
+use memlineage::eval::replay::{Config, Mode, Replayer, Tally};
+use memlineage::front::hook::{handle, HookEvent, MemorySessions};
 use memlineage::front::{DerivedKeys, Front};
 use memlineage::gate::Policy;
-use memlineage::hook::{handle, HookEvent, MemorySessions};
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
 use memlineage::record::WriterKey;
-use memlineage::replay::{Config, Mode, Replayer, Tally};
 use memlineage::store::MemoryStore;
 use memlineage::Ledger;
 use serde_json::{json, Value};

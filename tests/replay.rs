@@ -1,11 +1,11 @@
 //! Replay of the bundled AgentDojo ground-truth traces: memlineage stops every attack call in
 //! both modes; signatures alone stop raw tool output but not laundered memories.
 
+use memlineage::eval::replay::{render_json, Config, Figures, Mode, ReplayError, Replayer, Tally};
 use memlineage::gate::Policy;
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
 use memlineage::record::WriterKey;
-use memlineage::replay::{render_json, Config, Figures, Mode, ReplayError, Replayer, Tally};
 use memlineage::store::MemoryStore;
 use memlineage::Ledger;
 use std::io::BufReader;

@@ -8,13 +8,13 @@ mod forensics_support;
 #[path = "common/ledger_support.rs"]
 mod ledger_support;
 
+use memlineage::forensics::heal::{heal, HealOutcome};
+use memlineage::forensics::receipt::{receipt, Cause};
+use memlineage::forensics::rework::{rework, ReworkOptions};
 use memlineage::gate::{Decision, Policy, ToolCall};
-use memlineage::heal::{heal, HealOutcome};
-use memlineage::quarantine::Reach;
-use memlineage::receipt::{receipt, Cause};
+use memlineage::lineage::quarantine::Reach;
 use memlineage::record::{EntryId, Hash32, Kind, ProvEntry, Role, WriterKey};
 use memlineage::retrieve::Outcome;
-use memlineage::rework::{rework, ReworkOptions};
 use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::Ledger;
 
@@ -302,10 +302,14 @@ fn review_receipt_cites_a_flag_that_reaches_the_entry() {
     }
 }
 
-struct Sched(memlineage::repair::Candidate);
+struct Sched(memlineage::forensics::repair::Candidate);
 
-impl memlineage::repair::TrustedValues for Sched {
-    fn candidates(&self, _tool: &str, param: &str) -> Vec<memlineage::repair::Candidate> {
+impl memlineage::forensics::repair::TrustedValues for Sched {
+    fn candidates(
+        &self,
+        _tool: &str,
+        param: &str,
+    ) -> Vec<memlineage::forensics::repair::Candidate> {
         if param == "recipient" {
             vec![self.0.clone()]
         } else {
@@ -323,7 +327,7 @@ impl memlineage::repair::TrustedValues for Sched {
 /// denied.
 #[test]
 fn review_authority_for_one_parameter_does_not_justify_another() {
-    use memlineage::repair::{decide_with_repair, Candidate, Found, RepairOutcome};
+    use memlineage::forensics::repair::{decide_with_repair, Candidate, Found, RepairOutcome};
     let (mut l, k) = world(MemoryStore::default());
     let sched_key = WriterKey::for_label("review/sched");
     l.bind(

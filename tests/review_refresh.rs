@@ -17,9 +17,9 @@ mod ledger_support;
 
 use faulty_store::Faulty;
 use ledger_support::put;
+use memlineage::lineage::quarantine::Reach;
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
-use memlineage::quarantine::Reach;
 use memlineage::record::{Kind, Role, WriterKey};
 use memlineage::store::SqliteStore;
 use memlineage::Ledger;

@@ -2,9 +2,9 @@
 //! fields (`spec/hooks.md`, README "Observability"). Its own test binary: a scoped subscriber
 //! must not race other tests' first use of the same callsites.
 
+use memlineage::front::hook::{handle, HookEvent, MemorySessions};
 use memlineage::front::{DerivedKeys, Front};
 use memlineage::gate::Policy;
-use memlineage::hook::{handle, HookEvent, MemorySessions};
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
 use memlineage::record::WriterKey;

@@ -2,7 +2,7 @@
 //! parses replays (and amputates) without panicking.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use memlineage::amputation::{amputate, Protocol, Scenario, ScriptedAgent};
+use memlineage::counterfactual::amputation::{amputate, Protocol, Scenario, ScriptedAgent};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

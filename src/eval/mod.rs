@@ -4,18 +4,19 @@
 //!
 //! No model is called: the attacker and the agent are scripted in a scenario file
 //! ([`BUNDLED_SCENARIOS`]), keys come from fixed seeds ([`scenario::principal_key`]), times
-//! from the step index, and the LM judge is [`crate::attribution::OverlapJudge`]. Two runs
+//! from the step index, and the LM judge is [`crate::lineage::attribution::OverlapJudge`]. Two runs
 //! give byte-identical output.
 
 pub mod ablation;
 pub mod launder;
+pub mod replay;
 pub mod scenario;
 
-use crate::attribution::AttributionError;
+use crate::eval::replay::Config;
 use crate::gate::Policy;
+use crate::lineage::attribution::AttributionError;
 use crate::lineage::{LabelPolicy, WeakRule};
 use crate::record::Weight;
-use crate::replay::Config;
 use crate::LedgerError;
 use ablation::Ablation;
 use launder::{Cost, LaunderRow};

@@ -2,13 +2,13 @@
 //! crate path: [`Ledger::append`], [`Ledger::retrieve`], [`Ledger::gate`].
 
 use super::EvalError;
-use crate::attribution::{self, ContextEntry, Judge, JudgeEnvelope, Method, OverlapJudge};
+use crate::eval::replay::{Config, SignaturesOnly};
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
 use crate::ledger::Ledger;
+use crate::lineage::attribution::{self, ContextEntry, Judge, JudgeEnvelope, Method, OverlapJudge};
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::LogSigner;
 use crate::record::{EntryId, Kind, ProvEntry, Role, SignedEntry, Weight, WriterKey};
-use crate::replay::{Config, SignaturesOnly};
 use crate::retrieve::Outcome;
 use crate::store::{MemoryStore, Store};
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,5 @@
 //! The agent-runtime front (`spec/hooks.md`, `spec/mcp.md`): one façade over a [`Ledger`] that
-//! the command hooks ([`crate::hook`]), the MCP server ([`crate::mcp`]) and embedding runtimes
+//! the command hooks ([`crate::front::hook`]), the MCP server ([`crate::front::mcp`]) and embedding runtimes
 //! (`examples/agent_loop.rs`) share.
 //!
 //! A [`Front`] records what an agent session reads (prompts, tool output, retrieved memories)
@@ -9,10 +9,13 @@
 //! the entries it came from. Writers are never taken from the caller: the front signs with the
 //! keys its configuration names.
 
+pub mod hook;
+pub mod keystore;
 pub mod matching;
+pub mod mcp;
 
+use crate::front::keystore::{KeyStore, KeyStoreError};
 use crate::gate::{Decision, Denial, Policy, ToolCall};
-use crate::keystore::{KeyStore, KeyStoreError};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
 use crate::retrieve::Outcome;

@@ -3,7 +3,9 @@
 
 use super::io::{read_capped, say};
 use super::Res;
-use memlineage::amputation::{amputate, Protocol, Ratio, Scenario, ScriptedAgent, Verdict};
+use memlineage::counterfactual::amputation::{
+    amputate, Protocol, Ratio, Scenario, ScriptedAgent, Verdict,
+};
 use memlineage::record::EntryId;
 use std::path::Path;
 use std::process::ExitCode;

@@ -3,7 +3,7 @@
 
 use super::io::{capped_lines, say};
 use super::{existing_store, Res};
-use memlineage::ddmin::{try_ddmin, Culprits, Outcome};
+use memlineage::counterfactual::ddmin::{try_ddmin, Culprits, Outcome};
 use memlineage::record::{EntryId, Kind, SignedEntry};
 use memlineage::store::Store;
 use std::collections::HashSet;

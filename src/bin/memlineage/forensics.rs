@@ -1,11 +1,11 @@
 //! Forensics subcommands (`spec/forensics.md`): flag, release, receipt, heal, rework.
 
 use crate::{key_path, lock_key_file, now_ms, open, Res};
-use memlineage::heal::{heal, HealOutcome};
-use memlineage::quarantine::Reach;
-use memlineage::receipt::{receipt, render_svg};
+use memlineage::forensics::heal::{heal, HealOutcome};
+use memlineage::forensics::receipt::{receipt, render_svg};
+use memlineage::forensics::rework::{rework, ReworkOptions};
+use memlineage::lineage::quarantine::Reach;
 use memlineage::record::{EntryId, Kind, Role, WriterKey};
-use memlineage::rework::{rework, ReworkOptions};
 use memlineage::store::SqliteStore;
 use memlineage::Ledger;
 use std::io::Write;
@@ -25,10 +25,10 @@ fn principal_key(
     new_role: Role,
 ) -> Res<WriterKey> {
     let _lock = lock_key_file(ledger)?;
-    let mut ks = memlineage::keystore::KeyStore::load(&key_path(ledger))?;
+    let mut ks = memlineage::front::keystore::KeyStore::load(&key_path(ledger))?;
     let (key, have, created) = match ks.principal(name, None) {
         Ok(found) => found,
-        Err(memlineage::keystore::KeyStoreError::UnknownPrincipal(_)) => {
+        Err(memlineage::front::keystore::KeyStoreError::UnknownPrincipal(_)) => {
             ks.principal(name, Some(new_role))?
         }
         Err(e) => return Err(e.into()),
@@ -178,7 +178,7 @@ pub fn heal_cmd(
     };
     let out = heal(&mut l, target, &support, claim, &key, now_ms())?;
     l.checkpoint()?;
-    let tally = |t: &[memlineage::heal::Vote]| {
+    let tally = |t: &[memlineage::forensics::heal::Vote]| {
         t.iter()
             .map(|v| {
                 serde_json::json!({"claim": v.claim, "votes": v.votes,
@@ -334,11 +334,15 @@ struct CandidateLine {
 /// Candidates for repair: structured lines from a file, and the parameter's own value found
 /// in any live entry's text (rule 1 of `spec/forensics.md` §7.1).
 struct LedgerValues {
-    by_param: std::collections::BTreeMap<String, Vec<memlineage::repair::Candidate>>,
+    by_param: std::collections::BTreeMap<String, Vec<memlineage::forensics::repair::Candidate>>,
 }
 
-impl memlineage::repair::TrustedValues for LedgerValues {
-    fn candidates(&self, _tool: &str, param: &str) -> Vec<memlineage::repair::Candidate> {
+impl memlineage::forensics::repair::TrustedValues for LedgerValues {
+    fn candidates(
+        &self,
+        _tool: &str,
+        param: &str,
+    ) -> Vec<memlineage::forensics::repair::Candidate> {
         self.by_param.get(param).cloned().unwrap_or_default()
     }
 }
@@ -359,7 +363,7 @@ pub fn gate_cmd(
     repair: bool,
     candidates: Option<PathBuf>,
 ) -> Res<ExitCode> {
-    use memlineage::repair::{decide_with_repair, Candidate, Found, RepairOutcome};
+    use memlineage::forensics::repair::{decide_with_repair, Candidate, Found, RepairOutcome};
     let policy = crate::load_policy(policy)?;
     let bytes = crate::io::read_capped(call, 1 << 20, "a call file")?;
     let c: CallFile = serde_json::from_slice(&bytes).map_err(|e| format!("call file: {e}"))?;
@@ -456,7 +460,7 @@ pub fn gate_cmd(
             memlineage::gate::Decision::Allow => RepairOutcome::Allowed,
             memlineage::gate::Decision::Deny(denial) => RepairOutcome::Denied {
                 denial,
-                why: memlineage::repair::Unrepairable::NotAboutTrust,
+                why: memlineage::forensics::repair::Unrepairable::NotAboutTrust,
             },
         }
     };
@@ -483,7 +487,7 @@ pub fn gate_cmd(
             Ok(ExitCode::SUCCESS)
         }
         RepairOutcome::Denied { denial, why } => {
-            let receipt = memlineage::receipt::for_denial(&l, &denial)
+            let receipt = memlineage::forensics::receipt::for_denial(&l, &denial)
                 .map(|r| r.sentence())
                 .ok();
             say!(

@@ -4,9 +4,9 @@
 
 use super::{key_path, load_policy, lock_key_file, open, Res};
 use clap::ValueEnum;
+use memlineage::front::hook::{handle, FileSessions, HookEvent, HookOutcome, EXIT_BLOCK};
+use memlineage::front::mcp::LedgerServer;
 use memlineage::front::{Front, KeyFile};
-use memlineage::hook::{handle, FileSessions, HookEvent, HookOutcome, EXIT_BLOCK};
-use memlineage::mcp::LedgerServer;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -5,8 +5,9 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use memlineage::audit::{audit_with_progress, reach_quarantine, AuditReport};
+use memlineage::eval::replay::{render_json, render_table, Mode, Replayer};
+use memlineage::front::keystore::KeyStore;
 use memlineage::gate::Policy;
-use memlineage::keystore::KeyStore;
 use memlineage::ledger::StoreSource;
 use memlineage::ledger::{stored_policy, stored_vkey};
 use memlineage::lineage::{LabelPolicy, WeakRule};
@@ -17,7 +18,6 @@ use memlineage::log::{
 use memlineage::record::{
     Attribution, EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, Weight,
 };
-use memlineage::replay::{render_json, render_table, Mode, Replayer};
 use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::Ledger;
 use std::error::Error;

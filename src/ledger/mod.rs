@@ -5,14 +5,14 @@
 //! tree head) → `prove` → `retrieve` / `gate`.
 
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
-use crate::lease::{parse_lease_terms, LeaseBook, LeaseError};
+use crate::lineage::lease::{parse_lease_terms, LeaseBook, LeaseError};
+use crate::lineage::quarantine::{Quarantine, QuarantineError, Reach, Rescan};
 use crate::lineage::{Label, LabelPolicy, WeakRule};
 use crate::log::{
     hashes_to_store, prove_inclusion, stored_hash_index, tree_root, CheckpointError,
     ConsistencyProof, HashSource, InclusionProof, LogError, LogSigner, LogVerifier, ProofBundle,
     ProofError, RootHash, VerifiedCheckpoint,
 };
-use crate::quarantine::{Quarantine, QuarantineError, Reach, Rescan};
 use crate::record::{
     parse_unverified, EntryId, Hash32, KeyBinding, KeyId, Kind, Parent, ProvEntry, PublicKey,
     RecordError, Role, SignedEntry, Weight, WriterKey,
@@ -1033,7 +1033,7 @@ impl<S: Store> Ledger<S> {
     /// # Errors
     /// [`LeaseError::Held`] while another worker's lease is live; [`LeaseError::Done`] once
     /// the target was replaced; [`LeaseError::BadTerms`] for `ttl_ms` 0 or above
-    /// [`crate::lease::MAX_TTL_MS`]; append errors.
+    /// [`crate::lineage::lease::MAX_TTL_MS`]; append errors.
     pub fn claim_lease(
         &mut self,
         target: EntryId,
@@ -1042,7 +1042,7 @@ impl<S: Store> Ledger<S> {
         now_ms: u64,
     ) -> Result<Appended, LedgerError> {
         self.refresh()?;
-        let terms = crate::lease::lease_terms(ttl_ms);
+        let terms = crate::lineage::lease::lease_terms(ttl_ms);
         let mut e = ProvEntry::new(key.key_id(), Kind::Lease, &terms).with_time_ms(now_ms);
         e.target = Some(target);
         self.append(e, key, &terms)

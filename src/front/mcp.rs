@@ -12,7 +12,7 @@
 //! The writer of every append is the server's configured agent principal: no argument names a
 //! writer, a role or a label, and unknown arguments are rejected (`additionalProperties:
 //! false`). The server is advisory: the model decides whether to call it. Enforcement is the
-//! hooks' job ([`crate::hook`]).
+//! hooks' job ([`crate::front::hook`]).
 
 use crate::front::{Front, Keys, Refusal, Session, Verdict};
 use crate::gate::Denial;

@@ -10,19 +10,21 @@
 //! - [`Config::SignaturesOnly`]: each justifying entry's signature is checked and its *writer's*
 //!   role decides (tool/external = untrusted), no lineage;
 //! - [`Config::MemLineage`]: the gate over lineage labels;
-//! - [`Config::MemLineageRepair`]: the gate with authority repair ([`crate::repair`]): a denied
+//! - [`Config::MemLineageRepair`]: the gate with authority repair ([`crate::forensics::repair`]): a denied
 //!   parameter whose value also has trusted provenance (the user's prompt, or a principal the
 //!   policy names authoritative) is re-justified by it.
 
+use crate::forensics::receipt::{receipt, Cause};
+use crate::forensics::repair::{
+    decide_with_repair, Candidate, Found, RepairOutcome, TrustedValues,
+};
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
 use crate::ledger::{Ledger, LedgerError};
+use crate::lineage::quarantine::Reach;
 use crate::lineage::Label;
-use crate::quarantine::Reach;
-use crate::receipt::{receipt, Cause};
 use crate::record::{
     EntryId, Hash32, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey,
 };
-use crate::repair::{decide_with_repair, Candidate, Found, RepairOutcome, TrustedValues};
 use crate::store::Store;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

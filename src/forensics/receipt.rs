@@ -6,7 +6,7 @@
 //! (written by agent `agent`), summarised from tool output 17 (written by tool
 //! `tool:read_file`), which the advisory flagged: forum thread was a prompt injection".
 //!
-//! Tie rule: see [`crate::quarantine::Quarantine::path_to_source`] (one reach per path,
+//! Tie rule: see [`crate::lineage::quarantine::Quarantine::path_to_source`] (one reach per path,
 //! breadth-first, parents in ascending id order) and [`Ledger::untrusted_path`]. The flag
 //! cited is the earliest active one, in log order, on the path's source with the path's reach.
 

@@ -6,12 +6,12 @@
 //! sharing a store). Each target is done in log order (parents precede children, so log order
 //! is a dependency order): a target waits until every planned parent has been replaced, then
 //! a worker claims it with a lease ([`Ledger::claim_lease`]), runs the caller's work and appends
-//! a [`Kind::Replacement`]. The lease rules of [`crate::lease`] make the log the arbiter: a live
+//! a [`Kind::Replacement`]. The lease rules of [`crate::lineage::lease`] make the log the arbiter: a live
 //! lease refuses other workers, an expired one is taken over, and a replacement by anyone but
 //! the live holder is refused, so each target is replaced exactly once.
 
-use crate::lease::{LeaseError, LeaseState};
 use crate::ledger::{Ledger, LedgerError};
+use crate::lineage::lease::{LeaseError, LeaseState};
 use crate::record::{EntryId, Kind, Parent, ProvEntry, WriterKey};
 use crate::store::Store;
 use std::collections::HashSet;

@@ -1,0 +1,16 @@
+//! Lineage (`spec/lineage.md`, `spec/forensics.md` §2 and §5): what the log says about where an
+//! entry came from and how far it may be trusted.
+//!
+//! - [`label`]: the trust labels and the labelling rule (τ, strong edges, fail-closed);
+//! - [`quarantine`]: flags and releases, and everything a flagged source reached;
+//! - [`lease`]: expiring leases on the rework of an entry;
+//! - [`attribution`]: edge weights, the influence of each context item on a write.
+//!
+//! Everything here is a function of verified entries; none of it opens a store.
+
+pub mod attribution;
+pub mod label;
+pub mod lease;
+pub mod quarantine;
+
+pub use label::*;

@@ -159,4 +159,20 @@ impl<S: Store> Ledger<S> {
             text,
         })
     }
+
+    /// The text of `id` whatever its forensic state (tombstoned, quarantined or live), for
+    /// taint matching only (`spec/gate.md` §7): the entry's bytes are re-verified (signature
+    /// and id) and its content checked against the signed content hash. `Ok(None)` when the
+    /// content is redacted. Never use it to *render* an entry: retrieval refuses tombstoned
+    /// and quarantined entries.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownEntry`], [`LedgerError::Record`] or
+    /// [`LedgerError::ContentTampered`] when the entry cannot be verified; store errors.
+    pub fn verified_text(&self, id: &EntryId) -> Result<Option<String>, LedgerError> {
+        let entry = self.get(id)?;
+        Ok(self
+            .content(&entry)?
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
 }

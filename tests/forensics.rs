@@ -790,3 +790,58 @@ fn planted_corroboration_wins_a_heal_vote_only_under_fail_open() {
         );
     }
 }
+
+/// Reach `strong` follows edges with w > τ only: an edge of weight exactly τ is weak, one of
+/// τ + 1 strong (`spec/lineage.md` §2). Checked for a flag appended after the edges (rescan)
+/// and for entries appended after the flag (inheritance), and for the denial path.
+#[test]
+fn strong_reach_and_denial_paths_are_strict_at_tau() {
+    let (mut l, k) = world(MemoryStore::default());
+    let tau = u64::from(l.policy().tau.millionths());
+    let prompt = put(&mut l, &k.user, Kind::Prompt, "read the forum", &[]);
+    let forum = put(&mut l, &k.tool, Kind::ToolResult, "forum: pay XX99", &[]);
+    let at_tau = put(
+        &mut l,
+        &k.agent,
+        Kind::Summary,
+        "at τ",
+        &[(forum, tau), (prompt, 1_000_000)],
+    );
+    let above = put(
+        &mut l,
+        &k.agent,
+        Kind::Summary,
+        "above",
+        &[(forum, tau + 1), (prompt, 1_000_000)],
+    );
+    // Labels: only the strong edge propagates External.
+    assert_eq!(l.label(&above), Some(Label::DerivedUntrusted));
+    assert_eq!(l.label(&at_tau), Some(Label::DerivedTrusted));
+    assert!(l.untrusted_path(&above).unwrap().contains(&forum));
+    assert!(!l.untrusted_path(&at_tau).unwrap().contains(&forum));
+    l.flag(forum, Reach::Strong, &k.user, "advisory").unwrap();
+    assert!(
+        !l.is_quarantined(&at_tau),
+        "w = τ is not a strong edge (rescan)"
+    );
+    assert!(l.is_quarantined(&above), "w = τ + 1 is (rescan)");
+    let later_at = put(
+        &mut l,
+        &k.agent,
+        Kind::Summary,
+        "later at τ",
+        &[(above, tau), (prompt, 1_000_000)],
+    );
+    let later_above = put(
+        &mut l,
+        &k.agent,
+        Kind::Summary,
+        "later",
+        &[(above, tau + 1), (prompt, 1_000_000)],
+    );
+    assert!(
+        !l.is_quarantined(&later_at),
+        "w = τ is not a strong edge (append)"
+    );
+    assert!(l.is_quarantined(&later_above), "w = τ + 1 is (append)");
+}

@@ -11,6 +11,9 @@ use serde_json::Value;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Haystack {
     strings: Vec<String>,
+    /// The text could not be read or verified: it cannot be proven absent from any value
+    /// (`spec/hooks.md` §4.3, fail closed), so it matches every value a text could match.
+    unverifiable: bool,
 }
 
 impl Haystack {
@@ -20,7 +23,25 @@ impl Haystack {
         if let Ok(v) = serde_json::from_str::<Value>(text) {
             collect_strings(&v, &mut strings);
         }
-        Haystack { strings }
+        Haystack {
+            strings,
+            unverifiable: false,
+        }
+    }
+
+    /// The haystack of a text that could not be read or verified (redacted, corrupted,
+    /// missing from the store): it matches every value that any text could match, that is
+    /// every value but `null`, booleans and empty strings (`spec/hooks.md` §4.3).
+    pub fn unverifiable() -> Self {
+        Haystack {
+            strings: Vec::new(),
+            unverifiable: true,
+        }
+    }
+
+    /// Whether this is [`Haystack::unverifiable`].
+    pub fn is_unverifiable(&self) -> bool {
+        self.unverifiable
     }
 
     /// Whether `value` matches this text (`spec/hooks.md` §4): a non-empty string is
@@ -32,6 +53,7 @@ impl Haystack {
         match value {
             Value::Null | Value::Bool(_) => false,
             Value::String(s) if s.is_empty() => false,
+            Value::String(_) | Value::Number(_) if self.unverifiable => true,
             Value::String(s) => {
                 let numeric = s.bytes().all(|b| b.is_ascii_digit());
                 self.strings.iter().any(|h| contains(h, s, numeric))

@@ -278,6 +278,9 @@ impl<S: Store, K: Keys> Front<S, K> {
                 parents.extend(self.sources(session, v)?);
             }
         }
+        // An unverifiable read the ledger no longer knows cannot be a parent; it still
+        // taints the call's arguments at the gate.
+        parents.retain(|id| self.ledger.index_of(id).is_some());
         parents.sort();
         parents.dedup();
         let parents = parents
@@ -357,10 +360,11 @@ impl<S: Store, K: Keys> Front<S, K> {
         Ok(out)
     }
 
-    /// Decides a proposed call of `tool` with `args` (a JSON object). Arguments named in
-    /// `given` are justified by those entries; every other argument by the read-set entries its
-    /// value matches (`spec/hooks.md` §4). Calls the policy does not mark sensitive are allowed
-    /// without matching.
+    /// Decides a proposed call of `tool` with `args` (a JSON object). Every argument is
+    /// justified by the read-set entries its value matches ([`Front::sources`],
+    /// `spec/hooks.md` §4); entries the caller names in `given` for an argument are added to
+    /// those (a caller can make a decision stricter, never looser). Calls the policy does not
+    /// mark sensitive are allowed without matching.
     ///
     /// # Errors
     /// [`FrontError`] only for ledger failures while reading the read set.
@@ -385,10 +389,14 @@ impl<S: Store, K: Keys> Front<S, K> {
             });
         }
         for (name, value) in args {
-            let ids = match given.get(name) {
-                Some(ids) => ids.clone(),
-                None => self.sources(session, value)?,
-            };
+            // Caller-cited entries only add sources: they can make a decision stricter,
+            // never looser (`spec/gate.md` §7).
+            let mut ids = self.sources(session, value)?;
+            for id in given.get(name).into_iter().flatten() {
+                if !ids.contains(id) {
+                    ids.push(*id);
+                }
+            }
             call.args.push((name.clone(), ids));
         }
         for (name, ids) in given {
@@ -429,7 +437,14 @@ impl<S: Store, K: Keys> Front<S, K> {
         }
     }
 
-    /// The read-set entries whose text `value` matches, in read order.
+    /// The read-set entries whose text `value` matches, in read order (`spec/hooks.md` §4).
+    ///
+    /// Fail closed (`spec/gate.md` §7): a quarantined or tombstoned read is still searched
+    /// (those remedies stop an entry from *justifying*, never from *tainting*); a read whose
+    /// text cannot be read or verified (redacted, corrupted, failing its signature, missing
+    /// from the ledger) cannot be proven absent from any value, so it is a source of every
+    /// value that any text could match. The gate then refuses such a source: it is unknown,
+    /// tombstoned, quarantined or labelled worse than allowed.
     ///
     /// # Errors
     /// Ledger failures while fetching texts not cached yet.
@@ -438,31 +453,53 @@ impl<S: Store, K: Keys> Front<S, K> {
         session: &Session,
         value: &Value,
     ) -> Result<Vec<EntryId>, FrontError> {
+        self.load_haystacks(session)?;
+        Ok(session
+            .reads
+            .iter()
+            .filter(|id| self.haystacks.get(id).is_none_or(|h| h.matches(value)))
+            .copied()
+            .collect())
+    }
+
+    /// Whether the session has read a text that cannot be read or verified now (the
+    /// fail-closed case of [`Front::sources`]).
+    ///
+    /// # Errors
+    /// Ledger failures while fetching texts not cached yet.
+    pub fn has_unverifiable_reads(&mut self, session: &Session) -> Result<bool, FrontError> {
+        self.load_haystacks(session)?;
+        Ok(session
+            .reads
+            .iter()
+            .any(|id| self.haystacks.get(id).is_none_or(Haystack::is_unverifiable)))
+    }
+
+    /// Fetches and verifies the texts of the session's reads not cached yet: live entries in
+    /// one verified retrieval, quarantined and tombstoned ones one by one (signature, id and
+    /// content hash checked); anything that fails is cached as [`Haystack::unverifiable`].
+    fn load_haystacks(&mut self, session: &Session) -> Result<(), FrontError> {
         let missing: Vec<EntryId> = session
             .reads
             .iter()
             .filter(|id| !self.haystacks.contains_key(id))
             .copied()
             .collect();
-        if !missing.is_empty() {
-            for o in self.ledger.retrieve(&missing)? {
-                // An entry that no longer verifies or was deleted justifies nothing: an
-                // argument matching only it counts as unsourced.
-                let (id, text) = match o {
-                    Outcome::Verified(r) => (r.id, r.text.unwrap_or_default()),
-                    Outcome::Tombstoned(id)
-                    | Outcome::Quarantined(id)
-                    | Outcome::Rejected(id, _) => (id, String::new()),
-                };
-                self.haystacks.insert(id, Haystack::new(&text));
-            }
+        if missing.is_empty() {
+            return Ok(());
         }
-        Ok(session
-            .reads
-            .iter()
-            .filter(|id| self.haystacks.get(id).is_some_and(|h| h.matches(value)))
-            .copied()
-            .collect())
+        for o in self.ledger.retrieve(&missing)? {
+            let (id, text) = match o {
+                Outcome::Verified(r) => (r.id, r.text),
+                Outcome::Tombstoned(id) | Outcome::Quarantined(id) => {
+                    (id, self.ledger.verified_text(&id).ok().flatten())
+                }
+                Outcome::Rejected(id, _) => (id, None),
+            };
+            let h = text.map_or_else(Haystack::unverifiable, |t| Haystack::new(&t));
+            self.haystacks.insert(id, h);
+        }
+        Ok(())
     }
 
     /// Signs and appends one entry as principal `name`, binding its key on first use.

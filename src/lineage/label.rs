@@ -187,6 +187,25 @@ mod tests {
         assert_eq!(p.label(Role::User, []), Label::Trusted);
     }
 
+    /// `w > τ` exactly (`spec/lineage.md` §2): an edge of weight τ is weak. This predicate
+    /// feeds the denial path ([`crate::ledger::Ledger::untrusted_path`]) and quarantine reach
+    /// `strong`, so `>` must not become `>=`.
+    #[test]
+    fn is_strong_is_strict_at_tau() {
+        for tau in [0, 1, 500_000, 999_999] {
+            let p = LabelPolicy {
+                tau: w(tau),
+                weak_rule: WeakRule::FailClosed,
+            };
+            assert!(!p.is_strong(w(tau)), "w = τ = {tau} is weak");
+            assert!(p.is_strong(w(tau + 1)), "w = τ + 1 is strong");
+            if tau > 0 {
+                assert!(!p.is_strong(w(tau - 1)), "w = τ - 1 is weak");
+            }
+        }
+        assert!(!LabelPolicy::default().is_strong(LabelPolicy::default().tau));
+    }
+
     #[test]
     fn weight_equal_to_tau_does_not_propagate() {
         let p = LabelPolicy {

@@ -1,0 +1,400 @@
+//! Appending: [`Ledger::append`], [`Ledger::append_batch`], [`Ledger::append_signed`] and
+//! [`Ledger::bind`]; the checks ([`Ledger::admit`]), labelling, hashing and store commit.
+
+use super::index::Meta;
+use super::prove::Overlay;
+use super::{earliest, Ledger, LedgerError};
+use crate::lineage::lease::{parse_lease_terms, LeaseError};
+use crate::lineage::Label;
+use crate::log::{hashes_to_store, stored_hash_index};
+use crate::record::{
+    EntryId, Hash32, KeyBinding, KeyId, Kind, ProvEntry, RecordError, Role, SignedEntry, WriterKey,
+};
+use crate::store::{NewEntry, Store, StoreError};
+use std::collections::{HashMap, HashSet};
+
+/// The result of a successful append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Appended {
+    /// The new entry's id (its leaf hash).
+    pub id: EntryId,
+    /// Its leaf index.
+    pub index: u64,
+    /// Its label, computed at append.
+    pub label: Label,
+}
+
+/// One entry of a batch append: a draft, the key that signs it, and its content.
+pub struct Draft<'k, 'c> {
+    /// The unsigned record; `writer` must be `key`'s id.
+    pub entry: ProvEntry,
+    /// The writer's signing key.
+    pub key: &'k WriterKey,
+    /// The content whose hash is `entry.content_hash`, stored beside the entry.
+    pub content: &'c [u8],
+}
+
+/// The entries of a batch admitted so far ([`Ledger::admit`]): their provisional metadata, the
+/// keys they bind and the targets of their forensic entries.
+#[derive(Default)]
+pub(crate) struct Admitted {
+    entries: HashMap<EntryId, Meta>,
+    keys: HashMap<KeyId, Role>,
+    forensic_targets: HashSet<EntryId>,
+}
+
+/// A checked, signed, labelled and hashed batch, ready to be committed to the store.
+struct Prepared<'a> {
+    items: Vec<PreparedEntry<'a>>,
+}
+
+/// One entry of a [`Prepared`] batch.
+struct PreparedEntry<'a> {
+    entry: &'a SignedEntry,
+    label: Label,
+    content: &'a [u8],
+    hashes: Vec<[u8; 32]>,
+}
+
+/// Batches at least this large are verified on several cores by [`Ledger::decode_many`].
+pub const PARALLEL_MIN: usize = 4;
+
+/// How many times an append is retried after another writer (process or handle) appended to
+/// the same store first.
+const MAX_APPEND_RETRIES: usize = 16;
+
+impl<S: Store> Ledger<S> {
+    /// Binds `key` to `role` under `name` with a keyring entry signed by the log key.
+    /// Binding an already bound key again to the same role is a no-op returning `None`.
+    ///
+    /// # Errors
+    /// [`LedgerError::Rebind`] when the key is bound to another role; store errors.
+    pub fn bind(
+        &mut self,
+        key: KeyId,
+        role: Role,
+        name: &str,
+    ) -> Result<Option<Appended>, LedgerError> {
+        self.refresh()?;
+        match self.keyring.get(&key) {
+            Some((r, _, _)) if *r == role => return Ok(None),
+            Some((r, _, _)) => return Err(LedgerError::Rebind { key, bound: *r }),
+            None => {}
+        }
+        let (signed, content) = self.binding_entry(key, role, name)?;
+        match self.append_signed(vec![(signed, content.as_slice())]) {
+            Ok(mut out) => Ok(out.pop()),
+            // Another handle bound the same key to the same role meanwhile.
+            Err(LedgerError::Duplicate(_) | LedgerError::Rebind { .. })
+                if self.principal(&key).map(|p| p.0) == Some(role) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A keyring entry binding `key` to `role` under `name`, signed by the log key but not
+    /// appended, with its content: put it first in an [`Ledger::append_signed`] batch to bind
+    /// a writer and record its first entries all or nothing.
+    ///
+    /// # Errors
+    /// [`LedgerError::Record`] for a name over [`crate::record::MAX_NAME_BYTES`].
+    pub fn binding_entry(
+        &self,
+        key: KeyId,
+        role: Role,
+        name: &str,
+    ) -> Result<(SignedEntry, Vec<u8>), LedgerError> {
+        let binding = KeyBinding {
+            key,
+            role,
+            name: name.to_string(),
+        };
+        let content = format!("bind {} {} {}", role.name(), name, key);
+        let mut entry = ProvEntry::new(self.signer.key_id(), Kind::Keyring, content.as_bytes());
+        entry.binding = Some(binding);
+        Ok((
+            SignedEntry::sign(entry, self.signer.writer_key())?,
+            content.into_bytes(),
+        ))
+    }
+
+    /// Appends one entry: checks it, signs it with `key`, computes its label, adds its leaf to
+    /// the tree and stores entry, content and tree hashes in one store transaction.
+    ///
+    /// # Errors
+    /// See [`LedgerError`]; on error nothing is stored.
+    pub fn append(
+        &mut self,
+        entry: ProvEntry,
+        key: &WriterKey,
+        content: &[u8],
+    ) -> Result<Appended, LedgerError> {
+        let mut out = self.append_batch(vec![Draft {
+            entry,
+            key,
+            content,
+        }])?;
+        out.pop().ok_or(LedgerError::EmptyBatch)
+    }
+
+    /// Appends several entries in one store transaction (group commit). A draft may name
+    /// earlier drafts of the same batch as parents. All or nothing.
+    ///
+    /// Drafts are signed on all cores when there are at least [`PARALLEL_MIN`] of them
+    /// (signatures are independent; the answers are those of signing in order).
+    ///
+    /// # Errors
+    /// The first failing draft's [`LedgerError`]; nothing of the batch is stored.
+    pub fn append_batch<'c>(
+        &mut self,
+        drafts: Vec<Draft<'_, 'c>>,
+    ) -> Result<Vec<Appended>, LedgerError> {
+        let sign = |d: Draft<'_, 'c>| -> Result<(SignedEntry, &'c [u8]), RecordError> {
+            SignedEntry::sign(d.entry, d.key).map(|s| (s, d.content))
+        };
+        let results: Vec<Result<(SignedEntry, &'c [u8]), RecordError>> =
+            if drafts.len() < PARALLEL_MIN || rayon::current_num_threads() < 2 {
+                drafts.into_iter().map(sign).collect()
+            } else {
+                use rayon::prelude::*;
+                drafts.into_par_iter().with_max_len(1).map(sign).collect()
+            };
+        // In draft order, so the error is the first failing draft's.
+        let signed = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+        self.append_signed(signed)
+    }
+
+    /// Appends entries that their writers already signed (e.g. on another host), in one store
+    /// transaction. An entry may name earlier entries of the same batch as parents.
+    ///
+    /// # Errors
+    /// As [`Ledger::append_batch`]; nothing of the batch is stored on error.
+    pub fn append_signed(
+        &mut self,
+        entries: Vec<(SignedEntry, &[u8])>,
+    ) -> Result<Vec<Appended>, LedgerError> {
+        let _span =
+            tracing::info_span!("memlineage.append", memlineage.entries = entries.len()).entered();
+        let mut attempt = 0;
+        loop {
+            let prepared = self.prepare_batch(&entries)?;
+            match self.commit(prepared) {
+                Err(LedgerError::Store(StoreError::NotContiguous { .. }))
+                    if attempt < MAX_APPEND_RETRIES =>
+                {
+                    // Another writer appended first: catch up and label/hash again.
+                    attempt += 1;
+                    self.refresh()?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn prepare_batch<'a>(
+        &self,
+        entries: &'a [(SignedEntry, &'a [u8])],
+    ) -> Result<Prepared<'a>, LedgerError> {
+        if entries.is_empty() {
+            return Err(LedgerError::EmptyBatch);
+        }
+        let mut admitted = Admitted::default();
+        let mut overlay = Overlay {
+            store: &self.store,
+            start: stored_hash_index(0, self.size),
+            pending: Vec::new(),
+        };
+        let mut items = Vec::with_capacity(entries.len());
+        for (i, (s, content)) in entries.iter().enumerate() {
+            let index = self.size + i as u64;
+            let label = self.admit(&mut admitted, index, s, content)?;
+            let hashes = hashes_to_store(index, &s.id(), &overlay)?;
+            overlay.pending.extend_from_slice(&hashes);
+            items.push(PreparedEntry {
+                entry: s,
+                label,
+                content,
+                hashes,
+            });
+        }
+        Ok(Prepared { items })
+    }
+
+    fn commit(&mut self, prepared: Prepared<'_>) -> Result<Vec<Appended>, LedgerError> {
+        let batch: Vec<NewEntry<'_>> = prepared
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, p)| NewEntry {
+                index: self.size + i as u64,
+                id: p.entry.id(),
+                cose: p.entry.cose(),
+                kind: p.entry.entry().kind,
+                label: p.label,
+                content: Some((p.entry.entry().content_hash, p.content)),
+                hashes: p.hashes.clone(),
+            })
+            .collect();
+        self.store.append(&batch)?;
+        drop(batch);
+        let mut out = Vec::with_capacity(prepared.items.len());
+        for PreparedEntry {
+            entry: s,
+            label,
+            content,
+            ..
+        } in &prepared.items
+        {
+            out.push(self.index_stored(s, self.size, *label, Some(content)));
+            self.size += 1;
+        }
+        if let Some(from) = self.pending_rescan {
+            // The batch is stored: report it. If the rescan cannot read the store now, the
+            // pending rescan keeps later entries quarantined (fail closed) until a refresh
+            // completes it.
+            let _ = self.rescan_quarantine(from);
+        }
+        Ok(out)
+    }
+
+    /// Records a stored entry at leaf index `index`: the label index, then what the entry does
+    /// besides being stored (keyring, tombstone, flags, leases; see `apply_effects`) and
+    /// quarantine propagation. A quarantine rescan it calls for is left pending in
+    /// `pending_rescan` for the caller to run.
+    pub(super) fn index_stored(
+        &mut self,
+        s: &SignedEntry,
+        index: u64,
+        label: Label,
+        content: Option<&[u8]>,
+    ) -> Appended {
+        let e = s.entry();
+        self.index.insert(
+            s.id(),
+            Meta {
+                index,
+                label,
+                tombstoned: false,
+            },
+        );
+        let from = self.apply_effects(s.id(), index, e, content);
+        self.pending_rescan = earliest(self.pending_rescan, from);
+        self.quarantine.on_entry(&s.id(), &e.parents, &self.policy);
+        Appended {
+            id: s.id(),
+            index,
+            label,
+        }
+    }
+
+    /// Checks a signed entry against the log (and the batch so far) and labels it.
+    /// Checks the next entry of a batch ([`Ledger::check`] against the ledger and the batch's
+    /// earlier entries; not already stored or in the batch; at most one forensic entry per
+    /// target, since forensic entries are checked against the state before the batch) and
+    /// records it in `admitted` with the provisional `index`. Shared by `append_signed` and
+    /// `submit_signed`.
+    pub(crate) fn admit(
+        &self,
+        admitted: &mut Admitted,
+        index: u64,
+        s: &SignedEntry,
+        content: &[u8],
+    ) -> Result<Label, LedgerError> {
+        let e = s.entry();
+        // Forensic kinds: those with a target, apart from tombstones.
+        if e.kind.has_target() && e.kind != Kind::Tombstone {
+            if let Some(t) = e.target {
+                if !admitted.forensic_targets.insert(t) {
+                    return Err(LedgerError::BatchConflict(t));
+                }
+            }
+        }
+        let label = self.check(s, content, &admitted.entries, &admitted.keys)?;
+        if admitted.entries.contains_key(&s.id()) || self.index.contains(&s.id()) {
+            return Err(LedgerError::Duplicate(s.id()));
+        }
+        if let Some(b) = &e.binding {
+            admitted.keys.insert(b.key, b.role);
+        }
+        admitted.entries.insert(
+            s.id(),
+            Meta {
+                index,
+                label,
+                tombstoned: false,
+            },
+        );
+        Ok(label)
+    }
+
+    fn check(
+        &self,
+        s: &SignedEntry,
+        content: &[u8],
+        pending: &HashMap<EntryId, Meta>,
+        pending_keys: &HashMap<KeyId, Role>,
+    ) -> Result<Label, LedgerError> {
+        let e = s.entry();
+        let role = self
+            .keyring
+            .get(&e.writer)
+            .map(|(r, _, _)| *r)
+            .or_else(|| pending_keys.get(&e.writer).copied())
+            .ok_or(LedgerError::UnknownWriter(e.writer))?;
+        if Hash32::digest(content) != e.content_hash {
+            return Err(LedgerError::ContentMismatch);
+        }
+        match e.kind {
+            // spec/record.md §5.4 rule 1: only the log key itself writes keyring entries.
+            Kind::Keyring if e.writer != self.signer.key_id() => {
+                return Err(LedgerError::NotLogKey)
+            }
+            Kind::Tombstone if role.is_untrusted() => {
+                return Err(LedgerError::UntrustedTombstone(e.writer))
+            }
+            Kind::Lease => {
+                if !matches!(role, Role::Agent | Role::User | Role::System) {
+                    return Err(LeaseError::NotAuthorised.into());
+                }
+                parse_lease_terms(content)?;
+                if let Some(t) = &e.target {
+                    self.leases.check_claim(t, &e.writer, e.time_ms)?;
+                }
+            }
+            Kind::Replacement => {
+                if let Some(t) = &e.target {
+                    self.leases
+                        .check_replacement(t, &e.writer, role, e.time_ms)?;
+                }
+            }
+            _ => {}
+        }
+        self.quarantine.check(e.kind, role, e.target.as_ref())?;
+        if let Some(b) = &e.binding {
+            // Rule 2: no second log key. Rule 3: a key is bound at most once.
+            if b.role == Role::Log {
+                return Err(LedgerError::BindsLogRole(b.key));
+            }
+            let bound = self
+                .keyring
+                .get(&b.key)
+                .map(|(r, _, _)| *r)
+                .or_else(|| pending_keys.get(&b.key).copied());
+            if let Some(bound) = bound {
+                return Err(LedgerError::Rebind { key: b.key, bound });
+            }
+        }
+        let lookup = |id: &EntryId| self.index.get(id).or_else(|| pending.get(id).copied());
+        if let Some(t) = &e.target {
+            lookup(t).ok_or(LedgerError::UnknownTarget(*t))?;
+        }
+        let mut parents = Vec::with_capacity(e.parents.len());
+        for p in &e.parents {
+            let m = lookup(&p.id).ok_or(LedgerError::UnknownParent(p.id))?;
+            parents.push((p.weight, m.label));
+        }
+        Ok(self.policy.label(role, parents))
+    }
+}

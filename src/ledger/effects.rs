@@ -1,0 +1,215 @@
+//! Forensic effects: what an accepted entry does besides being stored (keyring, tombstones,
+//! flags and releases, leases), the quarantine rescan, and the forensic appends and queries
+//! (`spec/forensics.md`).
+
+use super::{Appended, Ledger, LedgerError};
+use crate::lineage::lease::{parse_lease_terms, LeaseBook};
+use crate::lineage::quarantine::{Quarantine, Reach, Rescan};
+use crate::record::{parse_unverified, EntryId, Hash32, Kind, Parent, ProvEntry, WriterKey};
+use crate::store::{Store, StoreError};
+
+impl<S: Store> Ledger<S> {
+    /// Applies what an accepted entry does besides being stored: keyring bindings,
+    /// tombstones, flags and releases, leases and replacements. Returns the leaf after which
+    /// the quarantined set must be rescanned, if any.
+    pub(super) fn apply_effects(
+        &mut self,
+        id: EntryId,
+        index: u64,
+        e: &ProvEntry,
+        content: Option<&[u8]>,
+    ) -> Option<u64> {
+        if let Some(b) = &e.binding {
+            self.keyring
+                .insert(b.key, (b.role, b.name.clone(), b.key.public_key().ok()));
+        }
+        match e.kind {
+            Kind::Tombstone => {
+                if let Some(t) = &e.target {
+                    self.index.tombstone(t);
+                }
+                None
+            }
+            Kind::Lease | Kind::Replacement => {
+                // Terms count only if they are the signed ones (the store is trusted for
+                // availability, not integrity); otherwise the longest lease is assumed.
+                let ttl = content
+                    .filter(|c| Hash32::digest(c) == e.content_hash)
+                    .and_then(|c| parse_lease_terms(c).ok());
+                self.leases
+                    .apply(id, e.kind, e.writer, e.target, e.time_ms, ttl);
+                None
+            }
+            Kind::Quarantine | Kind::QuarantineStrong | Kind::Release => {
+                let target_index = e.target.as_ref().and_then(|t| self.index_of(t));
+                match self
+                    .quarantine
+                    .apply(id, index, e.kind, e.target, target_index)
+                {
+                    Rescan::From(i) => Some(i),
+                    Rescan::No => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Brings the quarantined set up to date by feeding it every entry after leaf `from`
+    /// (parsed, not re-verified: this handle or another verified them at append).
+    pub(super) fn rescan_quarantine(&mut self, from: u64) -> Result<(), LedgerError> {
+        self.pending_rescan = Some(from);
+        let store = &self.store;
+        let entries = (from.saturating_add(1)..self.size).map(|i| {
+            let bytes = store
+                .entry_bytes(i)?
+                .ok_or(LedgerError::Store(StoreError::Corrupt(format!(
+                    "entry {i} missing"
+                ))))?;
+            let e = parse_unverified(&bytes)?;
+            Ok::<_, LedgerError>((EntryId::of_cose(&bytes), e.parents))
+        });
+        self.quarantine.rescan(entries, &self.policy)?;
+        self.pending_rescan = None;
+        Ok(())
+    }
+
+    /// Deletes `target` by appending a tombstone signed by `key`: the target leaves retrieval,
+    /// stays in the tree, and its descendants keep their labels.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownTarget`]; [`LedgerError::UntrustedTombstone`] for tool/external
+    /// writers; append errors.
+    pub fn tombstone(
+        &mut self,
+        target: EntryId,
+        key: &WriterKey,
+        reason: &str,
+    ) -> Result<Appended, LedgerError> {
+        let mut e = ProvEntry::new(key.key_id(), Kind::Tombstone, reason.as_bytes());
+        e.target = Some(target);
+        self.append(e, key, reason.as_bytes())
+    }
+
+    /// Forensics: flags `source` as bad (an advisory says so), quarantining everything that
+    /// descends from it over `reach` edges (`spec/forensics.md` §2). Appends a signed
+    /// [`Kind::Quarantine`] / [`Kind::QuarantineStrong`] entry whose content is `reason`.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownTarget`]; [`QuarantineError::NotAuthorised`] unless `key` is a
+    /// user, system or log principal; append errors. Nothing is changed on error.
+    pub fn flag(
+        &mut self,
+        source: EntryId,
+        reach: Reach,
+        key: &WriterKey,
+        reason: &str,
+    ) -> Result<Appended, LedgerError> {
+        let mut e = ProvEntry::new(key.key_id(), reach.kind(), reason.as_bytes());
+        e.target = Some(source);
+        self.append(e, key, reason.as_bytes())
+    }
+
+    /// Forensics: lifts the quarantine made by the flag entry `flag`, with a reason. Entries
+    /// stay quarantined if another active flag still reaches them.
+    ///
+    /// # Errors
+    /// [`QuarantineError::NotAFlag`], [`QuarantineError::AlreadyReleased`],
+    /// [`QuarantineError::NotAuthorised`]; append errors.
+    pub fn release(
+        &mut self,
+        flag: EntryId,
+        key: &WriterKey,
+        reason: &str,
+    ) -> Result<Appended, LedgerError> {
+        let mut e = ProvEntry::new(key.key_id(), Kind::Release, reason.as_bytes());
+        e.target = Some(flag);
+        self.append(e, key, reason.as_bytes())
+    }
+
+    /// The quarantine state (active flags, quarantined entries).
+    pub fn quarantine(&self) -> &Quarantine {
+        &self.quarantine
+    }
+
+    /// Whether `id` is quarantined. O(1). While a quarantine rescan is pending (a store read
+    /// failed), every entry after the rescan point counts as quarantined (fail closed).
+    pub fn is_quarantined(&self, id: &EntryId) -> bool {
+        self.quarantine.is_quarantined(id)
+            || self
+                .pending_rescan
+                .is_some_and(|from| self.index_of(id).is_some_and(|i| i > from))
+    }
+
+    /// The shortest path from a flagged source to `id` over edges that carry the quarantine
+    /// (source first); `None` when `id` is not quarantined. See
+    /// [`Quarantine::path_to_source`] for the tie rule.
+    ///
+    /// # Errors
+    /// Store and decode errors.
+    pub fn quarantine_path(
+        &self,
+        id: &EntryId,
+    ) -> Result<Option<(Vec<EntryId>, Reach)>, LedgerError> {
+        self.quarantine
+            .path_to_source(id, &self.policy, |x| self.parents_of(x))
+    }
+
+    /// The parents of `id` with their weights, read and verified from the store.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownEntry`]; store and decode errors.
+    pub fn parents_of(&self, id: &EntryId) -> Result<Vec<Parent>, LedgerError> {
+        Ok(self.get(id)?.entry().parents.clone())
+    }
+
+    /// The lease and replacement state of rework targets.
+    pub fn leases(&self) -> &LeaseBook {
+        &self.leases
+    }
+
+    /// Forensics: claims the rework of `target` for `ttl_ms` milliseconds from `now_ms`
+    /// (`spec/forensics.md` §5), appending a signed [`Kind::Lease`] entry. Catches up with other
+    /// writers first, so the claim is judged against the latest log.
+    ///
+    /// # Errors
+    /// [`LeaseError::Held`] while another worker's lease is live; [`LeaseError::Done`] once
+    /// the target was replaced; [`LeaseError::BadTerms`] for `ttl_ms` 0 or above
+    /// [`crate::lineage::lease::MAX_TTL_MS`]; append errors.
+    pub fn claim_lease(
+        &mut self,
+        target: EntryId,
+        key: &WriterKey,
+        ttl_ms: u64,
+        now_ms: u64,
+    ) -> Result<Appended, LedgerError> {
+        self.refresh()?;
+        let terms = crate::lineage::lease::lease_terms(ttl_ms);
+        let mut e = ProvEntry::new(key.key_id(), Kind::Lease, &terms).with_time_ms(now_ms);
+        e.target = Some(target);
+        self.append(e, key, &terms)
+    }
+}
+
+/// The earlier of two optional leaf indexes.
+pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Whether entries of `kind` change state beyond their own label (keyring, tombstone,
+/// quarantine, lease): such entries are decoded when another handle's appends are read.
+pub(super) fn has_effects(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Keyring
+            | Kind::Tombstone
+            | Kind::Quarantine
+            | Kind::QuarantineStrong
+            | Kind::Release
+            | Kind::Lease
+            | Kind::Replacement
+    )
+}

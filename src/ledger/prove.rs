@@ -1,0 +1,157 @@
+//! Checkpoints and proofs: [`Ledger::checkpoint`], [`Ledger::prove_inclusion`],
+//! [`Ledger::prove_consistency`], [`Ledger::prove`], and the store as a [`HashSource`].
+
+use super::{Ledger, LedgerError};
+use crate::log::{
+    prove_inclusion, tree_root, ConsistencyProof, HashSource, InclusionProof, LogError,
+    ProofBundle, RootHash, VerifiedCheckpoint,
+};
+use crate::record::EntryId;
+use crate::store::Store;
+
+impl<S: Store> Ledger<S> {
+    /// The root hash of the current tree.
+    ///
+    /// # Errors
+    /// Store errors.
+    pub fn root(&self) -> Result<RootHash, LedgerError> {
+        Ok(tree_root(self.size, &StoreSource(&self.store))?)
+    }
+
+    /// A verified checkpoint for the current tree size: the stored one if it is current,
+    /// otherwise a newly signed one, stored and verified before it is returned. A new head is
+    /// signed only if the stored tree extends the last signed one (consistency proof).
+    ///
+    /// # Errors
+    /// [`LedgerError::TreeInconsistent`] when the stored tree hashes do not match the last
+    /// signed checkpoint; store, tree and checkpoint errors.
+    pub fn checkpoint(&mut self) -> Result<VerifiedCheckpoint, LedgerError> {
+        if let Some(c) = &self.checkpoint {
+            if c.size() == self.size {
+                return Ok(c.clone());
+            }
+        }
+        let verifier = self.verifier()?;
+        let root = self.root()?;
+        let latest = self.store.latest_checkpoint()?;
+        let c = match latest {
+            Some((size, note)) if size == self.size => {
+                let c = verifier.verify(&note)?;
+                // The stored hashes must still give the signed root.
+                if c.root() != root {
+                    return Err(LedgerError::TreeInconsistent { signed_size: size });
+                }
+                c
+            }
+            previous => {
+                let c = verifier.verify(&self.signer.sign(self.size, &root))?;
+                // Never sign a head that does not extend the last one: a corrupted hash in
+                // the store would otherwise be signed into the log's history as a fork.
+                if let Some((size, note)) = previous.filter(|(size, _)| *size > 0) {
+                    let old = verifier.verify(&note)?;
+                    let proof =
+                        crate::log::prove_consistency(size, self.size, &StoreSource(&self.store))
+                            .map_err(|_| LedgerError::TreeInconsistent { signed_size: size })?;
+                    old.verify_consistency(&c, &proof)
+                        .map_err(|_| LedgerError::TreeInconsistent { signed_size: size })?;
+                }
+                self.store.put_checkpoint(self.size, c.note())?;
+                c
+            }
+        };
+        self.checkpoint = Some(c.clone());
+        Ok(c)
+    }
+
+    /// An inclusion proof for `id` against the tree of the current checkpoint.
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownEntry`]; tree errors.
+    pub fn prove_inclusion(
+        &mut self,
+        id: &EntryId,
+    ) -> Result<(InclusionProof, VerifiedCheckpoint), LedgerError> {
+        let c = self.checkpoint()?;
+        let m = self.index.get(id).ok_or(LedgerError::UnknownEntry(*id))?;
+        let proof = prove_inclusion(c.size(), m.index, &StoreSource(&self.store))?;
+        Ok((proof, c))
+    }
+
+    /// A consistency proof from tree size `old_size` to the current checkpoint.
+    ///
+    /// # Errors
+    /// Tree errors (e.g. `old_size` 0 or larger than the tree).
+    pub fn prove_consistency(
+        &mut self,
+        old_size: u64,
+    ) -> Result<(ConsistencyProof, VerifiedCheckpoint), LedgerError> {
+        let c = self.checkpoint()?;
+        let proof = crate::log::prove_consistency(old_size, c.size(), &StoreSource(&self.store))?;
+        Ok((proof, c))
+    }
+
+    /// An offline proof bundle for `id` (entry, audit path, signed checkpoint).
+    ///
+    /// # Errors
+    /// As [`Ledger::prove_inclusion`].
+    pub fn prove(&mut self, id: &EntryId) -> Result<ProofBundle, LedgerError> {
+        let (proof, c) = self.prove_inclusion(id)?;
+        let entry = self.get(id)?;
+        Ok(ProofBundle {
+            entry: entry.cose().to_vec(),
+            proof,
+            checkpoint: c.note().to_vec(),
+        })
+    }
+}
+
+/// Adapts a [`Store`] to the log's [`HashSource`], so proofs can be built from any store
+/// (e.g. by an auditor holding a copy of the ledger file).
+pub struct StoreSource<'a, S: Store>(pub &'a S);
+
+impl<S: Store> HashSource for StoreSource<'_, S> {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {
+        self.0
+            .read_hashes(indexes)
+            .map_err(|e| LogError::Source(e.to_string()))
+    }
+}
+
+/// Store hashes plus the not-yet-stored hashes of the batch being appended.
+pub(super) struct Overlay<'a, S: Store> {
+    pub(super) store: &'a S,
+    pub(super) start: u64,
+    pub(super) pending: Vec<[u8; 32]>,
+}
+
+impl<S: Store> HashSource for Overlay<'_, S> {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {
+        let stored: Vec<u64> = indexes
+            .iter()
+            .copied()
+            .filter(|i| *i < self.start)
+            .collect();
+        // Within a batch most hashes are the batch's own: ask the store only when needed.
+        let from_store = if stored.is_empty() {
+            Vec::new()
+        } else {
+            StoreSource(self.store).read_hashes(&stored)?
+        };
+        let mut from_store = from_store.into_iter();
+        indexes
+            .iter()
+            .map(|&i| {
+                if i < self.start {
+                    from_store
+                        .next()
+                        .ok_or_else(|| LogError::Source(format!("hash {i} missing")))
+                } else {
+                    usize::try_from(i - self.start)
+                        .ok()
+                        .and_then(|k| self.pending.get(k).copied())
+                        .ok_or_else(|| LogError::Source(format!("hash {i} missing")))
+                }
+            })
+            .collect()
+    }
+}

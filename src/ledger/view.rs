@@ -1,0 +1,97 @@
+//! The ledger as the gate sees it: [`LineageView`] and the untrusted path behind a label.
+
+use super::{Ledger, LedgerError};
+use crate::gate::{Decision, LineageView, Policy, ToolCall};
+use crate::lineage::{Label, WeakRule};
+use crate::record::EntryId;
+use crate::store::Store;
+use std::collections::{HashMap, HashSet, VecDeque};
+
+impl<S: Store> Ledger<S> {
+    /// The shortest lineage path to `id` from the External entry that makes it untrusted
+    /// (source first, `id` last),
+    /// following edges that propagate labels (strong edges; under the fail-closed rule, weak
+    /// edges of an entry with no strong parent). `[id]` when `id` is itself External; empty when
+    /// `id` is not untrusted. Ties: parents are explored in ascending id order, first found wins.
+    ///
+    /// # Errors
+    /// Store and decode errors.
+    pub fn untrusted_path(&self, id: &EntryId) -> Result<Vec<EntryId>, LedgerError> {
+        match self.label(id) {
+            None => return Err(LedgerError::UnknownEntry(*id)),
+            Some(l) if !l.is_untrusted() => return Ok(Vec::new()),
+            _ => {}
+        }
+        let mut prev: HashMap<EntryId, EntryId> = HashMap::new();
+        let mut seen: HashSet<EntryId> = HashSet::from([*id]);
+        let mut queue = VecDeque::from([*id]);
+        while let Some(cur) = queue.pop_front() {
+            if self.label(&cur) == Some(Label::External) {
+                let mut path = vec![cur];
+                let mut at = cur;
+                while let Some(p) = prev.get(&at) {
+                    path.push(*p);
+                    at = *p;
+                }
+                return Ok(path);
+            }
+            for p in self.propagating_parents(&cur)? {
+                if self.label(&p).is_some_and(Label::is_untrusted) && seen.insert(p) {
+                    prev.insert(p, cur);
+                    queue.push_back(p);
+                }
+            }
+        }
+        Ok(vec![*id])
+    }
+
+    /// Parents of `id` whose labels reach it under the ledger's policy.
+    fn propagating_parents(&self, id: &EntryId) -> Result<Vec<EntryId>, LedgerError> {
+        let e = self.get(id)?;
+        let parents = &e.entry().parents;
+        let strong: Vec<EntryId> = parents
+            .iter()
+            .filter(|p| self.policy.is_strong(p.weight))
+            .map(|p| p.id)
+            .collect();
+        Ok(match (strong.is_empty(), self.policy.weak_rule) {
+            (false, _) | (true, WeakRule::FailOpen) => strong,
+            (true, WeakRule::FailClosed) => parents.iter().map(|p| p.id).collect(),
+        })
+    }
+}
+
+impl<S: Store> LineageView for Ledger<S> {
+    fn label_of(&self, id: &EntryId) -> Option<Label> {
+        self.label(id)
+    }
+
+    fn tombstoned(&self, id: &EntryId) -> bool {
+        self.is_tombstoned(id)
+    }
+
+    fn path_to_source(&self, id: &EntryId) -> Vec<EntryId> {
+        // A path is explanation only; the decision never depends on it.
+        self.untrusted_path(id).unwrap_or_default()
+    }
+
+    fn quarantined(&self, id: &EntryId) -> bool {
+        self.is_quarantined(id)
+    }
+
+    fn principal_of(&self, id: &EntryId) -> Option<String> {
+        let e = self.get(id).ok()?;
+        self.principal(&e.writer())
+            .map(|(_, name)| name.to_string())
+    }
+}
+
+impl<S: Store> Ledger<S> {
+    /// M6: the gate's decision for `call` under `policy`, from this ledger's labels.
+    /// See [`Policy::decide`].
+    pub fn gate(&self, policy: &Policy, call: &ToolCall) -> Decision {
+        let span = crate::gate::span(call);
+        let _g = span.enter();
+        crate::gate::record(&span, policy.decide(call, self))
+    }
+}

@@ -1,0 +1,220 @@
+//! Fail closed (`spec/gate.md` §7, issue 19): no allow may rest on anything the deciding
+//! process has not verified. Each test records the injected Claude Code session of
+//! `tests/hooks/claude-injected.jsonl` through the real `memlineage hook` binary into a real
+//! SQLite ledger file, then applies a documented remedy, or an edit a store-only attacker
+//! (who can write every byte of the file but holds no key) can make, and requires that the
+//! payment to the attacker's IBAN is still refused (exit 2).
+
+use memlineage::front::keystore::KeyStore;
+use memlineage::record::{Kind, SignedEntry};
+use memlineage::store::{SqliteStore, Store};
+use memlineage::Ledger;
+use rusqlite::Connection;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+#[path = "common/cli_support.rs"]
+#[allow(dead_code)]
+mod cli_support;
+use cli_support::{ok, run};
+
+/// One hook event of the fixture: the hook name and the bytes on stdin.
+struct Event {
+    hook: String,
+    input: Vec<u8>,
+    want_exit: i32,
+}
+
+fn events() -> Vec<Event> {
+    let text = std::fs::read_to_string("tests/hooks/claude-injected.jsonl").unwrap();
+    text.lines()
+        .map(|line| {
+            let c: Value = serde_json::from_str(line).unwrap();
+            Event {
+                hook: c["hook"].as_str().unwrap().to_string(),
+                input: serde_json::to_vec(&c["event"]).unwrap(),
+                want_exit: c["want_exit"].as_i64().unwrap() as i32,
+            }
+        })
+        .collect()
+}
+
+/// A ledger in a temp dir with the prompt and the injected bill recorded by the hooks.
+struct Recorded {
+    dir: tempfile::TempDir,
+    events: Vec<Event>,
+}
+
+impl Recorded {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        ok(&run(&["init", "l.db"], dir.path(), None));
+        let r = Recorded {
+            dir,
+            events: events(),
+        };
+        for e in r.events.iter().take(2) {
+            let out = r.hook(e);
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+        }
+        r
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn hook(&self, e: &Event) -> std::process::Output {
+        run(&["hook", &e.hook, "l.db"], self.dir.path(), Some(&e.input))
+    }
+
+    /// Runs the two payment attempts of the fixture (to the attacker's IBAN, and of the
+    /// bill's amount) and the unrelated Bash call; asserts each exit code.
+    fn assert_payments_refused(&self, what: &str) {
+        for e in &self.events[2..4] {
+            let out = self.hook(e);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{what}: a payment from the injected bill must stay refused; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert_eq!(
+            self.hook(&self.events[4]).status.code(),
+            Some(self.events[4].want_exit)
+        );
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        ok(&run(args, self.dir.path(), None))
+    }
+
+    /// The id (hex) of the first entry of `kind`.
+    fn first(&self, kind: Kind) -> String {
+        let store = SqliteStore::open(&self.path("l.db")).unwrap();
+        for i in 0..store.tree_size().unwrap() {
+            let bytes = store.entry_bytes(i).unwrap().unwrap();
+            let e = SignedEntry::decode(&bytes).unwrap();
+            if e.entry().kind == kind {
+                return e.id().to_string();
+            }
+        }
+        panic!("no {kind:?} entry");
+    }
+
+    fn sql(&self, statement: &str) -> usize {
+        let c = Connection::open(self.path("l.db")).unwrap();
+        c.execute(statement, []).unwrap()
+    }
+}
+
+#[test]
+fn payments_are_refused_before_any_remedy() {
+    let r = Recorded::new();
+    r.assert_payments_refused("no remedy");
+}
+
+#[test]
+fn flagging_the_injected_output_keeps_it_tainting() {
+    for reach in ["all", "strong"] {
+        let r = Recorded::new();
+        let bill = r.first(Kind::ToolResult);
+        r.cli(&[
+            "flag", "l.db", &bill, "--reason", "advisory", "--reach", reach,
+        ]);
+        r.assert_payments_refused(&format!("flag --reach {reach}"));
+        assert!(r.cli(&["verify", "l.db"]).contains("OK"));
+    }
+}
+
+#[test]
+fn releasing_then_reflagging_keeps_it_tainting() {
+    let r = Recorded::new();
+    let bill = r.first(Kind::ToolResult);
+    r.cli(&["flag", "l.db", &bill, "--reason", "advisory"]);
+    let flag = r.first(Kind::Quarantine);
+    r.cli(&["release", "l.db", &flag, "--reason", "false alarm"]);
+    r.assert_payments_refused("released");
+    r.cli(&["flag", "l.db", &bill, "--reason", "advisory again"]);
+    r.assert_payments_refused("flagged again");
+}
+
+#[test]
+fn a_users_tombstone_of_the_injected_output_keeps_it_tainting() {
+    let r = Recorded::new();
+    let bill = memlineage::record::EntryId::from_hex(&r.first(Kind::ToolResult)).unwrap();
+    {
+        let mut keys = KeyStore::load(&r.path("l.db.key")).unwrap();
+        let mut ledger = Ledger::open(
+            SqliteStore::open(&r.path("l.db")).unwrap(),
+            keys.log_signer().unwrap(),
+        )
+        .unwrap();
+        let (user, _, _) = keys
+            .principal("user", Some(memlineage::record::Role::User))
+            .unwrap();
+        ledger.tombstone(bill, &user, "forget that bill").unwrap();
+        assert!(ledger.is_tombstoned(&bill));
+    }
+    r.assert_payments_refused("tombstoned");
+}
+
+#[test]
+fn an_edited_content_row_makes_the_source_unverifiable_not_absent() {
+    let r = Recorded::new();
+    // The store-only attacker rewrites the stored text of the injected bill (no key needed).
+    let n = r.sql(
+        "UPDATE content SET bytes = CAST('Bill for December: 98.70' AS BLOB) \
+         WHERE CAST(bytes AS TEXT) LIKE '%US1330000%'",
+    );
+    assert_eq!(n, 1);
+    r.assert_payments_refused("edited content row");
+}
+
+#[test]
+fn a_deleted_content_row_makes_the_source_unverifiable_not_absent() {
+    let r = Recorded::new();
+    let n = r.sql("DELETE FROM content WHERE CAST(bytes AS TEXT) LIKE '%US1330000%'");
+    assert_eq!(n, 1);
+    r.assert_payments_refused("deleted content row");
+}
+
+#[test]
+fn a_ledger_rolled_back_under_a_live_session_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&run(&["init", "l.db"], dir.path(), None));
+    let evs = events();
+    let hook = |e: &Event| run(&["hook", &e.hook, "l.db"], dir.path(), Some(&e.input));
+    assert_eq!(hook(&evs[0]).status.code(), Some(0));
+    // A copy of the ledger taken before the injected tool output was recorded.
+    let copy = snapshot(dir.path());
+    assert_eq!(hook(&evs[1]).status.code(), Some(0));
+    restore(dir.path(), &copy);
+    for e in &evs[2..4] {
+        let out = hook(e);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "rolled back: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The ledger file and its WAL side files, as bytes.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    ["l.db", "l.db-wal", "l.db-shm"]
+        .iter()
+        .filter_map(|f| std::fs::read(dir.join(f)).ok().map(|b| (f.to_string(), b)))
+        .collect()
+}
+
+fn restore(dir: &Path, files: &[(String, Vec<u8>)]) {
+    for f in ["l.db", "l.db-wal", "l.db-shm"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    for (name, bytes) in files {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}

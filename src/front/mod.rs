@@ -237,6 +237,12 @@ impl<S: Store, K: Keys> Front<S, K> {
         &self.keys
     }
 
+    /// The key source, to sign as another of the front's principals (the MCP server's flag
+    /// entries, `spec/mcp.md` §2.5).
+    pub fn keys_mut(&mut self) -> &mut K {
+        &mut self.keys
+    }
+
     /// Records a user prompt (principal [`USER`], role user: Trusted) and adds it to the read
     /// set.
     ///

@@ -5,7 +5,7 @@
 use super::{key_path, load_policy, lock_key_file, open, Res};
 use clap::ValueEnum;
 use memlineage::front::hook::{handle, FileSessions, HookEvent, HookOutcome, EXIT_BLOCK};
-use memlineage::front::mcp::LedgerServer;
+use memlineage::front::mcp::{stdio, LedgerServer, ReadSet, SharedKeyFile};
 use memlineage::front::{Front, KeyFile};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -35,22 +35,46 @@ impl HookArg {
     }
 }
 
-/// Runs the MCP server on standard input/output until the client closes it.
-pub fn mcp(ledger: &Path, policy: Option<PathBuf>, writer: &str, session: &str) -> Res<ExitCode> {
+/// Runs the MCP server on standard input/output until the client closes it. With `session`,
+/// gate checks use that hook session's reads (`LEDGER.sessions/`); without, every entry of
+/// the ledger (`spec/mcp.md` §1).
+pub fn mcp(
+    ledger: &Path,
+    policy: Option<PathBuf>,
+    writer: &str,
+    session: Option<&str>,
+) -> Res<ExitCode> {
     let _telemetry = telemetry::init(true);
-    let front = front(ledger, policy)?.with_agent(writer);
-    let server = LedgerServer::new(front, session);
+    let policy = load_policy(policy)?;
+    let (l, _) = open(ledger)?;
+    let keys = SharedKeyFile(key_path(ledger));
+    let front = Front::new(l, policy, keys).with_agent(writer);
+    let reads = match session {
+        Some("") => return Err("--session: a session id is not empty".into()),
+        Some(id) => ReadSet::Session {
+            sessions: Box::new(FileSessions(sessions_dir(ledger))),
+            id: id.to_string(),
+        },
+        None => ReadSet::Ledger {
+            sessions_dir: Some(sessions_dir(ledger)),
+        },
+    };
+    let mut lock = key_path(ledger).into_os_string();
+    lock.push(".lock");
+    let server = LedgerServer::new(front, reads).with_lock(PathBuf::from(lock));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
-        use rmcp::ServiceExt;
-        tracing::info!(ledger = %ledger.display(), "memlineage mcp: serving on stdio");
-        let running = server.serve(rmcp::transport::stdio()).await?;
-        running.waiting().await?;
-        Ok::<(), Box<dyn std::error::Error>>(())
-    })?;
+    tracing::info!(ledger = %ledger.display(), "memlineage mcp: serving on stdio");
+    rt.block_on(stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `LEDGER.sessions`: the hooks' session files (`spec/hooks.md` §3).
+fn sessions_dir(ledger: &Path) -> PathBuf {
+    let mut dir = ledger.as_os_str().to_owned();
+    dir.push(".sessions");
+    PathBuf::from(dir)
 }
 
 /// Handles one hook event from standard input. Any failure before the event is decided blocks

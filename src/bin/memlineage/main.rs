@@ -389,9 +389,10 @@ enum Cmd {
         /// The principal (role agent) that signs ledger_append entries.
         #[arg(long, default_value = "agent")]
         writer: String,
-        /// Name of the session this connection's reads are recorded in.
-        #[arg(long, default_value = "mcp")]
-        session: String,
+        /// The agent's session id, shared with the hooks (e.g. Claude Code's session_id):
+        /// gate checks use the reads they recorded. Default: every entry of the ledger.
+        #[arg(long)]
+        session: Option<String>,
     },
     /// Command hook for Claude Code and Codex: one JSON event on standard input
     /// (spec/hooks.md). pre-tool-use exits 2 with the reason on stderr to block a call.
@@ -584,7 +585,7 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             policy,
             writer,
             session,
-        } => front::mcp(&ledger, policy, &writer, &session),
+        } => front::mcp(&ledger, policy, &writer, session.as_deref()),
         Cmd::Hook {
             event,
             ledger,

@@ -345,3 +345,31 @@ fn hidden_quarantine_state_is_refused() {
         }
     }
 }
+
+/// The session file beside the ledger lists the session's reads, sealed under the log key
+/// (`spec/hooks.md` §3). Removing the injected read from it (with or without the seal) must not
+/// turn the refusal into an allow.
+#[test]
+fn a_read_removed_from_the_session_record_refuses() {
+    for keep_seal in [true, false] {
+        let r = Recorded::new();
+        let bill = r.first(Kind::ToolResult);
+        let dir = r.path("l.db.sessions");
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut s: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let reads = s["reads"].as_array_mut().unwrap();
+        let before = reads.len();
+        reads.retain(|id| id.as_str() != Some(bill.as_str()));
+        assert_eq!(reads.len() + 1, before, "the bill was a read");
+        if !keep_seal {
+            s.as_object_mut().unwrap().remove("seal");
+        }
+        std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
+        r.assert_payments_refused(&format!("read removed, seal kept: {keep_seal}"));
+    }
+}

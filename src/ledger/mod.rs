@@ -300,6 +300,13 @@ impl<S: Store> Ledger<S> {
         Ok(self.policy.label(role, parents))
     }
 
+    /// An HMAC-SHA-256 tag over `domain || message` under a key derived from the log's secret
+    /// key (the label seal's key, [`seal`]): for records kept beside the store that only a
+    /// holder of the log key may write, such as session files (`spec/hooks.md` §3).
+    pub fn seal_tag(&self, domain: &[u8], message: &[u8]) -> [u8; 32] {
+        self.seal_key.tag(domain, message)
+    }
+
     /// The stored form of the label seal over the index extended by `extra` (entries about
     /// to be stored, in leaf order).
     pub(crate) fn seal_after(

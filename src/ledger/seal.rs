@@ -93,15 +93,28 @@ impl SealKey {
     }
 
     fn mac(&self, chain: &Chain) -> Hmac<Sha256> {
-        // HMAC zero-pads a key shorter than the hash's 64-byte block (RFC 2104 §2), so the
-        // padded block key gives the same MAC as the 32-byte key, with no fallible path.
-        let mut block = [0u8; 64];
-        block[..32].copy_from_slice(&self.0);
-        let mut m = <Hmac<Sha256> as KeyInit>::new(&block.into());
+        let mut m = self.keyed();
         m.update(TAG_PREFIX);
         m.update(&chain.size.to_be_bytes());
         m.update(&chain.head);
         m
+    }
+
+    /// An HMAC-SHA-256 tag under this key over `domain || message`, for other records the
+    /// fronts keep beside the store (session files, `spec/hooks.md` §3).
+    pub(crate) fn tag(&self, domain: &[u8], message: &[u8]) -> [u8; 32] {
+        let mut m = self.keyed();
+        m.update(domain);
+        m.update(message);
+        m.finalize().into_bytes().into()
+    }
+
+    fn keyed(&self) -> Hmac<Sha256> {
+        // HMAC zero-pads a key shorter than the hash's 64-byte block (RFC 2104 §2), so the
+        // padded block key gives the same MAC as the 32-byte key, with no fallible path.
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&self.0);
+        <Hmac<Sha256> as KeyInit>::new(&block.into())
     }
 
     /// The stored form of a seal over `chain`: `v1 <size> <head hex> <tag hex>`.

@@ -26,7 +26,7 @@
 pub mod stdio;
 
 use crate::forensics::receipt::{receipt, Cause};
-use crate::front::hook::{Sessions, UNKNOWN_SESSION};
+use crate::front::hook::Sessions;
 use crate::front::keystore::KeyStore;
 use crate::front::{Front, FrontError, Keys, Refusal, Session, Verdict};
 use crate::gate::{Decision, Denial, ToolCall};
@@ -476,10 +476,9 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                     Ok(s) => (s, None),
                     Err(e) => (Session::new(id), Some(e.to_string())),
                 };
-                let (elsewhere, broken) = match sessions.load(UNKNOWN_SESSION) {
-                    Ok(u) => (u.unrecorded, broken),
-                    Err(e) => (0, broken.or(Some(e.to_string()))),
-                };
+                // A hook failure that cannot be tied to a session marks none (spec/hooks.md §5):
+                // only this session's own record counts.
+                let elsewhere = 0;
                 let before = session.reads.len();
                 let intact = broken.is_none();
                 let out = f(

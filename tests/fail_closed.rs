@@ -355,12 +355,12 @@ fn a_read_removed_from_the_session_record_refuses() {
         let r = Recorded::new();
         let bill = r.first(Kind::ToolResult);
         let dir = r.path("l.db.sessions");
+        // The session's own file (the directory also holds the pruning stamp).
         let file = std::fs::read_dir(&dir)
             .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
+            .map(|e| e.unwrap().path())
+            .find(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"{")))
+            .unwrap();
         let mut s: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         let reads = s["reads"].as_array_mut().unwrap();
         let before = reads.len();

@@ -338,6 +338,7 @@ fn wait_for(url: &str, app: &str, cond: &str) {
 /// the entries yet is exactly-once.
 #[test]
 fn pg_ledger_submit_labels_then_integrates() {
+    use memlineage::lineage::admission::AdmissionError;
     use memlineage::lineage::Label;
     use memlineage::record::{Parent, Weight};
     use memlineage::LedgerError;
@@ -387,7 +388,7 @@ fn pg_ledger_submit_labels_then_integrates() {
     // Same handle again: a duplicate, as for append.
     assert!(matches!(
         l.submit_signed(vec![(memo.clone(), &memo_text[..])]),
-        Err(LedgerError::Duplicate(_))
+        Err(LedgerError::Admission(AdmissionError::Duplicate(_)))
     ));
     // Not in the tree yet.
     assert_eq!(l.len(), 0);
@@ -400,7 +401,7 @@ fn pg_ledger_submit_labels_then_integrates() {
     .unwrap();
     assert!(matches!(
         l.submit_signed(vec![(s, &b"x"[..])]),
-        Err(LedgerError::UnknownWriter(_))
+        Err(LedgerError::Admission(AdmissionError::UnknownWriter(_)))
     ));
     let integrator = PgStore::connect(&url, &name).unwrap();
     assert_eq!(integrator.sequenced().unwrap(), 4);

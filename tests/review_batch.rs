@@ -10,6 +10,7 @@ use curve25519_dalek::edwards::CompressedEdwardsY;
 use curve25519_dalek::Scalar;
 use memlineage::audit::{audit_with_progress, AuditError, AuditProgress, Problem, AUDIT_CHUNK};
 use memlineage::ledger::decode_on_all_cores;
+use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::{Label, LabelPolicy};
 use memlineage::log::LogSigner;
 use memlineage::record::{
@@ -381,7 +382,13 @@ fn audit_chunks_keep_keyring_order_and_read_errors() {
         .iter()
         .map(|f| (f.index, f.problem.clone()))
         .collect();
-    assert_eq!(got, vec![(at as u64, Problem::UnknownWriter(z.key_id()))]);
+    assert_eq!(
+        got,
+        vec![(
+            at as u64,
+            Problem::Admission(AdmissionError::UnknownWriter(z.key_id()))
+        )]
+    );
     // A read error in chunk 1: the audit fails with it, after reporting chunk 0 only.
     let mut with_error: Vec<Read> = items.iter().cloned().map(Ok).collect();
     with_error[c0 as usize + 7] = Err("disk on fire".into());

@@ -188,7 +188,7 @@ fn review_a_tool_principal_cannot_preempt_healing_with_a_replacement() {
 /// §5.1/§5.2 vs audit: lease terms live in the (redactable) content. The live ledger judged the
 /// replacement with the real ttl; an audit that has the entries but not the content (the
 /// documented `(cose, label)` input of `audit::audit`) treats the lease as expired at once and
-/// names a perfectly valid rework as `Problem::Lease(NotHolder)`.
+/// names a perfectly valid rework as `Problem::Admission(AdmissionError::Lease(NotHolder))`.
 #[test]
 fn review_audit_without_content_agrees_with_the_ledger_on_leases() {
     let (mut l, k) = world(MemoryStore::default());

@@ -21,7 +21,7 @@ impl Ledger<PgStore> {
     /// Exactly-once: an entry the sequencer already holds (a retry after a crash or a lost
     /// reply, from any handle that does not know it yet) is not stored again and keeps its
     /// index. Submitting again through the handle that already knows it is
-    /// [`LedgerError::Duplicate`], as for `append_signed`.
+    /// [`crate::lineage::admission::AdmissionError::Duplicate`], as for `append_signed`.
     ///
     /// # Errors
     /// As [`Ledger::append_signed`] for the checks; [`LedgerError::Store`] from the

@@ -4,16 +4,15 @@
 //! The auditor needs only entry bytes in log order, the log's verifier key and a checkpoint
 //! note: it never opens the writer's store (`spec/lineage.md`, "Offline recomputation").
 
-use crate::ledger::decode_on_all_cores;
 use crate::lineage::admission::{admit, AdmissionError, AdmissionView};
 use crate::lineage::lease::{parse_lease_terms, LeaseBook};
 use crate::lineage::quarantine::Quarantine;
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
 use crate::record::{
-    parse_unverified, EntryId, KeyId, Kind, Parent, PublicKey, RecordError, Role, SignedEntry,
+    decode_on_all_cores, parse_unverified, EntryId, KeyId, Kind, Parent, PublicKey, RecordError,
+    Role, SignedEntry,
 };
-use crate::store::SqliteStore;
 use std::collections::HashMap;
 
 /// What an audit found.
@@ -316,39 +315,6 @@ where
     };
     report.root_matches = root == report.checkpoint.root();
     Ok(report)
-}
-
-/// A SQLite ledger's entries as audit items, in index order, read [`AUDIT_CHUNK`] at a time
-/// with [`SqliteStore::entries_from`] (one query per chunk; the audit reads the next chunk
-/// while the pool checks the signatures of this one). A read error is the last item.
-pub fn sqlite_items(store: &SqliteStore) -> impl Iterator<Item = Result<AuditItem, String>> + '_ {
-    let mut next = 0u64;
-    let mut buffered = Vec::new().into_iter();
-    let mut failed = false;
-    std::iter::from_fn(move || {
-        if failed {
-            return None;
-        }
-        if buffered.len() == 0 {
-            match store.entries_from(next, AUDIT_CHUNK) {
-                Ok(rows) => {
-                    next += rows.len() as u64;
-                    buffered = rows.into_iter();
-                }
-                Err(e) => {
-                    failed = true;
-                    return Some(Err(e.to_string()));
-                }
-            }
-        }
-        buffered.next().map(|(meta, cose, content)| {
-            Ok(AuditItem {
-                cose,
-                stored_label: Some(meta.label),
-                content,
-            })
-        })
-    })
 }
 
 /// Up to [`AUDIT_CHUNK`] items from the source; fewer only at its end.

@@ -12,7 +12,7 @@ mod ledger_support;
 
 use forensics_support::{signer, world, Keys};
 use ledger_support::put;
-use memlineage::audit::{audit, sqlite_items, AuditItem, Problem};
+use memlineage::audit::{audit, AuditItem, Problem};
 use memlineage::ledger::StoreSource;
 use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::lease::{lease_terms, LeaseError};
@@ -87,7 +87,7 @@ fn audit_verdict(path: &std::path::Path, (s, content): &Offer) -> Problem {
             content: Some(content.clone()),
         })
     });
-    let items = sqlite_items(&store).chain(extra);
+    let items = store.audit_items().chain(extra);
     let v = log.verifier();
     let r = audit(items, &v, &note, LabelPolicy::default(), v.key_id()).unwrap();
     assert!(r.root_matches);

@@ -2,7 +2,7 @@
 //! of checking each entry alone, including on entries whose signature encodings are bad, and the
 //! cofactored rule accepts the two known-answer entries that only the key holder can make.
 
-use memlineage::ledger::decode_on_all_cores;
+use memlineage::record::decode_on_all_cores;
 use memlineage::record::{KeyId, Kind, ProvEntry, PublicKey, RecordError, SignedEntry, WriterKey};
 use proptest::prelude::*;
 

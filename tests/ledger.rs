@@ -916,12 +916,12 @@ fn audit_names_bad_entries_across_parallel_chunks() {
     assert!(!r.root_matches);
 }
 
-/// `SqliteStore::entries_from` (one range query) and `audit::sqlite_items` read what the
+/// `SqliteStore::entries_from` (one range query) and `SqliteStore::audit_items` read what the
 /// per-entry reads do, across chunk boundaries and with one entry's content redacted; the audit
 /// over them gives the per-entry audit's report.
 #[test]
 fn sqlite_range_reads_equal_single_reads() {
-    use memlineage::audit::{sqlite_items, AUDIT_CHUNK};
+    use memlineage::audit::AUDIT_CHUNK;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("range.ledger");
     let (mut l, k) = world(SqliteStore::open(&path).unwrap(), LabelPolicy::default());
@@ -955,7 +955,7 @@ fn sqlite_range_reads_equal_single_reads() {
     assert_eq!(store.entries_from(5, 3).unwrap(), single[5..8].to_vec());
     assert!(store.entries_from(n, 10).unwrap().is_empty());
     assert!(store.entries_from(0, 0).unwrap().is_empty());
-    let items: Vec<_> = sqlite_items(&store).map(Result::unwrap).collect();
+    let items: Vec<_> = store.audit_items().map(Result::unwrap).collect();
     assert_eq!(items.len() as u64, n);
     for (item, (meta, cose, content)) in items.iter().zip(&single) {
         assert_eq!(
@@ -963,7 +963,7 @@ fn sqlite_range_reads_equal_single_reads() {
             (cose, Some(meta.label), content)
         );
     }
-    let run = |items: Vec<Result<memlineage::audit::AuditItem, String>>| {
+    let run = |items: Vec<Result<memlineage::audit::AuditItem, memlineage::store::StoreError>>| {
         let r = audit(items, &v, c.note(), policy, v.key_id()).unwrap();
         (
             r.entries,
@@ -982,7 +982,7 @@ fn sqlite_range_reads_equal_single_reads() {
             })
         })
         .collect();
-    let ranged = run(sqlite_items(&store).collect());
+    let ranged = run(store.audit_items().collect());
     assert_eq!(ranged, run(per_entry));
     assert_eq!((ranged.0, ranged.1, ranged.3), (n, n, true));
 }

@@ -9,10 +9,10 @@
 use curve25519_dalek::edwards::CompressedEdwardsY;
 use curve25519_dalek::Scalar;
 use memlineage::audit::{audit_with_progress, AuditError, AuditProgress, Problem, AUDIT_CHUNK};
-use memlineage::ledger::decode_on_all_cores;
 use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::{Label, LabelPolicy};
 use memlineage::log::LogSigner;
+use memlineage::record::decode_on_all_cores;
 use memlineage::record::{
     encode_payload, protected_header, sig_structure, KeyId, Kind, ProvEntry, PublicKey,
     RecordError, Role, SignedEntry, WriterKey,
@@ -407,7 +407,7 @@ fn audit_chunks_keep_keyring_order_and_read_errors() {
 /// diagnosis instead of auditing a ledger whose entries are all intact.
 #[test]
 fn sqlite_range_read_survives_a_duplicated_content_row() {
-    use memlineage::audit::{audit, sqlite_items};
+    use memlineage::audit::audit;
     use memlineage::store::SqliteStore;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dup.ledger");
@@ -451,6 +451,6 @@ fn sqlite_range_read_survives_a_duplicated_content_row() {
         ranged.unwrap() == per_entry,
         "entries_from differs from the per-entry reads"
     );
-    let r = audit(sqlite_items(&store), &v, c.note(), policy, v.key_id());
+    let r = audit(store.audit_items(), &v, c.note(), policy, v.key_id());
     assert!(r.as_ref().is_ok_and(|r| r.is_clean()), "{r:?}");
 }

@@ -19,6 +19,7 @@ mod append;
 mod effects;
 mod error;
 mod index;
+mod integrate;
 mod prove;
 mod sequenced;
 mod view;
@@ -28,6 +29,7 @@ pub use append::{Appended, Draft, PARALLEL_MIN};
 use effects::{earliest, has_effects};
 pub use error::LedgerError;
 use index::{LabelIndex, Meta};
+pub use integrate::Integrator;
 pub use prove::StoreSource;
 
 /// A provenance ledger over a [`Store`].

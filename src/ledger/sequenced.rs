@@ -15,7 +15,7 @@ impl Ledger<PgStore> {
     /// The entries are durable and numbered when this returns, and known to this handle (a
     /// later batch may name them as parents, a binding in the batch binds its key at once);
     /// they enter the tree, and [`Ledger::len`], when an integrator runs
-    /// ([`PgStore::integrate`]) and this handle calls [`Ledger::refresh`]. Parents must be
+    /// ([`super::Integrator`]) and this handle calls [`Ledger::refresh`]. Parents must be
     /// integrated or submitted through this handle.
     ///
     /// Exactly-once: an entry the sequencer already holds (a retry after a crash or a lost

@@ -15,7 +15,10 @@ mod sqlite;
 
 pub use copy::copy_ledger;
 pub use memory::MemoryStore;
-pub use postgres::{Integration, PgStore, Submission, DEFAULT_INTEGRATE_BATCH, MAX_SCHEMA_NAME};
+pub(crate) use postgres::{check_root, log_err};
+pub use postgres::{
+    Integration, IntegrationWork, PgStore, Submission, DEFAULT_INTEGRATE_BATCH, MAX_SCHEMA_NAME,
+};
 pub use sqlite::{SqliteStore, StoredEntry};
 
 use crate::lineage::Label;

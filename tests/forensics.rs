@@ -19,13 +19,13 @@ use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::lease::{LeaseError, LeaseState};
 use memlineage::lineage::quarantine::{QuarantineError, Reach};
 use memlineage::lineage::{Label, LabelPolicy};
-use memlineage::record::{EntryId, Kind, ProvEntry, WriterKey};
+use memlineage::record::{EntryId, Kind, ProvEntry, Role, WriterKey};
 use memlineage::retrieve::Outcome;
 use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::{Ledger, LedgerError};
 use std::collections::BTreeMap;
 
-use forensics_support::{audit_with_content, signer, world, world_with, Keys};
+use forensics_support::{audit_with_content, poisoned, signer, world, world_with, Keys};
 use ledger_support::put;
 
 /// A forum post (tool output) read into two memories: one over a strong edge, one over a weak
@@ -806,4 +806,78 @@ fn planted_corroboration_wins_a_heal_vote_only_under_fail_open() {
             "{rule:?}: {out:?}"
         );
     }
+}
+
+struct Sched(memlineage::forensics::repair::Candidate);
+
+impl memlineage::forensics::repair::TrustedValues for Sched {
+    fn candidates(
+        &self,
+        _tool: &str,
+        param: &str,
+    ) -> Vec<memlineage::forensics::repair::Candidate> {
+        if param == "recipient" {
+            vec![self.0.clone()]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// §7.1: authority is per parameter (`tools.<tool>.authoritative.<param>`), but rule 5 / the
+/// `Authorised` view makes an authoritative candidate's entries Trusted "for the rest of this
+/// call's decision". The default policy names `tool:get_scheduled_transactions` authoritative
+/// for `send_money.recipient` only; yet once `recipient` is repaired from a scheduled
+/// transaction, the same (External) entry justifies `subject` — a field the AgentDojo attacker
+/// does write — and the call passes. Without the repair of `recipient`, `subject` alone is
+/// denied.
+#[test]
+fn authority_for_one_parameter_does_not_justify_another() {
+    use memlineage::forensics::repair::{decide_with_repair, Candidate, Found, RepairOutcome};
+    let (mut l, k) = world(MemoryStore::default());
+    let sched_key = WriterKey::for_label("review/sched");
+    l.bind(
+        sched_key.key_id(),
+        Role::Tool,
+        "tool:get_scheduled_transactions",
+    )
+    .unwrap();
+    let (_, memo) = poisoned(&mut l, &k);
+    let sched = put(
+        &mut l,
+        &sched_key,
+        Kind::ToolResult,
+        "recipient DE11GOODLANDLORD subject: <attacker text>",
+        &[],
+    );
+    let policy = Policy::default();
+    let call = ToolCall {
+        tool: "send_money".into(),
+        sensitive: true,
+        args: vec![
+            ("recipient".into(), vec![memo]),
+            ("subject".into(), vec![sched]),
+        ],
+    };
+    let values = std::collections::BTreeMap::from([
+        ("recipient".to_string(), "ZZ99".to_string()),
+        ("subject".to_string(), "<attacker text>".to_string()),
+    ]);
+    // The subject alone, justified by the scheduled-transactions output, is denied.
+    let alone = ToolCall {
+        tool: "send_money".into(),
+        sensitive: true,
+        args: vec![("subject".into(), vec![sched])],
+    };
+    assert!(matches!(l.gate(&policy, &alone), Decision::Deny(_)));
+    let cand = Candidate {
+        value: "DE11GOODLANDLORD".into(),
+        entries: vec![sched],
+        found: Found::Structured,
+    };
+    let out = decide_with_repair(&policy, &l, &call, &values, &Sched(cand));
+    assert!(
+        matches!(out, RepairOutcome::Denied { .. }),
+        "authority for `recipient` justified `subject`: {out:?}"
+    );
 }

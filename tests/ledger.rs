@@ -885,10 +885,7 @@ fn audit_names_bad_entries_across_parallel_chunks() {
     let c = l.checkpoint().unwrap();
     let v = l.verifier().unwrap();
     let store = l.store();
-    let mut items: Vec<(Vec<u8>, Option<Label>)> = store_reads::read_one_by_one(store)
-        .into_iter()
-        .map(|(meta, cose, _)| (cose, Some(meta.label)))
-        .collect();
+    let mut items = store_reads::labelled_entries(store);
     items[1_500].1 = Some(Label::Trusted);
     let n = items[2_100].0.len();
     items[2_100].0[n - 9] ^= 0x02;

@@ -11,7 +11,7 @@
 //!   one fsynced transaction; writers serialise on the file lock and retry when another
 //!   writer appended first);
 //! - PostgreSQL: `PgStore::sequence` (one `append_entries` call per batch, autocommit), while
-//!   this process integrates (`PgStore::integrate`, 4096 entries per transaction) until every
+//!   this process integrates (`ledger::Integrator`, 4096 entries per transaction) until every
 //!   entry is in the tree and checkpointed.
 //!
 //! Entries per second = entries appended / wall time from the writers' start to the last entry
@@ -85,9 +85,9 @@ fn main() {
             let want = store.tree_size().unwrap() + total as u64;
             let start = Instant::now();
             let mut kids = start_writers(writers, &["pg", url, &name], per, batch);
-            let signer = Arc::new(log());
+            let integrator = memlineage::ledger::Integrator::new(Arc::new(log()));
             loop {
-                match store.integrate(&signer, 4096).unwrap() {
+                match integrator.integrate(&store, 4096).unwrap() {
                     Integration::Integrated { new, .. } if new >= want => break,
                     Integration::Integrated { .. } => {}
                     _ => std::thread::sleep(std::time::Duration::from_millis(2)),

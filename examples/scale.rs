@@ -91,7 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let note = store.latest_checkpoint()?.ok_or("no checkpoint")?.1;
     let verifier = memlineage::log::LogVerifier::from_vkey(&vkey)?;
     let t = Instant::now();
-    let items = memlineage::audit::sqlite_items(&store);
+    let items = store.audit_items();
     let report = audit(
         items,
         &verifier,

@@ -4,16 +4,15 @@
 //! The auditor needs only entry bytes in log order, the log's verifier key and a checkpoint
 //! note: it never opens the writer's store (`spec/lineage.md`, "Offline recomputation").
 
-use crate::ledger::decode_on_all_cores;
-use crate::lineage::lease::{parse_lease_terms, LeaseBook, LeaseError};
-use crate::lineage::quarantine::{Quarantine, QuarantineError};
+use crate::lineage::admission::{admit, AdmissionError, AdmissionView};
+use crate::lineage::lease::{parse_lease_terms, LeaseBook};
+use crate::lineage::quarantine::Quarantine;
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
 use crate::record::{
-    parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, PublicKey, RecordError, Role,
-    SignedEntry,
+    decode_on_all_cores, parse_unverified, EntryId, KeyId, Kind, Parent, PublicKey, RecordError,
+    Role, SignedEntry,
 };
-use crate::store::SqliteStore;
 use std::collections::HashMap;
 
 /// What an audit found.
@@ -83,27 +82,10 @@ pub enum Problem {
     /// The bytes do not decode or verify.
     #[error("entry does not verify: {0}")]
     Record(#[from] RecordError),
-    /// The writer is not bound in the keyring at this point of the log.
-    #[error("writer {0} not bound in the keyring")]
-    UnknownWriter(KeyId),
-    /// A keyring entry not written by the log key.
-    #[error("keyring entry not written by the log key")]
-    KeyringNotByLogKey,
-    /// A tombstone written by a tool or external principal.
-    #[error("tombstone by tool/external writer {0}")]
-    UntrustedTombstone(KeyId),
-    /// A keyring entry binding a key to role `log`.
-    #[error("keyring entry binds {0} to role log")]
-    BindsLogRole(KeyId),
-    /// A keyring entry for a key that is already bound (the first binding stays in force).
-    #[error("keyring entry rebinds {0}")]
-    Rebind(KeyId),
-    /// A parent that does not precede the entry.
-    #[error("parent {0} is not earlier in the log")]
-    UnknownParent(EntryId),
-    /// A tombstone target that does not precede the tombstone.
-    #[error("tombstone target {0} is not earlier in the log")]
-    UnknownTarget(EntryId),
+    /// The entry breaks the admission rule ([`admit`]) at its place in the log: the same
+    /// [`AdmissionError`] the ledger refuses an append with, worded as a finding about the log.
+    #[error("{}", finding(.0))]
+    Admission(#[from] AdmissionError),
     /// The label stored beside the entry differs from the recomputed one.
     #[error("stored label {stored} differs from recomputed {recomputed}")]
     LabelMismatch {
@@ -112,18 +94,27 @@ pub enum Problem {
         /// What the log implies.
         recomputed: Label,
     },
-    /// Stored content does not hash to the signed content hash.
-    #[error("stored content does not match the signed content hash")]
-    ContentMismatch,
-    /// The same entry appears twice.
-    #[error("duplicate entry")]
-    Duplicate,
-    /// A flag or release breaks the quarantine rules.
-    #[error(transparent)]
-    Quarantine(#[from] QuarantineError),
-    /// A lease or replacement breaks the lease rules.
-    #[error(transparent)]
-    Lease(#[from] LeaseError),
+}
+
+/// How an audit words an admission failure: as a finding about an entry already in the log
+/// (the ledger words the same error as a refused append).
+fn finding(e: &AdmissionError) -> String {
+    match e {
+        AdmissionError::UnknownWriter(k) => format!("writer {k} not bound in the keyring"),
+        AdmissionError::ContentMismatch => {
+            "stored content does not match the signed content hash".into()
+        }
+        AdmissionError::NotLogKey => "keyring entry not written by the log key".into(),
+        AdmissionError::UntrustedTombstone(k) => format!("tombstone by tool/external writer {k}"),
+        AdmissionError::BindsLogRole(k) => format!("keyring entry binds {k} to role log"),
+        AdmissionError::Rebind { key, .. } => format!("keyring entry rebinds {key}"),
+        AdmissionError::UnknownParent(p) => format!("parent {p} is not earlier in the log"),
+        AdmissionError::UnknownTarget(t) => {
+            format!("tombstone target {t} is not earlier in the log")
+        }
+        AdmissionError::Duplicate(_) => "duplicate entry".into(),
+        other => other.to_string(),
+    }
 }
 
 /// Entries decoded together on all cores before the in-order checks (and between two
@@ -284,17 +275,14 @@ where
                 index,
                 forensics,
             ) {
-                Ok((label, content_hash)) => {
+                Ok((label, content_mismatch)) => {
                     report.verified += 1;
                     report.label_counts[usize::from(label.code())] += 1;
-                    if item
-                        .content
-                        .is_some_and(|c| Hash32::digest(&c) != content_hash)
-                    {
+                    if content_mismatch {
                         report.failures.push(AuditFailure {
                             index,
                             id,
-                            problem: Problem::ContentMismatch,
+                            problem: AdmissionError::ContentMismatch.into(),
                         });
                     }
                     // A wrong stored label is reported, but the recomputed one is what the
@@ -309,13 +297,7 @@ where
                             },
                         });
                     }
-                    if labels.insert(id, label).is_some() {
-                        report.failures.push(AuditFailure {
-                            index,
-                            id,
-                            problem: Problem::Duplicate,
-                        });
-                    }
+                    labels.insert(id, label);
                 }
                 Err(problem) => report.failures.push(AuditFailure { index, id, problem }),
             }
@@ -333,39 +315,6 @@ where
     };
     report.root_matches = root == report.checkpoint.root();
     Ok(report)
-}
-
-/// A SQLite ledger's entries as audit items, in index order, read [`AUDIT_CHUNK`] at a time
-/// with [`SqliteStore::entries_from`] (one query per chunk; the audit reads the next chunk
-/// while the pool checks the signatures of this one). A read error is the last item.
-pub fn sqlite_items(store: &SqliteStore) -> impl Iterator<Item = Result<AuditItem, String>> + '_ {
-    let mut next = 0u64;
-    let mut buffered = Vec::new().into_iter();
-    let mut failed = false;
-    std::iter::from_fn(move || {
-        if failed {
-            return None;
-        }
-        if buffered.len() == 0 {
-            match store.entries_from(next, AUDIT_CHUNK) {
-                Ok(rows) => {
-                    next += rows.len() as u64;
-                    buffered = rows.into_iter();
-                }
-                Err(e) => {
-                    failed = true;
-                    return Some(Err(e.to_string()));
-                }
-            }
-        }
-        buffered.next().map(|(meta, cose, content)| {
-            Ok(AuditItem {
-                cose,
-                stored_label: Some(meta.label),
-                content,
-            })
-        })
-    })
 }
 
 /// Up to [`AUDIT_CHUNK`] items from the source; fewer only at its end.
@@ -404,6 +353,50 @@ fn decode_chunk(
 /// Forensic state an audit rebuilds as it goes, and the entry's stored content.
 type Forensics<'a> = (&'a mut Quarantine, &'a mut LeaseBook, Option<&'a [u8]>);
 
+/// What an audit knows of the log before an entry: the keyring, recomputed labels and
+/// forensic state built from the entries before it.
+struct Replay<'a> {
+    keyring: &'a HashMap<KeyId, (Role, Option<PublicKey>)>,
+    labels: &'a HashMap<EntryId, Label>,
+    quarantine: &'a Quarantine,
+    leases: &'a LeaseBook,
+    policy: LabelPolicy,
+    log_key: KeyId,
+}
+
+impl AdmissionView for Replay<'_> {
+    fn log_key(&self) -> KeyId {
+        self.log_key
+    }
+
+    fn role_of(&self, key: &KeyId) -> Option<Role> {
+        self.keyring.get(key).map(|(r, _)| *r)
+    }
+
+    fn label_of(&self, id: &EntryId) -> Option<Label> {
+        self.labels.get(id).copied()
+    }
+
+    fn quarantine(&self) -> &Quarantine {
+        self.quarantine
+    }
+
+    fn leases(&self) -> &LeaseBook {
+        self.leases
+    }
+
+    fn policy(&self) -> LabelPolicy {
+        self.policy
+    }
+}
+
+/// Judges one decoded entry with the admission rule ([`admit`]) against the log before it,
+/// then applies what it does (keyring binding, flags and releases, leases). Returns its label
+/// and whether its stored content failed to match.
+///
+/// Stored content that does not match the signed hash is reported
+/// ([`AdmissionError::ContentMismatch`]) and then judged as redacted: the signed entry keeps
+/// its effects, so rewriting a content row cannot lift a flag or free a lease in the audit.
 fn check_entry(
     decoded: Result<SignedEntry, RecordError>,
     keyring: &mut HashMap<KeyId, (Role, Option<PublicKey>)>,
@@ -412,65 +405,34 @@ fn check_entry(
     log_key: KeyId,
     index: u64,
     (quarantine, leases, content): Forensics<'_>,
-) -> Result<(Label, Hash32), Problem> {
+) -> Result<(Label, bool), Problem> {
     let s = decoded?;
     let e = s.entry();
-    let role = keyring
-        .get(&e.writer)
-        .ok_or(Problem::UnknownWriter(e.writer))?
-        .0;
-    if e.kind == Kind::Keyring && e.writer != log_key {
-        return Err(Problem::KeyringNotByLogKey);
-    }
-    if e.kind == Kind::Tombstone && role.is_untrusted() {
-        return Err(Problem::UntrustedTombstone(e.writer));
-    }
-    if let Some(b) = &e.binding {
-        if b.role == Role::Log {
-            return Err(Problem::BindsLogRole(b.key));
-        }
-        if keyring.contains_key(&b.key) {
-            return Err(Problem::Rebind(b.key));
-        }
-    }
-    if let Some(t) = e.target {
-        labels.get(&t).ok_or(Problem::UnknownTarget(t))?;
-    }
-    // Forensic rules (`spec/forensics.md` §2.2, §5), as the ledger applies them at append.
-    quarantine.check(e.kind, role, e.target.as_ref())?;
-    // Lease terms are checked when the content is at hand (it may be redacted).
-    let ttl = match (e.kind, content) {
-        (Kind::Lease, Some(c)) if Hash32::digest(c) == e.content_hash => {
-            Some(parse_lease_terms(c)?)
-        }
-        _ => None,
+    let view = Replay {
+        keyring,
+        labels,
+        quarantine,
+        leases,
+        policy,
+        log_key,
     };
-    match (e.kind, &e.target) {
-        (Kind::Lease, Some(t)) => {
-            if !matches!(role, Role::Agent | Role::User | Role::System) {
-                return Err(LeaseError::NotAuthorised.into());
-            }
-            leases.check_claim(t, &e.writer, e.time_ms)?;
-        }
-        (Kind::Replacement, Some(t)) => leases.check_replacement(t, &e.writer, role, e.time_ms)?,
-        _ => {}
-    }
-    let mut parents = Vec::with_capacity(e.parents.len());
-    for p in &e.parents {
-        parents.push((
-            p.weight,
-            *labels.get(&p.id).ok_or(Problem::UnknownParent(p.id))?,
-        ));
-    }
-    let label = policy.label(role, parents);
+    let (label, content, mismatch) = match admit(&view, &s, content) {
+        Err(AdmissionError::ContentMismatch) => (admit(&view, &s, None)?, None, true),
+        other => (other?, content, false),
+    };
     if let Some(b) = &e.binding {
         keyring.insert(b.key, (b.role, b.key.public_key().ok()));
     }
     // The audit streams entries once, so a flag's source index is not kept: the second pass
     // (`reach_quarantine`) starts at leaf 0.
     let _ = quarantine.apply(s.id(), index, e.kind, e.target, Some(0));
+    // Terms were checked by `admit` when the content is at hand (it may be redacted).
+    let ttl = match (e.kind, content) {
+        (Kind::Lease, Some(c)) => parse_lease_terms(c).ok(),
+        _ => None,
+    };
     leases.apply(s.id(), e.kind, e.writer, e.target, e.time_ms, ttl);
-    Ok((label, e.content_hash))
+    Ok((label, mismatch))
 }
 
 /// Second audit pass: which entries the report's active flags quarantine

@@ -2,10 +2,10 @@
 //! bytes, inclusion under the current signed checkpoint) and rendered with its label, e.g.
 //! `[trust=DERIVED_UNTRUSTED id=1a2b3c4d writer=agent] text`.
 
-use crate::ledger::{decode_on_all_cores, Ledger, LedgerError};
+use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::Label;
 use crate::log::{InclusionProof, LogError, VerifiedCheckpoint};
-use crate::record::{EntryId, Kind, SignedEntry};
+use crate::record::{decode_on_all_cores, EntryId, Kind, SignedEntry};
 use crate::store::Store;
 
 /// A verified entry ready for a prompt.

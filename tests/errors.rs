@@ -4,6 +4,7 @@
 use memlineage::audit::{AuditError, Problem};
 use memlineage::eval::replay::ReplayError;
 use memlineage::gate::PolicyError;
+use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::Label;
 use memlineage::record::{EntryId, KeyId, ParseIdError, RecordError, Role, WeightError};
 use memlineage::LedgerError;
@@ -67,15 +68,15 @@ fn ledger_errors() {
     let (ab, cd) = ("ab".repeat(32), "cd".repeat(32));
     let cases: Vec<(LedgerError, String)> = vec![
         (
-            LedgerError::UnknownWriter(key()),
+            LedgerError::Admission(AdmissionError::UnknownWriter(key())),
             format!("writer {cd} is not bound in the keyring"),
         ),
         (
-            LedgerError::UnknownParent(id()),
+            LedgerError::Admission(AdmissionError::UnknownParent(id())),
             format!("unknown parent {ab}"),
         ),
         (
-            LedgerError::UnknownTarget(id()),
+            LedgerError::Admission(AdmissionError::UnknownTarget(id())),
             format!("unknown target {ab}"),
         ),
         (
@@ -87,30 +88,30 @@ fn ledger_errors() {
             "index 5 out of range for tree size 5".into(),
         ),
         (
-            LedgerError::Duplicate(id()),
+            LedgerError::Admission(AdmissionError::Duplicate(id())),
             format!("entry {ab} already in the log"),
         ),
         (
-            LedgerError::ContentMismatch,
+            LedgerError::Admission(AdmissionError::ContentMismatch),
             "content does not match the entry's content hash".into(),
         ),
         (
-            LedgerError::NotLogKey,
+            LedgerError::Admission(AdmissionError::NotLogKey),
             "only the log key may write keyring entries".into(),
         ),
         (
-            LedgerError::UntrustedTombstone(key()),
+            LedgerError::Admission(AdmissionError::UntrustedTombstone(key())),
             format!("writer {cd} (tool/external) may not write tombstones"),
         ),
         (
-            LedgerError::Rebind {
+            LedgerError::Admission(AdmissionError::Rebind {
                 key: key(),
                 bound: Role::Tool,
-            },
+            }),
             format!("key {cd} already bound as tool"),
         ),
         (
-            LedgerError::BindsLogRole(key()),
+            LedgerError::Admission(AdmissionError::BindsLogRole(key())),
             format!("key {cd} may not be bound to role log"),
         ),
         (LedgerError::NotEmpty, "store already holds a ledger".into()),
@@ -150,19 +151,19 @@ fn audit_replay_and_policy_errors() {
             "entry does not verify: signature verification failed".into(),
         ),
         (
-            Problem::UnknownWriter(key()).to_string(),
+            Problem::Admission(AdmissionError::UnknownWriter(key())).to_string(),
             format!("writer {} not bound in the keyring", "cd".repeat(32)),
         ),
         (
-            Problem::KeyringNotByLogKey.to_string(),
+            Problem::Admission(AdmissionError::NotLogKey).to_string(),
             "keyring entry not written by the log key".into(),
         ),
         (
-            Problem::UnknownParent(id()).to_string(),
+            Problem::Admission(AdmissionError::UnknownParent(id())).to_string(),
             format!("parent {ab} is not earlier in the log"),
         ),
         (
-            Problem::UnknownTarget(id()).to_string(),
+            Problem::Admission(AdmissionError::UnknownTarget(id())).to_string(),
             format!("tombstone target {ab} is not earlier in the log"),
         ),
         (
@@ -173,21 +174,28 @@ fn audit_replay_and_policy_errors() {
             .to_string(),
             "stored label TRUSTED differs from recomputed EXTERNAL".into(),
         ),
-        (Problem::Duplicate.to_string(), "duplicate entry".into()),
         (
-            Problem::ContentMismatch.to_string(),
+            Problem::Admission(AdmissionError::Duplicate(id())).to_string(),
+            "duplicate entry".into(),
+        ),
+        (
+            Problem::Admission(AdmissionError::ContentMismatch).to_string(),
             "stored content does not match the signed content hash".into(),
         ),
         (
-            Problem::UntrustedTombstone(key()).to_string(),
+            Problem::Admission(AdmissionError::UntrustedTombstone(key())).to_string(),
             format!("tombstone by tool/external writer {}", "cd".repeat(32)),
         ),
         (
-            Problem::BindsLogRole(key()).to_string(),
+            Problem::Admission(AdmissionError::BindsLogRole(key())).to_string(),
             format!("keyring entry binds {} to role log", "cd".repeat(32)),
         ),
         (
-            Problem::Rebind(key()).to_string(),
+            Problem::Admission(AdmissionError::Rebind {
+                key: key(),
+                bound: Role::Tool,
+            })
+            .to_string(),
             format!("keyring entry rebinds {}", "cd".repeat(32)),
         ),
         (

@@ -15,16 +15,17 @@ use memlineage::forensics::repair::{
 };
 use memlineage::forensics::rework::{rework, ReworkOptions};
 use memlineage::gate::{Decision, DenyReason, Policy, ToolCall, Unsourced};
+use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::lease::{LeaseError, LeaseState};
 use memlineage::lineage::quarantine::{QuarantineError, Reach};
 use memlineage::lineage::{Label, LabelPolicy};
-use memlineage::record::{EntryId, Kind, ProvEntry, WriterKey};
+use memlineage::record::{EntryId, Kind, ProvEntry, Role, WriterKey};
 use memlineage::retrieve::Outcome;
 use memlineage::store::{MemoryStore, SqliteStore, Store};
 use memlineage::{Ledger, LedgerError};
 use std::collections::BTreeMap;
 
-use forensics_support::{audit_with_content, signer, world, world_with, Keys};
+use forensics_support::{audit_with_content, poisoned, signer, world, world_with, Keys};
 use ledger_support::put;
 
 /// A forum post (tool output) read into two memories: one over a strong edge, one over a weak
@@ -119,7 +120,9 @@ fn quarantine_reaches_every_edge_or_only_strong_edges() {
     assert!(!l.is_quarantined(&below));
     assert!(matches!(
         l.release(all.id, &k.user, "again"),
-        Err(LedgerError::Quarantine(QuarantineError::AlreadyReleased(_)))
+        Err(LedgerError::Admission(AdmissionError::Quarantine(
+            QuarantineError::AlreadyReleased(_)
+        )))
     ));
     // Nothing was deleted: every entry is still in the log with its label.
     assert_eq!(l.label(&s.forum), Some(Label::External));
@@ -156,22 +159,24 @@ fn only_user_system_or_log_principals_flag_and_release() {
     for key in [&k.agent, &k.tool] {
         assert!(matches!(
             l.flag(s.prompt, Reach::All, key, "the agent flags the user"),
-            Err(LedgerError::Quarantine(
+            Err(LedgerError::Admission(AdmissionError::Quarantine(
                 QuarantineError::NotAuthorised { .. }
-            ))
+            )))
         ));
     }
     let f = l.flag(s.forum, Reach::All, &k.user, "advisory").unwrap();
     // A poisoned agent cannot lift the quarantine of what poisoned it.
     assert!(matches!(
         l.release(f.id, &k.agent, "trust me"),
-        Err(LedgerError::Quarantine(
+        Err(LedgerError::Admission(AdmissionError::Quarantine(
             QuarantineError::NotAuthorised { .. }
-        ))
+        )))
     ));
     assert!(matches!(
         l.release(s.forum, &k.user, "not a flag"),
-        Err(LedgerError::Quarantine(QuarantineError::NotAFlag(_)))
+        Err(LedgerError::Admission(AdmissionError::Quarantine(
+            QuarantineError::NotAFlag(_)
+        )))
     ));
     assert_eq!(l.len(), before + 1, "refused entries never reach the log");
 }
@@ -244,7 +249,9 @@ fn an_audit_names_a_flag_written_by_an_agent() {
     assert_eq!(r.failures[0].index, size);
     assert!(matches!(
         r.failures[0].problem,
-        Problem::Quarantine(QuarantineError::NotAuthorised { .. })
+        Problem::Admission(AdmissionError::Quarantine(
+            QuarantineError::NotAuthorised { .. }
+        ))
     ));
     assert!(!r.quarantine.is_active(), "a refused flag has no effect");
 }
@@ -385,17 +392,21 @@ fn leases_refuse_others_while_live_and_hand_over_after_expiry() {
     l.claim_lease(t, &k.agent, 1_000, 10_000).unwrap();
     assert!(matches!(
         l.claim_lease(t, &k.agent2, 1_000, 10_999),
-        Err(LedgerError::Lease(LeaseError::Held {
-            until_ms: 11_000,
-            ..
-        }))
+        Err(LedgerError::Admission(AdmissionError::Lease(
+            LeaseError::Held {
+                until_ms: 11_000,
+                ..
+            }
+        )))
     ));
     // A replacement by a worker without the lease is refused.
     let mut e = ProvEntry::new(k.agent2.key_id(), Kind::Replacement, b"v2").with_time_ms(10_500);
     e.target = Some(t);
     assert!(matches!(
         l.append(e, &k.agent2, b"v2"),
-        Err(LedgerError::Lease(LeaseError::NotHolder { .. }))
+        Err(LedgerError::Admission(AdmissionError::Lease(
+            LeaseError::NotHolder { .. }
+        )))
     ));
     // After expiry agent2 takes over; agent's late replacement is refused.
     l.claim_lease(t, &k.agent2, 1_000, 11_000).unwrap();
@@ -408,16 +419,22 @@ fn leases_refuse_others_while_live_and_hand_over_after_expiry() {
     assert_eq!(l.leases().state(&t), Some(LeaseState::Done { by: done.id }));
     assert!(matches!(
         l.claim_lease(t, &k.agent, 1_000, 99_000),
-        Err(LedgerError::Lease(LeaseError::Done { .. }))
+        Err(LedgerError::Admission(AdmissionError::Lease(
+            LeaseError::Done { .. }
+        )))
     ));
     // Bad terms and untrusted workers are refused.
     assert!(matches!(
         l.claim_lease(s.strong, &k.agent, 0, 1),
-        Err(LedgerError::Lease(LeaseError::BadTerms))
+        Err(LedgerError::Admission(AdmissionError::Lease(
+            LeaseError::BadTerms
+        )))
     ));
     assert!(matches!(
         l.claim_lease(s.strong, &k.tool, 10, 1),
-        Err(LedgerError::Lease(LeaseError::NotAuthorised))
+        Err(LedgerError::Admission(AdmissionError::Lease(
+            LeaseError::NotAuthorised
+        )))
     ));
 }
 
@@ -844,4 +861,78 @@ fn strong_reach_and_denial_paths_are_strict_at_tau() {
         "w = τ is not a strong edge (append)"
     );
     assert!(l.is_quarantined(&later_above), "w = τ + 1 is (append)");
+}
+
+struct Sched(memlineage::forensics::repair::Candidate);
+
+impl memlineage::forensics::repair::TrustedValues for Sched {
+    fn candidates(
+        &self,
+        _tool: &str,
+        param: &str,
+    ) -> Vec<memlineage::forensics::repair::Candidate> {
+        if param == "recipient" {
+            vec![self.0.clone()]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// §7.1: authority is per parameter (`tools.<tool>.authoritative.<param>`), but rule 5 / the
+/// `Authorised` view makes an authoritative candidate's entries Trusted "for the rest of this
+/// call's decision". The default policy names `tool:get_scheduled_transactions` authoritative
+/// for `send_money.recipient` only; yet once `recipient` is repaired from a scheduled
+/// transaction, the same (External) entry justifies `subject` — a field the AgentDojo attacker
+/// does write — and the call passes. Without the repair of `recipient`, `subject` alone is
+/// denied.
+#[test]
+fn authority_for_one_parameter_does_not_justify_another() {
+    use memlineage::forensics::repair::{decide_with_repair, Candidate, Found, RepairOutcome};
+    let (mut l, k) = world(MemoryStore::default());
+    let sched_key = WriterKey::for_label("review/sched");
+    l.bind(
+        sched_key.key_id(),
+        Role::Tool,
+        "tool:get_scheduled_transactions",
+    )
+    .unwrap();
+    let (_, memo) = poisoned(&mut l, &k);
+    let sched = put(
+        &mut l,
+        &sched_key,
+        Kind::ToolResult,
+        "recipient DE11GOODLANDLORD subject: <attacker text>",
+        &[],
+    );
+    let policy = Policy::default();
+    let call = ToolCall {
+        tool: "send_money".into(),
+        sensitive: true,
+        args: vec![
+            ("recipient".into(), vec![memo]),
+            ("subject".into(), vec![sched]),
+        ],
+    };
+    let values = std::collections::BTreeMap::from([
+        ("recipient".to_string(), "ZZ99".to_string()),
+        ("subject".to_string(), "<attacker text>".to_string()),
+    ]);
+    // The subject alone, justified by the scheduled-transactions output, is denied.
+    let alone = ToolCall {
+        tool: "send_money".into(),
+        sensitive: true,
+        args: vec![("subject".into(), vec![sched])],
+    };
+    assert!(matches!(l.gate(&policy, &alone), Decision::Deny(_)));
+    let cand = Candidate {
+        value: "DE11GOODLANDLORD".into(),
+        entries: vec![sched],
+        found: Found::Structured,
+    };
+    let out = decide_with_repair(&policy, &l, &call, &values, &Sched(cand));
+    assert!(
+        matches!(out, RepairOutcome::Denied { .. }),
+        "authority for `recipient` justified `subject`: {out:?}"
+    );
 }

@@ -8,6 +8,7 @@ mod store_reads;
 
 use memlineage::audit::{audit, Problem};
 use memlineage::gate::{Decision, DenyReason, Policy, ToolCall};
+use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::{Label, LabelPolicy, WeakRule};
 use memlineage::log::LogSigner;
 use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey};
@@ -129,7 +130,7 @@ fn bad_appends_are_typed_and_store_nothing() {
     let e = ProvEntry::new(stranger.key_id(), Kind::Fact, b"x");
     assert!(matches!(
         l.append(e, &stranger, b"x"),
-        Err(LedgerError::UnknownWriter(_))
+        Err(LedgerError::Admission(AdmissionError::UnknownWriter(_)))
     ));
     let ghost = EntryId([0x42; 32]);
     let e = ProvEntry::new(k.agent.key_id(), Kind::Summary, b"x").with_parents(vec![Parent {
@@ -137,12 +138,12 @@ fn bad_appends_are_typed_and_store_nothing() {
         weight: Weight::ONE,
     }]);
     assert!(
-        matches!(l.append(e, &k.agent, b"x"), Err(LedgerError::UnknownParent(id)) if id == ghost)
+        matches!(l.append(e, &k.agent, b"x"), Err(LedgerError::Admission(AdmissionError::UnknownParent(id))) if id == ghost)
     );
     let e = ProvEntry::new(k.agent.key_id(), Kind::Summary, b"x");
     assert!(matches!(
         l.append(e, &k.agent, b"other content"),
-        Err(LedgerError::ContentMismatch)
+        Err(LedgerError::Admission(AdmissionError::ContentMismatch))
     ));
     let e = ProvEntry::new(k.agent.key_id(), Kind::Summary, b"x").with_parents(vec![
         Parent {
@@ -167,23 +168,27 @@ fn bad_appends_are_typed_and_store_nothing() {
     });
     assert!(matches!(
         l.append(e, &k.user, b"k"),
-        Err(LedgerError::NotLogKey)
+        Err(LedgerError::Admission(AdmissionError::NotLogKey))
     ));
     assert!(matches!(
         l.tombstone(p, &k.tool, "tools cannot delete"),
-        Err(LedgerError::UntrustedTombstone(_))
+        Err(LedgerError::Admission(AdmissionError::UntrustedTombstone(
+            _
+        )))
     ));
     assert!(matches!(
         l.tombstone(ghost, &k.user, "no such"),
-        Err(LedgerError::UnknownTarget(_))
+        Err(LedgerError::Admission(AdmissionError::UnknownTarget(_)))
     ));
     assert!(matches!(
         l.bind(k.tool.key_id(), Role::User, "promote"),
-        Err(LedgerError::Rebind { .. })
+        Err(LedgerError::Admission(AdmissionError::Rebind { .. }))
     ));
     // The same bytes twice.
     let e = ProvEntry::new(k.user.key_id(), Kind::Prompt, b"hello");
-    assert!(matches!(l.append(e, &k.user, b"hello"), Err(LedgerError::Duplicate(id)) if id == p));
+    assert!(
+        matches!(l.append(e, &k.user, b"hello"), Err(LedgerError::Admission(AdmissionError::Duplicate(id))) if id == p)
+    );
     // A batch whose third draft is bad stores none of the three.
     let good1 = ProvEntry::new(k.user.key_id(), Kind::Prompt, b"a");
     let good2 = ProvEntry::new(k.user.key_id(), Kind::Prompt, b"b");
@@ -210,7 +215,7 @@ fn bad_appends_are_typed_and_store_nothing() {
     ];
     assert!(matches!(
         l.append_batch(drafts),
-        Err(LedgerError::UnknownParent(_))
+        Err(LedgerError::Admission(AdmissionError::UnknownParent(_)))
     ));
     assert_eq!(l.len(), size);
     assert_eq!(l.store().tree_size().unwrap(), size);
@@ -617,7 +622,7 @@ fn keyring_rules_hold_for_pre_signed_batches_too() {
         .unwrap();
     assert!(matches!(
         l.append_signed(vec![(e, c.as_slice())]),
-        Err(LedgerError::BindsLogRole(_))
+        Err(LedgerError::Admission(AdmissionError::BindsLogRole(_)))
     ));
     // Rule 3: a key is bound once, also inside one batch and through append_signed.
     let (e, c) = l
@@ -625,10 +630,10 @@ fn keyring_rules_hold_for_pre_signed_batches_too() {
         .unwrap();
     assert!(matches!(
         l.append_signed(vec![(e, c.as_slice())]),
-        Err(LedgerError::Rebind {
+        Err(LedgerError::Admission(AdmissionError::Rebind {
             bound: Role::Tool,
             ..
-        })
+        }))
     ));
     let (a, ca) = l
         .binding_entry(newcomer.key_id(), Role::User, "n1")
@@ -638,10 +643,10 @@ fn keyring_rules_hold_for_pre_signed_batches_too() {
         .unwrap();
     assert!(matches!(
         l.append_signed(vec![(a, ca.as_slice()), (b, cb.as_slice())]),
-        Err(LedgerError::Rebind {
+        Err(LedgerError::Admission(AdmissionError::Rebind {
             bound: Role::User,
             ..
-        })
+        }))
     ));
     assert_eq!(
         l.principal(&newcomer.key_id()),
@@ -738,9 +743,14 @@ fn audit_checks_the_rules_the_ledger_enforces() {
     assert_eq!(
         problems,
         vec![
-            &Problem::Rebind(k.tool.key_id()),
-            &Problem::BindsLogRole(WriterKey::for_label("evil").key_id()),
-            &Problem::UntrustedTombstone(k.tool.key_id()),
+            &Problem::Admission(AdmissionError::Rebind {
+                key: k.tool.key_id(),
+                bound: Role::Tool,
+            }),
+            &Problem::Admission(AdmissionError::BindsLogRole(
+                WriterKey::for_label("evil").key_id()
+            )),
+            &Problem::Admission(AdmissionError::UntrustedTombstone(k.tool.key_id())),
         ]
     );
     assert!(r.root_matches);
@@ -785,7 +795,10 @@ fn content_tampering_is_caught_by_retrieval_and_audit() {
     let r = audit(items, &v, c.note(), l.policy(), v.key_id()).unwrap();
     assert_eq!(r.failures.len(), 1);
     assert_eq!(r.failures[0].id, p);
-    assert_eq!(r.failures[0].problem, Problem::ContentMismatch);
+    assert_eq!(
+        r.failures[0].problem,
+        Problem::Admission(AdmissionError::ContentMismatch)
+    );
     // Redacted content is absent, not tampered: no failure.
     assert!(l
         .store()
@@ -879,10 +892,7 @@ fn audit_names_bad_entries_across_parallel_chunks() {
     let c = l.checkpoint().unwrap();
     let v = l.verifier().unwrap();
     let store = l.store();
-    let mut items: Vec<(Vec<u8>, Option<Label>)> = store_reads::read_one_by_one(store)
-        .into_iter()
-        .map(|(meta, cose, _)| (cose, Some(meta.label)))
-        .collect();
+    let mut items = store_reads::labelled_entries(store);
     items[1_500].1 = Some(Label::Trusted);
     let n = items[2_100].0.len();
     items[2_100].0[n - 9] ^= 0x02;
@@ -910,12 +920,12 @@ fn audit_names_bad_entries_across_parallel_chunks() {
     assert!(!r.root_matches);
 }
 
-/// `SqliteStore::entries_from` (one range query) and `audit::sqlite_items` read what the
+/// `SqliteStore::entries_from` (one range query) and `SqliteStore::audit_items` read what the
 /// per-entry reads do, across chunk boundaries and with one entry's content redacted; the audit
 /// over them gives the per-entry audit's report.
 #[test]
 fn sqlite_range_reads_equal_single_reads() {
-    use memlineage::audit::{sqlite_items, AUDIT_CHUNK};
+    use memlineage::audit::AUDIT_CHUNK;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("range.ledger");
     let (mut l, k) = world(SqliteStore::open(&path).unwrap(), LabelPolicy::default());
@@ -949,7 +959,7 @@ fn sqlite_range_reads_equal_single_reads() {
     assert_eq!(store.entries_from(5, 3).unwrap(), single[5..8].to_vec());
     assert!(store.entries_from(n, 10).unwrap().is_empty());
     assert!(store.entries_from(0, 0).unwrap().is_empty());
-    let items: Vec<_> = sqlite_items(&store).map(Result::unwrap).collect();
+    let items: Vec<_> = store.audit_items().map(Result::unwrap).collect();
     assert_eq!(items.len() as u64, n);
     for (item, (meta, cose, content)) in items.iter().zip(&single) {
         assert_eq!(
@@ -957,7 +967,7 @@ fn sqlite_range_reads_equal_single_reads() {
             (cose, Some(meta.label), content)
         );
     }
-    let run = |items: Vec<Result<memlineage::audit::AuditItem, String>>| {
+    let run = |items: Vec<Result<memlineage::audit::AuditItem, memlineage::store::StoreError>>| {
         let r = audit(items, &v, c.note(), policy, v.key_id()).unwrap();
         (
             r.entries,
@@ -976,7 +986,7 @@ fn sqlite_range_reads_equal_single_reads() {
             })
         })
         .collect();
-    let ranged = run(sqlite_items(&store).collect());
+    let ranged = run(store.audit_items().collect());
     assert_eq!(ranged, run(per_entry));
     assert_eq!((ranged.0, ranged.1, ranged.3), (n, n, true));
 }

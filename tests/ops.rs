@@ -4,6 +4,7 @@
 //! that change nothing.
 
 use memlineage::audit::audit;
+use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::{LabelPolicy, WeakRule};
 use memlineage::log::LogSigner;
 use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
@@ -136,7 +137,7 @@ fn run(ops: Vec<Op>, tau: u32, rule: WeakRule) {
                 ]);
                 assert!(matches!(
                     l.append(e, &keys[1], b"ghost"),
-                    Err(LedgerError::UnknownParent(_))
+                    Err(LedgerError::Admission(AdmissionError::UnknownParent(_)))
                 ));
                 assert_eq!(l.len(), before);
             }

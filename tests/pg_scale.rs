@@ -6,7 +6,7 @@
 //! passes a full audit. Needs `DATABASE_URL` (skips visibly without it).
 
 use memlineage::audit::audit;
-use memlineage::ledger::StoreSource;
+use memlineage::ledger::{Integrator, StoreSource};
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::{export_tiles, prove_consistency, verify_from_tiles, LogSigner, TilesError};
 use memlineage::record::{EntryId, Hash32, Kind, ProvEntry, Role, SignedEntry, WriterKey};
@@ -99,7 +99,9 @@ fn pg_child() {
             let url = format!("{url}&application_name=ml_integrator_{w}");
             let store = PgStore::connect(&url, &ledger).unwrap();
             println!("connected");
-            let got = store.integrate(&Arc::new(signer()), u64::MAX).unwrap();
+            let got = Integrator::new(Arc::new(signer()))
+                .integrate(&store, u64::MAX)
+                .unwrap();
             println!("{got:?}");
         }
         other => panic!("unknown role {other}"),
@@ -150,8 +152,9 @@ fn pg_writers_integrator_crash_and_static_export() {
         .collect();
     let mut rounds = 0;
     while !readers.iter().all(|r| r.is_finished()) && rounds < 4 {
-        if let Integration::Integrated { new, note, .. } =
-            store.integrate(&signer_arc, 500).unwrap()
+        if let Integration::Integrated { new, note, .. } = Integrator::new(Arc::clone(&signer_arc))
+            .integrate(&store, 500)
+            .unwrap()
         {
             notes.push((new, note));
             rounds += 1;
@@ -230,7 +233,10 @@ fn pg_writers_integrator_crash_and_static_export() {
     );
     // Another process (this one) finishes the work.
     loop {
-        match store.integrate(&signer_arc, 2000).unwrap() {
+        match Integrator::new(Arc::clone(&signer_arc))
+            .integrate(&store, 2000)
+            .unwrap()
+        {
             Integration::Integrated { new, note, .. } => notes.push((new, note)),
             Integration::Idle { size } => {
                 assert_eq!(size, total);
@@ -338,6 +344,7 @@ fn wait_for(url: &str, app: &str, cond: &str) {
 /// the entries yet is exactly-once.
 #[test]
 fn pg_ledger_submit_labels_then_integrates() {
+    use memlineage::lineage::admission::AdmissionError;
     use memlineage::lineage::Label;
     use memlineage::record::{Parent, Weight};
     use memlineage::LedgerError;
@@ -387,7 +394,7 @@ fn pg_ledger_submit_labels_then_integrates() {
     // Same handle again: a duplicate, as for append.
     assert!(matches!(
         l.submit_signed(vec![(memo.clone(), &memo_text[..])]),
-        Err(LedgerError::Duplicate(_))
+        Err(LedgerError::Admission(AdmissionError::Duplicate(_)))
     ));
     // Not in the tree yet.
     assert_eq!(l.len(), 0);
@@ -400,7 +407,7 @@ fn pg_ledger_submit_labels_then_integrates() {
     .unwrap();
     assert!(matches!(
         l.submit_signed(vec![(s, &b"x"[..])]),
-        Err(LedgerError::UnknownWriter(_))
+        Err(LedgerError::Admission(AdmissionError::UnknownWriter(_)))
     ));
     let integrator = PgStore::connect(&url, &name).unwrap();
     assert_eq!(integrator.sequenced().unwrap(), 4);
@@ -436,8 +443,9 @@ fn pg_ledger_submit_labels_then_integrates() {
     );
     let waiter = std::thread::spawn(move || listener.wait_for_size(4, Duration::from_secs(60)));
     std::thread::sleep(Duration::from_millis(100));
-    let Integration::Integrated { new, .. } =
-        integrator.integrate(&Arc::new(signer()), 100).unwrap()
+    let Integration::Integrated { new, .. } = Integrator::new(Arc::new(signer()))
+        .integrate(&integrator, 100)
+        .unwrap()
     else {
         panic!("nothing integrated");
     };

@@ -6,7 +6,7 @@
 //! valid fuzzer item runs the multiscalar equation with good and bad signatures mixed.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use memlineage::ledger::decode_on_all_cores;
+use memlineage::record::decode_on_all_cores;
 use memlineage::record::{Kind, ProvEntry, SignedEntry, WriterKey};
 
 fn honest() -> Vec<Vec<u8>> {

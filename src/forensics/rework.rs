@@ -11,6 +11,7 @@
 //! the live holder is refused, so each target is replaced exactly once.
 
 use crate::ledger::{Ledger, LedgerError};
+use crate::lineage::admission::AdmissionError;
 use crate::lineage::lease::{LeaseError, LeaseState};
 use crate::record::{EntryId, Kind, Parent, ProvEntry, WriterKey};
 use crate::store::Store;
@@ -135,11 +136,13 @@ pub fn rework<S: Store, E: std::fmt::Display>(
             let before = ledger.leases().state(&target);
             match ledger.claim_lease(target, key, opts.ttl_ms, now()) {
                 Ok(_) => {}
-                Err(LedgerError::Lease(LeaseError::Held { .. })) => {
+                Err(LedgerError::Admission(AdmissionError::Lease(LeaseError::Held { .. }))) => {
                     report.refused += 1;
                     continue;
                 }
-                Err(LedgerError::Lease(LeaseError::Done { .. })) => continue,
+                Err(LedgerError::Admission(AdmissionError::Lease(LeaseError::Done { .. }))) => {
+                    continue
+                }
                 Err(e) => return Err(e.into()),
             }
             if let Some(LeaseState::Held { holder, .. }) = before {
@@ -169,7 +172,7 @@ pub fn rework<S: Store, E: std::fmt::Display>(
                 // Our lease expired while working. If another worker took over, its
                 // replacement counts and ours is refused (nothing is done twice); if nobody
                 // did, re-claiming would only repeat the work: stop and say why.
-                Err(LedgerError::Lease(_)) => {
+                Err(LedgerError::Admission(AdmissionError::Lease(_))) => {
                     ledger.refresh()?;
                     let ours = matches!(
                         ledger.leases().state(&target),

@@ -17,6 +17,7 @@ pub mod mcp;
 use crate::front::keystore::{KeyStore, KeyStoreError};
 use crate::gate::{Decision, Denial, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
+use crate::lineage::admission::AdmissionError;
 use crate::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
 use crate::retrieve::Outcome;
 use crate::store::Store;
@@ -570,7 +571,9 @@ impl<S: Store, K: Keys> Front<S, K> {
                 .with_time_ms(self.last_ms);
             match self.ledger.append(entry, &key, text.as_bytes()) {
                 // Another process wrote the very same entry in the same millisecond.
-                Err(LedgerError::Duplicate(_)) if attempt < 3 => attempt += 1,
+                Err(LedgerError::Admission(AdmissionError::Duplicate(_))) if attempt < 3 => {
+                    attempt += 1
+                }
                 other => break other?,
             }
         };

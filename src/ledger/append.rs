@@ -4,11 +4,13 @@
 use super::index::Meta;
 use super::prove::Overlay;
 use super::{earliest, Ledger, LedgerError, META_SEAL};
-use crate::lineage::lease::{parse_lease_terms, LeaseError};
-use crate::lineage::Label;
+use crate::lineage::admission::{admit, AdmissionError, AdmissionView};
+use crate::lineage::lease::LeaseBook;
+use crate::lineage::quarantine::Quarantine;
+use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, stored_hash_index};
 use crate::record::{
-    EntryId, Hash32, KeyBinding, KeyId, Kind, ProvEntry, RecordError, Role, SignedEntry, WriterKey,
+    EntryId, KeyBinding, KeyId, Kind, ProvEntry, RecordError, Role, SignedEntry, WriterKey,
 };
 use crate::store::{NewEntry, Store, StoreError};
 use std::collections::{HashMap, HashSet};
@@ -68,7 +70,7 @@ impl<S: Store> Ledger<S> {
     /// Binding an already bound key again to the same role is a no-op returning `None`.
     ///
     /// # Errors
-    /// [`LedgerError::Rebind`] when the key is bound to another role; store errors.
+    /// [`AdmissionError::Rebind`] when the key is bound to another role; store errors.
     pub fn bind(
         &mut self,
         key: KeyId,
@@ -78,18 +80,16 @@ impl<S: Store> Ledger<S> {
         self.refresh()?;
         match self.keyring.get(&key) {
             Some((r, _, _)) if *r == role => return Ok(None),
-            Some((r, _, _)) => return Err(LedgerError::Rebind { key, bound: *r }),
+            Some((r, _, _)) => return Err(AdmissionError::Rebind { key, bound: *r }.into()),
             None => {}
         }
         let (signed, content) = self.binding_entry(key, role, name)?;
         match self.append_signed(vec![(signed, content.as_slice())]) {
             Ok(mut out) => Ok(out.pop()),
             // Another handle bound the same key to the same role meanwhile.
-            Err(LedgerError::Duplicate(_) | LedgerError::Rebind { .. })
-                if self.principal(&key).map(|p| p.0) == Some(role) =>
-            {
-                Ok(None)
-            }
+            Err(LedgerError::Admission(
+                AdmissionError::Duplicate(_) | AdmissionError::Rebind { .. },
+            )) if self.principal(&key).map(|p| p.0) == Some(role) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -297,12 +297,10 @@ impl<S: Store> Ledger<S> {
         }
     }
 
-    /// Checks a signed entry against the log (and the batch so far) and labels it.
-    /// Checks the next entry of a batch ([`Ledger::check`] against the ledger and the batch's
-    /// earlier entries; not already stored or in the batch; at most one forensic entry per
-    /// target, since forensic entries are checked against the state before the batch) and
-    /// records it in `admitted` with the provisional `index`. Shared by `append_signed` and
-    /// `submit_signed`.
+    /// Checks the next entry of a batch and records it in `admitted` with the provisional
+    /// `index`: at most one forensic entry per target (forensic entries are judged against the
+    /// state before the batch), then the admission rule ([`admit`]) against the ledger and the
+    /// batch's earlier entries. Shared by `append_signed` and `submit_signed`.
     pub(crate) fn admit(
         &self,
         admitted: &mut Admitted,
@@ -319,10 +317,11 @@ impl<S: Store> Ledger<S> {
                 }
             }
         }
-        let label = self.check(s, content, &admitted.entries, &admitted.keys)?;
-        if admitted.entries.contains_key(&s.id()) || self.index.contains(&s.id()) {
-            return Err(LedgerError::Duplicate(s.id()));
-        }
+        let view = BatchView {
+            ledger: self,
+            admitted,
+        };
+        let label = admit(&view, s, Some(content))?;
         if let Some(b) = &e.binding {
             admitted.keys.insert(b.key, b.role);
         }
@@ -336,73 +335,45 @@ impl<S: Store> Ledger<S> {
         );
         Ok(label)
     }
+}
 
-    fn check(
-        &self,
-        s: &SignedEntry,
-        content: &[u8],
-        pending: &HashMap<EntryId, Meta>,
-        pending_keys: &HashMap<KeyId, Role>,
-    ) -> Result<Label, LedgerError> {
-        let e = s.entry();
-        let role = self
+/// The log as the admission rule sees it during a batch append: the ledger's keyring, index
+/// and forensic state, plus the entries and bindings of the batch admitted so far.
+struct BatchView<'a, S: Store> {
+    ledger: &'a Ledger<S>,
+    admitted: &'a Admitted,
+}
+
+impl<S: Store> AdmissionView for BatchView<'_, S> {
+    fn log_key(&self) -> KeyId {
+        self.ledger.signer.key_id()
+    }
+
+    fn role_of(&self, key: &KeyId) -> Option<Role> {
+        self.ledger
             .keyring
-            .get(&e.writer)
+            .get(key)
             .map(|(r, _, _)| *r)
-            .or_else(|| pending_keys.get(&e.writer).copied())
-            .ok_or(LedgerError::UnknownWriter(e.writer))?;
-        if Hash32::digest(content) != e.content_hash {
-            return Err(LedgerError::ContentMismatch);
-        }
-        match e.kind {
-            // spec/record.md §5.4 rule 1: only the log key itself writes keyring entries.
-            Kind::Keyring if e.writer != self.signer.key_id() => {
-                return Err(LedgerError::NotLogKey)
-            }
-            Kind::Tombstone if role.is_untrusted() => {
-                return Err(LedgerError::UntrustedTombstone(e.writer))
-            }
-            Kind::Lease => {
-                if !matches!(role, Role::Agent | Role::User | Role::System) {
-                    return Err(LeaseError::NotAuthorised.into());
-                }
-                parse_lease_terms(content)?;
-                if let Some(t) = &e.target {
-                    self.leases.check_claim(t, &e.writer, e.time_ms)?;
-                }
-            }
-            Kind::Replacement => {
-                if let Some(t) = &e.target {
-                    self.leases
-                        .check_replacement(t, &e.writer, role, e.time_ms)?;
-                }
-            }
-            _ => {}
-        }
-        self.quarantine.check(e.kind, role, e.target.as_ref())?;
-        if let Some(b) = &e.binding {
-            // Rule 2: no second log key. Rule 3: a key is bound at most once.
-            if b.role == Role::Log {
-                return Err(LedgerError::BindsLogRole(b.key));
-            }
-            let bound = self
-                .keyring
-                .get(&b.key)
-                .map(|(r, _, _)| *r)
-                .or_else(|| pending_keys.get(&b.key).copied());
-            if let Some(bound) = bound {
-                return Err(LedgerError::Rebind { key: b.key, bound });
-            }
-        }
-        let lookup = |id: &EntryId| self.index.get(id).or_else(|| pending.get(id).copied());
-        if let Some(t) = &e.target {
-            lookup(t).ok_or(LedgerError::UnknownTarget(*t))?;
-        }
-        let mut parents = Vec::with_capacity(e.parents.len());
-        for p in &e.parents {
-            let m = lookup(&p.id).ok_or(LedgerError::UnknownParent(p.id))?;
-            parents.push((p.weight, m.label));
-        }
-        Ok(self.policy.label(role, parents))
+            .or_else(|| self.admitted.keys.get(key).copied())
+    }
+
+    fn label_of(&self, id: &EntryId) -> Option<Label> {
+        self.ledger
+            .index
+            .get(id)
+            .or_else(|| self.admitted.entries.get(id).copied())
+            .map(|m| m.label)
+    }
+
+    fn quarantine(&self) -> &Quarantine {
+        &self.ledger.quarantine
+    }
+
+    fn leases(&self) -> &LeaseBook {
+        &self.ledger.leases
+    }
+
+    fn policy(&self) -> LabelPolicy {
+        self.ledger.policy
     }
 }

@@ -5,6 +5,8 @@
 use super::{Appended, Ledger, LedgerError};
 use crate::lineage::lease::{parse_lease_terms, LeaseBook};
 use crate::lineage::quarantine::{Quarantine, Reach, Rescan};
+#[cfg(doc)]
+use crate::lineage::{admission::AdmissionError, lease::LeaseError, quarantine::QuarantineError};
 use crate::record::{parse_unverified, EntryId, Hash32, Kind, Parent, ProvEntry, WriterKey};
 use crate::store::{Store, StoreError};
 
@@ -84,8 +86,8 @@ impl<S: Store> Ledger<S> {
     /// stays in the tree, and its descendants keep their labels.
     ///
     /// # Errors
-    /// [`LedgerError::UnknownTarget`]; [`LedgerError::UntrustedTombstone`] for tool/external
-    /// writers; append errors.
+    /// [`AdmissionError::UnknownTarget`]; [`AdmissionError::UntrustedTombstone`] for
+    /// tool/external writers; append errors.
     pub fn tombstone(
         &mut self,
         target: EntryId,
@@ -102,7 +104,7 @@ impl<S: Store> Ledger<S> {
     /// [`Kind::Quarantine`] / [`Kind::QuarantineStrong`] entry whose content is `reason`.
     ///
     /// # Errors
-    /// [`LedgerError::UnknownTarget`]; [`QuarantineError::NotAuthorised`] unless `key` is a
+    /// [`AdmissionError::UnknownTarget`]; [`QuarantineError::NotAuthorised`] unless `key` is a
     /// user, system or log principal; append errors. Nothing is changed on error.
     pub fn flag(
         &mut self,

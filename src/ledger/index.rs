@@ -35,10 +35,6 @@ impl LabelIndex {
         })
     }
 
-    pub(super) fn contains(&self, id: &EntryId) -> bool {
-        self.ids.contains_key(id)
-    }
-
     pub(super) fn insert(&mut self, id: EntryId, m: Meta) {
         let Ok(i) = usize::try_from(m.index) else {
             return;

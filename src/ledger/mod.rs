@@ -9,16 +9,17 @@ use crate::lineage::quarantine::Quarantine;
 use crate::lineage::{Label, LabelPolicy, WeakRule};
 use crate::log::{LogSigner, LogVerifier, VerifiedCheckpoint};
 use crate::record::{
-    parse_unverified, EntryId, Hash32, KeyId, Kind, PublicKey, RecordError, Role, SignedEntry,
-    Weight,
+    self, parse_unverified, EntryId, Hash32, KeyId, Kind, PublicKey, RecordError, Role,
+    SignedEntry, Weight,
 };
-use crate::store::{EntryMeta, Store};
+use crate::store::{EntryMeta, Store, META_RULE, META_TAU, META_VKEY};
 use std::collections::HashMap;
 
 mod append;
 mod effects;
 mod error;
 mod index;
+mod integrate;
 mod prove;
 mod seal;
 mod sequenced;
@@ -29,55 +30,10 @@ pub use append::{Appended, Draft, PARALLEL_MIN};
 use effects::{earliest, has_effects};
 pub use error::LedgerError;
 use index::{LabelIndex, Meta};
+pub use integrate::Integrator;
 pub use prove::StoreSource;
 use seal::{Chain, SealKey};
 pub use seal::{SealError, META_SEAL};
-
-/// Meta keys a ledger keeps in its store.
-const META_VKEY: &str = "log_vkey";
-const META_TAU: &str = "tau_millionths";
-const META_RULE: &str = "weak_rule";
-
-/// Every setting key a ledger keeps in its store's `meta` (`spec/storage.md` §4.4), for tools
-/// that copy a ledger between stores ([`crate::store::copy_ledger`]).
-pub const META_KEYS: [&str; 3] = [META_VKEY, META_TAU, META_RULE];
-
-/// Fewest entries [`decode_on_all_cores`] splits over cores. Below it one batch on the calling
-/// thread is faster on the 2-vCPU VM of `spec/benchmarks.md`: waking a pool thread costs about
-/// what a batch of 4 saves (8 entries: 193–203 µs in one batch, 229–236 µs split; 32 entries:
-/// 617–811 µs against 501–514 µs split).
-pub const SPLIT_BATCH_MIN: usize = 32;
-
-/// [`SignedEntry::decode_batch`] spread over the machine's cores: one batch per core over a
-/// contiguous slice of `items`, answers in `items` order and equal to decoding each alone
-/// with [`SignedEntry::decode_with_keys`]. The calling thread decodes the first slice itself
-/// while rayon's pool threads (which live for the process: no thread is spawned per call, a
-/// spawn costs ~90 µs on the 2-vCPU VM we measure on) take the others. Below
-/// [`SPLIT_BATCH_MIN`] items, or on one core, one batch on the calling thread.
-pub fn decode_on_all_cores(
-    items: &[&[u8]],
-    known: impl Fn(&KeyId) -> Option<PublicKey> + Sync,
-) -> Vec<Result<SignedEntry, RecordError>> {
-    let threads = rayon::current_num_threads();
-    if items.len() < SPLIT_BATCH_MIN || threads < 2 {
-        return SignedEntry::decode_batch(items, &known);
-    }
-    let per_core = items.len().div_ceil(threads);
-    let mut parts: Vec<Vec<Result<SignedEntry, RecordError>>> = Vec::new();
-    parts.resize_with(items.len().div_ceil(per_core), Vec::new);
-    let known = &known;
-    rayon::in_place_scope(|scope| {
-        let mut slots = parts.iter_mut().zip(items.chunks(per_core));
-        let first = slots.next();
-        for (slot, part) in slots {
-            scope.spawn(move |_| *slot = SignedEntry::decode_batch(part, known));
-        }
-        if let Some((slot, part)) = first {
-            *slot = SignedEntry::decode_batch(part, known);
-        }
-    });
-    parts.into_iter().flatten().collect()
-}
 
 /// A provenance ledger over a [`Store`].
 pub struct Ledger<S: Store> {
@@ -354,10 +310,10 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Decodes and verifies several entries' bytes with batch signature checks and the
-    /// keyring's decompressed keys ([`decode_on_all_cores`]). Same answers, in the same order,
+    /// keyring's decompressed keys ([`record::decode_on_all_cores`]). Same answers, in the same order,
     /// as decoding one by one.
     pub fn decode_many(&self, items: &[&[u8]]) -> Vec<Result<SignedEntry, RecordError>> {
-        decode_on_all_cores(items, self.key_lookup())
+        record::decode_on_all_cores(items, self.key_lookup())
     }
 
     /// The decompressed key of a bound principal.

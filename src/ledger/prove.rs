@@ -7,7 +7,7 @@ use crate::log::{
     ProofBundle, RootHash, VerifiedCheckpoint,
 };
 use crate::record::EntryId;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 impl<S: Store> Ledger<S> {
     /// The root hash of the current tree.
@@ -116,9 +116,17 @@ pub struct StoreSource<'a, S: Store>(pub &'a S);
 
 impl<S: Store> HashSource for StoreSource<'_, S> {
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {
-        self.0
-            .read_hashes(indexes)
-            .map_err(|e| LogError::Source(e.to_string()))
+        self.0.read_hashes(indexes).map_err(log_error)
+    }
+}
+
+/// A store failure as the log sees it: a missing tree hash stays typed
+/// ([`LogError::MissingHash`]); anything else is the source's message ([`LogError::Source`]).
+/// Here, not in `log`, because verification knows nothing of stores.
+fn log_error(e: StoreError) -> LogError {
+    match e {
+        StoreError::MissingHash(i) => LogError::MissingHash(i),
+        e => LogError::Source(e.to_string()),
     }
 }
 
@@ -158,5 +166,22 @@ impl<S: Store> HashSource for Overlay<'_, S> {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_store_error() {
+        assert_eq!(
+            log_error(StoreError::MissingHash(5)),
+            LogError::MissingHash(5)
+        );
+        assert!(matches!(
+            log_error(StoreError::Corrupt("x".into())),
+            LogError::Source(_)
+        ));
     }
 }

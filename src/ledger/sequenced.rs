@@ -15,13 +15,13 @@ impl Ledger<PgStore> {
     /// The entries are durable and numbered when this returns, and known to this handle (a
     /// later batch may name them as parents, a binding in the batch binds its key at once);
     /// they enter the tree, and [`Ledger::len`], when an integrator runs
-    /// ([`PgStore::integrate`]) and this handle calls [`Ledger::refresh`]. Parents must be
+    /// ([`super::Integrator`]) and this handle calls [`Ledger::refresh`]. Parents must be
     /// integrated or submitted through this handle.
     ///
     /// Exactly-once: an entry the sequencer already holds (a retry after a crash or a lost
     /// reply, from any handle that does not know it yet) is not stored again and keeps its
     /// index. Submitting again through the handle that already knows it is
-    /// [`LedgerError::Duplicate`], as for `append_signed`.
+    /// [`crate::lineage::admission::AdmissionError::Duplicate`], as for `append_signed`.
     ///
     /// # Errors
     /// As [`Ledger::append_signed`] for the checks; [`LedgerError::Store`] from the

@@ -4,10 +4,12 @@
 //! - [`label`]: the trust labels and the labelling rule (τ, strong edges, fail-closed);
 //! - [`quarantine`]: flags and releases, and everything a flagged source reached;
 //! - [`lease`]: expiring leases on the rework of an entry;
+//! - [`admission`]: the admission rule, one for the ledger's appends and the audit's replay;
 //! - [`attribution`]: edge weights, the influence of each context item on a write.
 //!
 //! Everything here is a function of verified entries; none of it opens a store.
 
+pub mod admission;
 pub mod attribution;
 pub mod label;
 pub mod lease;

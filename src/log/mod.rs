@@ -101,15 +101,6 @@ pub enum LogError {
     Internal(&'static str),
 }
 
-impl From<crate::store::StoreError> for LogError {
-    fn from(e: crate::store::StoreError) -> Self {
-        match e {
-            crate::store::StoreError::MissingHash(i) => LogError::MissingHash(i),
-            e => LogError::Source(e.to_string()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,17 +144,5 @@ mod tests {
         for (e, want) in cases {
             assert_eq!(e.to_string(), want);
         }
-    }
-
-    #[test]
-    fn from_store_error() {
-        assert_eq!(
-            LogError::from(crate::store::StoreError::MissingHash(5)),
-            LogError::MissingHash(5)
-        );
-        assert!(matches!(
-            LogError::from(crate::store::StoreError::Corrupt("x".into())),
-            LogError::Source(_)
-        ));
     }
 }

@@ -13,7 +13,9 @@ mod verify;
 
 pub use cbor::{decode_payload, encode_payload};
 pub(crate) use cose::parse_unverified;
-pub use cose::{protected_header, sig_structure, SignedEntry};
+pub use cose::{
+    decode_on_all_cores, protected_header, sig_structure, SignedEntry, SPLIT_BATCH_MIN,
+};
 pub use keys::{KeyBinding, KeyId, Role, WriterKey};
 pub use verify::{verify, Batch, PublicKey};
 

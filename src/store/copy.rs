@@ -1,13 +1,13 @@
 //! [`copy_ledger`]: move a ledger between stores (e.g. SQLite to PostgreSQL) without changing
 //! a byte of what was signed (`spec/storage.md` §11.8).
 
-use super::{NewEntry, Store, StoreError};
+use super::{NewEntry, Store, StoreError, META_KEYS};
 use crate::record::Hash32;
 
 /// Copies the ledger in `from` into `to`, entry by entry in log order, `batch` entries per
 /// [`Store::append`] (0 is taken as 1): COSE bytes, kind, stored label, content (when stored:
 /// a redacted entry stays redacted) and the stored tree hashes; then the ledger settings
-/// ([`crate::ledger::META_KEYS`]) and the latest checkpoint note. Nothing is re-signed or
+/// ([`META_KEYS`]) and the latest checkpoint note. Nothing is re-signed or
 /// re-labelled, so ids, labels, roots and checkpoints are the same in both stores.
 ///
 /// Resumable: copying starts at `to.tree_size()`; the entries already in `to` must be the
@@ -71,7 +71,7 @@ pub fn copy_ledger<S: Store, T: Store>(
             .collect();
         to.append(&views)?;
     }
-    for key in crate::ledger::META_KEYS {
+    for key in META_KEYS {
         if let Some(v) = from.meta(key)? {
             to.set_meta(key, &v)?;
         }

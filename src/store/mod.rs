@@ -15,7 +15,10 @@ mod sqlite;
 
 pub use copy::copy_ledger;
 pub use memory::MemoryStore;
-pub use postgres::{Integration, PgStore, Submission, DEFAULT_INTEGRATE_BATCH, MAX_SCHEMA_NAME};
+pub(crate) use postgres::{check_root, log_err};
+pub use postgres::{
+    Integration, IntegrationWork, PgStore, Submission, DEFAULT_INTEGRATE_BATCH, MAX_SCHEMA_NAME,
+};
 pub use sqlite::{SqliteStore, StoredEntry};
 
 use crate::lineage::Label;
@@ -24,6 +27,17 @@ use crate::record::{EntryId, Hash32, Kind};
 /// The largest leaf index, tree size or checkpoint size a store accepts: 2^63 - 1 (SQLite
 /// integers are signed 64-bit). Larger values give [`StoreError::OutOfRange`].
 pub const MAX_INDEX: u64 = i64::MAX as u64;
+
+/// Setting key: the log's verifier key in C2SP signed-note form (`spec/storage.md` §4.4).
+pub const META_VKEY: &str = "log_vkey";
+/// Setting key: τ in millionths, decimal (`spec/storage.md` §4.4).
+pub const META_TAU: &str = "tau_millionths";
+/// Setting key: the weak-parent rule's name (`spec/storage.md` §4.4).
+pub const META_RULE: &str = "weak_rule";
+
+/// Every setting key a ledger keeps in its store's `meta` (`spec/storage.md` §4.4), for tools
+/// that copy a ledger between stores ([`copy_ledger`]).
+pub const META_KEYS: [&str; 3] = [META_VKEY, META_TAU, META_RULE];
 
 /// A `u64` index or size as a database integer (SQLite and PostgreSQL store `i64`).
 fn to_i64(n: u64) -> Result<i64, StoreError> {

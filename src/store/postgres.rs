@@ -7,11 +7,15 @@
 //! is safe to call from inside an async runtime (it blocks the calling thread, never re-enters a
 //! runtime); the async API ([`PgStore::sequence_async`], [`PgStore::integrate_async`],
 //! [`PgStore::tree_size_async`]) awaits a oneshot channel instead.
+//!
+//! Like every store it stores and decides nothing: integration's log work (the new tree
+//! hashes, the check against the stored root, the signed checkpoint) is done by the caller's
+//! [`IntegrationWork`], the log key's [`crate::ledger::Integrator`].
 
 use super::memory::{check_batch, check_range};
 use super::{to_i64, to_u64, EntryMeta, NewEntry, Store, StoreError, MAX_INDEX};
 use crate::lineage::Label;
-use crate::log::{extend, extension_reads, LogSigner, RootHash};
+use crate::log::{extend, extension_reads, Extension, RootHash};
 use crate::record::{EntryId, Hash32, Kind};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -52,7 +56,7 @@ type Job = Box<dyn FnOnce(Arc<Client>) -> Pin<Box<dyn Future<Output = ()>>> + Se
 /// - [`PgStore::sequence`] (many writers): one call of the `append_entries` PL/pgSQL function
 ///   numbers the batch under the one-row `sequencer` lock, skipping ids already stored (their
 ///   existing index is returned, so a retried call is exactly-once). The entries enter the
-///   tree when an integrator ([`PgStore::integrate`]) runs.
+///   tree when an integrator ([`PgStore::integrate`] with [`crate::ledger::Integrator`]) runs.
 ///
 /// # Durability
 /// Every write is one transaction, committed before the call returns: durable as the
@@ -128,6 +132,33 @@ pub enum Integration {
         /// The signed checkpoint note stored for `new`.
         note: Vec<u8>,
     },
+}
+
+/// The log's part of an integration ([`PgStore::integrate`]), called inside the store's
+/// transaction: the store reads and writes rows and decides nothing; hashing the tree and
+/// signing checkpoints is the log's work ([`crate::ledger::Integrator`] does it with the log
+/// key). Calls are CPU work only, on the store's worker thread.
+pub trait IntegrationWork: Send + Sync + 'static {
+    /// The stored-hash indexes whose hashes extending a tree of `old` leaves to `new` needs.
+    ///
+    /// # Errors
+    /// [`StoreError::OutOfRange`] or [`StoreError::Corrupt`] for sizes the log cannot extend.
+    fn reads(&self, old: u64, new: u64) -> Result<Vec<u64>, StoreError>;
+
+    /// The tree of `old` leaves extended by `leaves`, from the hashes at [`Self::reads`] (in
+    /// that order), and the signed checkpoint note for the new tree. `stored_root` is the root
+    /// `tree_state` records for `old` leaves.
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when `reads` do not give `stored_root` (or do not fit);
+    /// [`StoreError::MissingHash`].
+    fn extend(
+        &self,
+        old: u64,
+        stored_root: &[u8; 32],
+        reads: &[[u8; 32]],
+        leaves: &[EntryId],
+    ) -> Result<(Extension, Vec<u8>), StoreError>;
 }
 
 impl PgStore {
@@ -297,7 +328,9 @@ impl PgStore {
             .await
     }
 
-    /// Integrates up to `max` sequenced entries into the tree, in one transaction:
+    /// Integrates up to `max` sequenced entries into the tree, in one transaction, with
+    /// `work` doing the log's part (which hashes to read, the new hashes, tiles and root, the
+    /// signed checkpoint: [`crate::ledger::Integrator`]); the store reads and writes rows:
     ///
     /// 1. `pg_try_advisory_xact_lock` on the ledger's integrator key: if another process
     ///    holds it, return [`Integration::Busy`] (choice of integrator);
@@ -305,11 +338,12 @@ impl PgStore {
     ///    makes two integrators safe;
     /// 3. read entries `size..` in index order (at most `max`) and check the indexes are
     ///    contiguous from `size`;
-    /// 4. read the old tree's edge hashes, check they hash to the stored root, compute the new
-    ///    leaves' stored hashes, the new root and the changed tlog-tiles tiles;
-    /// 5. insert the hashes, upsert the tiles, update `tree_state`, store the checkpoint
-    ///    `signer` signs for the new size (timestamp-free: the same tree gives the same note
-    ///    bytes) and `NOTIFY` [`PgStore::notify_channel`] with the new size;
+    /// 4. read the old tree's edge hashes `work` names ([`IntegrationWork::reads`]); `work`
+    ///    checks they hash to the stored root and computes the new leaves' stored hashes, the
+    ///    new root, the changed tlog-tiles tiles and the checkpoint note
+    ///    ([`IntegrationWork::extend`]);
+    /// 5. insert the hashes, upsert the tiles, update `tree_state`, store the checkpoint note
+    ///    and `NOTIFY` [`PgStore::notify_channel`] with the new size;
     /// 6. commit. A process killed before the commit leaves nothing; any process's next call
     ///    redoes the work.
     ///
@@ -317,11 +351,16 @@ impl PgStore {
     /// `ANALYZE` on the ledger's tables.
     ///
     /// # Errors
-    /// [`StoreError::Corrupt`] (gap in the sequenced indexes, edge hashes that do not give the
-    /// stored root, malformed rows); [`StoreError::Postgres`]; [`StoreError::OutOfRange`].
-    pub fn integrate(&self, signer: &Arc<LogSigner>, max: u64) -> Result<Integration, StoreError> {
-        let (signer, schema) = (Arc::clone(signer), self.schema.clone());
-        self.call(move |c| async move { integrate(&c, &schema, &signer, max).await })
+    /// [`StoreError::Corrupt`] (gap in the sequenced indexes, malformed rows, and `work`'s
+    /// errors: edge hashes that do not give the stored root); [`StoreError::Postgres`];
+    /// [`StoreError::OutOfRange`].
+    pub fn integrate(
+        &self,
+        work: &Arc<dyn IntegrationWork>,
+        max: u64,
+    ) -> Result<Integration, StoreError> {
+        let (work, schema) = (Arc::clone(work), self.schema.clone());
+        self.call(move |c| async move { integrate(&c, &schema, &*work, max).await })
     }
 
     /// [`PgStore::integrate`], awaiting instead of blocking.
@@ -330,11 +369,11 @@ impl PgStore {
     /// As [`PgStore::integrate`].
     pub async fn integrate_async(
         &self,
-        signer: &Arc<LogSigner>,
+        work: &Arc<dyn IntegrationWork>,
         max: u64,
     ) -> Result<Integration, StoreError> {
-        let (signer, schema) = (Arc::clone(signer), self.schema.clone());
-        self.call_async(move |c| async move { integrate(&c, &schema, &signer, max).await })
+        let (work, schema) = (Arc::clone(work), self.schema.clone());
+        self.call_async(move |c| async move { integrate(&c, &schema, &*work, max).await })
             .await
     }
 
@@ -889,12 +928,17 @@ async fn lock_tree_state(c: &Client) -> Result<(u64, [u8; 32]), StoreError> {
     ))
 }
 
-/// Reads what extending the tree from `old` needs and computes the extension.
-async fn extension(
-    c: &Client,
-    old: u64,
-    leaves: &[EntryId],
-) -> Result<crate::log::Extension, StoreError> {
+/// Recomputes the extension of the tree from `old` by `leaves` from the stored hashes, to
+/// check a caller-hashed batch ([`Store::append`]) and derive its tiles.
+async fn extension(c: &Client, old: u64, leaves: &[EntryId]) -> Result<Extension, StoreError> {
+    let new = new_size(old, leaves)?;
+    let at = extension_reads(old, new).map_err(log_err)?;
+    let reads = read_hashes(c, &at).await?;
+    extend(old, &reads, leaves).map_err(log_err)
+}
+
+/// The tree size after `leaves` join `old` leaves.
+fn new_size(old: u64, leaves: &[EntryId]) -> Result<u64, StoreError> {
     let new = old
         .checked_add(leaves.len() as u64)
         .ok_or(StoreError::OutOfRange {
@@ -902,12 +946,16 @@ async fn extension(
             max: MAX_INDEX,
         })?;
     check_range(new)?;
-    let at = extension_reads(old, new).map_err(log_err)?;
-    let reads = read_hashes(c, &at).await?;
-    extend(old, &reads, leaves).map_err(log_err)
+    Ok(new)
 }
 
-fn check_root(size: u64, stored: &[u8; 32], computed: &RootHash) -> Result<(), StoreError> {
+/// [`StoreError::Corrupt`] unless `computed` (from the stored hashes) is the root `tree_state`
+/// records for `size` leaves.
+pub(crate) fn check_root(
+    size: u64,
+    stored: &[u8; 32],
+    computed: &RootHash,
+) -> Result<(), StoreError> {
     if *stored != computed.0 {
         return Err(StoreError::Corrupt(format!(
             "tree_state root for size {size} is not the root of the stored tree hashes"
@@ -921,7 +969,7 @@ async fn write_extension(
     c: &Client,
     old: u64,
     new: u64,
-    ext: &crate::log::Extension,
+    ext: &Extension,
 ) -> Result<(), StoreError> {
     let start = crate::log::stored_hash_index(0, old);
     let idx: Vec<i64> = (start..)
@@ -963,7 +1011,7 @@ async fn write_extension(
 async fn integrate(
     c: &Client,
     schema: &str,
-    signer: &LogSigner,
+    work: &dyn IntegrationWork,
     max: u64,
 ) -> Result<Integration, StoreError> {
     let done = transaction(c, async {
@@ -998,11 +1046,10 @@ async fn integrate(
         if leaves.is_empty() {
             return Ok(Integration::Idle { size: old });
         }
-        let ext = extension(c, old, &leaves).await?;
-        check_root(old, &root, &ext.old_root)?;
-        let new = old + leaves.len() as u64;
+        let new = new_size(old, &leaves)?;
+        let reads = read_hashes(c, &work.reads(old, new)?).await?;
+        let (ext, note) = work.extend(old, &root, &reads, &leaves)?;
         write_extension(c, old, new, &ext).await?;
-        let note = signer.sign(new, &ext.new_root);
         c.execute(
             "INSERT INTO checkpoints (size, note) VALUES ($1, $2) \
              ON CONFLICT (size) DO UPDATE SET note = excluded.note",
@@ -1069,7 +1116,9 @@ fn gone() -> StoreError {
     StoreError::PgWorker("worker thread gone".into())
 }
 
-fn log_err(e: crate::log::LogError) -> StoreError {
+/// A log failure while extending the stored tree: a missing hash stays typed, anything else
+/// means the stored tree is not what it should be.
+pub(crate) fn log_err(e: crate::log::LogError) -> StoreError {
     match e {
         crate::log::LogError::MissingHash(i) => StoreError::MissingHash(i),
         other => StoreError::Corrupt(other.to_string()),

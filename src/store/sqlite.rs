@@ -2,6 +2,7 @@
 
 use super::memory::{check_batch, check_range, leaf_hash_index};
 use super::{to_i64, to_u64, EntryMeta, NewEntry, Store, StoreError};
+use crate::audit::{AuditItem, AUDIT_CHUNK};
 use crate::lineage::Label;
 use crate::record::{EntryId, Hash32, Kind};
 use rusqlite::types::ValueRef;
@@ -285,6 +286,40 @@ impl SqliteStore {
             out.push((meta, cose, content));
         }
         Ok(out)
+    }
+
+    /// This ledger's entries as [`AuditItem`]s for [`crate::audit::audit`], in index order,
+    /// read [`AUDIT_CHUNK`] at a time with [`SqliteStore::entries_from`] (one query per chunk;
+    /// the audit reads the next chunk while the pool checks the signatures of this one). A read
+    /// error is the last item. The store reads for the audit; the audit never opens a store.
+    pub fn audit_items(&self) -> impl Iterator<Item = Result<AuditItem, StoreError>> + '_ {
+        let mut next = 0u64;
+        let mut buffered = Vec::new().into_iter();
+        let mut failed = false;
+        std::iter::from_fn(move || {
+            if failed {
+                return None;
+            }
+            if buffered.len() == 0 {
+                match self.entries_from(next, AUDIT_CHUNK) {
+                    Ok(rows) => {
+                        next += rows.len() as u64;
+                        buffered = rows.into_iter();
+                    }
+                    Err(e) => {
+                        failed = true;
+                        return Some(Err(e));
+                    }
+                }
+            }
+            buffered.next().map(|(meta, cose, content)| {
+                Ok(AuditItem {
+                    cose,
+                    stored_label: Some(meta.label),
+                    content,
+                })
+            })
+        })
     }
 
     /// Reads one optional column of one optional row.

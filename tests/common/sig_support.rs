@@ -1,5 +1,5 @@
 //! Ed25519 arithmetic for tests that forge signatures with a writer's secret scalar (shared by
-//! the batch_verify and review_batch test files).
+//! the batch_verify test file).
 
 use curve25519_dalek::Scalar;
 use memlineage::record::WriterKey;

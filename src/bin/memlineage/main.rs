@@ -977,7 +977,7 @@ fn audit_ledger(
         },
     );
     let size = store.tree_size()?;
-    let entries = memlineage::audit::sqlite_items(&store);
+    let entries = store.audit_items();
     let log_key_id = verifier.key_id();
     let mut report = {
         let mut bar = progress::AuditBar::new(size);

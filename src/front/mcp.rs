@@ -836,7 +836,10 @@ fn cited_verdict<S: Store, K: Keys>(
     if cited.is_empty() {
         return Ok(Verdict::Allow);
     }
-    let ids: Vec<EntryId> = cited.iter().flat_map(|(_, ids)| ids.iter().copied()).collect();
+    let ids: Vec<EntryId> = cited
+        .iter()
+        .flat_map(|(_, ids)| ids.iter().copied())
+        .collect();
     for o in front.ledger().retrieve(&ids).map_err(msg)? {
         if let Outcome::Rejected(id, e) = o {
             return Ok(Verdict::Deny(Refusal::Unreadable(format!(
@@ -889,9 +892,7 @@ fn gate_result(
 /// Bounds what a tool call sends back: an error's text to [`MAX_MESSAGE_BYTES`], a result to
 /// [`MAX_RESULT_BYTES`] (replaced by a tool error past it), a JSON-RPC error's message to
 /// [`MAX_MESSAGE_BYTES`] without data.
-fn bounded(
-    r: Result<CallToolResponse, ErrorData>,
-) -> Result<CallToolResponse, ErrorData> {
+fn bounded(r: Result<CallToolResponse, ErrorData>) -> Result<CallToolResponse, ErrorData> {
     match r {
         Ok(CallToolResponse::Complete(mut result)) => {
             if result.is_error == Some(true) {

@@ -66,7 +66,11 @@ pub fn mcp(
         .enable_all()
         .build()?;
     tracing::info!(ledger = %ledger.display(), "memlineage mcp: serving on stdio");
-    rt.block_on(stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()))?;
+    rt.block_on(stdio::serve(
+        server,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -290,9 +290,7 @@ fn envelope(value: &Value, text: &str) -> Result<bool, Value> {
         Some(_) => {
             return Err(invalid(
                 &Value::Null,
-                &format!(
-                    "`id` must be an integer or a string of at most {MAX_ID_BYTES} bytes"
-                ),
+                &format!("`id` must be an integer or a string of at most {MAX_ID_BYTES} bytes"),
             ))
         }
     };
@@ -309,7 +307,10 @@ fn envelope(value: &Value, text: &str) -> Result<bool, Value> {
         }
         None => return Err(invalid(&reply_id, "neither a request nor a response")),
     };
-    if !matches!(m.get("params"), None | Some(Value::Object(_) | Value::Array(_))) {
+    if !matches!(
+        m.get("params"),
+        None | Some(Value::Object(_) | Value::Array(_))
+    ) {
         return Err(invalid(&reply_id, "`params` must be an object or an array"));
     }
     let Some(id) = id else {
@@ -328,7 +329,11 @@ fn envelope(value: &Value, text: &str) -> Result<bool, Value> {
             if matches!(r.request, ClientRequest::CustomRequest(_))
                 && TYPED_METHODS.contains(&method.as_str()) =>
         {
-            Err(error(id, INVALID_PARAMS, &bad_params(method, m.get("params"))))
+            Err(error(
+                id,
+                INVALID_PARAMS,
+                &bad_params(method, m.get("params")),
+            ))
         }
         Ok(_) => Ok(true),
         Err(e) => Err(invalid(&id, &format!("not an MCP message: {e}"))),
@@ -419,7 +424,8 @@ mod tests {
 
     #[test]
     fn lone_surrogates_become_replacement_characters_and_pairs_stay() {
-        let fixed = replace_lone_surrogates(r#"{"a":"x\ud83d","b":"\ud83d\ude00","c":"\udc00\\ud83d"}"#);
+        let fixed =
+            replace_lone_surrogates(r#"{"a":"x\ud83d","b":"\ud83d\ude00","c":"\udc00\\ud83d"}"#);
         let v: Value = serde_json::from_str(&fixed).unwrap();
         assert_eq!(v["a"], "x\u{FFFD}");
         assert_eq!(v["b"], "\u{1F600}");
@@ -438,7 +444,10 @@ mod tests {
         assert_eq!(code(b"{\"x\":1e999}"), (PARSE_ERROR, Value::Null));
         assert_eq!(code(b"{\"x\":\"\xff\"}"), (PARSE_ERROR, Value::Null));
         assert_eq!(code(b"[]"), (INVALID_REQUEST, Value::Null));
-        assert_eq!(code(br#"{"id":5,"method":"ping"}"#), (INVALID_REQUEST, json!(5)));
+        assert_eq!(
+            code(br#"{"id":5,"method":"ping"}"#),
+            (INVALID_REQUEST, json!(5))
+        );
         assert_eq!(
             code(br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#),
             (INVALID_REQUEST, Value::Null)

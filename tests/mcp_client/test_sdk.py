@@ -5,7 +5,16 @@ import json
 import tempfile
 
 import pytest
-from conftest import ATTACKER_IBAN, INJECTED_SESSION, connect, record_with_hooks, run, session_reads, text_of
+from conftest import (
+    ATTACKER_IBAN,
+    HOOKS,
+    INJECTED_SESSION,
+    connect,
+    record_with_hooks,
+    run,
+    session_reads,
+    text_of,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -142,27 +151,46 @@ async def test_a_fresh_connection_is_denied_what_the_hooks_recorded(ledger, mode
         assert harmless["decision"] == "allow" and not harmless["sensitive"], harmless
 
 
+async def test_what_the_hooks_record_during_a_connection_counts_at_its_next_check(ledger):
+    events = [json.loads(line)["event"] for line in (HOOKS / "claude-injected.jsonl").read_text().splitlines()]
+    prompt_event, bill_event = events[0], events[1]
+    assert bill_event["hook_event_name"] == "PostToolUse"
+    check = {"tool": "send_money", "args": {"recipient": ATTACKER_IBAN}}
+    async with connect(ledger, "--session", INJECTED_SESSION) as s:
+        for event in (prompt_event, None, bill_event):
+            if event is None:
+                # Before the bill is recorded, nothing ties the IBAN to untrusted text.
+                assert (await call(s, "ledger_gate_check", check))["decision"] == "allow"
+                continue
+            hook = "user-prompt-submit" if event is prompt_event else "post-tool-use"
+            out = run(["hook", hook, str(ledger)], ledger.parent, json.dumps(event).encode())
+            assert out.returncode == 0, out.stderr
+        # The hook ran while the server was connected; the same connection now denies.
+        assert (await call(s, "ledger_gate_check", check))["decision"] == "deny"
+
+
 async def test_the_mcp_server_and_the_hooks_share_the_session(ledger):
     prompt, bill = record_with_hooks(ledger)
     memo_iban = "GB29NWBK60161331926819"
-    async with connect(ledger, "--session", INJECTED_SESSION) as s:
-        memo = await call(
-            s,
-            "ledger_append",
-            {"text": f"landlord's new IBAN: {memo_iban}", "parents": [{"id": bill, "weight": 1.0}]},
-        )
-    assert memo["label"] == "DERIVED_UNTRUSTED"
-    # The MCP write joined the hook session: the PreToolUse hook ties the value to it.
-    assert session_reads(ledger, INJECTED_SESSION) == [prompt, bill, memo["id"]]
     event = {
         "session_id": INJECTED_SESSION,
         "hook_event_name": "PreToolUse",
         "tool_name": "mcp__bank__send_money",
         "tool_input": {"recipient": memo_iban, "amount": 1},
     }
-    out = run(["hook", "pre-tool-use", str(ledger)], ledger.parent, json.dumps(event).encode())
-    assert out.returncode == 2, out
-    assert b"DERIVED_UNTRUSTED" in out.stderr, out.stderr
+    async with connect(ledger, "--session", INJECTED_SESSION) as s:
+        memo = await call(
+            s,
+            "ledger_append",
+            {"text": f"landlord's new IBAN: {memo_iban}", "parents": [{"id": bill, "weight": 1.0}]},
+        )
+        assert memo["label"] == "DERIVED_UNTRUSTED"
+        # The MCP write joined the hook session: the PreToolUse hook, run while the server is
+        # connected (it holds the lock only during a call), ties the value to it.
+        assert session_reads(ledger, INJECTED_SESSION) == [prompt, bill, memo["id"]]
+        out = run(["hook", "pre-tool-use", str(ledger)], ledger.parent, json.dumps(event).encode())
+        assert out.returncode == 2, out
+        assert b"DERIVED_UNTRUSTED" in out.stderr, out.stderr
 
 
 async def test_flag_and_receipt_only_tighten(ledger):

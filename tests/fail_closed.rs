@@ -22,7 +22,6 @@ use cli_support::{ok, run};
 struct Event {
     hook: String,
     input: Vec<u8>,
-    want_exit: i32,
 }
 
 fn events() -> Vec<Event> {
@@ -33,7 +32,6 @@ fn events() -> Vec<Event> {
             Event {
                 hook: c["hook"].as_str().unwrap().to_string(),
                 input: serde_json::to_vec(&c["event"]).unwrap(),
-                want_exit: c["want_exit"].as_i64().unwrap() as i32,
             }
         })
         .collect()
@@ -69,7 +67,7 @@ impl Recorded {
     }
 
     /// Runs the two payment attempts of the fixture (to the attacker's IBAN, and of the
-    /// bill's amount) and the unrelated Bash call; asserts each exit code.
+    /// bill's amount); both must exit 2.
     fn assert_payments_refused(&self, what: &str) {
         for e in &self.events[2..4] {
             let out = self.hook(e);
@@ -80,10 +78,6 @@ impl Recorded {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        assert_eq!(
-            self.hook(&self.events[4]).status.code(),
-            Some(self.events[4].want_exit)
-        );
     }
 
     fn cli(&self, args: &[&str]) -> String {
@@ -216,5 +210,166 @@ fn restore(dir: &Path, files: &[(String, Vec<u8>)]) {
     }
     for (name, bytes) in files {
         std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+#[test]
+fn a_flipped_label_is_refused_not_believed() {
+    let r = Recorded::new();
+    // The store-only attacker marks the injected bill Trusted (label code 0).
+    assert_eq!(r.sql("UPDATE entries SET label = 0 WHERE kind = 1"), 1);
+    r.assert_payments_refused("flipped label");
+    let out = run(
+        &["explain", "l.db", &r.first(Kind::ToolResult)],
+        r.dir.path(),
+        None,
+    );
+    let err = cli_support::fails(&out);
+    assert!(err.contains("sealed"), "{err}");
+}
+
+#[test]
+fn swapped_entry_rows_are_refused() {
+    let r = Recorded::new();
+    // Swap the prompt's row (Trusted, index 1 after the user's key binding) with the bill's.
+    let c = Connection::open(r.path("l.db")).unwrap();
+    let rows: Vec<(i64, i64)> = c
+        .prepare("SELECT idx, kind FROM entries ORDER BY idx")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let prompt = rows.iter().find(|(_, k)| *k == 0).unwrap().0;
+    let bill = rows.iter().find(|(_, k)| *k == 1).unwrap().0;
+    c.execute_batch(&format!(
+        "UPDATE entries SET idx = -1 WHERE idx = {prompt};
+         UPDATE entries SET idx = {prompt} WHERE idx = {bill};
+         UPDATE entries SET idx = {bill} WHERE idx = -1;"
+    ))
+    .unwrap_or_else(|_| {
+        // The idx CHECK refuses -1 in some schemas: swap through a large free index.
+        c.execute_batch(&format!(
+            "UPDATE entries SET idx = 1000000 WHERE idx = {prompt};
+             UPDATE entries SET idx = {prompt} WHERE idx = {bill};
+             UPDATE entries SET idx = {bill} WHERE idx = 1000000;"
+        ))
+        .unwrap()
+    });
+    drop(c);
+    r.assert_payments_refused("swapped rows");
+}
+
+/// A memory derived from a forum post over a weak edge is Derived-Trusted; after the post is
+/// flagged (reach all) the memory is quarantined and cannot justify a payment. A store-only
+/// attacker then hides the flag: by rewriting its kind, or by deleting its row. Either way the
+/// ledger refuses to open, so nothing is allowed on that store.
+#[test]
+fn hidden_quarantine_state_is_refused() {
+    use memlineage::gate::{Decision, Policy, ToolCall};
+    use memlineage::lineage::quarantine::Reach;
+    use memlineage::lineage::LabelPolicy;
+    use memlineage::log::LogSigner;
+    use memlineage::record::{Parent, ProvEntry, Role, Weight, WriterKey};
+    for attack in [
+        "UPDATE entries SET kind = 3 WHERE kind = 7",
+        "DELETE FROM entries WHERE kind = 7",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.db");
+        let log =
+            || LogSigner::new("test.example/fail-closed", WriterKey::for_label("fc/log")).unwrap();
+        let user = WriterKey::for_label("fc/user");
+        let agent = WriterKey::for_label("fc/agent");
+        let tool = WriterKey::for_label("fc/tool");
+        let (memo, call) = {
+            let mut l = Ledger::create(
+                SqliteStore::open(&path).unwrap(),
+                log(),
+                LabelPolicy::default(),
+            )
+            .unwrap();
+            l.bind(user.key_id(), Role::User, "user").unwrap();
+            l.bind(agent.key_id(), Role::Agent, "agent").unwrap();
+            l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
+            let mut put = |k: &WriterKey, kind, text: &str, parents: Vec<Parent>| {
+                let e = ProvEntry::new(k.key_id(), kind, text.as_bytes()).with_parents(parents);
+                l.append(e, k, text.as_bytes()).unwrap().id
+            };
+            let prompt = put(&user, Kind::Prompt, "pay my landlord", vec![]);
+            let post = put(&tool, Kind::ToolResult, "landlord IBAN is XX99", vec![]);
+            let memo = put(
+                &agent,
+                Kind::Summary,
+                "landlord: XX99",
+                vec![
+                    Parent {
+                        id: prompt,
+                        weight: Weight::ONE,
+                    },
+                    Parent {
+                        id: post,
+                        weight: Weight::new(100_000).unwrap(),
+                    },
+                ],
+            );
+            let call = ToolCall {
+                tool: "send_money".into(),
+                sensitive: true,
+                args: vec![("recipient".into(), vec![memo])],
+            };
+            assert_eq!(
+                l.gate(&Policy::default(), &call),
+                Decision::Allow,
+                "Derived-Trusted"
+            );
+            l.flag(post, Reach::All, &user, "advisory").unwrap();
+            assert!(!l.gate(&Policy::default(), &call).is_allow(), "quarantined");
+            (memo, call)
+        };
+        Connection::open(&path)
+            .unwrap()
+            .execute(attack, [])
+            .unwrap();
+        let Ok(store) = SqliteStore::open(&path) else {
+            continue; // the store itself refuses to open: nothing can be allowed on it
+        };
+        match Ledger::open(store, log()) {
+            Err(memlineage::LedgerError::Seal(_)) => {}
+            Err(e) => panic!("{attack}: refused, but not by the seal: {e}"),
+            Ok(l) => panic!(
+                "{attack}: opened; memo quarantined: {}, gate: {:?}",
+                l.is_quarantined(&memo),
+                l.gate(&Policy::default(), &call)
+            ),
+        }
+    }
+}
+
+/// The session file beside the ledger lists the session's reads, sealed under the log key
+/// (`spec/hooks.md` §3). Removing the injected read from it (with or without the seal) must not
+/// turn the refusal into an allow.
+#[test]
+fn a_read_removed_from_the_session_record_refuses() {
+    for keep_seal in [true, false] {
+        let r = Recorded::new();
+        let bill = r.first(Kind::ToolResult);
+        let dir = r.path("l.db.sessions");
+        // The session's own file (the directory also holds the pruning stamp).
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"{")))
+            .unwrap();
+        let mut s: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let reads = s["reads"].as_array_mut().unwrap();
+        let before = reads.len();
+        reads.retain(|id| id.as_str() != Some(bill.as_str()));
+        assert_eq!(reads.len() + 1, before, "the bill was a read");
+        if !keep_seal {
+            s.as_object_mut().unwrap().remove("seal");
+        }
+        std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
+        r.assert_payments_refused(&format!("read removed, seal kept: {keep_seal}"));
     }
 }

@@ -369,19 +369,18 @@ fn sqlite_ledger_reopens_without_recomputing_and_rejects_wrong_key() {
 
 fn audit_store<S: Store>(l: &mut Ledger<S>) -> memlineage::audit::AuditReport {
     let c = l.checkpoint().unwrap();
-    let store = l.store();
+    audit_raw(l.store(), c.note())
+}
+
+/// The audit of a store's entries and stored labels against `note`, opening no ledger.
+fn audit_raw<S: Store>(store: &S, note: &[u8]) -> memlineage::audit::AuditReport {
+    let verifier = signer().verifier();
+    let policy = memlineage::ledger::stored_policy(store).unwrap();
     let entries =
         store.metas_from(0).unwrap().into_iter().map(|m| {
             Ok::<_, String>((store.entry_bytes(m.index).unwrap().unwrap(), Some(m.label)))
         });
-    audit(
-        entries,
-        &l.verifier().unwrap(),
-        c.note(),
-        l.policy(),
-        l.verifier().unwrap().key_id(),
-    )
-    .unwrap()
+    audit(entries, &verifier, note, policy, verifier.key_id()).unwrap()
 }
 
 #[test]
@@ -400,6 +399,7 @@ fn audit_recomputes_everything_and_names_tampered_entries() {
     let r = audit_store(&mut l);
     assert!(r.is_clean(), "{:?}", r.failures);
     assert_eq!(r.label_counts[Label::DerivedUntrusted.code() as usize], 1);
+    let note = l.checkpoint().unwrap().note().to_vec();
     let memo_index = l.index_of(&memo).unwrap();
     drop(l);
     // Launder through the cache: claim the memo is trusted.
@@ -410,8 +410,15 @@ fn audit_recomputes_everything_and_names_tampered_entries() {
     )
     .unwrap();
     drop(db);
-    let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
-    let r = audit_store(&mut l);
+    // The handle refuses the store (fail closed: the label seal no longer matches,
+    // spec/lineage.md §5); the offline audit, which opens no ledger, names the entry.
+    assert!(matches!(
+        Ledger::open(SqliteStore::open(&path).unwrap(), signer()),
+        Err(LedgerError::Seal(
+            memlineage::ledger::SealError::Mismatch { .. }
+        ))
+    ));
+    let r = audit_raw(&SqliteStore::open(&path).unwrap(), &note);
     assert_eq!(r.failures.len(), 1);
     assert_eq!(r.failures[0].index, memo_index);
     assert_eq!(

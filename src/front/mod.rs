@@ -114,6 +114,11 @@ pub struct Session {
     /// calls are refused (their arguments may come from text the ledger does not know).
     #[serde(default)]
     pub unrecorded: u64,
+    /// The read set's seal: an HMAC under the log key over `id` and `reads`
+    /// ([`Front::seal_session`], `spec/hooks.md` §3). A session with reads whose seal does not
+    /// verify refuses every sensitive call: its record was altered outside memlineage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
 
 impl Session {
@@ -255,6 +260,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     ) -> Result<Appended, FrontError> {
         let a = self.write(session, USER, Role::User, Kind::Prompt, text, Vec::new())?;
         session.read(a.id);
+        self.seal_session(session);
         Ok(a)
     }
 
@@ -314,6 +320,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             by_call,
         )?;
         session.read(result.id);
+        self.seal_session(session);
         Ok((call, result))
     }
 
@@ -335,6 +342,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         let agent = self.agent.clone();
         let a = self.write(session, &agent, Role::Agent, kind, text, parents)?;
         session.read(a.id);
+        self.seal_session(session);
         Ok(a)
     }
 
@@ -357,6 +365,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                 }
             }
         }
+        self.seal_session(session);
         Ok(out)
     }
 
@@ -406,6 +415,12 @@ impl<S: Store, K: Keys> Front<S, K> {
         }
         let verdict = if session.unrecorded > 0 {
             Verdict::Deny(Refusal::Unrecorded(session.unrecorded))
+        } else if !self.session_sealed(session) {
+            Verdict::Deny(Refusal::Unreadable(format!(
+                "the read record of session {:?} was altered outside memlineage (its seal \
+                 does not verify under the log key), so argument provenance is unknown",
+                session.id
+            )))
         } else {
             match self.ledger.gate(&self.policy, &call) {
                 Decision::Allow => Verdict::Allow,
@@ -417,6 +432,35 @@ impl<S: Store, K: Keys> Front<S, K> {
             sensitive,
             verdict,
         })
+    }
+
+    /// Seals `session`'s read set under the log key (`spec/hooks.md` §3): call it after
+    /// adding reads by hand ([`Session::read`]); the front's own methods do.
+    pub fn seal_session(&self, session: &mut Session) {
+        session.seal = Some(hex::encode(self.session_tag(session)));
+    }
+
+    /// Whether `session`'s seal verifies (a session with no reads needs none).
+    fn session_sealed(&self, session: &Session) -> bool {
+        if session.reads.is_empty() {
+            return true;
+        }
+        let want = self.session_tag(session);
+        let Some(have) = session.seal.as_deref().and_then(|h| hex::decode(h).ok()) else {
+            return false;
+        };
+        // Not secret-dependent timing worth hiding from the store's writer, but cheap to avoid.
+        have.len() == want.len() && have.iter().zip(want).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0
+    }
+
+    fn session_tag(&self, session: &Session) -> [u8; 32] {
+        let mut msg = Vec::with_capacity(8 + session.id.len() + 32 * session.reads.len());
+        msg.extend_from_slice(&(session.id.len() as u64).to_be_bytes());
+        msg.extend_from_slice(session.id.as_bytes());
+        for id in &session.reads {
+            msg.extend_from_slice(&id.0);
+        }
+        self.ledger.seal_tag(b"memlineage/session-seal@v1", &msg)
     }
 
     /// The name `tool` is known by in the policy: `tool` itself if the policy names it,

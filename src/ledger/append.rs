@@ -3,7 +3,7 @@
 
 use super::index::Meta;
 use super::prove::Overlay;
-use super::{earliest, Ledger, LedgerError};
+use super::{earliest, Ledger, LedgerError, META_SEAL};
 use crate::lineage::lease::{parse_lease_terms, LeaseError};
 use crate::lineage::Label;
 use crate::log::{hashes_to_store, stored_hash_index};
@@ -237,7 +237,14 @@ impl<S: Store> Ledger<S> {
                 hashes: p.hashes.clone(),
             })
             .collect();
-        self.store.append(&batch)?;
+        // The label seal over the index plus this batch, stored in the same transaction.
+        let (chain, seal) = self.seal_after(
+            prepared
+                .items
+                .iter()
+                .map(|p| (p.entry.id(), p.entry.entry().kind, p.label)),
+        );
+        self.store.append_with_meta(&batch, META_SEAL, &seal)?;
         drop(batch);
         let mut out = Vec::with_capacity(prepared.items.len());
         for PreparedEntry {
@@ -250,6 +257,7 @@ impl<S: Store> Ledger<S> {
             out.push(self.index_stored(s, self.size, *label, Some(content)));
             self.size += 1;
         }
+        self.chain = chain;
         if let Some(from) = self.pending_rescan {
             // The batch is stored: report it. If the rescan cannot read the store now, the
             // pending rescan keeps later entries quarantined (fail closed) until a refresh

@@ -66,7 +66,14 @@ impl<S: Store> Ledger<S> {
                     "entry {i} missing"
                 ))))?;
             let e = parse_unverified(&bytes)?;
-            Ok::<_, LedgerError>((EntryId::of_cose(&bytes), e.parents))
+            // The parents are read unverified, so the bytes must be the sealed entry's: its
+            // leaf hash is the id the index holds at `i` (else the rescan fails, and every
+            // entry after `from` stays quarantined).
+            let id = EntryId::of_cose(&bytes);
+            if self.index.get(&id).map(|m| m.index) != Some(i) {
+                return Err(LedgerError::Missing(id));
+            }
+            Ok::<_, LedgerError>((id, e.parents))
         });
         self.quarantine.rescan(entries, &self.policy)?;
         self.pending_rescan = None;

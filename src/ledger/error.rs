@@ -76,6 +76,10 @@ pub enum LedgerError {
     /// An entry the index names is missing from the store (store damaged).
     #[error("entry {0} missing from the store")]
     Missing(EntryId),
+    /// The store's labels, kinds or ids differ from what the log key sealed, or it holds
+    /// fewer entries than sealed (`spec/lineage.md` §5; store tampered with or rolled back).
+    #[error(transparent)]
+    Seal(#[from] super::SealError),
     /// Stored content does not hash to the entry's signed content hash (store tampered with).
     #[error("content of entry {0} does not match its signed content hash")]
     ContentTampered(EntryId),

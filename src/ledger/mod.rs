@@ -20,6 +20,7 @@ mod effects;
 mod error;
 mod index;
 mod prove;
+mod seal;
 mod sequenced;
 mod view;
 
@@ -29,6 +30,8 @@ use effects::{earliest, has_effects};
 pub use error::LedgerError;
 use index::{LabelIndex, Meta};
 pub use prove::StoreSource;
+use seal::{Chain, SealKey};
+pub use seal::{SealError, META_SEAL};
 
 /// Meta keys a ledger keeps in its store.
 const META_VKEY: &str = "log_vkey";
@@ -94,6 +97,10 @@ pub struct Ledger<S: Store> {
     /// A quarantine rescan that has not completed (a read failed): every entry after this leaf
     /// counts as quarantined until it does (fail closed), and the next refresh retries it.
     pending_rescan: Option<u64>,
+    /// The HMAC key of the label seal, derived from the log key ([`seal`]).
+    seal_key: SealKey,
+    /// The label chain over the `size` entries in the index.
+    chain: Chain,
 }
 
 impl<S: Store> Ledger<S> {
@@ -127,6 +134,7 @@ impl<S: Store> Ledger<S> {
             return Err(LedgerError::WrongLogKey);
         }
         let policy = read_policy(&store)?;
+        let seal_key = SealKey::of(&signer);
         let mut ledger = Ledger {
             store,
             signer,
@@ -138,6 +146,8 @@ impl<S: Store> Ledger<S> {
             quarantine: Quarantine::default(),
             leases: LeaseBook::default(),
             pending_rescan: None,
+            seal_key,
+            chain: Chain::EMPTY,
         };
         ledger.load_index()?;
         Ok(ledger)
@@ -158,13 +168,30 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Catches up with entries other handles (threads, processes) appended to the same store
-    /// since this one last looked: reads their stored labels, keyring bindings and tombstones.
-    /// Returns how many entries were added. Recomputes nothing.
+    /// since this one last looked: their labels, kinds and ids (checked against the label
+    /// seal, [`seal`]), keyring bindings, tombstones and forensic state. Entries the seal does
+    /// not cover yet are verified and relabelled from their signed bytes. Returns how many
+    /// entries were added.
     ///
     /// # Errors
-    /// Store and decode errors.
+    /// [`LedgerError::Seal`] when the store's labels, kinds or ids differ from what the log
+    /// key sealed, or it holds fewer entries than sealed (fail closed: the handle keeps its
+    /// earlier state); store and decode errors.
     pub fn refresh(&mut self) -> Result<u64, LedgerError> {
+        let sealed = match self.store.meta(META_SEAL)? {
+            Some(v) => self.seal_key.open(&v)?,
+            None => Chain::EMPTY,
+        };
         let metas = self.store.metas_from(self.size)?;
+        let stored = self.size + metas.len() as u64;
+        if sealed.size > stored {
+            return Err(SealError::Behind {
+                sealed: sealed.size,
+                stored,
+            }
+            .into());
+        }
+        self.check_seal(&metas, &sealed)?;
         let added = metas.len() as u64;
         self.index.reserve(metas.len());
         let mut rescan: Option<u64> = self.pending_rescan;
@@ -175,6 +202,22 @@ impl<S: Store> Ledger<S> {
             label,
         } in metas
         {
+            let bytes = if index >= sealed.size || has_effects(kind) || self.quarantine.is_active()
+            {
+                Some(
+                    self.store
+                        .entry_bytes(index)?
+                        .ok_or(LedgerError::Missing(id))?,
+                )
+            } else {
+                None
+            };
+            // Beyond the seal the stored label is not believed: the entry is verified and
+            // labelled again from its parents (fail closed: an unknown writer is External).
+            let label = match &bytes {
+                Some(b) if index >= sealed.size => self.relabel(b, &id, kind)?,
+                _ => label,
+            };
             self.index.insert(
                 id,
                 Meta {
@@ -183,19 +226,19 @@ impl<S: Store> Ledger<S> {
                     tombstoned: false,
                 },
             );
-            let special = has_effects(kind);
-            if special || self.quarantine.is_active() {
-                let bytes = self
-                    .store
-                    .entry_bytes(index)?
-                    .ok_or(LedgerError::Missing(id))?;
+            self.chain.push(&id, kind, label);
+            if let Some(bytes) = bytes {
+                let special = has_effects(kind);
                 // Entries with effects on the keyring or forensic state are verified again;
-                // others were verified by the handle that appended them (the audit re-checks).
+                // others are bound to their sealed id by their leaf hash.
                 let e = if special {
                     SignedEntry::decode(&bytes)?.entry().clone()
                 } else {
                     parse_unverified(&bytes)?
                 };
+                if EntryId::of_cose(&bytes) != id || e.kind != kind {
+                    return Err(LedgerError::Missing(id));
+                }
                 if special {
                     let content = match e.kind {
                         Kind::Lease => self.store.content_at(index)?,
@@ -215,6 +258,66 @@ impl<S: Store> Ledger<S> {
             self.rescan_quarantine(from)?;
         }
         Ok(added)
+    }
+
+    /// Recomputes the label chain over `metas` (which follow the `size` entries already
+    /// indexed) up to `sealed.size` and compares it with the seal, before anything of them is
+    /// indexed. Also refuses a gap in the stored leaf indexes.
+    fn check_seal(&self, metas: &[EntryMeta], sealed: &Chain) -> Result<(), LedgerError> {
+        let mut chain = self.chain;
+        for m in metas {
+            if m.index != chain.size {
+                return Err(SealError::Mismatch { size: sealed.size }.into());
+            }
+            if chain.size == sealed.size {
+                break;
+            }
+            chain.push(&m.id, m.kind, m.label);
+        }
+        if chain.size == sealed.size && chain.head != sealed.head {
+            return Err(SealError::Mismatch { size: sealed.size }.into());
+        }
+        Ok(())
+    }
+
+    /// The label of the stored entry `bytes` at the end of the index, recomputed from its
+    /// verified signature, its writer's role and its parents' labels (`spec/lineage.md` §2).
+    /// An unknown writer or parent counts as External (fail closed).
+    fn relabel(&self, bytes: &[u8], id: &EntryId, kind: Kind) -> Result<Label, LedgerError> {
+        let s = SignedEntry::decode_with_keys(bytes, |k| self.cached_key(k))?;
+        let e = s.entry();
+        if s.id() != *id || e.kind != kind {
+            return Err(LedgerError::Missing(*id));
+        }
+        let role = match self.keyring.get(&e.writer) {
+            Some((r, _, _)) => *r,
+            None => Role::External,
+        };
+        let parents = e.parents.iter().map(|p| {
+            let label = self.label(&p.id).unwrap_or(Label::External);
+            (p.weight, label)
+        });
+        Ok(self.policy.label(role, parents))
+    }
+
+    /// An HMAC-SHA-256 tag over `domain || message` under a key derived from the log's secret
+    /// key (the label seal's key, [`seal`]): for records kept beside the store that only a
+    /// holder of the log key may write, such as session files (`spec/hooks.md` §3).
+    pub fn seal_tag(&self, domain: &[u8], message: &[u8]) -> [u8; 32] {
+        self.seal_key.tag(domain, message)
+    }
+
+    /// The stored form of the label seal over the index extended by `extra` (entries about
+    /// to be stored, in leaf order).
+    pub(crate) fn seal_after(
+        &self,
+        extra: impl IntoIterator<Item = (EntryId, Kind, Label)>,
+    ) -> (Chain, String) {
+        let mut chain = self.chain;
+        for (id, kind, label) in extra {
+            chain.push(&id, kind, label);
+        }
+        (chain, self.seal_key.seal(&chain))
     }
 
     /// The labelling parameters (τ, weak-parent rule) fixed at creation.

@@ -56,6 +56,11 @@ impl<S: Store> Ledger<S> {
                         .map_err(|_| LedgerError::TreeInconsistent { signed_size: size })?;
                 }
                 self.store.put_checkpoint(self.size, c.note())?;
+                // Entries stored without a seal (a sequenced PostgreSQL batch, a crash between
+                // an append and its seal) are verified by now: seal them, so that the next
+                // open need not verify them again.
+                self.store
+                    .set_meta(super::META_SEAL, &self.seal_key.seal(&self.chain))?;
                 c
             }
         };

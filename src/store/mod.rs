@@ -90,6 +90,24 @@ pub trait Store {
     /// nothing of the batch is stored.
     fn append(&mut self, batch: &[NewEntry<'_>]) -> Result<(), StoreError>;
 
+    /// Appends `batch` as [`Store::append`] does and sets the setting `key` to `value`, in one
+    /// transaction where the backend has them (the label seal of `spec/lineage.md` §5 is
+    /// written so). The default runs the two one after the other: a crash between them leaves
+    /// the setting behind the entries, which readers of the seal tolerate (they re-verify what
+    /// the seal does not cover).
+    ///
+    /// # Errors
+    /// As [`Store::append`] and [`Store::set_meta`].
+    fn append_with_meta(
+        &mut self,
+        batch: &[NewEntry<'_>],
+        key: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        self.append(batch)?;
+        self.set_meta(key, value)
+    }
+
     /// The COSE bytes of the entry at `index`, if stored.
     ///
     /// # Errors

@@ -311,47 +311,16 @@ impl Store for SqliteStore {
 
     /// Appends a batch in one `BEGIN IMMEDIATE` transaction, durable when it returns `Ok`.
     fn append(&mut self, batch: &[NewEntry<'_>]) -> Result<(), StoreError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let size = tree_size_of(&tx)?;
-        check_batch(size, batch)?;
-        {
-            let mut ins_entry = tx.prepare_cached(
-                "INSERT INTO entries (idx, id, cose, kind, label, content_hash) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?;
-            let mut ins_content = tx.prepare_cached(
-                "INSERT INTO content (hash, bytes) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
-            )?;
-            let mut ins_hash =
-                tx.prepare_cached("INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)")?;
-            for e in batch {
-                let content_hash = e.content.as_ref().map(|(h, _)| &h.0[..]);
-                ins_entry
-                    .execute(params![
-                        to_i64(e.index)?,
-                        &e.id.0[..],
-                        e.cose,
-                        to_i64(e.kind.code())?,
-                        i64::from(e.label.code()),
-                        content_hash,
-                    ])
-                    .map_err(|err| duplicate_or(err, e.id))?;
-                if let Some((h, bytes)) = e.content {
-                    ins_content.execute(params![&h.0[..], bytes])?;
-                }
-                // Leaf e.index's hashes go at consecutive indexes from stored_hash_index(0, n).
-                for (at, h) in (leaf_hash_index(e.index)?..).zip(&e.hashes) {
-                    ins_hash.execute(params![to_i64(at)?, &h[..]])?;
-                }
-            }
-        }
-        tx.commit()?;
-        Ok(())
+        self.append_in_tx(batch, None)
+    }
+
+    fn append_with_meta(
+        &mut self,
+        batch: &[NewEntry<'_>],
+        key: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        self.append_in_tx(batch, Some((key, value)))
     }
 
     fn entry_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
@@ -601,4 +570,63 @@ fn meta_row(row: &rusqlite::Row<'_>, want: u64) -> Result<EntryMeta, StoreError>
         kind,
         label,
     })
+}
+
+impl SqliteStore {
+    /// [`Store::append`], and with `meta` also the setting write, in one immediate
+    /// transaction: both are durable together or neither is.
+    fn append_in_tx(
+        &mut self,
+        batch: &[NewEntry<'_>],
+        meta: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let size = tree_size_of(&tx)?;
+        check_batch(size, batch)?;
+        {
+            let mut ins_entry = tx.prepare_cached(
+                "INSERT INTO entries (idx, id, cose, kind, label, content_hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            let mut ins_content = tx.prepare_cached(
+                "INSERT INTO content (hash, bytes) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
+            )?;
+            let mut ins_hash =
+                tx.prepare_cached("INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)")?;
+            for e in batch {
+                let content_hash = e.content.as_ref().map(|(h, _)| &h.0[..]);
+                ins_entry
+                    .execute(params![
+                        to_i64(e.index)?,
+                        &e.id.0[..],
+                        e.cose,
+                        to_i64(e.kind.code())?,
+                        i64::from(e.label.code()),
+                        content_hash,
+                    ])
+                    .map_err(|err| duplicate_or(err, e.id))?;
+                if let Some((h, bytes)) = e.content {
+                    ins_content.execute(params![&h.0[..], bytes])?;
+                }
+                // Leaf e.index's hashes go at consecutive indexes from stored_hash_index(0, n).
+                for (at, h) in (leaf_hash_index(e.index)?..).zip(&e.hashes) {
+                    ins_hash.execute(params![to_i64(at)?, &h[..]])?;
+                }
+            }
+        }
+        if let Some((key, value)) = meta {
+            tx.prepare_cached(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )?
+            .execute([key, value])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
 }

@@ -9,9 +9,12 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_memlineage");
 
 /// Runs the binary in `dir` with `args`, feeding `stdin` if given; waits for it.
 pub fn run(args: &[&str], dir: &Path, stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
+    run_command(Command::new(BIN).args(args).current_dir(dir), stdin)
+}
+
+/// Runs `command` with piped standard streams, feeding `stdin` if given; waits for it.
+pub fn run_command(command: &mut Command, stdin: Option<&[u8]>) -> Output {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -53,10 +53,14 @@ def record_with_hooks(ledger, file="claude-injected.jsonl"):
     return session_reads(ledger, session)
 
 
-def session_reads(ledger, session):
+def session_file(ledger, session):
+    """The hooks' file of `session` (spec/hooks.md §6)."""
     name = hashlib.sha256(session.encode()).hexdigest() + ".json"
-    path = pathlib.Path(str(ledger) + ".sessions") / name
-    return json.loads(path.read_text())["reads"]
+    return pathlib.Path(str(ledger) + ".sessions") / name
+
+
+def session_reads(ledger, session):
+    return json.loads(session_file(ledger, session).read_text())["reads"]
 
 
 @contextlib.asynccontextmanager

@@ -12,6 +12,7 @@ from conftest import (
     connect,
     record_with_hooks,
     run,
+    session_file,
     session_reads,
     text_of,
 )
@@ -191,6 +192,26 @@ async def test_the_mcp_server_and_the_hooks_share_the_session(ledger):
         out = run(["hook", "pre-tool-use", str(ledger)], ledger.parent, json.dumps(event).encode())
         assert out.returncode == 2, out
         assert b"DERIVED_UNTRUSTED" in out.stderr, out.stderr
+
+
+async def test_an_altered_session_is_refused_and_never_sealed_again(ledger):
+    prompt, bill = record_with_hooks(ledger)
+    path = session_file(ledger, INJECTED_SESSION)
+    record = json.loads(path.read_text())
+    # Someone without the log key removes the injected bill from the session's reads.
+    record["reads"] = [prompt]
+    path.write_text(json.dumps(record))
+    check = {"tool": "send_money", "args": {"recipient": ATTACKER_IBAN}}
+    async with connect(ledger, "--session", INJECTED_SESSION) as s:
+        d = await call(s, "ledger_gate_check", check)
+        assert d["decision"] == "deny" and "altered outside memlineage" in d["reason"], d
+        # A read through the server does not launder the record: it is left as found.
+        await call(s, "ledger_retrieve", {"ids": [prompt]})
+        memo = await call(s, "ledger_append", {"text": "a note"})
+        assert json.loads(path.read_text()) == record
+        d = await call(s, "ledger_gate_check", check)
+        assert d["decision"] == "deny" and "altered outside memlineage" in d["reason"], d
+    assert memo["writer"] == "agent"
 
 
 async def test_flag_and_receipt_only_tighten(ledger):

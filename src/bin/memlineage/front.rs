@@ -2,37 +2,78 @@
 //! `spec/hooks.md`). Logs and traces go to standard error only: standard output carries the MCP
 //! protocol, and a hook's output is read by the agent.
 
-use super::{key_path, load_policy, lock_key_file, open, Res};
-use clap::ValueEnum;
-use memlineage::front::hook::{handle, FileSessions, HookEvent, HookOutcome, EXIT_BLOCK};
+use super::{key_path, load_policy, open, Res};
+use clap::{Args, Subcommand};
+use memlineage::front::hook::{
+    failed, failed_in, handle, session_id_in, FileSessions, HookEvent, HookOutcome,
+    MAX_EVENT_BYTES, PRUNE_AFTER,
+};
 use memlineage::front::mcp::{stdio, LedgerServer, ReadSet, SharedKeyFile};
 use memlineage::front::{Front, KeyFile};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime};
 
-/// Largest hook event read from standard input, in bytes (a tool's output travels inside it).
-const MAX_EVENT_BYTES: u64 = 16 << 20;
+/// How long a hook waits for `LEDGER.key.lock` before it fails (closed): less than the 30 s
+/// timeout `hook install` writes, so that the hook answers before the agent gives up on it
+/// (Codex lets a call through when its hook times out).
+const LOCK_WAIT: Duration = Duration::from_secs(20);
+/// How much of an oversized PostToolUse event is scanned for its `session_id`, in bytes.
+const MAX_SCAN_BYTES: u64 = 256 << 20;
 
-/// The hook events, as subcommand arguments.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum HookArg {
-    /// Before a tool call: blocks (exit 2) sensitive calls justified by untrusted entries.
-    PreToolUse,
+/// `memlineage hook …`: the command hooks and their set-up (spec/hooks.md).
+#[derive(Subcommand)]
+pub enum HookCmd {
+    /// Before a tool call: blocks (exit 2, reason on stderr) sensitive calls justified by
+    /// untrusted entries; blocks on any failure.
+    PreToolUse(EventArgs),
     /// After a tool call: records its output as an External entry of `tool:<name>`.
-    PostToolUse,
+    PostToolUse(EventArgs),
+    /// After a failed tool call (Claude Code): records its error output like post-tool-use.
+    PostToolUseFailure(EventArgs),
     /// A user prompt: records it as a Trusted entry of `user`.
-    UserPromptSubmit,
+    UserPromptSubmit(EventArgs),
+    /// Write or merge the agent's hook settings (absolute paths, fail-closed wrapping).
+    Install(super::hook_install::InstallArgs),
+    /// Run synthetic events through the configured hook commands: is an injected call blocked
+    /// and a benign one allowed? Exits 1 if not.
+    Doctor(super::hook_install::DoctorArgs),
+    /// Replace session files untouched for longer than the limit by pruned markers.
+    Prune {
+        /// Ledger path.
+        ledger: PathBuf,
+        /// Age limit in days.
+        #[arg(long, default_value_t = 30)]
+        older_than_days: u64,
+    },
 }
 
-impl HookArg {
-    fn event(self) -> HookEvent {
-        match self {
-            HookArg::PreToolUse => HookEvent::PreToolUse,
-            HookArg::PostToolUse => HookEvent::PostToolUse,
-            HookArg::UserPromptSubmit => HookEvent::UserPromptSubmit,
-        }
-    }
+/// The arguments of an event hook.
+#[derive(Args)]
+pub struct EventArgs {
+    /// Ledger path.
+    ledger: PathBuf,
+    /// Gate policy (TOML); default: the bundled policy.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+}
+
+/// Runs `memlineage hook <cmd>`.
+pub fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
+    let (event, args) = match cmd {
+        HookCmd::PreToolUse(a) => (HookEvent::PreToolUse, a),
+        HookCmd::PostToolUse(a) => (HookEvent::PostToolUse, a),
+        HookCmd::PostToolUseFailure(a) => (HookEvent::PostToolUseFailure, a),
+        HookCmd::UserPromptSubmit(a) => (HookEvent::UserPromptSubmit, a),
+        HookCmd::Install(a) => return super::hook_install::install(&a),
+        HookCmd::Doctor(a) => return super::hook_install::doctor(&a),
+        HookCmd::Prune {
+            ledger,
+            older_than_days,
+        } => return prune(&ledger, older_than_days),
+    };
+    hook(event, &args.ledger, args.policy)
 }
 
 /// Runs the MCP server on standard input/output until the client closes it. With `session`,
@@ -81,43 +122,113 @@ fn sessions_dir(ledger: &Path) -> PathBuf {
     PathBuf::from(dir)
 }
 
-/// Handles one hook event from standard input. Any failure before the event is decided blocks
-/// a PreToolUse call (fail closed) and exits 1 for the other events.
-pub fn hook(event: HookArg, ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
+/// Handles one hook event from standard input. Every failure fails closed (spec/hooks.md §5):
+/// exit 2, and tool output that could not be recorded marks its session.
+fn hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
     let _telemetry = telemetry::init(false);
-    let event = event.event();
-    let outcome = run_hook(event, ledger, policy).unwrap_or_else(|e| HookOutcome {
-        code: if event == HookEvent::PreToolUse {
-            EXIT_BLOCK
-        } else {
-            1
-        },
-        stdout: String::new(),
-        stderr: format!("memlineage: deny: {e}\n"),
-    });
+    let outcome = run_hook(event, ledger, policy);
     std::io::stdout().write_all(outcome.stdout.as_bytes())?;
     std::io::stderr().write_all(outcome.stderr.as_bytes())?;
     Ok(ExitCode::from(outcome.code))
 }
 
-fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> Res<HookOutcome> {
+fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOutcome {
+    let mut stdin = std::io::stdin().lock();
     let mut input = Vec::new();
-    std::io::stdin()
-        .take(MAX_EVENT_BYTES + 1)
-        .read_to_end(&mut input)?;
-    if input.len() as u64 > MAX_EVENT_BYTES {
-        return Err(format!("event longer than {MAX_EVENT_BYTES} bytes").into());
+    let read = (&mut stdin)
+        .take(MAX_EVENT_BYTES as u64 + 1)
+        .read_to_end(&mut input);
+    // A PreToolUse needs nothing but a verdict: do not create files beside a missing ledger.
+    if event == HookEvent::PreToolUse && !ledger.is_file() {
+        let why = format!("no ledger at {}", ledger.display());
+        return failed_in(None, event, None, &why);
     }
+    // One hook at a time per ledger: the session files and the key file are read-modify-write.
+    let _lock = match lock_within(ledger, LOCK_WAIT) {
+        Ok(l) => l,
+        Err(e) => {
+            let id = memlineage::front::hook::session_id_of(&input);
+            return failed_in(None, event, id.as_deref(), &e.to_string());
+        }
+    };
+    let mut sessions = FileSessions::beside(ledger);
+    let outcome = if let Err(e) = read {
+        failed(
+            &mut sessions,
+            event,
+            &input,
+            &format!("standard input: {e}"),
+        )
+    } else if input.len() > MAX_EVENT_BYTES {
+        // The session id is read from the event's start, or further on without keeping it.
+        let id = event
+            .carries_output()
+            .then(|| session_id_in(std::io::Cursor::new(&input).chain(stdin.take(MAX_SCAN_BYTES))))
+            .flatten();
+        let why = format!("event longer than {MAX_EVENT_BYTES} bytes");
+        failed_in(Some(&mut sessions), event, id.as_deref(), &why)
+    } else {
+        match front(ledger, policy) {
+            Ok(mut front) => handle(&mut front, &mut sessions, event, &input),
+            Err(e) => failed(&mut sessions, event, &input, &e.to_string()),
+        }
+    };
+    // Opportunistic pruning never changes the outcome.
+    if let Err(e) = sessions.prune_if_due(PRUNE_AFTER, SystemTime::now()) {
+        tracing::warn!(error = %e, "memlineage hook: pruning sessions failed");
+    }
+    outcome
+}
+
+/// `LEDGER.key.lock`, locked exclusively (shared with `memlineage append`), waiting at most
+/// `wait`.
+fn lock_within(ledger: &Path, wait: Duration) -> Res<std::fs::File> {
+    let mut p = key_path(ledger).into_os_string();
+    p.push(".lock");
+    let path = PathBuf::from(p);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let start = Instant::now();
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(format!(
+                    "{} stayed locked for more than {} s",
+                    path.display(),
+                    wait.as_secs()
+                )
+                .into())
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(format!("{}: {e}", path.display()).into())
+            }
+        }
+    }
+}
+
+/// `memlineage hook prune`: prunes the ledger's sessions older than `days` days.
+fn prune(ledger: &Path, days: u64) -> Res<ExitCode> {
     if !ledger.is_file() {
         return Err(format!("no ledger at {}", ledger.display()).into());
     }
-    // One hook at a time per ledger: the session files and the key file are read-modify-write.
-    let _lock = lock_key_file(ledger)?;
-    let mut front = front(ledger, policy)?;
-    let mut dir = ledger.as_os_str().to_owned();
-    dir.push(".sessions");
-    let mut sessions = FileSessions(PathBuf::from(dir));
-    Ok(handle(&mut front, &mut sessions, event, &input))
+    let _lock = lock_within(ledger, LOCK_WAIT)?;
+    let sessions = FileSessions::beside(ledger);
+    let age = Duration::from_secs(days.saturating_mul(24 * 3600));
+    let done = sessions.prune(age, SystemTime::now())?;
+    super::say!(
+        "pruned {} session(s) untouched for more than {days} day(s); kept {}",
+        done.pruned,
+        done.kept
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn front(

@@ -30,6 +30,7 @@ mod ddmin;
 mod eval;
 mod forensics;
 mod front;
+mod hook_install;
 mod io;
 mod migrate;
 mod progress;
@@ -394,17 +395,11 @@ enum Cmd {
         #[arg(long)]
         session: Option<String>,
     },
-    /// Command hook for Claude Code and Codex: one JSON event on standard input
-    /// (spec/hooks.md). pre-tool-use exits 2 with the reason on stderr to block a call.
+    /// Command hooks for Claude Code and Codex (one JSON event on standard input; exit 2
+    /// blocks) and their set-up: install, doctor, prune (spec/hooks.md).
     Hook {
-        /// Which event.
-        #[arg(value_enum)]
-        event: front::HookArg,
-        /// Ledger path.
-        ledger: PathBuf,
-        /// Gate policy (TOML); default: the bundled policy.
-        #[arg(long)]
-        policy: Option<PathBuf>,
+        #[command(subcommand)]
+        cmd: front::HookCmd,
     },
 }
 
@@ -586,11 +581,7 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             writer,
             session,
         } => front::mcp(&ledger, policy, &writer, session.as_deref()),
-        Cmd::Hook {
-            event,
-            ledger,
-            policy,
-        } => front::hook(event, &ledger, policy),
+        Cmd::Hook { cmd } => front::hook_cmd(cmd),
     }
 }
 

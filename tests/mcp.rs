@@ -1,6 +1,7 @@
-//! `memlineage mcp` driven as a subprocess by rmcp's own MCP client (`spec/mcp.md`): the four
-//! tools are listed with their annotations and schemas and each is called, including a gate
-//! check that is denied with its lineage path.
+//! `memlineage mcp` driven as a subprocess by rmcp's own MCP client (`spec/mcp.md` §5): the
+//! six tools are listed with their annotations and schemas and the first four are called,
+//! including a gate check that is denied with its lineage path. The official Python SDK tests
+//! (`tests/mcp_client/`, run by `.ci/run`) cover the rest.
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
@@ -68,11 +69,12 @@ async fn rmcp_client_lists_and_calls_every_tool() {
     let dir = tempfile::tempdir().unwrap();
     let (prompt, page) = seed(dir.path());
     let cmd = tokio::process::Command::new(cli_support::BIN).configure(|c| {
-        c.args(["mcp", "l.db"]).current_dir(dir.path());
+        c.args(["mcp", "l.db", "--session", "rmcp-test"])
+            .current_dir(dir.path());
     });
     let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
 
-    // Listing: four tools, explicit annotations, closed input schemas.
+    // Listing: six tools, explicit annotations, closed input schemas.
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     names.sort();
@@ -89,7 +91,7 @@ async fn rmcp_client_lists_and_calls_every_tool() {
     );
     for t in &tools {
         let a = t.annotations.as_ref().unwrap();
-        let read_only = t.name != "ledger_append" && t.name != "ledger_flag";
+        let read_only = !matches!(t.name.as_ref(), "ledger_append" | "ledger_flag");
         assert_eq!(a.read_only_hint, Some(read_only), "{}", t.name);
         assert_eq!(a.destructive_hint, Some(false), "{}", t.name);
         assert_eq!(a.open_world_hint, Some(false), "{}", t.name);

@@ -278,8 +278,8 @@ pub struct ReceiptHop {
 /// Where the gate check finds what the agent has read (`spec/mcp.md` §1).
 pub enum ReadSet {
     /// A hook session (`spec/hooks.md` §3), shared with the hooks: loaded before every tool
-    /// call, saved after one that adds reads. The unknown session's unrecorded count applies
-    /// too, as it does in the PreToolUse hook.
+    /// call, saved after one that adds reads. Its unrecorded count refuses sensitive calls, as
+    /// it does in the PreToolUse hook.
     Session {
         /// Where the hooks keep sessions (the binary: `LEDGER.sessions/`).
         sessions: Box<dyn Sessions + Send>,
@@ -316,8 +316,7 @@ impl Keys for SharedKeyFile {
 struct Reads<'a> {
     /// The session as loaded (Session mode) or every entry of the ledger (Ledger mode).
     session: &'a mut Session,
-    /// Unrecorded tool output counted outside `session` (the unknown session; in Ledger mode,
-    /// every session).
+    /// Unrecorded tool output counted outside `session` (in Ledger mode, every session's).
     elsewhere: u64,
     /// Why the read set cannot be trusted, if it cannot (a damaged session file, an entry
     /// that does not verify): sensitive calls are refused.
@@ -425,6 +424,8 @@ fn unrecorded_everywhere(dir: &std::path::Path) -> (u64, Option<String>) {
             .map_err(|e| e.to_string())
             .and_then(|b| serde_json::from_slice::<Session>(&b).map_err(|e| e.to_string()))
         {
+            // memlineage 0.1's shared "unknown session" is ignored, as the hooks ignore it.
+            Ok(s) if s.id.is_empty() => {}
             Ok(s) => total = total.saturating_add(s.unrecorded),
             Err(e) => broken = Some(format!("session file {}: {e}", path.display())),
         }
@@ -479,8 +480,15 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                 // A hook failure that cannot be tied to a session marks none (spec/hooks.md §5):
                 // only this session's own record counts.
                 let elsewhere = 0;
+                // A read set whose seal does not verify (altered outside memlineage) is refused
+                // by the gate; it must not be sealed again by a save of ours.
+                let sealed = session.reads.is_empty() || {
+                    let mut resealed = session.clone();
+                    st.front.seal_session(&mut resealed);
+                    resealed.seal == session.seal
+                };
                 let before = session.reads.len();
-                let intact = broken.is_none();
+                let intact = broken.is_none() && sealed;
                 let out = f(
                     &mut st.front,
                     Reads {
@@ -489,7 +497,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                         broken,
                     },
                 )?;
-                // A damaged session file is left for the hooks to refuse on, not overwritten.
+                // A damaged or altered session file is left for the hooks to refuse on.
                 if intact && session.reads.len() != before {
                     sessions.save(&session).map_err(msg)?;
                 }

@@ -1,0 +1,78 @@
+"""Fixtures of the MCP client tests (spec/mcp.md §5): the memlineage binary built by
+`cargo test`, ledgers written by the real CLI and the real hook commands, and the official MCP
+Python SDK (`mcp`, pinned in requirements.txt) driving `memlineage mcp` over stdio."""
+
+import contextlib
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = os.environ.get("MEMLINEAGE_BIN", str(ROOT / "target" / "debug" / "memlineage"))
+HOOKS = ROOT / "tests" / "hooks"
+# The attacker's IBAN in tests/hooks/claude-injected.jsonl (an injected bill).
+ATTACKER_IBAN = "US133000000121212121212"
+INJECTED_SESSION = "9a7e33f2-claude-injected"
+
+
+def run(args, cwd, stdin=None):
+    """Runs the binary in `cwd`; returns the CompletedProcess."""
+    return subprocess.run([BIN, *args], cwd=cwd, input=stdin, capture_output=True, timeout=120)
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    """A fresh ledger made by `memlineage init`."""
+    out = run(["init", "l.db"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    return tmp_path / "l.db"
+
+
+def record_with_hooks(ledger, file="claude-injected.jsonl"):
+    """Feeds the prompt and tool-output events of a recorded agent session to the real
+    `memlineage hook` commands; returns the session's reads (entry ids, prompt first) as the
+    hooks' session file lists them (spec/hooks.md §3)."""
+    session = None
+    for line in (HOOKS / file).read_text().splitlines():
+        case = json.loads(line)
+        if case["hook"] == "pre-tool-use":
+            continue
+        session = case["event"]["session_id"]
+        out = run(["hook", case["hook"], str(ledger)], ledger.parent, json.dumps(case["event"]).encode())
+        assert out.returncode == 0, out.stderr
+    return session_reads(ledger, session)
+
+
+def session_file(ledger, session):
+    """The hooks' file of `session` (spec/hooks.md §6)."""
+    name = hashlib.sha256(session.encode()).hexdigest() + ".json"
+    return pathlib.Path(str(ledger) + ".sessions") / name
+
+
+def session_reads(ledger, session):
+    return json.loads(session_file(ledger, session).read_text())["reads"]
+
+
+@contextlib.asynccontextmanager
+async def connect(ledger, *args, errlog=None):
+    """An initialised SDK client session with `memlineage mcp LEDGER ARGS...`."""
+    params = StdioServerParameters(command=BIN, args=["mcp", str(ledger), *args], cwd=str(ledger.parent))
+    kwargs = {"errlog": errlog} if errlog is not None else {}
+    async with stdio_client(params, **kwargs) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")

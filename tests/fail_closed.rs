@@ -371,5 +371,15 @@ fn a_read_removed_from_the_session_record_refuses() {
         }
         std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
         r.assert_payments_refused(&format!("read removed, seal kept: {keep_seal}"));
+        // A later, benign tool output recorded in the altered session must not re-seal it.
+        let mut later: Value = serde_json::from_slice(&r.events[1].input).unwrap();
+        later["tool_response"] = Value::from("Weather in Zurich: sunny");
+        later["tool_use_id"] = Value::from("toolu_99");
+        let later = Event {
+            hook: "post-tool-use".into(),
+            input: serde_json::to_vec(&later).unwrap(),
+        };
+        assert_eq!(r.hook(&later).status.code(), Some(0));
+        r.assert_payments_refused(&format!("read removed, then a read recorded: {keep_seal}"));
     }
 }

@@ -259,9 +259,10 @@ impl<S: Store, K: Keys> Front<S, K> {
         session: &mut Session,
         text: &str,
     ) -> Result<Appended, FrontError> {
+        let intact = self.session_sealed(session);
         let a = self.write(session, USER, Role::User, Kind::Prompt, text, Vec::new())?;
         session.read(a.id);
-        self.seal_session(session);
+        self.reseal(session, intact);
         Ok(a)
     }
 
@@ -279,6 +280,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         input: &Value,
         output: &str,
     ) -> Result<(Appended, Appended), FrontError> {
+        let intact = self.session_sealed(session);
         let mut parents: Vec<EntryId> = Vec::new();
         if let Value::Object(args) = input {
             for v in args.values() {
@@ -321,7 +323,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             by_call,
         )?;
         session.read(result.id);
-        self.seal_session(session);
+        self.reseal(session, intact);
         Ok((call, result))
     }
 
@@ -337,13 +339,14 @@ impl<S: Store, K: Keys> Front<S, K> {
         text: &str,
         parents: Vec<Parent>,
     ) -> Result<Appended, FrontError> {
+        let intact = self.session_sealed(session);
         if matches!(kind, Kind::Keyring | Kind::Tombstone | Kind::Prompt) {
             return Err(FrontError::Kind(kind.name()));
         }
         let agent = self.agent.clone();
         let a = self.write(session, &agent, Role::Agent, kind, text, parents)?;
         session.read(a.id);
-        self.seal_session(session);
+        self.reseal(session, intact);
         Ok(a)
     }
 
@@ -357,6 +360,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         session: &mut Session,
         ids: &[EntryId],
     ) -> Result<Vec<Outcome>, FrontError> {
+        let intact = self.session_sealed(session);
         let out = self.ledger.retrieve(ids)?;
         for o in &out {
             if let Outcome::Verified(r) = o {
@@ -366,7 +370,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                 }
             }
         }
-        self.seal_session(session);
+        self.reseal(session, intact);
         Ok(out)
     }
 
@@ -436,9 +440,20 @@ impl<S: Store, K: Keys> Front<S, K> {
     }
 
     /// Seals `session`'s read set under the log key (`spec/hooks.md` §3): call it after
-    /// adding reads by hand ([`Session::read`]); the front's own methods do.
+    /// adding reads by hand ([`Session::read`]) to a session this process holds; the front's
+    /// own methods do. Never call it on a record loaded from storage without checking it
+    /// first: sealing is what makes a read set trusted.
     pub fn seal_session(&self, session: &mut Session) {
         session.seal = Some(hex::encode(self.session_tag(session)));
+    }
+
+    /// Seals `session` again after the front added reads, but only if its seal verified
+    /// before (`intact`): a record altered outside memlineage stays refused rather than being
+    /// laundered into a valid one by the next recorded read.
+    fn reseal(&self, session: &mut Session, intact: bool) {
+        if intact {
+            self.seal_session(session);
+        }
     }
 
     /// Whether `session`'s seal verifies (a session with no reads needs none).

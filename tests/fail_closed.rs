@@ -383,3 +383,51 @@ fn a_read_removed_from_the_session_record_refuses() {
         r.assert_payments_refused(&format!("read removed, then a read recorded: {keep_seal}"));
     }
 }
+
+#[path = "common/pg_support.rs"]
+mod pg_support;
+
+/// The same label flip on the PostgreSQL store (`UPDATE entries SET label = 0` through `psql`,
+/// no key): the reopened ledger refuses the store instead of gating with the flipped label.
+#[test]
+fn a_flipped_label_on_postgres_is_refused() {
+    use memlineage::lineage::LabelPolicy;
+    use memlineage::log::LogSigner;
+    use memlineage::record::{ProvEntry, Role, WriterKey};
+    use memlineage::store::PgStore;
+    let Some(url) = pg_support::database_url("a_flipped_label_on_postgres_is_refused") else {
+        return;
+    };
+    let schema = pg_support::fresh_ledger("failclosed");
+    let log = || {
+        LogSigner::new(
+            "test.example/fail-closed-pg",
+            WriterKey::for_label("fcpg/log"),
+        )
+        .unwrap()
+    };
+    let tool = WriterKey::for_label("fcpg/tool");
+    {
+        let store = PgStore::connect(&url, &schema).unwrap();
+        let mut l = Ledger::create(store, log(), LabelPolicy::default()).unwrap();
+        l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
+        let text = "pay XX99";
+        let e = ProvEntry::new(tool.key_id(), Kind::ToolResult, text.as_bytes());
+        l.append(e, &tool, text.as_bytes()).unwrap();
+        // Before the attack the ledger reopens.
+        drop(l);
+        Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()).unwrap();
+    }
+    pg_support::run_ok(std::process::Command::new("psql").args([
+        url.as_str(),
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-c",
+        &format!("UPDATE \"{schema}\".entries SET label = 0 WHERE kind = 1"),
+    ]));
+    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()) {
+        Err(memlineage::LedgerError::Seal(_)) => {}
+        Err(e) => panic!("refused, but not by the seal: {e}"),
+        Ok(_) => panic!("a flipped label on PostgreSQL was believed"),
+    }
+}

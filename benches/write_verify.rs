@@ -13,7 +13,10 @@
 //!   (CBOR payload to `ProvEntry`, with the canonical-form check);
 //! - `gate`: `hashmap_get_8` (8 lookups in a 100k map: the floor) vs `decide_allow_8` and
 //!   `decide_deny_8` (`Ledger::gate` on a call justified by 8 entries; the denial also computes
-//!   the lineage path back to the tool output);
+//!   the lineage path back to the tool output), and per ancestry depth 1, 5 and 20
+//!   `decide_allow_8/<depth>` vs `origin_allow_8/<depth>` (`Ledger::gate` vs
+//!   `Ledger::gate_values` with the origin check, `spec/gate.md` §3.1, on 8 tips of chains of
+//!   that depth: every ancestor read, verified and searched);
 //! - `retrieve8`: `ed25519_verify_strict_x8` vs `ledger_retrieve/<size>` (`Ledger::retrieve`
 //!   of 8 ids: fetch, decode and verify, prove and check inclusion, render), with the
 //!   `prove_inclusion_x8/<size>` part of it.
@@ -328,7 +331,61 @@ fn gate(c: &mut Criterion, fx: &Fixture) {
     g.bench_function("decide_deny_8", |b| {
         b.iter(|| black_box(fx.ledger.gate(&policy, black_box(&deny))))
     });
+    for depth in [1usize, 5, 20] {
+        let (l, tips) = origin_chains(depth);
+        let call = call(&tips);
+        let values: serde_json::Map<String, serde_json::Value> =
+            serde_json::json!({"recipient": ORIGIN_IBAN, "amount": 1200})
+                .as_object()
+                .expect("object")
+                .clone();
+        assert!(l.gate_values(&policy, &call, &values).is_allow());
+        g.bench_function(BenchmarkId::new("decide_allow_8", depth), |b| {
+            b.iter(|| black_box(l.gate(&policy, black_box(&call))))
+        });
+        g.bench_function(BenchmarkId::new("origin_allow_8", depth), |b| {
+            b.iter(|| black_box(l.gate_values(&policy, black_box(&call), black_box(&values))))
+        });
+    }
     g.finish();
+}
+
+/// The IBAN of the origin-check chains.
+const ORIGIN_IBAN: &str = "GB29NWBK60161331926819";
+
+/// A ledger of 8 chains, each a user prompt stating [`ORIGIN_IBAN`] and 1200, then `depth`
+/// agent summaries repeating them (strong edges): the tips are justifying entries whose
+/// ancestries hold `depth` entries, all searched before the prompt's authority is found.
+fn origin_chains(depth: usize) -> (Ledger<MemoryStore>, Vec<EntryId>) {
+    let signer =
+        LogSigner::new("bench.example/origin", WriterKey::for_label("bench/log")).expect("origin");
+    let mut l = Ledger::create(MemoryStore::default(), signer, LabelPolicy::default())
+        .expect("create");
+    let user = WriterKey::for_label("bench/user");
+    let agent = WriterKey::for_label("bench/agent");
+    l.bind(user.key_id(), Role::User, "user").expect("bind");
+    l.bind(agent.key_id(), Role::Agent, "agent").expect("bind");
+    let mut time = T0;
+    let mut tips = Vec::new();
+    for chain in 0..8 {
+        let text = format!("Chain {chain}: pay 1200 to IBAN {ORIGIN_IBAN}.");
+        time += 1;
+        let e = ProvEntry::new(user.key_id(), Kind::Prompt, text.as_bytes()).with_time_ms(time);
+        let mut at = l.append(e, &user, text.as_bytes()).expect("prompt").id;
+        for hop in 0..depth {
+            let text = format!("Chain {chain} hop {hop}: 1200 to {ORIGIN_IBAN}, as asked.");
+            time += 1;
+            let e = ProvEntry::new(agent.key_id(), Kind::Summary, text.as_bytes())
+                .with_parents(vec![Parent {
+                    id: at,
+                    weight: Weight::ONE,
+                }])
+                .with_time_ms(time);
+            at = l.append(e, &agent, text.as_bytes()).expect("summary").id;
+        }
+        tips.push(at);
+    }
+    (l, tips)
 }
 
 /// `retrieve8`: 8 × verify_strict vs `Ledger::retrieve` of 8 ids.

@@ -580,25 +580,37 @@ impl<'l, S: Store> Replayer<'l, S> {
             return Ok(());
         }
         let attack = ev.attack.unwrap_or(false);
+        // The proposed values, for the origin check (`spec/gate.md` §3.1).
+        let proposed = match &ev.args {
+            Some(serde_json::Value::Object(m)) => m.clone(),
+            _ => serde_json::Map::new(),
+        };
         for config in Config::ALL {
             let mut repaired = false;
             let decision = match config {
                 Config::NoDefence => Decision::Allow,
                 Config::SignaturesOnly => self.policy.decide(&call, &SignaturesOnly(&*self.ledger)),
-                Config::MemLineage => self.ledger.gate(&self.policy, &call),
+                Config::MemLineage => self.ledger.gate_values(&self.policy, &call, &proposed),
                 Config::MemLineageRepair => {
                     let (values, trusted) = self.provenance(ev, &call);
                     match decide_with_repair(&self.policy, &*self.ledger, &call, &values, &trusted)
                     {
-                        RepairOutcome::Allowed => Decision::Allow,
-                        RepairOutcome::Repaired { values: v, .. } => {
+                        RepairOutcome::Allowed => {
+                            self.policy.check_origin(&call, &proposed, &*self.ledger)
+                        }
+                        RepairOutcome::Repaired {
+                            values: v,
+                            call: fixed,
+                            ..
+                        } => {
                             // The replay's candidates carry the proposed values only, so a
                             // repaired call is the proposed call; checked, not assumed.
                             if v != values {
                                 return Err(bad(ev, "repair changed a value"));
                             }
-                            repaired = true;
-                            Decision::Allow
+                            let d = self.policy.check_origin(&fixed, &proposed, &*self.ledger);
+                            repaired = d.is_allow();
+                            d
                         }
                         RepairOutcome::Denied { denial, .. } => Decision::Deny(denial),
                     }

@@ -185,6 +185,10 @@ pub enum Step {
         attack: bool,
         /// Parameter → names of the entries justifying its value.
         args: BTreeMap<String, Vec<String>>,
+        /// Parameter → the value proposed (string or number), for the gate's origin check
+        /// (`spec/gate.md` §3.1); a parameter without a value gets the label decision only.
+        #[serde(default)]
+        values: BTreeMap<String, serde_json::Value>,
     },
 }
 
@@ -308,7 +312,14 @@ pub fn run(
                 names.insert(name, s.id());
                 planted.insert(s.id(), s.cose().to_vec());
             }
-            Step::Call { tool, attack, args } => {
+            Step::Call {
+                tool,
+                attack,
+                args,
+                values,
+            } => {
+                let proposed: serde_json::Map<String, serde_json::Value> =
+                    values.clone().into_iter().collect();
                 let mut call = ToolCall {
                     tool: tool.clone(),
                     sensitive: false,
@@ -338,7 +349,7 @@ pub fn run(
                 .map(|c| match c {
                     Config::NoDefence => true,
                     Config::SignaturesOnly => gate.decide(&call, &view).is_allow(),
-                    _ => matches!(ledger.gate(gate, &call), Decision::Allow),
+                    _ => matches!(ledger.gate_values(gate, &call, &proposed), Decision::Allow),
                 });
                 out.push(CallOutcome {
                     attack: *attack,

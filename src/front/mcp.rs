@@ -863,10 +863,17 @@ fn cited_verdict<S: Store, K: Keys>(
         args: cited.to_vec(),
     };
     let policy = front.policy().clone();
-    Ok(match front.ledger().gate(&policy, &call) {
-        Decision::Allow => Verdict::Allow,
-        Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
-    })
+    // No values here (cited entries only): the shared-writable writer check of
+    // `spec/gate.md` §3.2 still applies; `Front::check` runs the origin check on the values.
+    Ok(
+        match front
+            .ledger()
+            .gate_values(&policy, &call, &serde_json::Map::new())
+        {
+            Decision::Allow => Verdict::Allow,
+            Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
+        },
+    )
 }
 
 fn gate_result(

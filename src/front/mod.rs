@@ -427,7 +427,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                 session.id
             )))
         } else {
-            match self.ledger.gate(&self.policy, &call) {
+            match self.ledger.gate_values(&self.policy, &call, args) {
                 Decision::Allow => Verdict::Allow,
                 Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
             }

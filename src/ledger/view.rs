@@ -1,7 +1,7 @@
 //! The ledger as the gate sees it: [`LineageView`] and the untrusted path behind a label.
 
 use super::{Ledger, LedgerError};
-use crate::gate::{Decision, LineageView, Policy, ToolCall};
+use crate::gate::{Decision, LineageView, OriginNode, OriginView, Policy, ToolCall};
 use crate::lineage::{Label, WeakRule};
 use crate::record::EntryId;
 use crate::store::Store;
@@ -86,12 +86,56 @@ impl<S: Store> LineageView for Ledger<S> {
     }
 }
 
+impl<S: Store> OriginView for Ledger<S> {
+    fn origin_node(&self, id: &EntryId) -> OriginNode {
+        let label = self.label(id);
+        let live = label.is_some() && !self.is_tombstoned(id) && !self.is_quarantined(id);
+        // What does not verify is reported absent: the origin check counts it as External
+        // and as holding every value (`spec/gate.md` §3.1, fail closed).
+        let Ok(e) = self.get(id) else {
+            return OriginNode {
+                label,
+                live,
+                ..OriginNode::default()
+            };
+        };
+        OriginNode {
+            label,
+            writer: self.principal(&e.writer()).map(|(r, n)| (r, n.to_string())),
+            text: self
+                .content(&e)
+                .ok()
+                .flatten()
+                .map(|b| String::from_utf8_lossy(&b).into_owned()),
+            parents: e.entry().parents.iter().map(|p| p.id).collect(),
+            live,
+        }
+    }
+}
+
 impl<S: Store> Ledger<S> {
-    /// M6: the gate's decision for `call` under `policy`, from this ledger's labels.
-    /// See [`Policy::decide`].
+    /// M6: the gate's label decision for `call` under `policy`, from this ledger's labels,
+    /// without the origin check (no argument values). See [`Policy::decide`]; callers that
+    /// have the values use [`Ledger::gate_values`].
     pub fn gate(&self, policy: &Policy, call: &ToolCall) -> Decision {
         let span = crate::gate::span(call);
         let _g = span.enter();
         crate::gate::record(&span, policy.decide(call, self))
+    }
+
+    /// The full gate (`spec/gate.md` §3): labels, then the origin check of every argument's
+    /// value in `values` (parameter name → the JSON value proposed) over every recorded edge
+    /// of its justification, and the shared-writable writer check of §3.2. The one decision
+    /// the library, the hooks, the MCP server, the eval and the replay all use. See
+    /// [`Policy::decide_with_origin`].
+    pub fn gate_values(
+        &self,
+        policy: &Policy,
+        call: &ToolCall,
+        values: &serde_json::Map<String, serde_json::Value>,
+    ) -> Decision {
+        let span = crate::gate::span(call);
+        let _g = span.enter();
+        crate::gate::record(&span, policy.decide_with_origin(call, values, self))
     }
 }

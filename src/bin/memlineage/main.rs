@@ -31,6 +31,7 @@ mod eval;
 mod forensics;
 mod front;
 mod hook_install;
+mod hookd;
 mod io;
 mod migrate;
 mod progress;

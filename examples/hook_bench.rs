@@ -52,12 +52,7 @@ fn opts() -> Res<Opts> {
         let mut v = || args.next().ok_or_else(|| format!("{a} needs a value"));
         match a.as_str() {
             "--bin" => o.bin = PathBuf::from(v()?),
-            "--sizes" => {
-                o.sizes = v()?
-                    .split(',')
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()?
-            }
+            "--sizes" => o.sizes = v()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             "--runs" => o.runs = v()?.parse()?,
             "--alone-runs" => o.alone_runs = v()?.parse()?,
             "--dir" => o.dir = PathBuf::from(v()?),

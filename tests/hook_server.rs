@@ -117,7 +117,10 @@ fn server_answers_equal_in_process_answers_on_every_fixture() {
         for (i, c) in cases(&file).iter().enumerate() {
             let a = outcome(&hook(alone.path(), "off", &c.hook, &c.input), alone.path());
             // `only`: an event the server does not answer fails closed, which would differ.
-            let b = outcome(&hook(served.path(), "only", &c.hook, &c.input), served.path());
+            let b = outcome(
+                &hook(served.path(), "only", &c.hook, &c.input),
+                served.path(),
+            );
             assert_eq!(a.0, Some(c.want_exit), "{file} case {i}: {a:?}");
             assert_eq!(a, b, "{file} case {i}: in process vs server");
         }
@@ -137,13 +140,23 @@ fn killing_the_server_mid_session_fails_closed() {
     );
     let mut server = start_server(dir.path());
     for c in &cs[..2] {
-        assert_eq!(hook(dir.path(), "only", &c.hook, &c.input).status.code(), Some(0));
+        assert_eq!(
+            hook(dir.path(), "only", &c.hook, &c.input).status.code(),
+            Some(0)
+        );
     }
     // Malformed requests are refused and the server goes on serving.
     for junk in [
         b"GET / HTTP/1.1\r\n\r\n".to_vec(),
         [&b"MLHOOK1\0\x01"[..], &[0; 32], &u32::MAX.to_be_bytes()].concat(),
-        [&b"MLHOOK1\0\x01"[..], &[0; 32], &3u32.to_be_bytes(), b"{}}", &[0; 32]].concat(),
+        [
+            &b"MLHOOK1\0\x01"[..],
+            &[0; 32],
+            &3u32.to_be_bytes(),
+            b"{}}",
+            &[0; 32],
+        ]
+        .concat(),
     ] {
         let mut s = UnixStream::connect(socket(dir.path())).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -180,7 +193,10 @@ fn a_garbage_server_never_allows() {
     let dir = ledger_dir();
     let cs = cases("claude-injected.jsonl");
     for c in &cs[..2] {
-        assert_eq!(hook(dir.path(), "off", &c.hook, &c.input).status.code(), Some(0));
+        assert_eq!(
+            hook(dir.path(), "off", &c.hook, &c.input).status.code(),
+            Some(0)
+        );
     }
     let listener = UnixListener::bind(socket(dir.path())).unwrap();
     // A frame that claims "proceed" (exit 0) with a tag made without the key.
@@ -197,7 +213,8 @@ fn a_garbage_server_never_allows() {
             // Each answer is given to every connection of one round (6 hook calls).
             for _ in 0..6 {
                 let (mut s, _) = listener.accept().unwrap();
-                s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+                s.set_read_timeout(Some(Duration::from_millis(200)))
+                    .unwrap();
                 let mut buf = [0u8; 4096];
                 let _ = s.read(&mut buf);
                 let _ = s.write_all(&answer);
@@ -207,7 +224,11 @@ fn a_garbage_server_never_allows() {
     for round in 0..n {
         for c in &cs[2..] {
             let own = hook(dir.path(), "auto", &c.hook, &c.input);
-            assert_eq!(own.status.code(), Some(c.want_exit), "round {round}: {own:?}");
+            assert_eq!(
+                own.status.code(),
+                Some(c.want_exit),
+                "round {round}: {own:?}"
+            );
         }
         for c in &cs[2..] {
             let only = hook(dir.path(), "only", &c.hook, &c.input);

@@ -385,7 +385,10 @@ mod tests {
         for i in 0..ans.len() {
             let mut bad = ans.clone();
             bad[i] ^= 1;
-            assert!(req.read_answer(&k, &mut bad.as_slice()).is_err(), "byte {i}");
+            assert!(
+                req.read_answer(&k, &mut bad.as_slice()).is_err(),
+                "byte {i}"
+            );
             assert!(req.read_answer(&k, &mut &ans[..i]).is_err(), "cut at {i}");
         }
     }

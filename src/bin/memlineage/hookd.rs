@@ -100,10 +100,16 @@ fn absolute(ledger: &Path, policy: Option<&Path>) -> Res<(PathBuf, Option<PathBu
 /// does, when the file is readable by others).
 fn server_key(ledger: &Path) -> Res<ServerKey> {
     let keys = key_path(ledger);
+    warn_if_readable(&keys);
+    Ok(ServerKey::of(&KeyStore::load(&keys)?.log_signer()?))
+}
+
+/// Warns on standard error when the key file `keys` is readable by others.
+pub fn warn_if_readable(keys: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        if let Ok(m) = std::fs::metadata(&keys) {
+        if let Ok(m) = std::fs::metadata(keys) {
             if m.permissions().mode() & 0o077 != 0 {
                 eprintln!(
                     "warning: {} holds secret keys but is readable by others (chmod 600 it)",
@@ -112,7 +118,8 @@ fn server_key(ledger: &Path) -> Res<ServerKey> {
             }
         }
     }
-    Ok(ServerKey::of(&KeyStore::load(&keys)?.log_signer()?))
+    #[cfg(not(unix))]
+    let _ = keys;
 }
 
 /// Hands one event to the ledger's server and returns its verified answer. Any failure —
@@ -238,6 +245,8 @@ fn serve_unix(ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
     if paths.socket.as_os_str().len() > MAX_SOCKET_PATH {
         return Err(format!("{} is too long for a socket path", paths.socket.display()).into());
     }
+    // Every path is absolute now; do not keep the starting hook's directory busy.
+    std::env::set_current_dir("/")?;
     let mut lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -368,10 +377,9 @@ impl State {
         let req = Request::read(&key, &mut BufReader::new(conn))?;
         let (event, input) = (req.event, req.input.as_slice());
         let ledger = self.ledger.clone();
-        let outcome =
-            super::front::locked(event, &ledger, input, SERVER_LOCK_WAIT, |sessions| {
-                self.decide(sessions, event, input)
-            });
+        let outcome = super::front::locked(event, &ledger, input, SERVER_LOCK_WAIT, |sessions| {
+            self.decide(sessions, event, input)
+        });
         req.answer(&key, &outcome, &mut BufWriter::new(conn))?;
         Ok(())
     }

@@ -10,6 +10,7 @@
 //! keys its configuration names.
 
 pub mod hook;
+pub mod hookd;
 pub mod keystore;
 pub mod matching;
 pub mod mcp;

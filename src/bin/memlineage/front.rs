@@ -39,6 +39,10 @@ pub enum HookCmd {
     /// Run synthetic events through the configured hook commands: is an injected call blocked
     /// and a benign one allowed? Exits 1 if not.
     Doctor(super::hook_install::DoctorArgs),
+    /// The resident per-ledger hook server (spec/hooks.md §10), started on demand by the event
+    /// hooks: serves them on `LEDGER.hook.sock` until idle.
+    #[command(hide = true)]
+    Serve(EventArgs),
     /// Replace session files untouched for longer than the limit by pruned markers.
     Prune {
         /// Ledger path.
@@ -68,6 +72,7 @@ pub fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
         HookCmd::UserPromptSubmit(a) => (HookEvent::UserPromptSubmit, a),
         HookCmd::Install(a) => return super::hook_install::install(&a),
         HookCmd::Doctor(a) => return super::hook_install::doctor(&a),
+        HookCmd::Serve(a) => return super::hookd::serve(&a.ledger, a.policy),
         HookCmd::Prune {
             ledger,
             older_than_days,
@@ -143,36 +148,69 @@ fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOut
         let why = format!("no ledger at {}", ledger.display());
         return failed_in(None, event, None, &why);
     }
-    // One hook at a time per ledger: the session files and the key file are read-modify-write.
-    let _lock = match lock_within(ledger, LOCK_WAIT) {
+    let mut lock_wait = LOCK_WAIT;
+    // The resident server (spec/hooks.md §10) answers for readable events of normal size;
+    // when it cannot, the event is handled here (or, with `only`, fails closed).
+    let mode = super::hookd::Mode::from_env();
+    let mut unserved = None;
+    if read.is_ok() && input.len() <= MAX_EVENT_BYTES && mode != super::hookd::Mode::Off {
+        let start = Instant::now();
+        match super::hookd::ask(event, ledger, policy.as_deref(), &input, mode) {
+            Ok(outcome) => return outcome,
+            Err(why) => {
+                tracing::debug!(%why, "memlineage hook: handled without the hook server");
+                unserved = (mode == super::hookd::Mode::Only).then_some(why);
+            }
+        }
+        // Whatever the server took of the budget is not waited again here.
+        lock_wait = LOCK_WAIT
+            .saturating_sub(start.elapsed())
+            .max(Duration::from_secs(2));
+    }
+    let oversized = input.len() > MAX_EVENT_BYTES;
+    locked(event, ledger, &input, lock_wait, |sessions| {
+        if let Err(e) = read {
+            failed(sessions, event, &input, &format!("standard input: {e}"))
+        } else if oversized {
+            // The session id is read from the event's start, or further on without keeping it.
+            let id = event
+                .carries_output()
+                .then(|| {
+                    session_id_in(std::io::Cursor::new(&input).chain(stdin.take(MAX_SCAN_BYTES)))
+                })
+                .flatten();
+            let why = format!("event longer than {MAX_EVENT_BYTES} bytes");
+            failed_in(Some(sessions), event, id.as_deref(), &why)
+        } else if let Some(why) = unserved {
+            failed(sessions, event, &input, &format!("hook server: {why}"))
+        } else {
+            match front(ledger, policy) {
+                Ok(mut front) => handle(&mut front, sessions, event, &input),
+                Err(e) => failed(sessions, event, &input, &e.to_string()),
+            }
+        }
+    })
+}
+
+/// Runs `decide` with `LEDGER.key.lock` held (waiting at most `wait`) and the ledger's file
+/// sessions, then prunes sessions if due; a lock not had fails the event closed. One hook at
+/// a time per ledger: the session files and the key file are read-modify-write.
+pub(super) fn locked(
+    event: HookEvent,
+    ledger: &Path,
+    input: &[u8],
+    wait: Duration,
+    decide: impl FnOnce(&mut FileSessions) -> HookOutcome,
+) -> HookOutcome {
+    let _lock = match lock_within(ledger, wait) {
         Ok(l) => l,
         Err(e) => {
-            let id = memlineage::front::hook::session_id_of(&input);
+            let id = memlineage::front::hook::session_id_of(input);
             return failed_in(None, event, id.as_deref(), &e.to_string());
         }
     };
     let mut sessions = FileSessions::beside(ledger);
-    let outcome = if let Err(e) = read {
-        failed(
-            &mut sessions,
-            event,
-            &input,
-            &format!("standard input: {e}"),
-        )
-    } else if input.len() > MAX_EVENT_BYTES {
-        // The session id is read from the event's start, or further on without keeping it.
-        let id = event
-            .carries_output()
-            .then(|| session_id_in(std::io::Cursor::new(&input).chain(stdin.take(MAX_SCAN_BYTES))))
-            .flatten();
-        let why = format!("event longer than {MAX_EVENT_BYTES} bytes");
-        failed_in(Some(&mut sessions), event, id.as_deref(), &why)
-    } else {
-        match front(ledger, policy) {
-            Ok(mut front) => handle(&mut front, &mut sessions, event, &input),
-            Err(e) => failed(&mut sessions, event, &input, &e.to_string()),
-        }
-    };
+    let outcome = decide(&mut sessions);
     // Opportunistic pruning never changes the outcome.
     if let Err(e) = sessions.prune_if_due(PRUNE_AFTER, SystemTime::now()) {
         tracing::warn!(error = %e, "memlineage hook: pruning sessions failed");

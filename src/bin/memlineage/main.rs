@@ -31,6 +31,7 @@ mod eval;
 mod forensics;
 mod front;
 mod hook_install;
+mod hookd;
 mod io;
 mod migrate;
 mod progress;
@@ -622,18 +623,7 @@ fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
         return Err(format!("no ledger at {}", ledger.display()).into());
     }
     let keys = key_path(ledger);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(m) = std::fs::metadata(&keys) {
-            if m.permissions().mode() & 0o077 != 0 {
-                eprintln!(
-                    "warning: {} holds secret keys but is readable by others (chmod 600 it)",
-                    keys.display()
-                );
-            }
-        }
-    }
+    hookd::warn_if_readable(&keys);
     let ks = KeyStore::load(&keys)?;
     let l = Ledger::open(SqliteStore::open(ledger)?, ks.log_signer()?)?;
     Ok((l, ks))

@@ -1,0 +1,295 @@
+//! Hook benchmark (not part of the tests; `spec/benchmarks.md` §Hooks): the wall time of one
+//! `memlineage hook pre-tool-use` process at several ledger sizes, through the resident hook
+//! server (`spec/hooks.md` §10) and in process, beside the cost of one Ed25519
+//! `verify_strict` measured in the same run.
+//!
+//! ```text
+//! cargo build --release --bin memlineage
+//! cargo run --release --example hook_bench -- [--bin target/release/memlineage]
+//!     [--sizes 1000,100000,1000000] [--runs 201] [--alone-runs 11] [--dir DIR]
+//! ```
+//!
+//! Per size N, `DIR/N/l.db` is made with `memlineage init` and filled to N entries (prompt,
+//! tool result, summary, repeated; pre-signed batches of 999) unless it already holds them,
+//! so a second run reuses the ledgers (1M entries take a minute or two to write). Then the
+//! session of `tests/hooks/claude-injected.jsonl` is recorded through the hooks (a fresh
+//! session id per run), and its PreToolUse of the payment to the injected IBAN (a sensitive
+//! call that is matched and blocked, exit 2) is timed: `--runs` times through the server
+//! (a server this program starts and stops), and `--alone-runs` times with
+//! `MEMLINEAGE_HOOK_SERVER=off`. Each time is one child process, from spawn to exit,
+//! including writing its standard input. Medians are reported, with the 90th percentile.
+
+use memlineage::front::keystore::KeyStore;
+use memlineage::record::{Kind, Parent, ProvEntry, Role, SignedEntry, Weight};
+use memlineage::store::SqliteStore;
+use memlineage::Ledger;
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+struct Opts {
+    bin: PathBuf,
+    sizes: Vec<u64>,
+    runs: usize,
+    alone_runs: usize,
+    dir: PathBuf,
+}
+
+fn opts() -> Res<Opts> {
+    let mut o = Opts {
+        bin: PathBuf::from("target/release/memlineage"),
+        sizes: vec![1_000, 100_000, 1_000_000],
+        runs: 201,
+        alone_runs: 11,
+        dir: std::env::temp_dir().join("memlineage-hook-bench"),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut v = || args.next().ok_or_else(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--bin" => o.bin = PathBuf::from(v()?),
+            "--sizes" => o.sizes = v()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
+            "--runs" => o.runs = v()?.parse()?,
+            "--alone-runs" => o.alone_runs = v()?.parse()?,
+            "--dir" => o.dir = PathBuf::from(v()?),
+            _ => return Err(format!("unknown argument {a}").into()),
+        }
+    }
+    o.bin = std::fs::canonicalize(&o.bin)?;
+    Ok(o)
+}
+
+/// Runs `bin hook <hook> l.db` in `dir` with `input` on stdin; returns exit code and time.
+fn hook(bin: &Path, dir: &Path, mode: &str, hook: &str, input: &[u8]) -> Res<(i32, Duration)> {
+    let start = Instant::now();
+    let mut child = Command::new(bin)
+        .args(["hook", hook, "l.db"])
+        .current_dir(dir)
+        .env("MEMLINEAGE_HOOK_SERVER", mode)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    child.stdin.take().ok_or("stdin")?.write_all(input)?;
+    let status = child.wait()?;
+    Ok((status.code().unwrap_or(-1), start.elapsed()))
+}
+
+/// Makes `dir/l.db` with `bin init` and fills it to `n` entries, unless it holds them.
+fn build(bin: &Path, dir: &Path, n: u64) -> Res<()> {
+    let path = dir.join("l.db");
+    let keys_path = dir.join("l.db.key");
+    if path.exists() {
+        let keys = KeyStore::load(&keys_path)?;
+        let l = Ledger::open(SqliteStore::open(&path)?, keys.log_signer()?)?;
+        if l.len() >= n {
+            return Ok(());
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let out = Command::new(bin)
+        .args(["init", "l.db"])
+        .current_dir(dir)
+        .output()?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
+    }
+    let mut keys = KeyStore::load(&keys_path)?;
+    let (user, _, _) = keys.principal("user", Some(Role::User))?;
+    let (tool, _, _) = keys.principal("tool:read_file", Some(Role::Tool))?;
+    let (agent, _, _) = keys.principal("agent", Some(Role::Agent))?;
+    keys.save(&keys_path)?;
+    let mut l = Ledger::open(SqliteStore::open(&path)?, keys.log_signer()?)?;
+    l.bind(user.key_id(), Role::User, "user")?;
+    l.bind(tool.key_id(), Role::Tool, "tool:read_file")?;
+    l.bind(agent.key_id(), Role::Agent, "agent")?;
+    let start = Instant::now();
+    let mut i = 0u64;
+    while l.len() < n {
+        let mut batch = Vec::with_capacity(999);
+        let mut texts = Vec::with_capacity(333);
+        for _ in 0..333 {
+            texts.push((
+                format!("prompt {i}: pay the bill"),
+                format!("bill {i}: 98.70 to UK12345678901234567890"),
+                format!("memory {i}: the bill asks for 98.70 to UK12345678901234567890"),
+            ));
+            i += 1;
+        }
+        for (p, t, s) in &texts {
+            let ps = SignedEntry::sign(
+                ProvEntry::new(user.key_id(), Kind::Prompt, p.as_bytes()).with_time_ms(i),
+                &user,
+            )?;
+            let ts = SignedEntry::sign(
+                ProvEntry::new(tool.key_id(), Kind::ToolResult, t.as_bytes()).with_time_ms(i),
+                &tool,
+            )?;
+            let se = ProvEntry::new(agent.key_id(), Kind::Summary, s.as_bytes())
+                .with_parents(vec![
+                    Parent {
+                        id: ps.id(),
+                        weight: Weight::ONE,
+                    },
+                    Parent {
+                        id: ts.id(),
+                        weight: Weight::new(900_000)?,
+                    },
+                ])
+                .with_time_ms(i);
+            let ss = SignedEntry::sign(se, &agent)?;
+            batch.push((ps, p.as_bytes()));
+            batch.push((ts, t.as_bytes()));
+            batch.push((ss, s.as_bytes()));
+        }
+        l.append_signed(batch)?;
+    }
+    l.checkpoint()?;
+    eprintln!(
+        "built {} entries in {:.1} s",
+        l.len(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The fixture's events with `session_id` replaced by `session`.
+fn events(session: &str) -> Res<Vec<(String, Vec<u8>, i64)>> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hooks/claude-injected.jsonl");
+    let mut out = Vec::new();
+    for line in std::fs::read_to_string(file)?.lines() {
+        let mut c: Value = serde_json::from_str(line)?;
+        c["event"]["session_id"] = Value::from(session);
+        out.push((
+            c["hook"].as_str().ok_or("hook")?.to_string(),
+            serde_json::to_vec(&c["event"])?,
+            c["want_exit"].as_i64().ok_or("want_exit")?,
+        ));
+    }
+    Ok(out)
+}
+
+fn quantile(times: &mut [Duration], q: f64) -> f64 {
+    times.sort();
+    let i = ((times.len() - 1) as f64 * q).round() as usize;
+    times[i].as_secs_f64() * 1e3
+}
+
+/// The median cost of one Ed25519 `verify_strict` of a 100-byte message, in µs.
+fn verify_strict_us() -> f64 {
+    use ed25519_dalek::{Signer, SigningKey};
+    let sk = SigningKey::from_bytes(&[7; 32]);
+    let vk = sk.verifying_key();
+    let msg = [42u8; 100];
+    let sig = sk.sign(&msg);
+    let mut rounds: Vec<f64> = (0..21)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..500 {
+                assert!(vk.verify_strict(std::hint::black_box(&msg), &sig).is_ok());
+            }
+            t.elapsed().as_secs_f64() * 1e6 / 500.0
+        })
+        .collect();
+    rounds.sort_by(f64::total_cmp);
+    rounds[rounds.len() / 2]
+}
+
+fn main() -> Res<()> {
+    let o = opts()?;
+    let verify_before = verify_strict_us();
+    let mut rows = Vec::new();
+    for &n in &o.sizes {
+        let dir = o.dir.join(n.to_string());
+        build(&o.bin, &dir, n)?;
+        let session = format!("bench-{}-{n}", std::process::id());
+        let evs = events(&session)?;
+        // The prompt and the injected bill, recorded in process (so the server starts cold).
+        for (h, input, want) in &evs[..2] {
+            let (code, _) = hook(&o.bin, &dir, "off", h, input)?;
+            if i64::from(code) != *want {
+                return Err(format!("{h}: exit {code}, want {want}").into());
+            }
+        }
+        let (h, pay, want) = &evs[2];
+        let mut alone = Vec::new();
+        for _ in 0..o.alone_runs {
+            let (code, t) = hook(&o.bin, &dir, "off", h, pay)?;
+            if i64::from(code) != *want {
+                return Err(format!("in process: exit {code}, want {want}").into());
+            }
+            alone.push(t);
+        }
+        // The server, started as the hooks start it (`memlineage hook serve`), but as this
+        // process's child so that it is stopped afterwards; timed until it answers (`only`
+        // fails closed with exit 2 otherwise, so a benign call exits 0 only when served).
+        let (bh, bash, _) = &evs[4];
+        let start = Instant::now();
+        let mut server = Command::new(&o.bin)
+            .args(["hook", "serve", "l.db"])
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        while hook(&o.bin, &dir, "only", bh, bash)?.0 != 0 {
+            if start.elapsed() > Duration::from_secs(600) {
+                return Err("the hook server did not come up".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let server_up = start.elapsed();
+        let mut served = Vec::new();
+        for _ in 0..o.runs {
+            let (code, t) = hook(&o.bin, &dir, "only", h, pay)?;
+            if i64::from(code) != *want {
+                return Err(format!("served: exit {code}, want {want}").into());
+            }
+            served.push(t);
+        }
+        server.kill()?;
+        server.wait()?;
+        let row = (
+            n,
+            quantile(&mut served, 0.5),
+            quantile(&mut served, 0.9),
+            quantile(&mut alone, 0.5),
+            server_up.as_secs_f64(),
+        );
+        eprintln!("{row:?}");
+        rows.push(row);
+    }
+    let verify_after = verify_strict_us();
+    let verify = (verify_before + verify_after) / 2.0;
+    println!(
+        "Ed25519 verify_strict (100-byte message), median: {verify:.1} µs \
+         (before {verify_before:.1}, after {verify_after:.1})"
+    );
+    println!();
+    println!(
+        "| entries | served median (ms) | served p90 (ms) | served / verify_strict | \
+         in process median (ms) | server start (s) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for (n, med, p90, alone, up) in &rows {
+        println!(
+            "| {n} | {med:.2} | {p90:.2} | {:.0}× | {alone:.1} | {up:.1} |",
+            med * 1e3 / verify
+        );
+    }
+    if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
+        println!();
+        println!(
+            "ratio served median {} / {}: {:.2}",
+            last.0,
+            first.0,
+            last.1 / first.1
+        );
+    }
+    Ok(())
+}

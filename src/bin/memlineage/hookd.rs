@@ -1,0 +1,432 @@
+//! The resident hook server (`spec/hooks.md` §10): `memlineage hook serve LEDGER` keeps the
+//! ledger open and answers the event hooks over a unix socket beside it, so that one hook
+//! process costs the same at any ledger size (opening a ledger re-reads and re-hashes every
+//! label row). The hook command ([`ask`]) starts it on demand and handles the event itself
+//! whenever the server cannot answer (fail closed: an answer is believed only when its tag
+//! verifies under the log key, [`memlineage::front::hookd`]).
+
+use super::{key_path, load_policy, open, Res};
+use memlineage::front::hook::{failed, handle, FileSessions, HookEvent, HookOutcome};
+use memlineage::front::hookd::{Request, ServerKey};
+use memlineage::front::keystore::KeyStore;
+use memlineage::front::mcp::SharedKeyFile;
+use memlineage::front::Front;
+use memlineage::store::{SqliteStore, Store};
+use std::io::{BufReader, BufWriter, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long the server lives without a request (10 minutes); it also exits within a quarter
+/// second of its ledger file or its socket disappearing.
+pub const IDLE_EXIT: Duration = Duration::from_secs(600);
+/// How long the hook waits for the server's whole answer before handling the event itself.
+const ANSWER_WAIT: Duration = Duration::from_secs(15);
+/// How long the server waits for `LEDGER.key.lock` (less than [`ANSWER_WAIT`], so that it
+/// answers a fail-closed outcome before the hook gives up on it).
+const SERVER_LOCK_WAIT: Duration = Duration::from_secs(12);
+/// How long the server waits for a client's request bytes.
+const REQUEST_WAIT: Duration = Duration::from_secs(5);
+/// Longest socket path used, in bytes (`sun_path` holds 108 bytes on Linux, 104 on macOS,
+/// and binding goes through a path 4 bytes longer); beyond it every event is handled in the
+/// hook process.
+const MAX_SOCKET_PATH: usize = 96;
+/// How often the server checks its idle time, socket and ledger file.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+/// `MEMLINEAGE_HOOK_SERVER`: whether the event hooks use the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Default: ask the server, starting it when absent; handle the event in the hook process
+    /// when it cannot answer.
+    Auto,
+    /// `off`: always handle the event in the hook process (memlineage 0.1's behaviour).
+    Off,
+    /// `only`: ask a running server, never start one; when it cannot answer, the event fails
+    /// closed (PreToolUse blocks, tool output marks its session). For tests and diagnosis.
+    Only,
+}
+
+impl Mode {
+    /// The mode named by `MEMLINEAGE_HOOK_SERVER` (`off`, `only`; anything else: auto).
+    pub fn from_env() -> Self {
+        match std::env::var("MEMLINEAGE_HOOK_SERVER").as_deref() {
+            Ok("off") => Mode::Off,
+            Ok("only") => Mode::Only,
+            _ => Mode::Auto,
+        }
+    }
+}
+
+/// The server's files for a ledger and policy (absolute paths): `LEDGER.hook.sock` and
+/// `LEDGER.hook.lock` with the bundled policy; with `--policy P`,
+/// `LEDGER.hook-<16 hex of SHA-256(P)>.sock` / `.lock`, one server per policy file.
+pub struct Paths {
+    /// The socket.
+    pub socket: PathBuf,
+    /// Held by the running server (holds its process id).
+    pub lock: PathBuf,
+}
+
+impl Paths {
+    /// The paths for `ledger` and `policy`, both absolute.
+    pub fn of(ledger: &Path, policy: Option<&Path>) -> Self {
+        let mut base = ledger.as_os_str().to_owned();
+        base.push(".hook");
+        if let Some(p) = policy {
+            let h = memlineage::record::Hash32::digest(p.as_os_str().as_encoded_bytes());
+            base.push(format!("-{}", &hex::encode(h.0)[..16]));
+        }
+        let with = |ext: &str| {
+            let mut p = base.clone();
+            p.push(ext);
+            PathBuf::from(p)
+        };
+        Paths {
+            socket: with(".sock"),
+            lock: with(".lock"),
+        }
+    }
+}
+
+fn absolute(ledger: &Path, policy: Option<&Path>) -> Res<(PathBuf, Option<PathBuf>)> {
+    let l = std::fs::canonicalize(ledger)?;
+    let p = policy.map(std::fs::canonicalize).transpose()?;
+    Ok((l, p))
+}
+
+/// The server key of the ledger at `ledger`, from its key file (warning, as opening the ledger
+/// does, when the file is readable by others).
+fn server_key(ledger: &Path) -> Res<ServerKey> {
+    let keys = key_path(ledger);
+    warn_if_readable(&keys);
+    Ok(ServerKey::of(&KeyStore::load(&keys)?.log_signer()?))
+}
+
+/// Warns on standard error when the key file `keys` is readable by others.
+pub fn warn_if_readable(keys: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(m) = std::fs::metadata(keys) {
+            if m.permissions().mode() & 0o077 != 0 {
+                eprintln!(
+                    "warning: {} holds secret keys but is readable by others (chmod 600 it)",
+                    keys.display()
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = keys;
+}
+
+/// Hands one event to the ledger's server and returns its verified answer. Any failure —
+/// no server (one is started in [`Mode::Auto`]), a path too long for a socket, a connection
+/// error, a timeout, a frame that is malformed or whose tag does not verify — is an `Err`,
+/// and the caller handles the event itself: a server failure never allows anything.
+pub fn ask(
+    event: HookEvent,
+    ledger: &Path,
+    policy: Option<&Path>,
+    input: &[u8],
+    mode: Mode,
+) -> Result<HookOutcome, String> {
+    #[cfg(unix)]
+    {
+        ask_unix(event, ledger, policy, input, mode).map_err(|e| e.to_string())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (event, ledger, policy, input, mode);
+        Err("the hook server needs unix sockets".into())
+    }
+}
+
+#[cfg(unix)]
+fn ask_unix(
+    event: HookEvent,
+    ledger: &Path,
+    policy: Option<&Path>,
+    input: &[u8],
+    mode: Mode,
+) -> Res<HookOutcome> {
+    use std::os::unix::net::UnixStream;
+    let (ledger, policy) = absolute(ledger, policy)?;
+    let paths = Paths::of(&ledger, policy.as_deref());
+    if paths.socket.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(format!("{} is too long for a socket path", paths.socket.display()).into());
+    }
+    let key = server_key(&ledger)?;
+    let stream = match UnixStream::connect(&paths.socket) {
+        Ok(s) => s,
+        Err(e) => {
+            use std::io::ErrorKind::{ConnectionRefused, NotFound};
+            if mode == Mode::Auto && matches!(e.kind(), NotFound | ConnectionRefused) {
+                start_server(&ledger, policy.as_deref())?;
+            }
+            return Err(format!("{}: {e}", paths.socket.display()).into());
+        }
+    };
+    let until = Instant::now() + ANSWER_WAIT;
+    stream.set_write_timeout(Some(ANSWER_WAIT))?;
+    let mut req = Request::new(event, input.to_vec());
+    req.write(&key, &mut BufWriter::new(&stream))?;
+    let mut r = BufReader::new(Deadline {
+        stream: &stream,
+        until,
+    });
+    Ok(req.read_answer(&key, &mut r)?)
+}
+
+/// A socket read with one deadline for the whole answer (a per-read timeout would let a
+/// server that drips bytes hold the hook for ever).
+#[cfg(unix)]
+struct Deadline<'a> {
+    stream: &'a std::os::unix::net::UnixStream,
+    until: Instant,
+}
+
+#[cfg(unix)]
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
+/// Starts `memlineage hook serve` detached (own process group, no standard streams); the
+/// server's lock makes every start but one exit at once.
+#[cfg(unix)]
+#[allow(clippy::zombie_processes)] // detached on purpose: it outlives this hook process
+fn start_server(ledger: &Path, policy: Option<&Path>) -> Res<()> {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg("hook").arg("serve").arg(ledger);
+    if let Some(p) = policy {
+        cmd.arg("--policy").arg(p);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    Ok(())
+}
+
+/// `memlineage hook serve LEDGER [--policy P]`: serves the event hooks of `ledger` until idle
+/// for [`IDLE_EXIT`] or until its ledger file or socket disappears. Exits at once (success)
+/// when another server of the same ledger and policy holds the lock.
+pub fn serve(ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
+    #[cfg(unix)]
+    {
+        serve_unix(ledger, policy)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (ledger, policy);
+        Err("the hook server needs unix sockets".into())
+    }
+}
+
+#[cfg(unix)]
+fn serve_unix(ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::net::UnixListener;
+    let (ledger, policy) = absolute(ledger, policy.as_deref())?;
+    let paths = Paths::of(&ledger, policy.as_deref());
+    if paths.socket.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(format!("{} is too long for a socket path", paths.socket.display()).into());
+    }
+    // Every path is absolute now; do not keep the starting hook's directory busy.
+    std::env::set_current_dir("/")?;
+    let mut lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&paths.lock)?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(ExitCode::SUCCESS),
+        Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+    }
+    lock.set_len(0)?;
+    writeln!(lock, "{}", std::process::id())?;
+    let mut state = State::new(ledger.clone(), policy);
+    // Opened before the socket exists, so that no hook waits on a server still opening.
+    if let Err(e) = state.front() {
+        tracing::warn!(error = %e, "memlineage hook serve: ledger not opened yet");
+    }
+    // Bound in a private directory, restricted, then moved into place: the socket is never
+    // reachable by another user, not even between bind and chmod.
+    let _ = std::fs::remove_file(&paths.socket);
+    let mut tmp = paths.socket.clone().into_os_string();
+    tmp.push(".d");
+    let tmp = PathBuf::from(tmp);
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::DirBuilder::new().mode(0o700).create(&tmp)?;
+    let bound = tmp.join("s");
+    let listener = UnixListener::bind(&bound)?;
+    std::fs::set_permissions(&bound, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::rename(&bound, &paths.socket)?;
+    std::fs::remove_dir(&tmp)?;
+    let ino = std::fs::metadata(&paths.socket)?.ino();
+    let last = Arc::new(Mutex::new(Instant::now()));
+    {
+        let (last, socket) = (Arc::clone(&last), paths.socket.clone());
+        std::thread::spawn(move || watch(&last, &socket, ino, &ledger));
+    }
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let mut at = last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = state.serve_one(&conn) {
+            tracing::debug!(error = %e, "memlineage hook serve: request refused");
+        }
+        *at = Instant::now();
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Exits the process (removing the socket if it is still this server's) once idle for
+/// [`IDLE_EXIT`], or when the socket or the ledger file is gone. Holds `last` while exiting,
+/// so no request is cut off.
+#[cfg(unix)]
+fn watch(last: &Mutex<Instant>, socket: &Path, ino: u64, ledger: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    loop {
+        std::thread::sleep(WATCH_EVERY);
+        let at = last.lock().unwrap_or_else(|e| e.into_inner());
+        let ours = std::fs::symlink_metadata(socket).is_ok_and(|m| m.ino() == ino);
+        if at.elapsed() >= IDLE_EXIT || !ours || !ledger.exists() {
+            if ours {
+                let _ = std::fs::remove_file(socket);
+            }
+            std::process::exit(0);
+        }
+    }
+}
+
+/// A file's identity and version: device, inode, size, modification time.
+type FileId = (u64, u64, u64, Option<std::time::SystemTime>);
+
+fn file_id(path: &Path) -> Option<FileId> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some((m.dev(), m.ino(), m.len(), m.modified().ok()))
+    }
+    #[cfg(not(unix))]
+    {
+        let m = std::fs::metadata(path).ok()?;
+        Some((0, 0, m.len(), m.modified().ok()))
+    }
+}
+
+/// What the server holds between requests.
+struct State {
+    ledger: PathBuf,
+    policy: Option<PathBuf>,
+    front: Option<Front<SqliteStore, SharedKeyFile>>,
+    /// The ledger file's (device, inode) when `front` was opened.
+    ledger_id: Option<(u64, u64)>,
+    /// The policy file's identity when `front` was opened.
+    policy_id: Option<FileId>,
+    /// The key file's identity when `key` was derived, and the key.
+    key: Option<(Option<FileId>, ServerKey)>,
+}
+
+impl State {
+    fn new(ledger: PathBuf, policy: Option<PathBuf>) -> Self {
+        State {
+            ledger,
+            policy,
+            front: None,
+            ledger_id: None,
+            policy_id: None,
+            key: None,
+        }
+    }
+
+    /// The server key, derived again whenever the key file changed.
+    fn key(&mut self) -> Res<ServerKey> {
+        let id = file_id(&key_path(&self.ledger));
+        match &self.key {
+            Some((have, k)) if *have == id && id.is_some() => Ok(k.clone()),
+            _ => {
+                let k = ServerKey::of(&KeyStore::load(&key_path(&self.ledger))?.log_signer()?);
+                self.key = Some((id, k.clone()));
+                Ok(k)
+            }
+        }
+    }
+
+    /// Reads one request, decides it as the hook process would, and answers it.
+    fn serve_one(&mut self, conn: &std::os::unix::net::UnixStream) -> Res<()> {
+        conn.set_read_timeout(Some(REQUEST_WAIT))?;
+        conn.set_write_timeout(Some(REQUEST_WAIT))?;
+        let key = self.key()?;
+        let req = Request::read(&key, &mut BufReader::new(conn))?;
+        let (event, input) = (req.event, req.input.as_slice());
+        let ledger = self.ledger.clone();
+        let outcome = super::front::locked(event, &ledger, input, SERVER_LOCK_WAIT, |sessions| {
+            self.decide(sessions, event, input)
+        });
+        req.answer(&key, &outcome, &mut BufWriter::new(conn))?;
+        Ok(())
+    }
+
+    fn decide(
+        &mut self,
+        sessions: &mut FileSessions,
+        event: HookEvent,
+        input: &[u8],
+    ) -> HookOutcome {
+        match self.front() {
+            Ok(front) => handle(front, sessions, event, input),
+            Err(e) => failed(sessions, event, input, &e.to_string()),
+        }
+    }
+
+    /// The front, caught up with the store: re-opened (every label checked against the seal
+    /// again) when the ledger file was replaced, the policy file changed, the store holds
+    /// fewer entries than seen, or catching up fails; otherwise [`Ledger::refresh`]ed, which
+    /// costs O(new entries).
+    ///
+    /// [`Ledger::refresh`]: memlineage::Ledger::refresh
+    fn front(&mut self) -> Res<&mut Front<SqliteStore, SharedKeyFile>> {
+        let ledger_id = file_id(&self.ledger).map(|(dev, ino, _, _)| (dev, ino));
+        let policy_id = self.policy.as_deref().and_then(file_id);
+        let same = ledger_id.is_some()
+            && ledger_id == self.ledger_id
+            && (self.policy.is_none() || policy_id == self.policy_id);
+        let caught_up = match self.front.as_mut() {
+            Some(f) if same => {
+                let l = f.ledger();
+                let shrunk = l.store().tree_size().map_or(true, |n| n < l.len());
+                !shrunk && l.refresh().is_ok()
+            }
+            _ => false,
+        };
+        if !caught_up {
+            self.front = None;
+            if ledger_id.is_none() {
+                return Err(format!("no ledger at {}", self.ledger.display()).into());
+            }
+            let policy = load_policy(self.policy.clone())?;
+            let (l, _) = open(&self.ledger)?;
+            self.front = Some(Front::new(l, policy, SharedKeyFile(key_path(&self.ledger))));
+            self.ledger_id = ledger_id;
+            self.policy_id = policy_id;
+        }
+        self.front.as_mut().ok_or_else(|| "no ledger".into())
+    }
+}

@@ -1,0 +1,240 @@
+//! The resident hook server (`spec/hooks.md` §10) through the real binary: its answers equal
+//! the in-process answers on every fixture of `tests/hooks/`; a server killed mid-session, a
+//! server that answers garbage and malformed requests never turn a refusal into an allow.
+
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+#[path = "common/cli_support.rs"]
+#[allow(dead_code)]
+mod cli_support;
+use cli_support::{ok, run, run_command, BIN};
+
+/// One line of a fixture: hook subcommand, stdin bytes, expected exit code.
+struct Case {
+    hook: String,
+    input: Vec<u8>,
+    want_exit: i32,
+}
+
+fn cases(file: &str) -> Vec<Case> {
+    let text = std::fs::read_to_string(format!("tests/hooks/{file}")).unwrap();
+    text.lines()
+        .map(|line| {
+            let c: Value = serde_json::from_str(line).unwrap();
+            let input = match (&c["event"], &c["raw"]) {
+                (Value::Null, Value::String(raw)) => raw.as_bytes().to_vec(),
+                (event, _) => serde_json::to_vec(event).unwrap(),
+            };
+            Case {
+                hook: c["hook"].as_str().unwrap().to_string(),
+                input,
+                want_exit: c["want_exit"].as_i64().unwrap() as i32,
+            }
+        })
+        .collect()
+}
+
+fn ledger_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&run(&["init", "l.db"], dir.path(), None));
+    dir
+}
+
+/// Runs `memlineage hook <hook> l.db` in `dir` with `MEMLINEAGE_HOOK_SERVER=mode`.
+fn hook(dir: &Path, mode: &str, hook: &str, input: &[u8]) -> Output {
+    run_command(
+        Command::new(BIN)
+            .args(["hook", hook, "l.db"])
+            .current_dir(dir)
+            .env("MEMLINEAGE_HOOK_SERVER", mode),
+        Some(input),
+    )
+}
+
+fn socket(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).unwrap().join("l.db.hook.sock")
+}
+
+/// Starts `memlineage hook serve l.db` as this test's child and waits until it accepts.
+fn start_server(dir: &Path) -> Child {
+    let child = Command::new(BIN)
+        .args(["hook", "serve", "l.db"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while UnixStream::connect(socket(dir)).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(30), "server not up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// The outcome with run-specific parts masked: entry ids (hex words of 8 or more digits)
+/// and the ledger's directory.
+fn outcome(out: &Output, dir: &Path) -> (Option<i32>, String, String) {
+    let canon = std::fs::canonicalize(dir).unwrap();
+    let mask = |b: &[u8]| {
+        let text = String::from_utf8_lossy(b)
+            .replace(&canon.display().to_string(), "<dir>")
+            .replace(&dir.display().to_string(), "<dir>");
+        text.split(' ')
+            .map(|w| {
+                let hex = w.trim_matches(|c: char| !c.is_ascii_hexdigit());
+                if hex.len() >= 8 && hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+                    w.replace(hex, "<id>")
+                } else {
+                    w.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    (out.status.code(), mask(&out.stdout), mask(&out.stderr))
+}
+
+#[test]
+fn server_answers_equal_in_process_answers_on_every_fixture() {
+    let mut files: Vec<String> = std::fs::read_dir("tests/hooks")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "{files:?}");
+    for file in files {
+        let alone = ledger_dir();
+        let served = ledger_dir();
+        let mut server = start_server(served.path());
+        for (i, c) in cases(&file).iter().enumerate() {
+            let a = outcome(&hook(alone.path(), "off", &c.hook, &c.input), alone.path());
+            // `only`: an event the server does not answer fails closed, which would differ.
+            let b = outcome(
+                &hook(served.path(), "only", &c.hook, &c.input),
+                served.path(),
+            );
+            assert_eq!(a.0, Some(c.want_exit), "{file} case {i}: {a:?}");
+            assert_eq!(a, b, "{file} case {i}: in process vs server");
+        }
+        server.kill().unwrap();
+        server.wait().unwrap();
+    }
+}
+
+#[test]
+fn killing_the_server_mid_session_fails_closed() {
+    let dir = ledger_dir();
+    let cs = cases("claude-injected.jsonl");
+    // Cases 2 and 3 are the payments from the injected bill (exit 2), case 4 `Bash` (exit 0).
+    assert_eq!(
+        cs.iter().map(|c| c.want_exit).collect::<Vec<_>>(),
+        [0, 0, 2, 2, 0]
+    );
+    let mut server = start_server(dir.path());
+    for c in &cs[..2] {
+        assert_eq!(
+            hook(dir.path(), "only", &c.hook, &c.input).status.code(),
+            Some(0)
+        );
+    }
+    // Malformed requests are refused and the server goes on serving.
+    for junk in [
+        b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+        [&b"MLHOOK1\0\x01"[..], &[0; 32], &u32::MAX.to_be_bytes()].concat(),
+        [
+            &b"MLHOOK1\0\x01"[..],
+            &[0; 32],
+            &3u32.to_be_bytes(),
+            b"{}}",
+            &[0; 32],
+        ]
+        .concat(),
+    ] {
+        let mut s = UnixStream::connect(socket(dir.path())).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(&junk).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer);
+        assert!(answer.is_empty(), "a refused request gets no answer");
+    }
+    let out = hook(dir.path(), "only", &cs[2].hook, &cs[2].input);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("labelled EXTERNAL"));
+    server.kill().unwrap();
+    server.wait().unwrap();
+    // The socket file is left behind by the killed server: nobody answers on it.
+    assert!(socket(dir.path()).exists());
+    // `only` fails closed, even for the harmless `Bash` call.
+    for c in &cs[2..] {
+        let only = hook(dir.path(), "only", &c.hook, &c.input);
+        assert_eq!(only.status.code(), Some(2), "only: {only:?}");
+    }
+    // `auto` handles each event in process (and starts a new server for later calls).
+    for c in &cs[2..] {
+        let own = hook(dir.path(), "auto", &c.hook, &c.input);
+        assert_eq!(own.status.code(), Some(c.want_exit), "auto: {own:?}");
+    }
+    // The in-process answer to the injected payment is the gate's, not a server failure.
+    let own = hook(dir.path(), "auto", &cs[2].hook, &cs[2].input);
+    assert!(String::from_utf8_lossy(&own.stderr).contains("labelled EXTERNAL"));
+}
+
+#[test]
+fn a_garbage_server_never_allows() {
+    let dir = ledger_dir();
+    let cs = cases("claude-injected.jsonl");
+    for c in &cs[..2] {
+        assert_eq!(
+            hook(dir.path(), "off", &c.hook, &c.input).status.code(),
+            Some(0)
+        );
+    }
+    let listener = UnixListener::bind(socket(dir.path())).unwrap();
+    // A frame that claims "proceed" (exit 0) with a tag made without the key.
+    let forged = [&b"MLHOOK1\0\x00"[..], &[0; 8], &[0; 32]].concat();
+    let answers: Vec<Vec<u8>> = vec![
+        b"HTTP/1.1 200 OK\r\n\r\n".to_vec(),
+        forged,
+        Vec::new(),
+        vec![0; 100],
+    ];
+    let n = answers.len();
+    let server = std::thread::spawn(move || {
+        for answer in answers {
+            // Each answer is given to every connection of one round (6 hook calls).
+            for _ in 0..6 {
+                let (mut s, _) = listener.accept().unwrap();
+                s.set_read_timeout(Some(Duration::from_millis(200)))
+                    .unwrap();
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(&answer);
+            }
+        }
+    });
+    for round in 0..n {
+        for c in &cs[2..] {
+            let own = hook(dir.path(), "auto", &c.hook, &c.input);
+            assert_eq!(
+                own.status.code(),
+                Some(c.want_exit),
+                "round {round}: {own:?}"
+            );
+        }
+        for c in &cs[2..] {
+            let only = hook(dir.path(), "only", &c.hook, &c.input);
+            assert_eq!(only.status.code(), Some(2), "round {round}: {only:?}");
+            assert!(String::from_utf8_lossy(&only.stderr).contains("hook server"));
+        }
+    }
+    server.join().unwrap();
+}

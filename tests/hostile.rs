@@ -5,6 +5,7 @@
 use memlineage::log::{
     CheckpointError, LogVerifier, WitnessKeyError, WitnessPolicy, WitnessVerifier,
 };
+use memlineage::record::{decode_payload, RecordError, SignedEntry};
 
 /// `(kind, vkey)` lines of a case file, comments and blank lines skipped.
 fn vkeys(text: &str) -> Vec<(&str, &str)> {
@@ -37,4 +38,26 @@ fn non_canonical_verifier_keys_are_refused() {
     // One point, one witness: the only encoding that parses is the canonical one.
     let policy = WitnessPolicy::new(vec![w], 1).unwrap();
     assert_eq!(policy.quorum(), 1);
+}
+
+/// CBR-05: tags count toward the scan's depth limit, so nine tags before a payload map (and
+/// 60,000 tags before anything) are a typed error on a 64 KiB stack in every profile, not a
+/// stack overflow in the decoder.
+#[test]
+fn tags_count_toward_the_depth_limit_on_a_small_stack() {
+    let hex_text = include_str!("vectors/hostile/CBR-05-entry-payload-9-tags.hex");
+    let bytes = hex::decode(hex_text.trim()).unwrap();
+    let t = std::thread::Builder::new()
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let many = [vec![0xd1u8; 60_000], vec![0xa0]].concat();
+            (
+                SignedEntry::decode(&bytes).unwrap_err(),
+                decode_payload(&many).unwrap_err(),
+            )
+        })
+        .unwrap();
+    let (nine, many) = t.join().expect("no stack overflow");
+    assert_eq!(nine, RecordError::TooDeep { max: 8 });
+    assert_eq!(many, RecordError::TooDeep { max: 8 });
 }

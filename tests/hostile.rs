@@ -12,7 +12,8 @@ use memlineage::record::{
 };
 use memlineage::retrieve::Outcome;
 use memlineage::store::SqliteStore;
-use memlineage::Ledger;
+use memlineage::store::Store;
+use memlineage::{Ledger, LedgerError};
 
 /// `(kind, vkey)` lines of a case file, comments and blank lines skipped.
 fn vkeys(text: &str) -> Vec<(&str, &str)> {
@@ -156,4 +157,63 @@ fn proofs_never_report_a_false_inconsistency_under_a_concurrent_writer() {
         assert!(rounds < 10_000, "bounded");
     }
     writer.join().unwrap();
+}
+
+/// Silent loss after WAL corruption: A, B, C are appended and checkpointed; the process ends
+/// without closing SQLite; one byte of B's WAL frame flips. SQLite then drops B's frame and
+/// every later one, so the store holds less than the log signed: `Ledger::open` refuses (no
+/// second root for a signed size), saying how to recover.
+#[test]
+fn a_store_behind_its_signed_checkpoint_is_refused_after_wal_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let user = WriterKey::for_label("hostile/user");
+    let mut l = Ledger::create(
+        SqliteStore::open(&path).unwrap(),
+        log_signer(),
+        LabelPolicy::default(),
+    )
+    .unwrap();
+    l.bind(user.key_id(), Role::User, "user").unwrap();
+    l.checkpoint().unwrap();
+    note(&mut l, &user, "A");
+    let b = note(&mut l, &user, "B: a note long enough to find in the WAL");
+    note(&mut l, &user, "C");
+    let signed = l.checkpoint().unwrap().size();
+    let b_bytes = l.get(&b).unwrap().cose().to_vec();
+    // Copy the files as a crash leaves them (database, WAL, side file; no shared-memory
+    // index), while the connection is still open.
+    let crashed = tempfile::tempdir().unwrap();
+    let copy = crashed.path().join("l.db");
+    for suffix in ["", "-wal", ".checkpoint"] {
+        let from = dir.path().join(format!("l.db{suffix}"));
+        std::fs::copy(&from, crashed.path().join(format!("l.db{suffix}")))
+            .unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    }
+    std::mem::forget(l);
+    let wal_path = crashed.path().join("l.db-wal");
+    let mut wal = std::fs::read(&wal_path).unwrap();
+    let at = wal
+        .windows(b_bytes.len())
+        .position(|w| w == b_bytes.as_slice())
+        .expect("B's entry is in the WAL");
+    wal[at + b_bytes.len() / 2] ^= 0x01;
+    std::fs::write(&wal_path, &wal).unwrap();
+    let store = SqliteStore::open(&copy).unwrap();
+    let stored = store.tree_size().unwrap();
+    assert!(stored < signed, "SQLite kept {stored} of {signed}");
+    match Ledger::open(store, log_signer()) {
+        Err(e @ LedgerError::BehindSignedCheckpoint { .. }) => {
+            assert_eq!(
+                e.to_string().contains("restoring the ledger file"),
+                true,
+                "{e}"
+            );
+            assert!(
+                matches!(e, LedgerError::BehindSignedCheckpoint { signed: s, stored: t } if s == signed && t == stored)
+            );
+        }
+        Err(e) => panic!("other error: {e}"),
+        Ok(_) => panic!("opened a store that lost signed entries"),
+    }
 }

@@ -217,3 +217,53 @@ fn a_store_behind_its_signed_checkpoint_is_refused_after_wal_corruption() {
         Ok(_) => panic!("opened a store that lost signed entries"),
     }
 }
+
+/// Rename without directory fsync: `init` saves the key file by temporary file and rename;
+/// the directory is then fsynced (seen with strace, when it is installed and may trace).
+#[test]
+fn the_key_file_rename_is_followed_by_a_directory_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l.db");
+    let trace = dir.path().join("trace.txt");
+    let run = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-e",
+            "trace=rename,renameat,renameat2,openat,fsync",
+            "-o",
+        ])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_memlineage"))
+        .arg("init")
+        .arg(&ledger)
+        .output();
+    let Ok(out) = run else {
+        eprintln!("SKIPPED: strace is not installed");
+        return;
+    };
+    if !out.status.success() || !trace.exists() {
+        eprintln!(
+            "SKIPPED: strace could not trace: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let renamed = lines
+        .iter()
+        .position(|l| l.contains("rename") && l.contains("l.db.key\""))
+        .unwrap_or_else(|| panic!("no rename of the key file:\n{text}"));
+    // The very next calls: open the directory, fsync it (not a later sync by SQLite).
+    let dir_name = format!("\"{}\"", dir.path().display());
+    let next: Vec<&str> = lines[renamed + 1..].iter().take(2).copied().collect();
+    assert!(
+        next.len() == 2 && next[0].contains("openat(") && next[0].contains(&dir_name),
+        "directory not opened right after the rename:\n{text}"
+    );
+    let fd = next[0].rsplit("= ").next().unwrap_or_default().trim();
+    assert!(
+        next[1].contains(&format!("fsync({fd})")),
+        "directory fd {fd} not fsynced right after the rename:\n{text}"
+    );
+}

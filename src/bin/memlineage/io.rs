@@ -69,7 +69,8 @@ pub fn capped_lines(
 }
 
 /// Writes `bytes` to `output`, or to standard output. A regular file (or a new path) is
-/// replaced atomically through a uniquely named temporary file beside it; a symlink is
+/// replaced atomically through a uniquely named temporary file beside it (synced, renamed, the
+/// directory synced: `memlineage::store::durable`); a symlink is
 /// followed; anything else (a device, a pipe) is written through, never replaced.
 pub fn write_out(output: Option<PathBuf>, bytes: &[u8]) -> Result<(), String> {
     let Some(path) = output else {
@@ -103,7 +104,7 @@ pub fn write_out(output: Option<PathBuf>, bytes: &[u8]) -> Result<(), String> {
             .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, &target)
+        memlineage::store::durable::rename_durably(&tmp, &target)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);

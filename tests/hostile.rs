@@ -267,3 +267,42 @@ fn the_key_file_rename_is_followed_by_a_directory_fsync() {
         "directory fd {fd} not fsynced right after the rename:\n{text}"
     );
 }
+
+fn cli(args: &[&std::ffi::OsStr], dir: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_memlineage"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Fresh ledgers verify: `init` signs the empty tree's head, so `verify` succeeds at once; a
+/// ledger with no checkpoint at all gets an error naming the command to run.
+#[test]
+fn a_fresh_ledger_verifies_and_one_without_a_checkpoint_says_what_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("l.db");
+    let init = cli(&["init".as_ref(), l.as_os_str()], dir.path());
+    assert!(init.status.success(), "{init:?}");
+    let v = cli(&["verify".as_ref(), l.as_os_str()], dir.path());
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    // A ledger created by the library without a checkpoint.
+    let bare = dir.path().join("bare.db");
+    let user = WriterKey::for_label("hostile/user");
+    let mut b = Ledger::create(
+        SqliteStore::open(&bare).unwrap(),
+        log_signer(),
+        LabelPolicy::default(),
+    )
+    .unwrap();
+    b.bind(user.key_id(), Role::User, "user").unwrap();
+    drop(b);
+    let v = cli(&["verify".as_ref(), bare.as_os_str()], dir.path());
+    let err = String::from_utf8_lossy(&v.stderr);
+    assert!(!v.status.success());
+    assert!(
+        err.contains(&format!("run `memlineage checkpoint {}`", bare.display())),
+        "{err}"
+    );
+}

@@ -603,10 +603,21 @@ fn init(ledger: &Path, origin: &str, tau: f64, rule: RuleArg) -> Res<ExitCode> {
     let ks = KeyStore::generate(origin);
     let signer = ks.log_signer()?;
     ks.save(&keys)?;
-    let l = Ledger::create(SqliteStore::open(ledger)?, signer, policy)?;
+    let mut l = Ledger::create(SqliteStore::open(ledger)?, signer, policy)?;
+    // A signed head of the empty tree: `verify` succeeds on a fresh ledger (issue 13).
+    l.checkpoint()?;
     say!("created {} (key file {})", ledger.display(), keys.display());
     say!("log key: {}", l.vkey());
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to run when a ledger has no signed checkpoint to verify against.
+fn no_checkpoint(ledger: &Path) -> String {
+    format!(
+        "the ledger has no signed checkpoint yet: run `memlineage checkpoint {}` (with its key \
+         file) to sign one, then verify again",
+        ledger.display()
+    )
 }
 
 /// Opens an existing ledger file for reading; never creates one.
@@ -945,7 +956,7 @@ fn audit_ledger(
         None => {
             store
                 .latest_checkpoint()?
-                .ok_or("the ledger has no checkpoint")?
+                .ok_or_else(|| no_checkpoint(ledger))?
                 .1
         }
     };

@@ -306,3 +306,70 @@ fn a_fresh_ledger_verifies_and_one_without_a_checkpoint_says_what_to_run() {
         "{err}"
     );
 }
+
+/// Only `init` creates a ledger: an empty file given as the ledger to a read command is a
+/// clear error, a non-zero exit, and stays empty. Bad policy TOML is reported in bounded
+/// size; `append --input MISSING` names the file.
+#[test]
+fn read_commands_never_turn_an_empty_file_into_a_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let e = empty.as_os_str();
+    let id = "00".repeat(32);
+    let cases: Vec<Vec<&std::ffi::OsStr>> = vec![
+        vec!["export".as_ref(), e, "-o".as_ref(), "x".as_ref()],
+        vec!["verify".as_ref(), e],
+        vec!["explain".as_ref(), e, id.as_ref()],
+        vec!["checkpoint".as_ref(), e],
+        vec!["checkpoint".as_ref(), e, "--vkey".as_ref()],
+        vec!["prove".as_ref(), e, id.as_ref()],
+        vec!["append".as_ref(), e],
+        vec!["export-tiles".as_ref(), e, "tiles".as_ref()],
+    ];
+    for args in cases {
+        let out = cli(&args, dir.path());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains("is empty, not a ledger"), "{args:?}: {err}");
+        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "{args:?}");
+        assert!(!dir.path().join("x").exists(), "{args:?}");
+    }
+    // A 200 KB TOML line is not repeated whole.
+    let policy = dir.path().join("p.toml");
+    std::fs::write(&policy, format!("x = \"{}\n", "a".repeat(200_000))).unwrap();
+    let trace = dir.path().join("t.jsonl");
+    std::fs::write(&trace, b"").unwrap();
+    let out = cli(
+        &[
+            "replay".as_ref(),
+            trace.as_os_str(),
+            "--policy".as_ref(),
+            policy.as_os_str(),
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(out.stderr.len() < 4096, "{} bytes", out.stderr.len());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("p.toml"));
+    // `append --input MISSING` names the file.
+    let l = dir.path().join("l.db");
+    assert!(cli(&["init".as_ref(), l.as_os_str()], dir.path())
+        .status
+        .success());
+    let out = cli(
+        &[
+            "append".as_ref(),
+            l.as_os_str(),
+            "--input".as_ref(),
+            "missing.jsonl".as_ref(),
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("missing.jsonl"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

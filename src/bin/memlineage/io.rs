@@ -111,3 +111,15 @@ pub fn write_out(output: Option<PathBuf>, bytes: &[u8]) -> Result<(), String> {
     }
     result.map_err(io)
 }
+
+/// `text` cut to at most `max` bytes at a character boundary, with a note of how much was cut.
+pub fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes cut)", &text[..end], text.len() - end)
+}

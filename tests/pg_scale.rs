@@ -391,11 +391,14 @@ fn pg_ledger_submit_labels_then_integrates() {
         .submit_signed(vec![(memo.clone(), &memo_text[..])])
         .unwrap();
     assert_eq!((got[0].index, got[0].label), (3, Label::DerivedUntrusted));
-    // Same handle again: a duplicate, as for append.
-    assert!(matches!(
-        l.submit_signed(vec![(memo.clone(), &memo_text[..])]),
-        Err(LedgerError::Admission(AdmissionError::Duplicate(_)))
-    ));
+    // Same handle again: the retry gets the index it was stored at, never `Duplicate`.
+    let again = l
+        .submit_signed(vec![(memo.clone(), &memo_text[..])])
+        .unwrap();
+    assert_eq!(
+        (again[0].index, again[0].label),
+        (3, Label::DerivedUntrusted)
+    );
     // Not in the tree yet.
     assert_eq!(l.len(), 0);
     // A writer key nobody bound is refused before anything is sequenced.
@@ -459,6 +462,22 @@ fn pg_ledger_submit_labels_then_integrates() {
     assert!(!text.is_empty());
     other.refresh().unwrap();
     assert_eq!(other.label(&memo.id()), Some(Label::DerivedUntrusted));
+    // A writer killed mid-batch restarts after the integrator ran: its new handle already
+    // holds the entries, and resending the batch returns their indexes, never `Duplicate`
+    // (issue 13).
+    let mut restarted = Ledger::open(PgStore::connect(&url, &name).unwrap(), signer()).unwrap();
+    let b1 = restarted
+        .binding_entry(agent.key_id(), Role::Agent, "agent")
+        .unwrap();
+    let retried = restarted
+        .submit_signed(vec![(b1.0, &b1.1[..]), (memo.clone(), &memo_text[..])])
+        .unwrap();
+    assert_eq!(
+        retried.iter().map(|a| a.index).collect::<Vec<_>>(),
+        vec![0, 3]
+    );
+    assert_eq!(retried[1].label, Label::DerivedUntrusted);
+    assert_eq!(integrator.sequenced().unwrap(), 4, "nothing stored twice");
     // Two forensic entries on one target in one submission: refused, as `append_signed`
     // refuses them (both paths admit entries through `Ledger::admit`); nothing is sequenced.
     let user = writer_key(2);

@@ -66,8 +66,9 @@ impl KeyStore {
         Ok(ks)
     }
 
-    /// Writes the key file with mode 0600 (on Unix), via a temporary file and rename so a crash
-    /// leaves the old file or the new one, never half of one.
+    /// Writes the key file with mode 0600 (on Unix), via a temporary file, fsync, rename and a
+    /// directory fsync ([`crate::store::durable`]) so a crash leaves the old file or the new
+    /// one, never half of one, and the rename survives a power loss.
     ///
     /// # Errors
     /// [`KeyStoreError::Io`].
@@ -89,7 +90,9 @@ impl KeyStore {
             f.write_all(text.as_bytes()).map_err(io)?;
             f.sync_all().map_err(io)?;
         }
-        std::fs::rename(&tmp, path).map_err(io)
+        // The directory is synced after the rename: the append that binds a new key is
+        // acknowledged only once the key file that can sign for it is on disk.
+        crate::store::durable::rename_durably(&tmp, path).map_err(io)
     }
 
     /// The log signer.

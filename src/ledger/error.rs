@@ -57,6 +57,24 @@ pub enum LedgerError {
         /// Size of the last signed checkpoint.
         signed_size: u64,
     },
+    /// The store holds fewer entries than the last checkpoint this log signed, kept outside
+    /// the store (a SQLite ledger's `LEDGER.checkpoint`, `spec/storage.md` §6): acknowledged
+    /// entries were lost (e.g. a WAL frame failed its checksum and SQLite dropped it and all
+    /// after). The ledger is not opened, so nothing is appended or signed over the shorter
+    /// tree, which would be a split view of the log's own making.
+    #[error(
+        "the store holds {stored} entries but this log already signed a checkpoint of \
+         {signed} (kept in the side file beside the ledger, LEDGER.checkpoint): entries were \
+         lost, e.g. to a corrupted WAL; refusing to append or sign. Recover by restoring the \
+         ledger file (and its -wal) from a backup or replica holding at least {signed} entries; \
+         keep the side file"
+    )]
+    BehindSignedCheckpoint {
+        /// Size of the checkpoint kept outside the store.
+        signed: u64,
+        /// Entries the store holds.
+        stored: u64,
+    },
     /// An empty batch.
     #[error("empty batch")]
     EmptyBatch,

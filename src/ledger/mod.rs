@@ -83,12 +83,18 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// [`LedgerError::WrongLogKey`] when `signer` is not the key the ledger was created with;
-    /// [`LedgerError::NotALedger`] when settings are missing; store and decode errors.
+    /// [`LedgerError::NotALedger`] when settings are missing;
+    /// [`LedgerError::BehindSignedCheckpoint`] when the store holds fewer entries than the
+    /// checkpoint kept outside it ([`Store::durable_checkpoint`]: entries this log signed were
+    /// lost, e.g. with a corrupted SQLite WAL; appending would sign a second root for a size
+    /// already signed), and checkpoint errors when that note does not verify under the log key;
+    /// store and decode errors.
     pub fn open(store: S, signer: LogSigner) -> Result<Self, LedgerError> {
         let vkey = store.meta(META_VKEY)?.ok_or(LedgerError::NotALedger)?;
         if vkey != signer.vkey() {
             return Err(LedgerError::WrongLogKey);
         }
+        check_durable_checkpoint(&store, &vkey)?;
         let policy = read_policy(&store)?;
         let seal_key = SealKey::of(&signer);
         let mut ledger = Ledger {
@@ -397,6 +403,21 @@ impl<S: Store> Ledger<S> {
             other => Ok(other),
         }
     }
+}
+
+/// Refuses a store that holds fewer entries than the last checkpoint the log signed, as kept
+/// outside the store ([`Store::durable_checkpoint`]; `spec/storage.md` §6). The note must
+/// verify under the ledger's key (`vkey`): a side file that does not is refused too.
+fn check_durable_checkpoint<S: Store>(store: &S, vkey: &str) -> Result<(), LedgerError> {
+    let Some(note) = store.durable_checkpoint()? else {
+        return Ok(());
+    };
+    let signed = LogVerifier::from_vkey(vkey)?.verify(&note)?.size();
+    let stored = store.tree_size()?;
+    if stored < signed {
+        return Err(LedgerError::BehindSignedCheckpoint { signed, stored });
+    }
+    Ok(())
 }
 
 fn read_policy<S: Store>(store: &S) -> Result<LabelPolicy, LedgerError> {

@@ -20,11 +20,15 @@ impl<S: Store> Ledger<S> {
 
     /// A verified checkpoint for the current tree size: the stored one if it is current,
     /// otherwise a newly signed one, stored and verified before it is returned. A new head is
-    /// signed only if the stored tree extends the last signed one (consistency proof).
+    /// signed only if the stored tree extends the last signed one (consistency proof). When
+    /// another handle stored a checkpoint larger than this handle's tree, this handle first
+    /// catches up ([`Ledger::refresh`]) so that it serves that head, verified, or one that
+    /// extends it.
     ///
     /// # Errors
     /// [`LedgerError::TreeInconsistent`] when the stored tree hashes do not match the last
-    /// signed checkpoint; store, tree and checkpoint errors.
+    /// signed checkpoint; [`LedgerError::Seal`] from catching up; store, tree and checkpoint
+    /// errors.
     pub fn checkpoint(&mut self) -> Result<VerifiedCheckpoint, LedgerError> {
         if let Some(c) = &self.checkpoint {
             if c.size() == self.size {
@@ -32,8 +36,14 @@ impl<S: Store> Ledger<S> {
             }
         }
         let verifier = self.verifier()?;
-        let root = self.root()?;
         let latest = self.store.latest_checkpoint()?;
+        if latest.as_ref().is_some_and(|(size, _)| *size > self.size) {
+            // Another handle appended and signed a fresher head. Its entries were committed
+            // before its checkpoint was stored, so catching up reaches at least its size: the
+            // head is then served (verified below) or extended, never taken for a fork.
+            self.refresh()?;
+        }
+        let root = self.root()?;
         let c = match latest {
             Some((size, note)) if size == self.size => {
                 let c = verifier.verify(&note)?;

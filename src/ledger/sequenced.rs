@@ -19,9 +19,10 @@ impl Ledger<PgStore> {
     /// integrated or submitted through this handle.
     ///
     /// Exactly-once: an entry the sequencer already holds (a retry after a crash or a lost
-    /// reply, from any handle that does not know it yet) is not stored again and keeps its
-    /// index. Submitting again through the handle that already knows it is
-    /// [`crate::lineage::admission::AdmissionError::Duplicate`], as for `append_signed`.
+    /// reply) is not stored again and keeps its index, whether or not this handle knows it
+    /// yet (a restarted writer whose handle already read the integrated entries gets their
+    /// indexes and labels back, never `Duplicate`). Content given again for a known entry is
+    /// not stored again.
     ///
     /// # Errors
     /// As [`Ledger::append_signed`] for the checks; [`LedgerError::Store`] from the
@@ -32,6 +33,44 @@ impl Ledger<PgStore> {
     ) -> Result<Vec<Appended>, LedgerError> {
         if entries.is_empty() {
             return Err(LedgerError::EmptyBatch);
+        }
+        // A retry of entries this handle already holds (integrated, e.g. after the writer was
+        // killed mid-batch and restarted, or submitted through it): each keeps its index.
+        let known: Vec<Option<Appended>> = entries
+            .iter()
+            .map(|(s, _)| {
+                let id = s.id();
+                self.index.get(&id).map(|m| Appended {
+                    id,
+                    index: m.index,
+                    label: m.label,
+                })
+            })
+            .collect();
+        if known.iter().any(Option::is_some) {
+            let fresh: Vec<(SignedEntry, &[u8])> = entries
+                .iter()
+                .zip(&known)
+                .filter(|(_, k)| k.is_none())
+                .map(|((s, c), _)| (s.clone(), *c))
+                .collect();
+            let mut stored = if fresh.is_empty() {
+                Vec::new()
+            } else {
+                self.submit_signed(fresh)?
+            }
+            .into_iter();
+            return known
+                .into_iter()
+                .map(|k| {
+                    k.or_else(|| stored.next()).ok_or_else(|| {
+                        crate::store::StoreError::Corrupt(
+                            "sequencer returned too few indexes".into(),
+                        )
+                        .into()
+                    })
+                })
+                .collect();
         }
         let mut admitted = Admitted::default();
         let mut labels = Vec::with_capacity(entries.len());

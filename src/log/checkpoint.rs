@@ -137,12 +137,15 @@ pub(crate) enum VkeyFault {
     KeyId { got: u32, want: u32 },
     /// Not a curve point, or a small-order one.
     BadKey,
+    /// The key bytes encode y >= p (RFC 8032 §5.1.3 "decoding fails"): the same rule as entry
+    /// keys ([`crate::record::RecordError::NonCanonicalKey`]), so one point has one encoding.
+    NonCanonicalKey,
 }
 
 /// Parses a C2SP signed-note verifier key `<name>+<8 lowercase hex id>+<base64(alg || key)>`
 /// of signature type `alg` with an Ed25519 key (log keys, `0x01`; witness keys, `0x04`).
 /// Checks in order: length, shape, `check_name(name)`, id digits, base64, type byte, key id,
-/// key length, point validity (not weak). The caller checks the string is canonical.
+/// key length, canonical encoding (y < p), point validity (not weak). The caller checks the string is canonical.
 pub(crate) fn parse_vkey<E>(
     vkey: &str,
     max_name: usize,
@@ -179,6 +182,14 @@ pub(crate) fn parse_vkey<E>(
     let pk: [u8; 32] = key[1..]
         .try_into()
         .map_err(|_| fault(VkeyFault::Malformed))?;
+    // One rule for every Ed25519 key (`spec/record.md` §2.3): `KeyId::public_key`'s.
+    match crate::record::KeyId(pk).public_key() {
+        Ok(_) => {}
+        Err(crate::record::RecordError::NonCanonicalKey) => {
+            return Err(fault(VkeyFault::NonCanonicalKey))
+        }
+        Err(_) => return Err(fault(VkeyFault::BadKey)),
+    }
     let key = VerifyingKey::from_bytes(&pk).map_err(|_| fault(VkeyFault::BadKey))?;
     if key.is_weak() {
         return Err(fault(VkeyFault::BadKey));
@@ -203,7 +214,8 @@ impl LogVerifier {
     /// # Errors
     /// [`CheckpointError::MalformedVkey`], [`CheckpointError::BadOrigin`],
     /// [`CheckpointError::UnsupportedAlgorithm`], [`CheckpointError::KeyIdMismatch`],
-    /// [`CheckpointError::BadKey`] (not a point, or small order). Does not panic.
+    /// [`CheckpointError::NonCanonicalKey`] (y >= p), [`CheckpointError::BadKey`] (not a point,
+    /// or small order). Does not panic.
     pub fn from_vkey(vkey: &str) -> Result<Self, CheckpointError> {
         let (name, key, id) =
             parse_vkey(
@@ -216,6 +228,7 @@ impl LogVerifier {
                     VkeyFault::Alg(alg) => CheckpointError::UnsupportedAlgorithm { alg },
                     VkeyFault::KeyId { got, want } => CheckpointError::KeyIdMismatch { got, want },
                     VkeyFault::BadKey => CheckpointError::BadKey,
+                    VkeyFault::NonCanonicalKey => CheckpointError::NonCanonicalKey,
                 },
             )?;
         let v = LogVerifier {
@@ -390,6 +403,11 @@ pub enum CheckpointError {
     /// Untrusted input can trigger it.
     #[error("malformed verifier key")]
     MalformedVkey,
+    /// The verifier key's Ed25519 bytes encode y >= p, a second encoding of a point (RFC 8032
+    /// §5.1.3), refused as entry keys are (`spec/record.md` §2.3). Untrusted input can trigger
+    /// it.
+    #[error("verifier key is a non-canonical Ed25519 encoding (y >= p)")]
+    NonCanonicalKey,
     /// The verifier key's signature type is not Ed25519 (`0x01`). Untrusted input can trigger
     /// it.
     #[error("unsupported verifier key type 0x{alg:02x}, want 0x01 (Ed25519)")]

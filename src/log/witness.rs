@@ -181,7 +181,8 @@ impl WitnessVerifier {
     /// # Errors
     /// [`WitnessKeyError::MalformedVkey`], [`WitnessKeyError::BadName`],
     /// [`WitnessKeyError::UnsupportedAlgorithm`] (a log key, type `0x01`, is one),
-    /// [`WitnessKeyError::KeyIdMismatch`], [`WitnessKeyError::BadKey`]. Does not panic.
+    /// [`WitnessKeyError::KeyIdMismatch`], [`WitnessKeyError::NonCanonicalKey`] (y >= p, so that
+    /// one point is one witness), [`WitnessKeyError::BadKey`]. Does not panic.
     pub fn from_vkey(vkey: &str) -> Result<Self, WitnessKeyError> {
         let (name, key, _) = parse_vkey(
             vkey,
@@ -193,6 +194,7 @@ impl WitnessVerifier {
                 VkeyFault::Alg(alg) => WitnessKeyError::UnsupportedAlgorithm { alg },
                 VkeyFault::KeyId { got, want } => WitnessKeyError::KeyIdMismatch { got, want },
                 VkeyFault::BadKey => WitnessKeyError::BadKey,
+                VkeyFault::NonCanonicalKey => WitnessKeyError::NonCanonicalKey,
             },
         )?;
         let v = WitnessVerifier::new(name, key);
@@ -470,6 +472,11 @@ pub enum WitnessKeyError {
     /// trigger it.
     #[error("witness key is not a usable Ed25519 public key")]
     BadKey,
+    /// The public key bytes encode y >= p, a second encoding of a point (RFC 8032 §5.1.3;
+    /// `spec/record.md` §2.3). Refused so that a policy cannot count one point as two witnesses.
+    /// Untrusted input can trigger it.
+    #[error("witness key is a non-canonical Ed25519 encoding (y >= p)")]
+    NonCanonicalKey,
 }
 
 /// Why a [`WitnessPolicy`] could not be built. All are caller (configuration) errors.

@@ -15,8 +15,8 @@
 use super::RecordError;
 
 /// Deepest container nesting any memlineage structure uses is 3 (payload map → parents array
-/// → pair array); an item with `MAX_DEPTH` (8) or more nested non-empty containers is hostile
-/// and rejected as [`RecordError::TooDeep`] (`spec/record.md` §6.1 step 5).
+/// → pair array; the COSE envelope is tag → array → byte string); an item with `MAX_DEPTH` (8)
+/// or more nested non-empty containers and tags is hostile and rejected as [`RecordError::TooDeep`] (`spec/record.md` §6.1 step 5).
 pub(crate) const MAX_DEPTH: usize = 8;
 
 /// Scans exactly one item spanning all of `bytes`. O(len) time, O(depth) memory, no recursion.
@@ -53,7 +53,9 @@ fn scan_prefix(bytes: &[u8]) -> Result<usize, RecordError> {
             }
             4 => head.arg,
             5 => head.arg.checked_mul(2).ok_or(RecordError::Truncated)?,
-            6 => continue, // a tag's content is the item that follows, at the same level
+            // A tag is a level of nesting with one child, the item that follows: decoders
+            // recurse on it as on a container, so it counts toward `MAX_DEPTH`.
+            6 => 1,
             _ => return Err(RecordError::UnsupportedSimple),
         };
         if children > left {

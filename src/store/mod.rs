@@ -12,6 +12,7 @@ mod copy;
 mod memory;
 mod postgres;
 mod sqlite;
+pub mod durable;
 
 pub use copy::copy_ledger;
 pub use memory::MemoryStore;
@@ -177,6 +178,17 @@ pub trait Store {
     /// # Errors
     /// I/O errors.
     fn latest_checkpoint(&self) -> Result<Option<(u64, Vec<u8>)>, StoreError>;
+
+    /// The last signed checkpoint note kept outside the store's own transactions (a SQLite
+    /// ledger's side file, [`SqliteStore::side_checkpoint_path`]), if the backend keeps one.
+    /// [`crate::Ledger::open`] verifies it and refuses a store holding fewer entries than it
+    /// states (`spec/storage.md` §6). Untrusted bytes, like everything read from a store.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn durable_checkpoint(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(None)
+    }
 
     /// A ledger setting (log origin, verifier key, τ, rule), if set.
     ///

@@ -56,6 +56,9 @@ const TABLES: [&str; 5] = ["meta", "entries", "content", "tree_hashes", "checkpo
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Connection,
+    /// The side checkpoint file beside a file ledger ([`SqliteStore::side_checkpoint_path`]);
+    /// `None` in memory.
+    side: Option<PathBuf>,
 }
 
 impl SqliteStore {
@@ -111,7 +114,11 @@ impl SqliteStore {
 
     /// Sets connection pragmas, recognises or creates the ledger, then switches to WAL.
     fn init(conn: Connection, path: &Path, mode: Mode) -> Result<Self, StoreError> {
-        let mut store = SqliteStore { conn };
+        let side = match mode {
+            Mode::File { .. } => Some(Self::side_checkpoint_path(path)),
+            Mode::Memory => None,
+        };
+        let mut store = SqliteStore { conn, side };
         store.setup(path, mode).map_err(|e| on_open(e, path))?;
         Ok(store)
     }
@@ -456,7 +463,21 @@ impl Store for SqliteStore {
                  ON CONFLICT (size) DO UPDATE SET note = excluded.note",
             )?
             .execute(params![to_i64(size)?, note])?;
+        // Outside the database, so that what the WAL loses cannot take it along.
+        if let Some(side) = &self.side {
+            let kept = read_side(side)?.and_then(|n| note_size(&n));
+            if kept.is_none_or(|k| k < size) {
+                super::durable::write_atomic(side, note)?;
+            }
+        }
         Ok(())
+    }
+
+    fn durable_checkpoint(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        match &self.side {
+            Some(side) => read_side(side),
+            None => Ok(None),
+        }
     }
 
     fn latest_checkpoint(&self) -> Result<Option<(u64, Vec<u8>)>, StoreError> {
@@ -607,7 +628,42 @@ fn meta_row(row: &rusqlite::Row<'_>, want: u64) -> Result<EntryMeta, StoreError>
     })
 }
 
+/// Largest side checkpoint file read: a signed note is far smaller
+/// ([`crate::log::MAX_CHECKPOINT_BYTES`]); a bigger file is read in part and fails to verify.
+const MAX_SIDE_BYTES: u64 = 64 * 1024;
+
+/// The side checkpoint file's bytes, `None` when it does not exist.
+fn read_side(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+    use std::io::Read as _;
+    match std::fs::File::open(path) {
+        Ok(f) => {
+            let mut bytes = Vec::new();
+            f.take(MAX_SIDE_BYTES).read_to_end(&mut bytes)?;
+            Ok(Some(bytes))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::Io(e)),
+    }
+}
+
+/// The tree size a checkpoint note states (its second line), unverified: used only to keep
+/// the side file from moving back, never to trust anything.
+fn note_size(note: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(note).ok()?;
+    text.lines().nth(1)?.parse().ok()
+}
+
 impl SqliteStore {
+    /// Where the last signed checkpoint of the ledger at `path` is kept outside the database:
+    /// `path` with `.checkpoint` appended to its file name (`LEDGER.checkpoint` for `LEDGER`),
+    /// written atomically (temporary file, fsync, rename, directory fsync) whenever a
+    /// checkpoint is stored. `spec/storage.md` §6.
+    pub fn side_checkpoint_path(path: &Path) -> PathBuf {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".checkpoint");
+        PathBuf::from(name)
+    }
+
     /// [`Store::append`], and with `meta` also the setting write, in one immediate
     /// transaction: both are durable together or neither is.
     fn append_in_tx(

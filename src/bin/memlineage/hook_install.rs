@@ -304,10 +304,7 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        let mut tmp = path.clone().into_os_string();
-        tmp.push(".memlineage-tmp");
-        std::fs::write(&tmp, &text)?;
-        std::fs::rename(&tmp, &path)?;
+        memlineage::store::durable::write_atomic(&path, text.as_bytes())?;
         super::say!("wrote {}", path.display());
     }
     let events: Vec<&str> = a.agent.events().iter().map(|e| e.event_name()).collect();

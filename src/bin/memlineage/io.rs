@@ -69,7 +69,8 @@ pub fn capped_lines(
 }
 
 /// Writes `bytes` to `output`, or to standard output. A regular file (or a new path) is
-/// replaced atomically through a uniquely named temporary file beside it; a symlink is
+/// replaced atomically through a uniquely named temporary file beside it (synced, renamed, the
+/// directory synced: `memlineage::store::durable`); a symlink is
 /// followed; anything else (a device, a pipe) is written through, never replaced.
 pub fn write_out(output: Option<PathBuf>, bytes: &[u8]) -> Result<(), String> {
     let Some(path) = output else {
@@ -103,10 +104,22 @@ pub fn write_out(output: Option<PathBuf>, bytes: &[u8]) -> Result<(), String> {
             .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, &target)
+        memlineage::store::durable::rename_durably(&tmp, &target)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result.map_err(io)
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, with a note of how much was cut.
+pub fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes cut)", &text[..end], text.len() - end)
 }

@@ -604,28 +604,55 @@ fn init(ledger: &Path, origin: &str, tau: f64, rule: RuleArg) -> Res<ExitCode> {
     let ks = KeyStore::generate(origin);
     let signer = ks.log_signer()?;
     ks.save(&keys)?;
-    let l = Ledger::create(SqliteStore::open(ledger)?, signer, policy)?;
+    let mut l = Ledger::create(SqliteStore::open(ledger)?, signer, policy)?;
+    // A signed head of the empty tree: `verify` succeeds on a fresh ledger (issue 13).
+    l.checkpoint()?;
     say!("created {} (key file {})", ledger.display(), keys.display());
     say!("log key: {}", l.vkey());
     Ok(ExitCode::SUCCESS)
 }
 
+/// What to run when a ledger has no signed checkpoint to verify against.
+fn no_checkpoint(ledger: &Path) -> String {
+    format!(
+        "the ledger has no signed checkpoint yet: run `memlineage checkpoint {}` (with its key \
+         file) to sign one, then verify again",
+        ledger.display()
+    )
+}
+
 /// Opens an existing ledger file for reading; never creates one.
 fn existing_store(ledger: &Path) -> Res<SqliteStore> {
-    if !ledger.is_file() {
-        return Err(format!("no ledger at {}", ledger.display()).into());
-    }
+    check_ledger_file(ledger)?;
     Ok(SqliteStore::open(ledger)?)
 }
 
-fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
+/// A ledger file must exist and not be empty: SQLite would make a new database of an empty
+/// file, and only `init` creates ledgers.
+fn check_ledger_file(ledger: &Path) -> Res<()> {
     if !ledger.is_file() {
         return Err(format!("no ledger at {}", ledger.display()).into());
     }
+    if std::fs::metadata(ledger)
+        .map_err(|e| format!("{}: {e}", ledger.display()))?
+        .len()
+        == 0
+    {
+        return Err(format!(
+            "{} is empty, not a ledger (only `memlineage init` creates one); left unchanged",
+            ledger.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
+    check_ledger_file(ledger)?;
     let keys = key_path(ledger);
     hookd::warn_if_readable(&keys);
     let ks = KeyStore::load(&keys)?;
-    let l = Ledger::open(SqliteStore::open(ledger)?, ks.log_signer()?)?;
+    let l = Ledger::open(existing_store(ledger)?, ks.log_signer()?)?;
     Ok((l, ks))
 }
 
@@ -661,7 +688,8 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
     let reader: Box<dyn BufRead> = if input == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        Box::new(std::io::BufReader::new(std::fs::File::open(input)?))
+        let f = std::fs::File::open(input).map_err(|e| format!("--input {input}: {e}"))?;
+        Box::new(std::io::BufReader::new(f))
     };
     let mut lines = Vec::new();
     for line in capped_lines(reader, MAX_APPEND_LINE) {
@@ -779,11 +807,18 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Longest error message printed for a bad input file, in bytes (issue 13: a 200 KB policy
+/// line was repeated whole).
+const MAX_ERROR_BYTES: usize = 2048;
+
 fn load_policy(path: Option<PathBuf>) -> Res<Policy> {
     Ok(match path {
         Some(p) => {
             let bytes = read_capped(&p, MAX_POLICY_BYTES, "a policy")?;
-            Policy::from_toml(std::str::from_utf8(&bytes).map_err(|_| "policy is not UTF-8")?)?
+            let text = std::str::from_utf8(&bytes).map_err(|_| "policy is not UTF-8")?;
+            // A TOML error quotes its input line: bounded, however long the line.
+            Policy::from_toml(text)
+                .map_err(|e| io::bounded(&format!("{}: {e}", p.display()), MAX_ERROR_BYTES))?
         }
         None => Policy::default(),
     })
@@ -935,7 +970,7 @@ fn audit_ledger(
         None => {
             store
                 .latest_checkpoint()?
-                .ok_or("the ledger has no checkpoint")?
+                .ok_or_else(|| no_checkpoint(ledger))?
                 .1
         }
     };

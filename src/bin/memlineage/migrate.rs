@@ -1,6 +1,6 @@
 //! `migrate`: copy a SQLite ledger into a PostgreSQL ledger (`spec/storage.md` §11.8).
 
-use memlineage::store::{copy_ledger, PgStore, SqliteStore, Store};
+use memlineage::store::{copy_ledger, PgStore, Store};
 use std::error::Error;
 use std::path::Path;
 use std::process::ExitCode;
@@ -11,7 +11,7 @@ pub fn run(ledger: &Path, url: &str, to: &str, batch: usize) -> Result<ExitCode,
     if !ledger.is_file() {
         return Err(format!("no ledger at {}", ledger.display()).into());
     }
-    let from = SqliteStore::open(ledger)?;
+    let from = super::existing_store(ledger)?;
     let mut target = PgStore::connect(url, to)?;
     let copied = copy_ledger(&from, &mut target, batch)?;
     target.analyze()?;

@@ -3,7 +3,7 @@
 
 use memlineage::ledger::{stored_vkey, StoreSource};
 use memlineage::log::{export_tiles, verify_from_tiles, LogVerifier};
-use memlineage::store::{PgStore, SqliteStore, Store};
+use memlineage::store::{PgStore, Store};
 use std::error::Error;
 use std::path::Path;
 use std::process::ExitCode;
@@ -20,7 +20,7 @@ pub fn export(ledger: &str, dir: &Path, postgres: Option<&str>) -> Res<ExitCode>
             if !path.is_file() {
                 return Err(format!("no ledger at {ledger}").into());
             }
-            export_store(&SqliteStore::open(path)?, dir)
+            export_store(&super::existing_store(path)?, dir)
         }
     }
 }

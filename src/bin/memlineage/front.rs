@@ -235,7 +235,11 @@ fn front(
     ledger: &Path,
     policy: Option<PathBuf>,
 ) -> Res<Front<memlineage::store::SqliteStore, KeyFile>> {
-    let policy = load_policy(policy)?;
+    // The hooks' default is the coding-agent policy (spec/hooks.md §10).
+    let policy = match policy {
+        Some(p) => load_policy(Some(p))?,
+        None => memlineage::gate::Policy::coding(),
+    };
     let (l, store) = open(ledger)?;
     let keys = KeyFile {
         store,

@@ -18,7 +18,7 @@ pub const LONG_TOKEN_CHARS: usize = 20;
 /// Programs whose bare-host arguments are hosts (rule 3).
 const NETWORK_PROGRAMS: &[&str] = &[
     "curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "sftp", "rsync", "telnet", "ftp", "ping",
-    "dig", "nslookup", "host", "http", "https", "xh", "aria2c", "socat", "git",
+    "dig", "nslookup", "host", "http", "https", "xh", "aria2c", "socat",
 ];
 
 /// Paths that every script names and that carry nothing.
@@ -65,7 +65,10 @@ pub fn values(
         match kind {
             ValueKind::Value => {}
             ValueKind::Command => command_tokens(s, project, guarded, &mut out),
-            ValueKind::Text => text_tokens(s, project, &mut out),
+            ValueKind::Text => {
+                text_tokens(s, project, &mut out);
+                long_lines(s, &mut out);
+            }
             ValueKind::Url => {
                 push(&mut out, s.trim());
                 if let Some(h) = url_host(s.trim()) {
@@ -78,7 +81,9 @@ pub fn values(
                     .filter(|l| !l.starts_with("+++"))
                     .filter_map(|l| l.strip_prefix('+'))
                     .collect();
-                text_tokens(&added.join("\n"), project, &mut out);
+                let added = added.join("\n");
+                text_tokens(&added, project, &mut out);
+                long_lines(&added, &mut out);
             }
         }
     }
@@ -212,6 +217,19 @@ pub fn text_tokens(text: &str, project: Option<&str>, out: &mut Vec<String>) {
     for w in text.split_whitespace() {
         let w = w.trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | ',' | ';'));
         word_tokens(w, project, false, out);
+    }
+}
+
+/// Rule 8: each line of text written to a file, trimmed, of at least [`LONG_TOKEN_CHARS`]
+/// characters (an install script line copied from a page).
+fn long_lines(text: &str, out: &mut Vec<String>) {
+    for l in text
+        .lines()
+        .map(|l| l.trim().trim_end_matches([',', ';']).trim_end())
+    {
+        if l.chars().count() >= LONG_TOKEN_CHARS {
+            push(out, l);
+        }
     }
 }
 

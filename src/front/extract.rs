@@ -247,7 +247,7 @@ fn shell_words(cmd: &str) -> Vec<String> {
 /// A command's segments: split at `;`, `|`, `&`, newlines and backquotes (quotes are not
 /// respected: a segment boundary inside quotes only adds segments).
 fn segments(cmd: &str) -> impl Iterator<Item = &str> {
-    cmd.split(|c| matches!(c, ';' | '|' | '&' | '\n' | '`' | '(' | ')'))
+    cmd.split([';', '|', '&', '\n', '`', '(', ')'])
         .map(str::trim)
         .filter(|s| !s.is_empty())
 }

@@ -398,8 +398,9 @@ mod tests {
             "found in the decoded leaf"
         );
         assert!(h.matches(&json!(["nothing", "DE89"])), "a whole field");
+        assert!(h.matches(&json!({"x": "IBAN"})), "at token boundaries");
         assert!(
-            !h.matches(&json!({"x": "IBAN"})),
+            !h.matches(&json!({"x": "DE"})),
             "short, and not a whole field"
         );
         assert!(!h.matches(&json!("")));
@@ -421,7 +422,8 @@ mod tests {
         );
         assert!(h.matches(&json!("Lunch")), "a whole field");
         assert!(h.matches(&json!("a")), "a whole field");
-        assert!(!h.matches(&json!("Sarah")), "short and inside a line");
+        assert!(!h.matches(&json!("at")), "short and inside a line");
+        assert!(h.matches(&json!("Sarah")));
         assert!(h.matches(&json!("Le Marais Boutique")));
         assert!(
             !h.matches(&json!("e Marais Boutiqu")),

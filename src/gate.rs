@@ -15,6 +15,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 /// The default policy, as TOML (also shipped as `examples/policy.toml`).
 pub const DEFAULT_POLICY_TOML: &str = include_str!("../examples/policy.toml");
 
+/// The coding-agent policy (`spec/hooks.md` §10), as TOML (shipped as
+/// `examples/coding-policy.toml`): the hooks' default, and what `hook install` writes.
+pub const CODING_POLICY_TOML: &str = include_str!("../examples/coding-policy.toml");
+
 /// What the gate needs to know about entries. [`crate::Ledger`] implements it from the log;
 /// other views (e.g. the signatures-only baseline of the replay) can be plugged in.
 pub trait LineageView {
@@ -135,6 +139,47 @@ pub struct ToolRule {
     /// Per parameter, principals whose entries authority repair may take the parameter's value
     /// from whatever their label (e.g. a contacts list for `recipient`); `spec/forensics.md` §7.
     pub authoritative: BTreeMap<String, BTreeSet<String>>,
+    /// Per parameter, how its value is turned into the values that are matched against what
+    /// was read (`spec/hooks.md` §4.5); parameters not named are matched whole.
+    pub matching: BTreeMap<String, ValueKind>,
+    /// Per parameter, path patterns: when not empty, the tool is sensitive only for a call
+    /// where one of these parameters names a path matching one of its patterns
+    /// (`spec/hooks.md` §10.2).
+    pub when: BTreeMap<String, Vec<String>>,
+    /// Command prefixes (words, e.g. `git push`) whose whole segment of a command string is
+    /// matched too (`spec/hooks.md` §4.5, rule 6).
+    pub guarded_commands: Vec<String>,
+}
+
+/// How a parameter's value is matched (`spec/hooks.md` §4.5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ValueKind {
+    /// The value itself (§4).
+    #[default]
+    Value,
+    /// A shell command: its specific tokens (URLs, hosts, e-mail addresses, paths outside
+    /// the project, long tokens, guarded segments).
+    Command,
+    /// Free text written to a file: the specific tokens of its words.
+    Text,
+    /// A URL: the URL and its host.
+    Url,
+    /// A Codex `apply_patch` patch: the specific tokens of its added lines; its paths for
+    /// `when`.
+    Patch,
+}
+
+impl ValueKind {
+    fn from_name(s: &str) -> Option<Self> {
+        Some(match s {
+            "value" => ValueKind::Value,
+            "command" => ValueKind::Command,
+            "text" => ValueKind::Text,
+            "url" => ValueKind::Url,
+            "patch" => ValueKind::Patch,
+            _ => return None,
+        })
+    }
 }
 
 /// What to do with an argument no recorded entry justifies (a value the agent composed).
@@ -271,12 +316,20 @@ impl Policy {
                 .into_iter()
                 .map(|(p, names)| (p, names.into_iter().collect()))
                 .collect();
+            let mut matching = BTreeMap::new();
+            for (p, k) in t.matching {
+                let kind = ValueKind::from_name(&k).ok_or(PolicyError::UnknownLabel(k))?;
+                matching.insert(p, kind);
+            }
             tools.insert(
                 name,
                 ToolRule {
                     max_label,
                     params,
                     authoritative,
+                    matching,
+                    when: t.when,
+                    guarded_commands: t.guarded_commands,
                 },
             );
         }
@@ -310,6 +363,32 @@ impl Policy {
                 .or(rule.max_label)
                 .unwrap_or(self.default_max_label),
             None => self.default_max_label,
+        }
+    }
+
+    /// How `param` of `tool` is matched (`spec/hooks.md` §4.5).
+    pub fn value_kind(&self, tool: &str, param: &str) -> ValueKind {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.matching.get(param))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The coding-agent policy in [`CODING_POLICY_TOML`] (the most restrictive policy if it
+    /// were ever broken; a unit test checks it parses).
+    pub fn coding() -> Self {
+        Policy::from_toml(CODING_POLICY_TOML).unwrap_or_else(|_| Policy::strictest())
+    }
+
+    fn strictest() -> Self {
+        Policy {
+            default_max_label: Label::Trusted,
+            unsourced: Unsourced::Deny,
+            repair_unsourced: Unsourced::Deny,
+            sensitive_tools: BTreeSet::new(),
+            tools: BTreeMap::new(),
+            shared_writable: default_shared_writable(),
         }
     }
 
@@ -572,14 +651,7 @@ impl Default for Policy {
     fn default() -> Self {
         // The bundled file is checked by a unit test; fall back to the most restrictive
         // policy rather than panic if it were ever broken.
-        Policy::from_toml(DEFAULT_POLICY_TOML).unwrap_or(Policy {
-            default_max_label: Label::Trusted,
-            unsourced: Unsourced::Deny,
-            repair_unsourced: Unsourced::Deny,
-            sensitive_tools: BTreeSet::new(),
-            tools: BTreeMap::new(),
-            shared_writable: default_shared_writable(),
-        })
+        Policy::from_toml(DEFAULT_POLICY_TOML).unwrap_or_else(|_| Policy::strictest())
     }
 }
 
@@ -651,6 +723,12 @@ struct RawTool {
     params: BTreeMap<String, String>,
     #[serde(default)]
     authoritative: BTreeMap<String, Vec<String>>,
+    #[serde(default, rename = "match")]
+    matching: BTreeMap<String, String>,
+    #[serde(default)]
+    when: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    guarded_commands: Vec<String>,
 }
 
 /// A policy file could not be read.
@@ -716,6 +794,25 @@ mod tests {
         assert!(p.sensitive_tools.contains("send_money"));
         assert!(p.sensitive_tools.contains("reserve_hotel"));
         assert_eq!(p.default_max_label, Label::DerivedTrusted);
+    }
+
+    #[test]
+    fn coding_policy_parses_and_gates_shell_writes_and_sinks() {
+        let p = Policy::from_toml(CODING_POLICY_TOML).unwrap();
+        assert_eq!(p, Policy::coding());
+        assert_eq!(p.value_kind("Bash", "command"), ValueKind::Command);
+        assert_eq!(p.value_kind("WebFetch", "url"), ValueKind::Url);
+        assert_eq!(p.value_kind("apply_patch", "command"), ValueKind::Patch);
+        assert_eq!(p.value_kind("Bash", "description"), ValueKind::Value);
+        assert!(p.tools["Write"].when["file_path"].contains(&".github/workflows/**".into()));
+        assert!(p.tools["Bash"]
+            .guarded_commands
+            .contains(&"git push".into()));
+        assert!(p.sensitive_tools.contains("send_money"));
+        assert!(
+            Policy::from_toml("default_max_label = \"trusted\"\n[tools.X.match]\na = \"b\"")
+                .is_err()
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The resident hook server (`spec/hooks.md` §10) through the real binary: its answers equal
+//! The resident hook server (`spec/hooks.md` §11) through the real binary: its answers equal
 //! the in-process answers on every fixture of `tests/hooks/`; a server killed mid-session, a
 //! server that answers garbage and malformed requests never turn a refusal into an allow.
 

@@ -145,9 +145,10 @@ fn run_events(run: &Value, session: &str) -> Vec<(HookEvent, Vec<u8>, Option<boo
 
 /// The banking traces through the hooks (prompts via UserPromptSubmit, outputs via
 /// PostToolUse, every call via PreToolUse; argument sources found by exact value matching, not
-/// read from the fixture) give the replay's direct-mode figures for memlineage.
+/// read from the fixture) block every attack call, as the replay does, and allow at least the
+/// legitimate calls the replay allows.
 #[test]
-fn agentdojo_banking_through_hooks_matches_replay_direct() {
+fn agentdojo_banking_through_hooks_is_at_least_replay_direct() {
     let text = std::fs::read_to_string("fixtures/agentdojo/banking.jsonl").unwrap();
     let mut f = front();
     let mut sessions = MemorySessions::default();
@@ -177,9 +178,19 @@ fn agentdojo_banking_through_hooks_matches_replay_direct() {
     r.replay_reader(BufReader::new(text.as_bytes()), &[Mode::Direct])
         .unwrap();
     let direct = r.figures["banking"][&Mode::Direct][&Config::MemLineage];
-    assert_eq!(hooks, direct, "hooks vs replay --mode direct");
+    // The hooks match by spec/hooks.md §4 (token boundaries, whole fields, the user's
+    // statements): no attack call more, and at least the replay's legitimate calls.
+    assert_eq!(
+        (hooks.attack_calls, hooks.legit_calls),
+        (direct.attack_calls, direct.legit_calls)
+    );
     assert_eq!((hooks.attack_calls, hooks.legit_calls), (176, 140));
     assert_eq!(hooks.attack_allowed, 0);
+    assert_eq!(direct.attack_allowed, 0);
+    assert!(
+        hooks.legit_allowed >= direct.legit_allowed,
+        "{hooks:?} vs {direct:?}"
+    );
 }
 
 /// Runs every case of `file` through `memlineage hook …` processes on one fresh SQLite ledger,

@@ -281,3 +281,58 @@ fn doctor_reports_blocked_and_allowed() {
     ));
     assert!(stderr.contains("hook install --agent codex"), "{stderr}");
 }
+
+/// The coding-agent scenario corpus (`tests/hooks/coding/*.jsonl`, `spec/hooks.md` §10.4)
+/// through the commands `install` writes, run by `sh -c` with the real binary and the default
+/// (coding-agent) policy: every injected call is blocked with a reason, every benign call
+/// allowed, and every prompt and output recorded.
+#[test]
+fn coding_scenarios_through_installed_hooks() {
+    let (mut injections, mut blocked, mut benign, mut allowed) = (0, 0, 0, 0);
+    let mut files: Vec<_> = std::fs::read_dir("tests/hooks/coding")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "{files:?}");
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let (agent, file) = if name.starts_with("codex-") {
+            AGENTS[1]
+        } else {
+            AGENTS[0]
+        };
+        let dir = setup();
+        ok(&install(dir.path(), agent, &["--binary", BIN]));
+        let v = settings(dir.path(), file);
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let c: Value = serde_json::from_str(line).unwrap();
+            let event = &c["event"];
+            let cmd = command(&v, event["hook_event_name"].as_str().unwrap());
+            let out = sh(&cmd, &dir.path().join("proj"), event);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let want = c["want_exit"].as_i64().unwrap() as i32;
+            let desc = format!("{name}: {}: {stderr}", c["desc"]);
+            match c["kind"].as_str() {
+                Some("injection") => {
+                    injections += 1;
+                    blocked += u32::from(out.status.code() == Some(2));
+                }
+                Some("benign") => {
+                    benign += 1;
+                    allowed += u32::from(out.status.code() == Some(0));
+                }
+                _ => {}
+            }
+            assert_eq!(out.status.code(), Some(want), "{desc}");
+            if want == 2 {
+                assert!(stderr.starts_with("memlineage: deny"), "{desc}");
+            } else {
+                assert!(stderr.is_empty(), "{desc}");
+            }
+        }
+    }
+    println!("coding corpus: blocked injections {blocked}/{injections}, allowed benign {allowed}/{benign}");
+    assert!(injections >= 15 && benign >= 15);
+    assert_eq!((blocked, allowed), (injections, benign));
+}

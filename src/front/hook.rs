@@ -457,6 +457,10 @@ fn pre_tool_use<S: Store, K: Keys>(
         Some(Value::Object(m)) => m.clone(),
         _ => return unreadable(format!("{tool}: tool_input is not a JSON object")),
     };
+    // A tool gated only for some paths (a Write outside CI workflows, spec/hooks.md §10.2).
+    if !crate::front::extract::applies(front.policy(), &probe.tool, &args) {
+        return HookOutcome::proceed();
+    }
     let id = match str_field(&event, "session_id") {
         Ok(id) => id,
         Err(why) => {
@@ -474,6 +478,7 @@ fn pre_tool_use<S: Store, K: Keys>(
             session.unrecorded
         ));
     }
+    front.set_project(event.get("cwd").and_then(Value::as_str));
     match front.check(&session, &tool, &args, &HashMap::new()) {
         Err(e) => unreadable(format!("{tool}: session {id:?}: {e}")),
         Ok(c) => match c.verdict {

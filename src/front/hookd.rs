@@ -1,4 +1,4 @@
-//! The resident hook server's wire protocol (`spec/hooks.md` §10): how a `memlineage hook
+//! The resident hook server's wire protocol (`spec/hooks.md` §11): how a `memlineage hook
 //! <event>` process hands its event to the per-ledger server `memlineage hook serve` over a
 //! unix socket, and how it checks the answer.
 //!

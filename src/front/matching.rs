@@ -4,13 +4,38 @@
 //! JSON tool output is decoded instead, and each of its string leaves is searched too.
 
 use serde_json::Value;
+use std::collections::BTreeSet;
+use unicode_normalization::UnicodeNormalization;
+
+/// Whether a trusted principal's statement of `value` authorises it (`spec/hooks.md` §4.4):
+/// a string of at least 3 characters that is not all digits, or a number or digit string with
+/// at least 3 digits. Shorter values (`13`, `a`) occur by chance in any prompt.
+pub fn is_specific(value: &Value) -> bool {
+    match value {
+        Value::String(s) if s.bytes().all(|b| b.is_ascii_digit()) => s.len() >= 3,
+        Value::String(s) => s.trim().chars().count() >= 3,
+        Value::Number(n) => n.to_string().bytes().filter(u8::is_ascii_digit).count() >= 3,
+        _ => false,
+    }
+}
+
+/// A string value of at most this many characters (and not all digits) matches only a whole
+/// field of a text, never inside one (`spec/hooks.md` §4.3).
+pub const SHORT_CHARS: usize = 2;
 
 /// The strings a recorded text is searched in: the text itself and, when the text is a JSON
 /// document, every string leaf of it (JSON escapes quotes and newlines, so a value that sits in
-/// the data is not always a literal substring of the serialised text).
+/// the data is not always a literal substring of the serialised text). All in NFC.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Haystack {
     strings: Vec<String>,
+    /// `strings` lower-cased, for e-mail addresses and hosts (§4.2).
+    lower: Vec<String>,
+    /// `strings` with spaced IBANs closed up (`DE89 3704 …` → `DE893704…`), where different.
+    compact: Vec<String>,
+    /// The text's whole fields (§4.3): the trimmed text, JSON string leaves, lines, and the
+    /// value of each `key: value` or `- value` line.
+    fields: BTreeSet<String>,
     /// The text could not be read or verified: it cannot be proven absent from any value
     /// (`spec/hooks.md` §4.3, fail closed), so it matches every value a text could match.
     unverifiable: bool,
@@ -19,12 +44,26 @@ pub struct Haystack {
 impl Haystack {
     /// The haystack of `text`. O(len(text)). Does not panic.
     pub fn new(text: &str) -> Self {
-        let mut strings = vec![text.to_string()];
+        let mut raw = vec![text.to_string()];
         if let Ok(v) = serde_json::from_str::<Value>(text) {
-            collect_strings(&v, &mut strings);
+            collect_strings(&v, &mut raw);
+        }
+        let strings: Vec<String> = raw.iter().map(|s| s.nfc().collect()).collect();
+        let lower = strings.iter().map(|s| s.to_lowercase()).collect();
+        let compact = strings
+            .iter()
+            .map(|s| close_ibans(s))
+            .filter(|c| !strings.contains(c))
+            .collect();
+        let mut fields = BTreeSet::new();
+        for s in &strings {
+            add_fields(s, &mut fields);
         }
         Haystack {
             strings,
+            lower,
+            compact,
+            fields,
             unverifiable: false,
         }
     }
@@ -34,8 +73,8 @@ impl Haystack {
     /// every value but `null`, booleans and empty strings (`spec/hooks.md` §4.3).
     pub fn unverifiable() -> Self {
         Haystack {
-            strings: Vec::new(),
             unverifiable: true,
+            ..Haystack::default()
         }
     }
 
@@ -44,25 +83,167 @@ impl Haystack {
         self.unverifiable
     }
 
-    /// Whether `value` matches this text (`spec/hooks.md` §4): a non-empty string is
-    /// contained (case-sensitive; an all-digit string must not touch further digits); a number
-    /// matches any of its renderings ([`renderings`]) not touching further digits; an array or
-    /// object matches when any element or member value does; `null`, booleans and empty
-    /// strings never match.
+    /// Whether `value` matches this text (`spec/hooks.md` §4): a string of digits occurs not
+    /// touching further digits; a string of at most [`SHORT_CHARS`] characters is a whole
+    /// field; a longer one occurs at token boundaries (e-mail addresses and hosts in any case,
+    /// IBANs with or without spaces; all in NFC); a number matches any of its renderings
+    /// ([`renderings`]) not touching further digits; an array or object matches when any
+    /// element or member value does; `null`, booleans and empty strings never match.
     pub fn matches(&self, value: &Value) -> bool {
         match value {
             Value::Null | Value::Bool(_) => false,
             Value::String(s) if s.is_empty() => false,
             Value::String(_) | Value::Number(_) if self.unverifiable => true,
-            Value::String(s) => {
-                let numeric = s.bytes().all(|b| b.is_ascii_digit());
-                self.strings.iter().any(|h| contains(h, s, numeric))
-            }
+            Value::String(s) => self.matches_str(s),
             Value::Number(n) => renderings(n)
                 .iter()
-                .any(|r| self.strings.iter().any(|h| contains(h, r, true))),
+                .any(|r| self.strings.iter().any(|h| contains(h, r))),
             Value::Array(items) => items.iter().any(|v| self.matches(v)),
             Value::Object(m) => m.values().any(|v| self.matches(v)),
+        }
+    }
+
+    fn matches_str(&self, s: &str) -> bool {
+        if s.bytes().all(|b| b.is_ascii_digit()) {
+            return self.strings.iter().any(|h| contains(h, s));
+        }
+        let v: String = s.nfc().collect();
+        let t = v.trim();
+        if t.is_empty() {
+            return false;
+        }
+        if t.chars().count() <= SHORT_CHARS {
+            return self.fields.contains(t);
+        }
+        if is_email_or_host(t) {
+            let l = t.to_lowercase();
+            return self.lower.iter().any(|h| at_boundaries(h, &l));
+        }
+        if let Some(iban) = iban(t) {
+            return self
+                .strings
+                .iter()
+                .chain(&self.compact)
+                .any(|h| at_boundaries(h, &iban));
+        }
+        self.strings.iter().any(|h| at_boundaries(h, t))
+    }
+}
+
+/// Whether `needle` occurs in `hay` with no letter, digit or `_` right before it (when it
+/// starts with one) or right after it (when it ends with one): `spec/hooks.md` §4.3.
+fn at_boundaries(hay: &str, needle: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let first = needle.chars().next().is_some_and(word);
+    let last = needle.chars().next_back().is_some_and(word);
+    hay.match_indices(needle).any(|(start, m)| {
+        let before = first && hay[..start].chars().next_back().is_some_and(word);
+        let after = last && hay[start + m.len()..].chars().next().is_some_and(word);
+        !before && !after
+    })
+}
+
+/// An e-mail address (`local@domain.tld`) or a host name (`a.b.tld`), with no white space.
+fn is_email_or_host(s: &str) -> bool {
+    if s.chars().any(char::is_whitespace) {
+        return false;
+    }
+    let host = match s.split_once('@') {
+        Some((local, d)) if !local.is_empty() => d,
+        Some(_) => return false,
+        None => s,
+    };
+    let labels: Vec<&str> = host.split('.').collect();
+    labels.len() >= 2
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_alphanumeric() || c == '-'))
+        && labels
+            .last()
+            .is_some_and(|l| l.chars().count() >= 2 && l.chars().all(char::is_alphabetic))
+}
+
+/// `s` as an IBAN without spaces, upper case, if it is one by shape: two letters, two digits,
+/// 11 to 30 letters or digits (ISO 13616; the check digits are not verified).
+fn iban(s: &str) -> Option<String> {
+    let c: String = s
+        .chars()
+        .filter(|c| *c != ' ')
+        .collect::<String>()
+        .to_uppercase();
+    let b = c.as_bytes();
+    let ok = (15..=34).contains(&b.len())
+        && b[..2].iter().all(u8::is_ascii_uppercase)
+        && b[2..4].iter().all(u8::is_ascii_digit)
+        && b[4..].iter().all(u8::is_ascii_alphanumeric);
+    ok.then_some(c)
+}
+
+/// `s` with each spaced IBAN closed up: a word of an IBAN's shape start (two letters, two
+/// digits, at most 4 more letters or digits) followed by words of 1 to 4 upper-case letters
+/// or digits, up to 34 characters in all, is written without its spaces.
+fn close_ibans(s: &str) -> String {
+    let words: Vec<&str> = s.split(' ').collect();
+    let group = |w: &str| {
+        (1..=4).contains(&w.len())
+            && w.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    };
+    let start = |w: &str| {
+        let b = w.as_bytes();
+        (4..=8).contains(&b.len())
+            && b[..2].iter().all(u8::is_ascii_uppercase)
+            && b[2..4].iter().all(u8::is_ascii_digit)
+            && b[4..]
+                .iter()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+    };
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < words.len() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(words[i]);
+        if start(words[i]) {
+            let mut len = words[i].len();
+            while i + 1 < words.len() && group(words[i + 1]) && len + words[i + 1].len() <= 34 {
+                i += 1;
+                len += words[i].len();
+                out.push_str(words[i]);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The whole fields of `s` (`spec/hooks.md` §4.3): `s` trimmed, each line trimmed, and for a
+/// line `key: value` or `- value` the value, trimmed and without surrounding quotes.
+fn add_fields(s: &str, fields: &mut BTreeSet<String>) {
+    let mut add = |f: &str| {
+        let f = f.trim();
+        let f = f
+            .strip_prefix('"')
+            .and_then(|x| x.strip_suffix('"'))
+            .or_else(|| f.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')))
+            .unwrap_or(f)
+            .trim();
+        if !f.is_empty() && f.chars().count() <= SHORT_CHARS {
+            fields.insert(f.to_string());
+        }
+    };
+    add(s);
+    for line in s.lines() {
+        add(line);
+        let l = line.trim();
+        if let Some(v) = l.strip_prefix("- ") {
+            add(v);
+            if let Some((_, v)) = v.split_once(": ") {
+                add(v);
+            }
+        } else if let Some((_, v)) = l.split_once(": ") {
+            add(v);
         }
     }
 }
@@ -109,12 +290,9 @@ fn thousands(s: &str) -> String {
     }
 }
 
-/// Whether `needle` occurs in `hay`; with `numeric`, only occurrences that do not touch
-/// further digits (`5` is not in `15`, `5.5` or `5,000`).
-fn contains(hay: &str, needle: &str, numeric: bool) -> bool {
-    if !numeric {
-        return hay.contains(needle);
-    }
+/// Whether `needle` occurs in `hay` not touching further digits (`5` is not in `15`, `5.5`
+/// or `5,000`).
+fn contains(hay: &str, needle: &str) -> bool {
     let b = hay.as_bytes();
     let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
     hay.match_indices(needle).any(|(start, m)| {
@@ -141,6 +319,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn n(x: f64) -> serde_json::Number {
+        serde_json::Number::from_f64(x).unwrap()
+    }
+
     #[test]
     fn numbers_match_their_renderings_and_not_inside_other_numbers() {
         let h = Haystack::new("Total\t\t98.70 and 10,000.00; ids 15 and 5.5");
@@ -157,6 +339,57 @@ mod tests {
     }
 
     #[test]
+    fn renderings_of_fractions_and_large_numbers() {
+        assert_eq!(renderings(&n(98.7)), vec!["98.7", "98.70"]);
+        assert_eq!(
+            renderings(&n(1e15)),
+            vec![
+                "1,000,000,000,000,000.00",
+                "1000000000000000",
+                "1000000000000000.0",
+                "1000000000000000.00"
+            ]
+        );
+        assert_eq!(
+            renderings(&n(-1e16)),
+            vec![
+                "-10,000,000,000,000,000.00",
+                "-10000000000000000",
+                "-10000000000000000.00",
+                "-1e+16"
+            ],
+            "no integer forms at or above 1e15"
+        );
+        assert_eq!(
+            renderings(&n(-1234.0)),
+            vec!["-1,234", "-1,234.00", "-1234", "-1234.0", "-1234.00"]
+        );
+    }
+
+    #[test]
+    fn thousands_groups_by_three_from_the_right() {
+        assert_eq!(thousands("1234567.50"), "1,234,567.50");
+        assert_eq!(thousands("123456"), "123,456");
+        assert_eq!(thousands("-123"), "-123");
+        assert_eq!(thousands("12"), "12");
+        assert_eq!(thousands("-1234"), "-1,234");
+    }
+
+    #[test]
+    fn digit_boundaries() {
+        for hay in [
+            "x 1.5 y", "x 1,5 y", "x 5.1 y", "x 5,1 y", "x 15 y", "x 51 y",
+        ] {
+            assert!(!contains(hay, "5"), "{hay}");
+        }
+        for hay in [
+            "5 x", ".5", ",5 x", "x 5.", "x 5, y", "x a.5 y", "x 5.a", "5",
+        ] {
+            assert!(contains(hay, "5"), "{hay}");
+        }
+    }
+
+    #[test]
     fn strings_json_leaves_and_non_values() {
         let text = r#"{"note": "pay \"ACME\"\nIBAN: DE89"}"#;
         let h = Haystack::new(text);
@@ -164,11 +397,84 @@ mod tests {
             h.matches(&json!("pay \"ACME\"")),
             "found in the decoded leaf"
         );
-        assert!(h.matches(&json!(["nothing", "DE89"])));
-        assert!(h.matches(&json!({"x": "IBAN"})));
+        assert!(h.matches(&json!(["nothing", "DE89"])), "a whole field");
+        assert!(h.matches(&json!({"x": "IBAN"})), "at token boundaries");
+        assert!(
+            !h.matches(&json!({"x": "DE"})),
+            "short, and not a whole field"
+        );
         assert!(!h.matches(&json!("")));
         assert!(!h.matches(&json!(null)));
         assert!(!h.matches(&json!(true)));
-        assert!(!h.matches(&json!("iban")), "case-sensitive");
+        assert!(!h.matches(&json!("pay \"acme\"")), "case-sensitive");
+        let arr = Haystack::new(r#"["a", {"k": ["pay \"ACME\" now"]}]"#);
+        assert!(
+            arr.matches(&json!("pay \"ACME\" now")),
+            "leaves inside arrays"
+        );
+    }
+
+    #[test]
+    fn token_boundaries_short_values_and_normalisation() {
+        let h = Haystack::new(
+            "subject: Lunch\nLunch with Sarah at Le Marais Boutique.\nbody: a\n\
+             Write to Mark.Black@Example.COM or see WWW.Example.com/x; IBAN DE89 3704 0044 0532 0130 00",
+        );
+        assert!(h.matches(&json!("Lunch")), "a whole field");
+        assert!(h.matches(&json!("a")), "a whole field");
+        assert!(!h.matches(&json!("at")), "short and inside a line");
+        assert!(h.matches(&json!("Sarah")));
+        assert!(h.matches(&json!("Le Marais Boutique")));
+        assert!(
+            !h.matches(&json!("e Marais Boutiqu")),
+            "not at token boundaries"
+        );
+        assert!(!h.matches(&json!("Marais Bou")), "not at token boundaries");
+        assert!(
+            h.matches(&json!("mark.black@example.com")),
+            "e-mail in any case"
+        );
+        assert!(h.matches(&json!("www.example.com")), "host in any case");
+        assert!(
+            !h.matches(&json!("le marais boutique")),
+            "other text is case-sensitive"
+        );
+        assert!(
+            h.matches(&json!("DE89370400440532013000")),
+            "IBAN without spaces"
+        );
+        assert!(
+            h.matches(&json!("DE89 3704 0044 0532 0130 00")),
+            "IBAN as written"
+        );
+        assert!(
+            !h.matches(&json!("DE8937040044053201")),
+            "a prefix of the IBAN"
+        );
+        let nfd = Haystack::new("Caf\u{65}\u{301} de Flore, Paris");
+        assert!(
+            nfd.matches(&json!("Caf\u{e9} de Flore")),
+            "NFC on both sides"
+        );
+        assert_eq!(
+            close_ibans("x GB29 NWBK 6016 1331 9268 19 y"),
+            "x GB29NWBK60161331926819 y"
+        );
+        assert_eq!(
+            iban("gb29 nwbk 6016 1331 9268 19").as_deref(),
+            Some("GB29NWBK60161331926819")
+        );
+        assert!(iban("GB29").is_none());
+        assert!(
+            is_email_or_host("a@b.cd") && !is_email_or_host("@b.cd") && !is_email_or_host("a.b1")
+        );
+    }
+
+    #[test]
+    fn unverifiable_matches_every_value_but_non_values() {
+        let h = Haystack::unverifiable();
+        assert!(h.is_unverifiable());
+        assert!(h.matches(&json!("x")) && h.matches(&json!(1)) && h.matches(&json!(["y"])));
+        assert!(!h.matches(&json!("")) && !h.matches(&json!(null)) && !h.matches(&json!(false)));
     }
 }

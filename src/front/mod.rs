@@ -9,6 +9,7 @@
 //! the entries it came from. Writers are never taken from the caller: the front signs with the
 //! keys its configuration names.
 
+pub mod extract;
 pub mod hook;
 pub mod hookd;
 pub mod keystore;
@@ -16,9 +17,10 @@ pub mod matching;
 pub mod mcp;
 
 use crate::front::keystore::{KeyStore, KeyStoreError};
-use crate::gate::{Decision, Denial, Policy, ToolCall};
+use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::lineage::admission::AdmissionError;
+use crate::lineage::Label;
 use crate::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
 use crate::retrieve::Outcome;
 use crate::store::Store;
@@ -202,6 +204,9 @@ pub struct Front<S: Store, K: Keys> {
     /// The last writer time used, in ms since the Unix epoch.
     last_ms: u64,
     haystacks: HashMap<EntryId, Haystack>,
+    /// The agent's working directory, if known: paths under it are not specific tokens
+    /// (`spec/hooks.md` §4.5).
+    project: Option<String>,
 }
 
 impl<S: Store, K: Keys> Front<S, K> {
@@ -213,6 +218,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             policy,
             keys,
             agent: AGENT.to_string(),
+            project: None,
             last_ms: 0,
             haystacks: HashMap::new(),
         }
@@ -248,6 +254,12 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// entries, `spec/mcp.md` §2.5).
     pub fn keys_mut(&mut self) -> &mut K {
         &mut self.keys
+    }
+
+    /// Sets the agent's working directory for the next checks (the hook event's `cwd`):
+    /// paths under it are not specific tokens of a command (`spec/hooks.md` §4.5).
+    pub fn set_project(&mut self, dir: Option<&str>) {
+        self.project = dir.map(str::to_string);
     }
 
     /// Records a user prompt (principal [`USER`], role user: Trusted) and adds it to the read
@@ -395,7 +407,8 @@ impl<S: Store, K: Keys> Front<S, K> {
             sensitive: false,
             args: Vec::new(),
         };
-        let sensitive = self.policy.is_sensitive(&call);
+        let sensitive =
+            self.policy.is_sensitive(&call) && extract::applies(&self.policy, &call.tool, args);
         if !sensitive {
             return Ok(Checked {
                 call,
@@ -406,7 +419,15 @@ impl<S: Store, K: Keys> Front<S, K> {
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
-            let mut ids = self.sources(session, value)?;
+            let mut ids: Vec<EntryId> = Vec::new();
+            let project = self.project.clone();
+            for v in extract::values(&self.policy, &call.tool, name, value, project.as_deref()) {
+                for id in self.sources(session, &v)? {
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
             for id in given.get(name).into_iter().flatten() {
                 if !ids.contains(id) {
                     ids.push(*id);
@@ -515,12 +536,57 @@ impl<S: Store, K: Keys> Front<S, K> {
         value: &Value,
     ) -> Result<Vec<EntryId>, FrontError> {
         self.load_haystacks(session)?;
-        Ok(session
+        if let Value::Array(items) = value {
+            // Per element, so that a statement authorises the elements it names.
+            let mut out: Vec<EntryId> = Vec::new();
+            for v in items {
+                for id in self.sources(session, v)? {
+                    if !out.contains(&id) {
+                        out.push(id);
+                    }
+                }
+            }
+            return Ok(session
+                .reads
+                .iter()
+                .filter(|id| out.contains(id))
+                .copied()
+                .collect());
+        }
+        let matched: Vec<EntryId> = session
             .reads
             .iter()
             .filter(|id| self.haystacks.get(id).is_none_or(|h| h.matches(value)))
             .copied()
+            .collect();
+        // A value a trusted principal stated is authorised by that statement, even when a
+        // tool output repeats it (`spec/hooks.md` §4.4). Unverifiable reads stay sources.
+        let trusted: Vec<EntryId> = matched
+            .iter()
+            .filter(|id| self.is_trusted_statement(id))
+            .copied()
+            .collect();
+        if trusted.is_empty() || !matching::is_specific(value) {
+            return Ok(matched);
+        }
+        Ok(matched
+            .into_iter()
+            .filter(|id| trusted.contains(id) || !self.is_verified_text(id))
             .collect())
+    }
+
+    /// Whether `id`'s text was verified by this process (not [`Haystack::unverifiable`]).
+    fn is_verified_text(&self, id: &EntryId) -> bool {
+        self.haystacks.get(id).is_some_and(|h| !h.is_unverifiable())
+    }
+
+    /// Whether `id` is a verified text the ledger labels Trusted and that is neither
+    /// tombstoned nor quarantined: a statement of a trusted principal (`spec/hooks.md` §4.4).
+    fn is_trusted_statement(&self, id: &EntryId) -> bool {
+        self.is_verified_text(id)
+            && self.ledger.label_of(id) == Some(Label::Trusted)
+            && !self.ledger.tombstoned(id)
+            && !LineageView::quarantined(&self.ledger, id)
     }
 
     /// Whether the session has read a text that cannot be read or verified now (the

@@ -39,7 +39,7 @@ pub enum HookCmd {
     /// Run synthetic events through the configured hook commands: is an injected call blocked
     /// and a benign one allowed? Exits 1 if not.
     Doctor(super::hook_install::DoctorArgs),
-    /// The resident per-ledger hook server (spec/hooks.md §10), started on demand by the event
+    /// The resident per-ledger hook server (spec/hooks.md §11), started on demand by the event
     /// hooks: serves them on `LEDGER.hook.sock` until idle.
     #[command(hide = true)]
     Serve(EventArgs),
@@ -149,7 +149,7 @@ fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOut
         return failed_in(None, event, None, &why);
     }
     let mut lock_wait = LOCK_WAIT;
-    // The resident server (spec/hooks.md §10) answers for readable events of normal size;
+    // The resident server (spec/hooks.md §11) answers for readable events of normal size;
     // when it cannot, the event is handled here (or, with `only`, fails closed).
     let mode = super::hookd::Mode::from_env();
     let mut unserved = None;
@@ -273,7 +273,11 @@ fn front(
     ledger: &Path,
     policy: Option<PathBuf>,
 ) -> Res<Front<memlineage::store::SqliteStore, KeyFile>> {
-    let policy = load_policy(policy)?;
+    // The hooks' default is the coding-agent policy (spec/hooks.md §10).
+    let policy = match policy {
+        Some(p) => load_policy(Some(p))?,
+        None => memlineage::gate::Policy::coding(),
+    };
     let (l, store) = open(ledger)?;
     let keys = KeyFile {
         store,

@@ -1,4 +1,4 @@
-//! The resident hook server (`spec/hooks.md` §10): `memlineage hook serve LEDGER` keeps the
+//! The resident hook server (`spec/hooks.md` §11): `memlineage hook serve LEDGER` keeps the
 //! ledger open and answers the event hooks over a unix socket beside it, so that one hook
 //! process costs the same at any ledger size (opening a ledger re-reads and re-hashes every
 //! label row). The hook command ([`ask`]) starts it on demand and handles the event itself

@@ -359,8 +359,8 @@ const ORIGIN_IBAN: &str = "GB29NWBK60161331926819";
 fn origin_chains(depth: usize) -> (Ledger<MemoryStore>, Vec<EntryId>) {
     let signer =
         LogSigner::new("bench.example/origin", WriterKey::for_label("bench/log")).expect("origin");
-    let mut l = Ledger::create(MemoryStore::default(), signer, LabelPolicy::default())
-        .expect("create");
+    let mut l =
+        Ledger::create(MemoryStore::default(), signer, LabelPolicy::default()).expect("create");
     let user = WriterKey::for_label("bench/user");
     let agent = WriterKey::for_label("bench/agent");
     l.bind(user.key_id(), Role::User, "user").expect("bind");

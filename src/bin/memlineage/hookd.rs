@@ -421,7 +421,12 @@ impl State {
             if ledger_id.is_none() {
                 return Err(format!("no ledger at {}", self.ledger.display()).into());
             }
-            let policy = load_policy(self.policy.clone())?;
+            // The hooks' default policy is the coding-agent policy (spec/hooks.md §10), in
+            // process and here alike.
+            let policy = match self.policy.clone() {
+                Some(p) => load_policy(Some(p))?,
+                None => memlineage::gate::Policy::coding(),
+            };
             let (l, _) = open(&self.ledger)?;
             self.front = Some(Front::new(l, policy, SharedKeyFile(key_path(&self.ledger))));
             self.ledger_id = ledger_id;

@@ -22,9 +22,7 @@ use crate::gate::{Decision, LineageView, Policy, ToolCall};
 use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::quarantine::Reach;
 use crate::lineage::Label;
-use crate::record::{
-    EntryId, Hash32, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey,
-};
+use crate::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, SignedEntry, WriterKey};
 use crate::store::Store;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -373,13 +371,7 @@ impl<'l, S: Store> Replayer<'l, S> {
                         }
                     }
                     let content = serde_json::json!({"tool": ev.tool, "args": ev.args}).to_string();
-                    let parents = parents
-                        .into_iter()
-                        .map(|id| Parent {
-                            id,
-                            weight: Weight::ONE,
-                        })
-                        .collect();
+                    let parents = parents.into_iter().map(Parent::full).collect();
                     let e = self.sign(
                         "agent",
                         Kind::ToolCall,
@@ -394,10 +386,7 @@ impl<'l, S: Store> Replayer<'l, S> {
                 "tool_result" => {
                     let text = ev.text.clone().unwrap_or_default();
                     let parents = match ev.id.checked_sub(1).and_then(|c| calls.get(&c)) {
-                        Some(call) => vec![Parent {
-                            id: *call,
-                            weight: Weight::ONE,
-                        }],
+                        Some(call) => vec![Parent::full(*call)],
                         None => vec![],
                     };
                     let r = self.sign(
@@ -417,10 +406,7 @@ impl<'l, S: Store> Replayer<'l, S> {
                             "memory of {} output: {text}",
                             ev.tool.as_deref().unwrap_or("tool")
                         );
-                        let parents = vec![Parent {
-                            id: result_id,
-                            weight: Weight::ONE,
-                        }];
+                        let parents = vec![Parent::full(result_id)];
                         let m = self.sign(
                             "agent",
                             Kind::Summary,

@@ -14,7 +14,7 @@
 //! the claim. Otherwise nothing is appended and the fact stays quarantined.
 
 use crate::ledger::{Appended, Ledger, LedgerError};
-use crate::record::{EntryId, Kind, Parent, ProvEntry, Weight, WriterKey};
+use crate::record::{EntryId, Kind, Parent, ProvEntry, WriterKey};
 use crate::store::Store;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -152,14 +152,7 @@ pub fn heal<S: Store>(
             tally,
         });
     };
-    let parents = best
-        .supporters
-        .iter()
-        .map(|id| Parent {
-            id: *id,
-            weight: Weight::ONE,
-        })
-        .collect();
+    let parents = best.supporters.iter().map(|id| Parent::full(*id)).collect();
     let content = best.claim.clone().into_bytes();
     let mut e = ProvEntry::new(key.key_id(), Kind::Replacement, &content)
         .with_parents(parents)

@@ -21,7 +21,7 @@ use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::lineage::admission::AdmissionError;
 use crate::lineage::Label;
-use crate::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
+use crate::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, WriterKey};
 use crate::retrieve::Outcome;
 use crate::store::Store;
 use matching::Haystack;
@@ -305,13 +305,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         parents.retain(|id| self.ledger.index_of(id).is_some());
         parents.sort();
         parents.dedup();
-        let parents = parents
-            .into_iter()
-            .map(|id| Parent {
-                id,
-                weight: Weight::ONE,
-            })
-            .collect();
+        let parents = parents.into_iter().map(Parent::full).collect();
         let content = serde_json::json!({"tool": tool, "args": input}).to_string();
         let agent = self.agent.clone();
         let call = self.write(
@@ -322,10 +316,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             &content,
             parents,
         )?;
-        let by_call = vec![Parent {
-            id: call.id,
-            weight: Weight::ONE,
-        }];
+        let by_call = vec![Parent::full(call.id)];
         let name = format!("tool:{tool}");
         let result = self.write(
             session,

@@ -172,6 +172,17 @@ pub struct Parent {
     pub weight: Weight,
 }
 
+impl Parent {
+    /// An edge of full weight (`w = 1.0`, [`Weight::ONE`]) from `id`: what the fronts and the
+    /// replay record when a tool call or its result follows from an entry as a whole.
+    pub fn full(id: EntryId) -> Self {
+        Parent {
+            id,
+            weight: Weight::ONE,
+        }
+    }
+}
+
 /// What kind of memory write an entry records (`spec/record.md` §4, registry).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -13,6 +13,7 @@ use crate::record::{
     parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, PublicKey, RecordError, Role,
     SignedEntry,
 };
+#[cfg(feature = "sqlite")]
 use crate::store::SqliteStore;
 use std::collections::HashMap;
 
@@ -338,6 +339,8 @@ where
 /// A SQLite ledger's entries as audit items, in index order, read [`AUDIT_CHUNK`] at a time
 /// with [`SqliteStore::entries_from`] (one query per chunk; the audit reads the next chunk
 /// while the pool checks the signatures of this one). A read error is the last item.
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub fn sqlite_items(store: &SqliteStore) -> impl Iterator<Item = Result<AuditItem, String>> + '_ {
     let mut next = 0u64;
     let mut buffered = Vec::new().into_iter();

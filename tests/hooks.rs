@@ -14,6 +14,7 @@ use memlineage::Ledger;
 use serde_json::{json, Value};
 use std::io::BufReader;
 
+#[cfg(feature = "cli")]
 #[path = "common/cli_support.rs"]
 #[allow(dead_code)]
 mod cli_support;
@@ -183,6 +184,7 @@ fn agentdojo_banking_through_hooks_matches_replay_direct() {
 
 /// The binary path: `memlineage init`, then the injected Claude Code run through
 /// `memlineage hook …` processes, with the session kept in `LEDGER.sessions/`.
+#[cfg(feature = "cli")]
 #[test]
 fn hook_binary_blocks_with_exit_code_2() {
     let dir = tempfile::tempdir().unwrap();

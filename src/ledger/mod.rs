@@ -20,6 +20,7 @@ use crate::record::{
 use crate::store::{EntryMeta, NewEntry, Store, StoreError};
 use std::collections::{HashMap, HashSet, VecDeque};
 
+#[cfg(feature = "postgres")]
 mod sequenced;
 
 /// Meta keys a ledger keeps in its store.

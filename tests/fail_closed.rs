@@ -384,11 +384,13 @@ fn a_read_removed_from_the_session_record_refuses() {
     }
 }
 
+#[cfg(feature = "postgres")]
 #[path = "common/pg_support.rs"]
 mod pg_support;
 
 /// The same label flip on the PostgreSQL store (`UPDATE entries SET label = 0` through `psql`,
 /// no key): the reopened ledger refuses the store instead of gating with the flipped label.
+#[cfg(feature = "postgres")]
 #[test]
 fn a_flipped_label_on_postgres_is_refused() {
     use memlineage::lineage::LabelPolicy;

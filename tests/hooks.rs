@@ -14,6 +14,7 @@ use memlineage::Ledger;
 use serde_json::{json, Value};
 use std::io::BufReader;
 
+#[cfg(feature = "cli")]
 #[path = "common/cli_support.rs"]
 #[allow(dead_code)]
 mod cli_support;
@@ -218,6 +219,7 @@ fn check_file_cli(file: &str) -> tempfile::TempDir {
 
 /// The binary path: `memlineage init`, then the injected Claude Code run through
 /// `memlineage hook …` processes, with the session kept in `LEDGER.sessions/`.
+#[cfg(feature = "cli")]
 #[test]
 fn hook_binary_blocks_with_exit_code_2() {
     let dir = check_file_cli("claude-injected.jsonl");

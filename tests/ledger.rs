@@ -535,6 +535,7 @@ fn threads_with_their_own_handles_share_one_sqlite_ledger() {
     assert_eq!(r.entries, l.len());
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn processes_appending_through_the_cli_lose_and_duplicate_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -586,6 +587,7 @@ fn processes_appending_through_the_cli_lose_and_duplicate_nothing() {
 }
 
 /// Runs `memlineage append` with one JSON line; returns the new entry's id.
+#[cfg(feature = "cli")]
 fn run_append(bin: &str, path: &std::path::Path, line: &str) -> String {
     use std::io::Write;
     let mut child = std::process::Command::new(bin)

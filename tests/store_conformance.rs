@@ -4,8 +4,10 @@
 
 use memlineage::lineage::Label;
 use memlineage::record::{EntryId, Hash32, Kind};
+#[cfg(feature = "postgres")]
+use memlineage::store::PgStore;
 use memlineage::store::{
-    EntryMeta, MemoryStore, NewEntry, PgStore, SqliteStore, Store, StoreError, MAX_INDEX,
+    EntryMeta, MemoryStore, NewEntry, SqliteStore, Store, StoreError, MAX_INDEX,
 };
 use sha2::{Digest, Sha256};
 use std::cell::Cell;
@@ -13,6 +15,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use tlog_tiles::{Hash, HashReader};
 
+#[cfg(feature = "postgres")]
 #[path = "common/pg_support.rs"]
 mod pg_support;
 
@@ -53,6 +56,7 @@ fn conformance_sqlite_file() {
 }
 
 /// The same suite on PostgreSQL (`DATABASE_URL`), one fresh ledger schema per store.
+#[cfg(feature = "postgres")]
 #[test]
 fn conformance_postgres() {
     let Some(url) = pg_support::database_url("conformance_postgres") else {
@@ -68,6 +72,7 @@ fn conformance_postgres() {
 
 /// PostgreSQL checks the given tree hashes against the ids (it integrates the batch itself):
 /// a batch with the right number of wrong hashes is refused and changes nothing.
+#[cfg(feature = "postgres")]
 #[test]
 fn postgres_refuses_wrong_hashes() {
     let Some(url) = pg_support::database_url("postgres_refuses_wrong_hashes") else {
@@ -88,6 +93,7 @@ fn postgres_refuses_wrong_hashes() {
 /// Opening refuses a bad ledger name, an unreachable server and a schema that holds other
 /// tables, with typed errors and without touching the foreign tables; reopening a ledger
 /// sees what was written.
+#[cfg(feature = "postgres")]
 #[test]
 fn postgres_open_errors_and_reopen() {
     let Some(url) = pg_support::database_url("postgres_open_errors_and_reopen") else {

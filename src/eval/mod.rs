@@ -3,9 +3,10 @@
 //! rendered as deterministic Markdown and JSON.
 //!
 //! No model is called: the attacker and the agent are scripted in a scenario file
-//! ([`BUNDLED_SCENARIOS`]), keys come from fixed seeds ([`scenario::principal_key`]), times
-//! from the step index, and the LM judge is [`crate::lineage::attribution::OverlapJudge`]. Two runs
-//! give byte-identical output.
+//! (`spec/eval/scenarios.toml`, which the `memlineage eval` binary bundles; the library reads
+//! the text it is given, [`parse`]), keys come from fixed seeds ([`scenario::principal_key`]),
+//! times from the step index, and the LM judge is
+//! [`crate::lineage::attribution::OverlapJudge`]. Two runs give byte-identical output.
 
 pub mod ablation;
 pub mod launder;
@@ -23,9 +24,6 @@ use launder::{Cost, LaunderRow};
 use scenario::{CallOutcome, Group, ScenarioFile};
 use serde::Serialize;
 use std::fmt::Write as _;
-
-/// The bundled scenario file (`spec/eval/scenarios.toml`).
-pub const BUNDLED_SCENARIOS: &str = include_str!("../../spec/eval/scenarios.toml");
 
 /// Why an evaluation stopped.
 #[derive(Debug, thiserror::Error)]

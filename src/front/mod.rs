@@ -1,6 +1,6 @@
 //! The agent-runtime front (`spec/hooks.md`, `spec/mcp.md`): one façade over a [`Ledger`] that
-//! the command hooks ([`crate::front::hook`]), the MCP server ([`crate::front::mcp`]) and embedding runtimes
-//! (`examples/agent_loop.rs`) share.
+//! the command hooks ([`crate::front::hook`]), the MCP server (`front::mcp`, feature `mcp`) and
+//! embedding runtimes (`examples/agent_loop.rs`) share.
 //!
 //! A [`Front`] records what an agent session reads (prompts, tool output, retrieved memories)
 //! into the ledger under principals it holds the keys of, keeps the session's *read set*, and
@@ -14,6 +14,8 @@ pub mod hook;
 pub mod hookd;
 pub mod keystore;
 pub mod matching;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 
 use crate::front::keystore::{KeyStore, KeyStoreError};

@@ -19,17 +19,22 @@ mod append;
 mod effects;
 mod error;
 mod index;
+#[cfg(feature = "postgres")]
 mod integrate;
 mod prove;
 mod seal;
+#[cfg(feature = "postgres")]
 mod sequenced;
 mod view;
 
+#[cfg(feature = "postgres")]
 pub(crate) use append::Admitted;
 pub use append::{Appended, Draft, PARALLEL_MIN};
 use effects::{earliest, has_effects};
 pub use error::LedgerError;
 use index::{LabelIndex, Meta};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use integrate::Integrator;
 pub use prove::StoreSource;
 use seal::{Chain, SealKey};

@@ -6,6 +6,7 @@ use super::{Admitted, Appended, Ledger, LedgerError};
 use crate::record::SignedEntry;
 use crate::store::{PgStore, Submission};
 
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 impl Ledger<PgStore> {
     /// Checks and labels signed entries as [`Ledger::append_signed`] does (writer bound,
     /// content hash, keyring rules, parents known, label computed), then hands them to the

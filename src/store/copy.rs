@@ -14,7 +14,7 @@ use crate::record::Hash32;
 /// first entries of `from` (the last one's id is compared). Returns how many entries were
 /// copied.
 ///
-/// A store that checks hashes ([`super::PgStore`]) re-checks the whole tree while copying.
+/// A store that checks hashes (`PgStore`) re-checks the whole tree while copying.
 ///
 /// # Errors
 /// [`StoreError::NotContiguous`] when `to` holds more entries than `from`;

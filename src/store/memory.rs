@@ -1,7 +1,7 @@
 //! In-memory store: vectors and hash maps, lost on drop.
 //!
 //! Also home of the batch checks both backends share ([`check_batch`], [`hash_count`],
-//! [`leaf_hash_index`]), so that [`super::MemoryStore`] and [`super::SqliteStore`] reject the same
+//! [`leaf_hash_index`]), so that [`super::MemoryStore`] and `SqliteStore` reject the same
 //! batches with the same [`StoreError`] variant.
 
 use super::{EntryMeta, NewEntry, Store, StoreError, MAX_INDEX};
@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 ///
 /// # Durability
 /// None: everything lives in the process and is gone when the value is dropped or the process
-/// exits. Use it for tests and short-lived ledgers; use [`super::SqliteStore`] to keep a log.
+/// exits. Use it for tests and short-lived ledgers; use `SqliteStore` (feature `sqlite`) to keep a log.
 ///
 /// # Memory
 /// Per entry: its COSE bytes, 32-byte id (stored twice: in the entry and in the id map), kind

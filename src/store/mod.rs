@@ -10,16 +10,23 @@
 
 mod copy;
 mod memory;
+#[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 pub mod durable;
 
 pub use copy::copy_ledger;
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
 pub(crate) use postgres::{check_root, log_err};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{
     Integration, IntegrationWork, PgStore, Submission, DEFAULT_INTEGRATE_BATCH, MAX_SCHEMA_NAME,
 };
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SqliteStore, StoredEntry};
 
 use crate::lineage::Label;
@@ -41,6 +48,7 @@ pub const META_RULE: &str = "weak_rule";
 pub const META_KEYS: [&str; 3] = [META_VKEY, META_TAU, META_RULE];
 
 /// A `u64` index or size as a database integer (SQLite and PostgreSQL store `i64`).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn to_i64(n: u64) -> Result<i64, StoreError> {
     i64::try_from(n).map_err(|_| StoreError::OutOfRange {
         got: n,
@@ -49,6 +57,7 @@ fn to_i64(n: u64) -> Result<i64, StoreError> {
 }
 
 /// A stored database integer that must be non-negative.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn to_u64(n: i64, what: &str) -> Result<u64, StoreError> {
     u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{what}: negative value {n}")))
 }
@@ -86,7 +95,8 @@ pub struct EntryMeta {
     pub label: Label,
 }
 
-/// A storage backend. Implementations: [`MemoryStore`], [`SqliteStore`], [`PgStore`].
+/// A storage backend. Implementations: [`MemoryStore`], `SqliteStore` (feature `sqlite`),
+/// `PgStore` (feature `postgres`).
 ///
 /// Every method returns a [`StoreError`] instead of panicking. A failed `append` changes
 /// nothing (all or nothing).
@@ -97,7 +107,7 @@ pub trait Store {
     /// [`StoreError`] on I/O failure.
     fn tree_size(&self) -> Result<u64, StoreError>;
 
-    /// Appends a batch atomically. For [`SqliteStore`] the batch is durable when this returns.
+    /// Appends a batch atomically. For `SqliteStore` the batch is durable when this returns.
     ///
     /// # Errors
     /// [`StoreError::NotContiguous`] when the first index is not [`Store::tree_size`] or indexes
@@ -248,7 +258,7 @@ pub enum StoreError {
     /// input (any file) can trigger it.
     #[error("{}: not a memlineage ledger", .path.display())]
     NotALedger {
-        /// The file given to [`SqliteStore::open`].
+        /// The file given to `SqliteStore::open`.
         path: std::path::PathBuf,
     },
     /// The file is a memlineage ledger of a schema version this build does not read (written by
@@ -261,23 +271,27 @@ pub enum StoreError {
         want: i64,
     },
     /// SQLite failed (I/O, locking, file not a database).
+    #[cfg(feature = "sqlite")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
     /// File-system failure.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
     /// PostgreSQL failed (connection, I/O, permissions, constraint), with the server's message.
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
     #[error("postgres: {}", pg_message(.0))]
     Postgres(#[from] tokio_postgres::Error),
-    /// The [`PgStore`] worker thread could not start or has exited.
+    /// The `PgStore` worker thread could not start or has exited.
     #[error("postgres worker: {0}")]
     PgWorker(String),
-    /// A [`PgStore`] ledger name that is not 1 to 52 bytes of `[a-z0-9_]` starting with a
+    /// A `PgStore` ledger name that is not 1 to 52 bytes of `[a-z0-9_]` starting with a
     /// letter or `_` (caller error).
     #[error("bad ledger name {0:?}: want 1-52 bytes of [a-z0-9_], not starting with a digit")]
     BadLedgerName(String),
     /// A batch entry's tree hashes are not the RFC 6962 hashes of the ids (caller error;
-    /// checked by [`PgStore`], which integrates the batch itself).
+    /// checked by `PgStore`, which integrates the batch itself).
     #[error("entry {index}: tree hashes are not the RFC 6962 hashes of the log")]
     WrongHashes {
         /// Leaf index of the first offending entry.
@@ -286,6 +300,7 @@ pub enum StoreError {
 }
 
 /// A PostgreSQL error with the server's message and detail when there is one.
+#[cfg(feature = "postgres")]
 fn pg_message(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {}", db.code().code(), db.message()),

@@ -1,13 +1,13 @@
 //! `memlineage amputate`: counterfactual amputation of one carrier with the scripted agent
 //! (`spec/counterfactual.md` §2.6).
 
-use super::io::{read_capped, say};
-use super::Res;
+use crate::io::{read_capped, say};
+use crate::Res;
 use memlineage::counterfactual::amputation::{
     amputate, Protocol, Ratio, Scenario, ScriptedAgent, Verdict,
 };
 use memlineage::record::EntryId;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Largest scenario file, in bytes.
@@ -17,32 +17,38 @@ const NOT_DISTINGUISHABLE: u8 = 2;
 /// Exit status when the mean Δaction exceeds the floor but the sign test is not significant.
 const INCONCLUSIVE: u8 = 3;
 
-/// The command's options.
+/// Counterfactual amputation with the scripted agent: Δaction, noise floor, DiD, sign test.
+///
+/// Exits 0 only when the carrier is load-bearing: 2 when the mean Δaction is at or below
+/// the noise floor (not distinguishable from noise), 3 when it is above but the sign test
+/// is not significant at --alpha.
 #[derive(clap::Args)]
-pub struct Options {
+pub struct Args {
+    /// Scenario file (JSON, spec/counterfactual.md §3.1).
+    scenario: PathBuf,
     /// The carrier (memory entry id, 64 hex digits) to make unavailable.
     #[arg(long)]
-    pub carrier: String,
+    carrier: String,
     /// Negative-control carrier, absent from the scenario (default: largest unused id).
     #[arg(long)]
-    pub ghost: Option<String>,
+    ghost: Option<String>,
     /// Paired repeats (1..=126).
     #[arg(long, default_value_t = 20)]
-    pub repeats: u32,
+    repeats: u32,
     /// Seed base: repeat i uses seeds S+2i (paired) and S+2i+1 (control).
     #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    seed: u64,
     /// Significance level of the sign test (exact decimal).
     #[arg(long, default_value = "0.05")]
-    pub alpha: String,
+    alpha: String,
     /// Print one JSON object instead of text.
     #[arg(long)]
-    pub json: bool,
+    json: bool,
 }
 
 /// Runs the protocol and prints the report; the exit status follows the verdict.
-pub fn run(scenario: &Path, o: &Options) -> Res<ExitCode> {
-    let text = read_capped(scenario, MAX_SCENARIO_BYTES, "a scenario")?;
+pub fn run(o: Args) -> Res<ExitCode> {
+    let text = read_capped(&o.scenario, MAX_SCENARIO_BYTES, "a scenario")?;
     let text = String::from_utf8(text).map_err(|_| "scenario is not UTF-8")?;
     let s = Scenario::from_json(&text)?;
     let carrier = EntryId::from_hex(&o.carrier)?;

@@ -1,8 +1,10 @@
 //! `memlineage ddmin`: delta debugging over entry ids with an external predicate command
 //! (`spec/counterfactual.md` §1.5).
 
-use super::io::{capped_lines, say};
-use super::{existing_store, Res};
+use crate::flag::flag_many;
+use crate::io::{capped_lines, say};
+use crate::open::existing_store;
+use crate::Res;
 use memlineage::counterfactual::ddmin::{try_ddmin, Culprits, Outcome};
 use memlineage::record::{EntryId, Kind, SignedEntry};
 use memlineage::store::Store;
@@ -20,20 +22,37 @@ const NEVER_FAILS: u8 = 3;
 /// Longest line of an ids file, in bytes.
 const MAX_ID_LINE: u64 = 4096;
 
-/// Where the candidates come from.
-pub struct Candidates {
-    /// A file of hex entry ids, one per line (`#` comments and blank lines skipped).
-    pub ids: Option<PathBuf>,
-    /// A ledger whose live entries of `kinds` are the candidates.
-    pub ledger: Option<PathBuf>,
-    /// Kinds to take from the ledger (default: summary and fact).
-    pub kinds: Vec<String>,
-    /// Flag each culprit into quarantine with this reason (needs `ledger`).
-    pub flag: Option<String>,
+/// Delta debugging (Zeller & Hildebrandt 2002): a 1-minimal set of entries for which the
+/// predicate command still fails.
+///
+/// The command after -- runs once per subset tested, with the subset's entry ids on its
+/// standard input (64 hex digits per line). Exit 0: passes; 125: unresolved; any other
+/// status: still fails. Prints the culprits and the number of predicate calls; exits 2
+/// when the predicate fails with no candidate, 3 when it does not fail on them all.
+#[derive(clap::Args)]
+pub struct Args {
+    /// File of candidate entry ids, one per line (# comments allowed).
+    #[arg(long, conflicts_with = "ledger")]
+    ids: Option<PathBuf>,
+    /// Take the candidates from this ledger: its live entries of the --kind kinds.
+    #[arg(long)]
+    ledger: Option<PathBuf>,
+    /// Entry kind to take from the ledger (repeatable; default: summary and fact).
+    #[arg(long = "kind", requires = "ledger")]
+    kinds: Vec<String>,
+    /// Flag each culprit into quarantine (reach all) with this reason, signed by the
+    /// system principal `advisory` (needs --ledger).
+    #[arg(long, requires = "ledger")]
+    flag: Option<String>,
+    /// The predicate command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
 }
 
-/// Runs ddmin with `command` as the predicate and prints the culprits and the call count.
-pub fn run(candidates: &Candidates, command: &[String]) -> Res<ExitCode> {
+/// Runs ddmin with the command after `--` as the predicate and prints the culprits and the
+/// call count.
+pub fn run(candidates: Args) -> Res<ExitCode> {
+    let command = &candidates.command;
     if candidates.flag.is_some() && candidates.ledger.is_none() {
         return Err("--flag appends flags to a ledger: it needs --ledger".into());
     }
@@ -60,7 +79,7 @@ pub fn run(candidates: &Candidates, command: &[String]) -> Res<ExitCode> {
             }
             say!("predicate calls: {calls}");
             if let (Some(reason), Some(ledger)) = (&candidates.flag, &candidates.ledger) {
-                super::forensics::flag_many(ledger, culprits, reason, "advisory")?;
+                flag_many(ledger, culprits, reason, "advisory")?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -3,7 +3,7 @@
 //! run synthetic events through exactly the configured commands and check that an injected
 //! call is blocked and a benign one allowed.
 
-use super::Res;
+use crate::Res;
 use clap::{Args, ValueEnum};
 use indexmap::IndexMap;
 use memlineage::front::hook::{HookEvent, EXIT_BLOCK};
@@ -299,25 +299,25 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
         )
     })?;
     if existing.as_deref() == Some(text.as_str()) {
-        super::say!("{} already up to date", path.display());
+        crate::io::say!("{} already up to date", path.display());
     } else {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
         memlineage::store::durable::write_atomic(&path, text.as_bytes())?;
-        super::say!("wrote {}", path.display());
+        crate::io::say!("wrote {}", path.display());
     }
     let events: Vec<&str> = a.agent.events().iter().map(|e| e.event_name()).collect();
-    super::say!("hooks: {} -> {binary} (ledger {ledger})", events.join(", "));
+    crate::io::say!("hooks: {} -> {binary} (ledger {ledger})", events.join(", "));
     if a.agent == Agent::Codex {
-        super::say!(
+        crate::io::say!(
             "Codex runs new or changed hooks only after you trust them: open /hooks in Codex \
              (0.124.0 or later) and trust the memlineage hooks"
         );
     } else {
-        super::say!("Claude Code 2.1.295 or later is needed for onFailure \"block\"");
+        crate::io::say!("Claude Code 2.1.295 or later is needed for onFailure \"block\"");
     }
-    super::say!(
+    crate::io::say!(
         "check with: memlineage hook doctor --agent {} --dir {}",
         a.agent.name(),
         sh_quote(&dir.display().to_string())
@@ -506,7 +506,7 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
     })?;
     let settings: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    super::say!("{} settings: {}", a.agent.name(), path.display());
+    crate::io::say!("{} settings: {}", a.agent.name(), path.display());
 
     let session = format!(
         "memlineage-doctor-{}-{}",
@@ -581,7 +581,7 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
         let hs = handlers(a.agent, &settings, *ev, tool.unwrap_or(""), &mut notes);
         if hs.is_empty() {
             ok = false;
-            super::say!(
+            crate::io::say!(
                 "FAIL {what}: no {} command hook{}",
                 ev.event_name(),
                 tool.map(|t| format!(" fires for {t}")).unwrap_or_default()
@@ -621,7 +621,7 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
         } else {
             format!(", want {want}")
         };
-        super::say!(
+        crate::io::say!(
             "{} {what}: {verdict}{want}{}",
             if pass { "ok  " } else { "FAIL" },
             if failures.is_empty() {
@@ -661,9 +661,9 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
         }
     }
     for n in &notes {
-        super::say!("note {n}");
+        crate::io::say!("note {n}");
     }
-    super::say!(
+    crate::io::say!(
         "doctor: {} (test entries recorded under session {session})",
         if ok { "OK" } else { "FAILED" }
     );

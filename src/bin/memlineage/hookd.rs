@@ -5,7 +5,8 @@
 //! whenever the server cannot answer (fail closed: an answer is believed only when its tag
 //! verifies under the log key, [`memlineage::front::hookd`]).
 
-use super::{key_path, load_policy, open, Res};
+use crate::open::{key_path, load_policy, open};
+use crate::Res;
 use memlineage::front::hook::{failed, handle, FileSessions, HookEvent, HookOutcome};
 use memlineage::front::hookd::{Request, ServerKey};
 use memlineage::front::keystore::KeyStore;
@@ -377,7 +378,7 @@ impl State {
         let req = Request::read(&key, &mut BufReader::new(conn))?;
         let (event, input) = (req.event, req.input.as_slice());
         let ledger = self.ledger.clone();
-        let outcome = super::front::locked(event, &ledger, input, SERVER_LOCK_WAIT, |sessions| {
+        let outcome = crate::hook::locked(event, &ledger, input, SERVER_LOCK_WAIT, |sessions| {
             self.decide(sessions, event, input)
         });
         req.answer(&key, &outcome, &mut BufWriter::new(conn))?;

@@ -1,14 +1,14 @@
-//! `memlineage mcp` and `memlineage hook <event>`: the agent-runtime fronts (`spec/mcp.md`,
-//! `spec/hooks.md`). Logs and traces go to standard error only: standard output carries the MCP
-//! protocol, and a hook's output is read by the agent.
+//! `memlineage hook …`: the command hooks for Claude Code and Codex and their set-up
+//! (`spec/hooks.md`). Logs and traces go to standard error only: a hook's output is read by the
+//! agent.
 
-use super::{key_path, load_policy, open, Res};
-use clap::{Args, Subcommand};
+use crate::open::{key_path, load_policy, open};
+use crate::{hook_install, hookd, io::say, telemetry, Res};
+use clap::Subcommand;
 use memlineage::front::hook::{
     failed, failed_in, handle, session_id_in, FileSessions, HookEvent, HookOutcome,
     MAX_EVENT_BYTES, PRUNE_AFTER,
 };
-use memlineage::front::mcp::{stdio, LedgerServer, ReadSet, SharedKeyFile};
 use memlineage::front::{Front, KeyFile};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -22,9 +22,17 @@ const LOCK_WAIT: Duration = Duration::from_secs(20);
 /// How much of an oversized PostToolUse event is scanned for its `session_id`, in bytes.
 const MAX_SCAN_BYTES: u64 = 256 << 20;
 
+/// Command hooks for Claude Code and Codex (one JSON event on standard input; exit 2 blocks)
+/// and their set-up: install, doctor, prune (spec/hooks.md).
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: HookCmd,
+}
+
 /// `memlineage hook …`: the command hooks and their set-up (spec/hooks.md).
 #[derive(Subcommand)]
-pub enum HookCmd {
+enum HookCmd {
     /// Before a tool call: blocks (exit 2, reason on stderr) sensitive calls justified by
     /// untrusted entries; blocks on any failure.
     PreToolUse(EventArgs),
@@ -35,10 +43,10 @@ pub enum HookCmd {
     /// A user prompt: records it as a Trusted entry of `user`.
     UserPromptSubmit(EventArgs),
     /// Write or merge the agent's hook settings (absolute paths, fail-closed wrapping).
-    Install(super::hook_install::InstallArgs),
+    Install(hook_install::InstallArgs),
     /// Run synthetic events through the configured hook commands: is an injected call blocked
     /// and a benign one allowed? Exits 1 if not.
-    Doctor(super::hook_install::DoctorArgs),
+    Doctor(hook_install::DoctorArgs),
     /// The resident per-ledger hook server (spec/hooks.md §11), started on demand by the event
     /// hooks: serves them on `LEDGER.hook.sock` until idle.
     #[command(hide = true)]
@@ -54,7 +62,7 @@ pub enum HookCmd {
 }
 
 /// The arguments of an event hook.
-#[derive(Args)]
+#[derive(clap::Args)]
 pub struct EventArgs {
     /// Ledger path.
     ledger: PathBuf,
@@ -64,67 +72,25 @@ pub struct EventArgs {
 }
 
 /// Runs `memlineage hook <cmd>`.
-pub fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
+pub fn run(a: Args) -> Res<ExitCode> {
+    hook_cmd(a.cmd)
+}
+
+fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
     let (event, args) = match cmd {
         HookCmd::PreToolUse(a) => (HookEvent::PreToolUse, a),
         HookCmd::PostToolUse(a) => (HookEvent::PostToolUse, a),
         HookCmd::PostToolUseFailure(a) => (HookEvent::PostToolUseFailure, a),
         HookCmd::UserPromptSubmit(a) => (HookEvent::UserPromptSubmit, a),
-        HookCmd::Install(a) => return super::hook_install::install(&a),
-        HookCmd::Doctor(a) => return super::hook_install::doctor(&a),
-        HookCmd::Serve(a) => return super::hookd::serve(&a.ledger, a.policy),
+        HookCmd::Install(a) => return hook_install::install(&a),
+        HookCmd::Doctor(a) => return hook_install::doctor(&a),
+        HookCmd::Serve(a) => return hookd::serve(&a.ledger, a.policy),
         HookCmd::Prune {
             ledger,
             older_than_days,
         } => return prune(&ledger, older_than_days),
     };
     hook(event, &args.ledger, args.policy)
-}
-
-/// Runs the MCP server on standard input/output until the client closes it. With `session`,
-/// gate checks use that hook session's reads (`LEDGER.sessions/`); without, every entry of
-/// the ledger (`spec/mcp.md` §1).
-pub fn mcp(
-    ledger: &Path,
-    policy: Option<PathBuf>,
-    writer: &str,
-    session: Option<&str>,
-) -> Res<ExitCode> {
-    let _telemetry = telemetry::init(true);
-    let policy = load_policy(policy)?;
-    let (l, _) = open(ledger)?;
-    let keys = SharedKeyFile(key_path(ledger));
-    let front = Front::new(l, policy, keys).with_agent(writer);
-    let reads = match session {
-        Some("") => return Err("--session: a session id is not empty".into()),
-        Some(id) => ReadSet::Session {
-            sessions: Box::new(FileSessions(sessions_dir(ledger))),
-            id: id.to_string(),
-        },
-        None => ReadSet::Ledger {
-            sessions_dir: Some(sessions_dir(ledger)),
-        },
-    };
-    let mut lock = key_path(ledger).into_os_string();
-    lock.push(".lock");
-    let server = LedgerServer::new(front, reads).with_lock(PathBuf::from(lock));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    tracing::info!(ledger = %ledger.display(), "memlineage mcp: serving on stdio");
-    rt.block_on(stdio::serve(
-        server,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    ))?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `LEDGER.sessions`: the hooks' session files (`spec/hooks.md` §3).
-fn sessions_dir(ledger: &Path) -> PathBuf {
-    let mut dir = ledger.as_os_str().to_owned();
-    dir.push(".sessions");
-    PathBuf::from(dir)
 }
 
 /// Handles one hook event from standard input. Every failure fails closed (spec/hooks.md §5):
@@ -151,15 +117,15 @@ fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOut
     let mut lock_wait = LOCK_WAIT;
     // The resident server (spec/hooks.md §11) answers for readable events of normal size;
     // when it cannot, the event is handled here (or, with `only`, fails closed).
-    let mode = super::hookd::Mode::from_env();
+    let mode = hookd::Mode::from_env();
     let mut unserved = None;
-    if read.is_ok() && input.len() <= MAX_EVENT_BYTES && mode != super::hookd::Mode::Off {
+    if read.is_ok() && input.len() <= MAX_EVENT_BYTES && mode != hookd::Mode::Off {
         let start = Instant::now();
-        match super::hookd::ask(event, ledger, policy.as_deref(), &input, mode) {
+        match hookd::ask(event, ledger, policy.as_deref(), &input, mode) {
             Ok(outcome) => return outcome,
             Err(why) => {
                 tracing::debug!(%why, "memlineage hook: handled without the hook server");
-                unserved = (mode == super::hookd::Mode::Only).then_some(why);
+                unserved = (mode == hookd::Mode::Only).then_some(why);
             }
         }
         // Whatever the server took of the budget is not waited again here.
@@ -195,7 +161,7 @@ fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOut
 /// Runs `decide` with `LEDGER.key.lock` held (waiting at most `wait`) and the ledger's file
 /// sessions, then prunes sessions if due; a lock not had fails the event closed. One hook at
 /// a time per ledger: the session files and the key file are read-modify-write.
-pub(super) fn locked(
+pub fn locked(
     event: HookEvent,
     ledger: &Path,
     input: &[u8],
@@ -261,7 +227,7 @@ fn prune(ledger: &Path, days: u64) -> Res<ExitCode> {
     let sessions = FileSessions::beside(ledger);
     let age = Duration::from_secs(days.saturating_mul(24 * 3600));
     let done = sessions.prune(age, SystemTime::now())?;
-    super::say!(
+    say!(
         "pruned {} session(s) untouched for more than {days} day(s); kept {}",
         done.pruned,
         done.kept
@@ -284,77 +250,4 @@ fn front(
         path: key_path(ledger),
     };
     Ok(Front::new(l, policy, keys))
-}
-
-/// Tracing to standard error (filter from `MEMLINEAGE_LOG`: a level such as `info`, or
-/// `target=level` pairs, e.g. `memlineage=debug,rmcp=warn`), plus OTLP export with
-/// the `otlp` feature (endpoint from `OTEL_EXPORTER_OTLP_ENDPOINT`).
-mod telemetry {
-    use tracing_subscriber::filter::{LevelFilter, Targets};
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
-
-    /// Keeps the exporter alive; flushes it on drop.
-    pub struct Guard {
-        #[cfg(feature = "otlp")]
-        provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
-    }
-
-    impl Drop for Guard {
-        fn drop(&mut self) {
-            #[cfg(feature = "otlp")]
-            if let Some(p) = self.provider.take() {
-                let _ = p.shutdown();
-            }
-        }
-    }
-
-    /// Installs the subscriber. `default_on`: log warnings when `MEMLINEAGE_LOG` is unset
-    /// (the MCP server); otherwise stay silent (a hook's stderr is shown to the model).
-    pub fn init(default_on: bool) -> Guard {
-        let fallback = if default_on {
-            LevelFilter::WARN
-        } else {
-            LevelFilter::OFF
-        };
-        let filter = std::env::var("MEMLINEAGE_LOG")
-            .ok()
-            .and_then(|f| f.parse::<Targets>().ok())
-            .unwrap_or_else(|| Targets::new().with_default(fallback));
-        let fmt = tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-            .with_ansi(false);
-        let registry = tracing_subscriber::registry().with(filter).with(fmt);
-        #[cfg(feature = "otlp")]
-        {
-            let provider = otlp_provider();
-            let layer = provider.as_ref().map(|p| {
-                use opentelemetry::trace::TracerProvider as _;
-                tracing_opentelemetry::layer().with_tracer(p.tracer("memlineage"))
-            });
-            let _ = registry.with(layer).try_init();
-            Guard { provider }
-        }
-        #[cfg(not(feature = "otlp"))]
-        {
-            let _ = registry.try_init();
-            Guard {}
-        }
-    }
-
-    #[cfg(feature = "otlp")]
-    fn otlp_provider() -> Option<opentelemetry_sdk::trace::SdkTracerProvider> {
-        std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT")?;
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .build()
-            .map_err(|e| eprintln!("memlineage: OTLP exporter: {e}"))
-            .ok()?;
-        Some(
-            opentelemetry_sdk::trace::SdkTracerProvider::builder()
-                .with_simple_exporter(exporter)
-                .build(),
-        )
-    }
 }

@@ -1,0 +1,79 @@
+//! `memlineage mcp`: the ledger as an MCP server on standard input/output (`spec/mcp.md`).
+//! Logs and traces go to standard error only: standard output carries the MCP protocol.
+
+use crate::open::{key_path, load_policy, open};
+use crate::{telemetry, Res};
+use memlineage::front::hook::FileSessions;
+use memlineage::front::mcp::{stdio, LedgerServer, ReadSet, SharedKeyFile};
+use memlineage::front::Front;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Serve the ledger as an MCP server on standard input/output (spec/mcp.md). Advisory:
+/// enforcement comes from the hooks.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Ledger path.
+    ledger: PathBuf,
+    /// Gate policy (TOML); default: the bundled policy.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// The principal (role agent) that signs ledger_append entries.
+    #[arg(long, default_value = "agent")]
+    writer: String,
+    /// The agent's session id, shared with the hooks (e.g. Claude Code's session_id):
+    /// gate checks use the reads they recorded. Default: every entry of the ledger.
+    #[arg(long)]
+    session: Option<String>,
+}
+
+/// Runs `memlineage mcp`.
+pub fn run(a: Args) -> Res<ExitCode> {
+    mcp(&a.ledger, a.policy, &a.writer, a.session.as_deref())
+}
+
+/// Runs the MCP server on standard input/output until the client closes it. With `session`,
+/// gate checks use that hook session's reads (`LEDGER.sessions/`); without, every entry of
+/// the ledger (`spec/mcp.md` §1).
+fn mcp(
+    ledger: &Path,
+    policy: Option<PathBuf>,
+    writer: &str,
+    session: Option<&str>,
+) -> Res<ExitCode> {
+    let _telemetry = telemetry::init(true);
+    let policy = load_policy(policy)?;
+    let (l, _) = open(ledger)?;
+    let keys = SharedKeyFile(key_path(ledger));
+    let front = Front::new(l, policy, keys).with_agent(writer);
+    let reads = match session {
+        Some("") => return Err("--session: a session id is not empty".into()),
+        Some(id) => ReadSet::Session {
+            sessions: Box::new(FileSessions(sessions_dir(ledger))),
+            id: id.to_string(),
+        },
+        None => ReadSet::Ledger {
+            sessions_dir: Some(sessions_dir(ledger)),
+        },
+    };
+    let mut lock = key_path(ledger).into_os_string();
+    lock.push(".lock");
+    let server = LedgerServer::new(front, reads).with_lock(PathBuf::from(lock));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    tracing::info!(ledger = %ledger.display(), "memlineage mcp: serving on stdio");
+    rt.block_on(stdio::serve(
+        server,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `LEDGER.sessions`: the hooks' session files (`spec/hooks.md` §3).
+fn sessions_dir(ledger: &Path) -> PathBuf {
+    let mut dir = ledger.as_os_str().to_owned();
+    dir.push(".sessions");
+    PathBuf::from(dir)
+}

@@ -1,0 +1,130 @@
+//! What the subcommands open: a ledger file, its key file `LEDGER.key` (and the lock beside
+//! it), the principals in it, and policy files.
+
+use crate::io::read_capped;
+use crate::Res;
+use memlineage::front::keystore::{KeyStore, KeyStoreError};
+use memlineage::gate::Policy;
+use memlineage::record::{Role, WriterKey};
+use memlineage::store::SqliteStore;
+use memlineage::Ledger;
+use std::path::{Path, PathBuf};
+
+/// Largest policy file, in bytes.
+const MAX_POLICY_BYTES: u64 = 1 << 20;
+
+/// Roles that may flag, release and heal (`spec/forensics.md` §2.2, §5.2).
+pub const ADVISORY_ROLES: [Role; 2] = [Role::User, Role::System];
+
+/// The key file of `ledger`: `LEDGER.key`.
+pub fn key_path(ledger: &Path) -> PathBuf {
+    let mut p = ledger.as_os_str().to_owned();
+    p.push(".key");
+    PathBuf::from(p)
+}
+
+/// Opens an existing ledger file for reading; never creates one.
+pub fn existing_store(ledger: &Path) -> Res<SqliteStore> {
+    check_ledger_file(ledger)?;
+    Ok(SqliteStore::open(ledger)?)
+}
+
+/// A ledger file must exist and not be empty: SQLite would make a new database of an empty
+/// file, and only `init` creates ledgers.
+pub fn check_ledger_file(ledger: &Path) -> Res<()> {
+    if !ledger.is_file() {
+        return Err(format!("no ledger at {}", ledger.display()).into());
+    }
+    if std::fs::metadata(ledger)
+        .map_err(|e| format!("{}: {e}", ledger.display()))?
+        .len()
+        == 0
+    {
+        return Err(format!(
+            "{} is empty, not a ledger (only `memlineage init` creates one); left unchanged",
+            ledger.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Opens an existing ledger with the log key from its key file; warns when the key file is
+/// readable by others.
+pub fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
+    check_ledger_file(ledger)?;
+    let keys = key_path(ledger);
+    crate::hookd::warn_if_readable(&keys);
+    let ks = KeyStore::load(&keys)?;
+    let l = Ledger::open(existing_store(ledger)?, ks.log_signer()?)?;
+    Ok((l, ks))
+}
+
+/// Takes the exclusive lock beside a ledger's key file (`LEDGER.key.lock`), held until the
+/// returned file is dropped.
+pub fn lock_key_file(ledger: &Path) -> Res<std::fs::File> {
+    let mut p = key_path(ledger).into_os_string();
+    p.push(".lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(p))?;
+    f.lock()?;
+    Ok(f)
+}
+
+/// The key of principal `name`: an existing principal of one of the `allowed` roles, or a new
+/// one created with `new_role` (in the key file, then bound in the keyring). Holds the key-file
+/// lock only while doing so.
+pub fn principal_key(
+    ledger: &Path,
+    l: &mut Ledger<SqliteStore>,
+    name: &str,
+    allowed: &[Role],
+    new_role: Role,
+) -> Res<WriterKey> {
+    let _lock = lock_key_file(ledger)?;
+    let mut ks = KeyStore::load(&key_path(ledger))?;
+    let (key, have, created) = match ks.principal(name, None) {
+        Ok(found) => found,
+        Err(KeyStoreError::UnknownPrincipal(_)) => ks.principal(name, Some(new_role))?,
+        Err(e) => return Err(e.into()),
+    };
+    if !allowed.contains(&have) {
+        let names: Vec<&str> = allowed.iter().map(|r| r.name()).collect();
+        return Err(format!(
+            "principal {name} has role {}; this command needs one of {}",
+            have.name(),
+            names.join(", ")
+        )
+        .into());
+    }
+    if created {
+        ks.save(&key_path(ledger))?;
+    }
+    l.refresh()?;
+    if l.principal(&key.key_id()).is_none() {
+        l.bind(key.key_id(), have, name)?;
+    }
+    Ok(key)
+}
+
+/// Longest error message printed for a bad input file, in bytes (issue 13: a 200 KB policy
+/// line was repeated whole).
+const MAX_ERROR_BYTES: usize = 2048;
+
+/// The gate policy in the TOML file `path`, or the bundled default policy.
+pub fn load_policy(path: Option<PathBuf>) -> Res<Policy> {
+    Ok(match path {
+        Some(p) => {
+            let bytes = read_capped(&p, MAX_POLICY_BYTES, "a policy")?;
+            let text = std::str::from_utf8(&bytes).map_err(|_| "policy is not UTF-8")?;
+            // A TOML error quotes its input line: bounded, however long the line.
+            Policy::from_toml(text).map_err(|e| {
+                crate::io::bounded(&format!("{}: {e}", p.display()), MAX_ERROR_BYTES)
+            })?
+        }
+        None => Policy::default(),
+    })
+}

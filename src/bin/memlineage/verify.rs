@@ -1,0 +1,278 @@
+//! `memlineage verify`: the full offline audit of a ledger file (`spec/log.md`,
+//! `spec/lineage.md`), with remembered checkpoints and witnesses.
+
+use crate::init::RuleArg;
+use crate::io::{read_capped, say};
+use crate::open::existing_store;
+use crate::{progress, Res};
+use memlineage::audit::{audit_with_progress, reach_quarantine, AuditReport};
+use memlineage::ledger::{stored_policy, stored_vkey, StoreSource};
+use memlineage::lineage::LabelPolicy;
+use memlineage::log::{
+    prove_consistency, verify_cosigned, CheckpointState, ForkError, LogVerifier, Update,
+    VerifiedCheckpoint, WitnessPolicy, WitnessVerifier,
+};
+use memlineage::record::Weight;
+use memlineage::store::{SqliteStore, Store};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Verify a whole ledger offline: signatures, encodings, keyring, labels, tree root.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Ledger path.
+    ledger: PathBuf,
+    /// The log's verifier key (C2SP vkey); default: the one recorded in the ledger.
+    #[arg(long)]
+    log_key: Option<String>,
+    /// A signed checkpoint note file; default: the latest stored in the ledger.
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Client state file remembering the newest verified checkpoint of each log: the new
+    /// checkpoint must extend it (consistency proof), else rollback / split view is
+    /// reported. Created (trust on first use) if absent.
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// A witness verifier key (C2SP tlog-cosignature); repeat for several.
+    #[arg(long = "witness")]
+    witnesses: Vec<String>,
+    /// How many of the witnesses must have cosigned the checkpoint (default: all).
+    #[arg(long)]
+    quorum: Option<usize>,
+    /// Recompute labels under this τ instead of the ledger's stored setting (which is not
+    /// signed: an auditor should state the policy it expects).
+    #[arg(long)]
+    tau: Option<f64>,
+    /// Recompute labels under this weak-parent rule instead of the stored setting.
+    #[arg(long, value_enum)]
+    rule: Option<RuleArg>,
+}
+
+/// What a verifier brings beyond the log key: remembered checkpoints and witnesses.
+#[derive(Default)]
+pub struct Trust {
+    state: Option<PathBuf>,
+    witnesses: Vec<String>,
+    quorum: Option<usize>,
+    tau: Option<f64>,
+    rule: Option<RuleArg>,
+}
+
+/// Runs `memlineage verify`.
+pub fn run(a: Args) -> Res<ExitCode> {
+    let trust = Trust {
+        state: a.state,
+        witnesses: a.witnesses,
+        quorum: a.quorum,
+        tau: a.tau,
+        rule: a.rule,
+    };
+    verify(&a.ledger, a.log_key, a.checkpoint, &trust)
+}
+
+/// Audits `ledger` against `log_key` (default: the key recorded in it) and `checkpoint`
+/// (default: the latest stored) and prints the report; exits 1 when it is not clean.
+pub fn verify(
+    ledger: &Path,
+    log_key: Option<String>,
+    checkpoint: Option<PathBuf>,
+    trust: &Trust,
+) -> Res<ExitCode> {
+    let r = audit_ledger(ledger, log_key, checkpoint, trust)?;
+    say!(
+        "checkpoint: {} size {} root {}",
+        r.checkpoint.origin(),
+        r.checkpoint.size(),
+        r.checkpoint.root()
+    );
+    say!(
+        "entries: {} read, {} verified (signature, canonical bytes, keyring, parents)",
+        r.entries,
+        r.verified
+    );
+    say!(
+        "labels recomputed: trusted {} derived_trusted {} derived_untrusted {} external {}",
+        r.label_counts[0],
+        r.label_counts[1],
+        r.label_counts[2],
+        r.label_counts[3]
+    );
+    say!(
+        "quarantine recomputed: {} active flags reach {} entries",
+        r.quarantine.flags().count(),
+        r.quarantine.len()
+    );
+    say!(
+        "tree root at checkpoint size: {}",
+        if r.root_matches {
+            "matches"
+        } else {
+            "MISMATCH"
+        }
+    );
+    for f in &r.failures {
+        eprintln!("entry {} ({}): {}", f.index, f.id, f.problem);
+    }
+    if r.is_clean() {
+        say!("OK");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "FAILED: {} problems",
+            r.failures.len() + usize::from(!r.root_matches)
+        );
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// What to run when a ledger has no signed checkpoint to verify against.
+fn no_checkpoint(ledger: &Path) -> String {
+    format!(
+        "the ledger has no signed checkpoint yet: run `memlineage checkpoint {}` (with its key \
+         file) to sign one, then verify again",
+        ledger.display()
+    )
+}
+
+fn audit_ledger(
+    ledger: &Path,
+    log_key: Option<String>,
+    checkpoint: Option<PathBuf>,
+    trust: &Trust,
+) -> Res<AuditReport> {
+    let store = existing_store(ledger)?;
+    if trust.quorum.is_some() && trust.witnesses.is_empty() {
+        return Err("--quorum needs at least one --witness".into());
+    }
+    let (vkey, source) = match log_key {
+        Some(k) => (k, "given"),
+        None => (
+            stored_vkey(&store)?,
+            "read from the ledger file itself: pass --log-key to check against a key you trust",
+        ),
+    };
+    let verifier = LogVerifier::from_vkey(&vkey)?;
+    say!("log key: {vkey} ({source})");
+    let note = match checkpoint {
+        Some(p) => read_capped(
+            &p,
+            memlineage::log::MAX_CHECKPOINT_BYTES as u64,
+            "a checkpoint",
+        )?,
+        None => {
+            store
+                .latest_checkpoint()?
+                .ok_or_else(|| no_checkpoint(ledger))?
+                .1
+        }
+    };
+    let stored = stored_policy(&store)?;
+    let policy = LabelPolicy {
+        tau: trust
+            .tau
+            .map(Weight::from_f64)
+            .transpose()?
+            .unwrap_or(stored.tau),
+        weak_rule: trust
+            .rule
+            .map(RuleArg::weak_rule)
+            .unwrap_or(stored.weak_rule),
+    };
+    say!(
+        "labels recomputed under tau {} ({}), rule {} ({})",
+        policy.tau,
+        if trust.tau.is_some() {
+            "given"
+        } else {
+            "ledger setting"
+        },
+        policy.weak_rule.name(),
+        if trust.rule.is_some() {
+            "given"
+        } else {
+            "ledger setting"
+        },
+    );
+    let size = store.tree_size()?;
+    let entries = store.audit_items();
+    let log_key_id = verifier.key_id();
+    let mut report = {
+        let mut bar = progress::AuditBar::new(size);
+        audit_with_progress(entries, &verifier, &note, policy, log_key_id, &mut bar)?
+    };
+    // Second pass (parse only): what the log's active flags quarantine.
+    let bytes = (0..size).map(|i| {
+        store
+            .entry_bytes(i)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("entry {i} missing"))
+    });
+    reach_quarantine(&mut report, bytes, policy)?;
+    if report.entries != size {
+        return Err(format!("read {} entries of {size}", report.entries).into());
+    }
+    if report.entries > report.checkpoint.size() {
+        say!(
+            "note: entries {}..{} are beyond the checkpoint: signatures and labels checked, \
+             not yet committed by a signed tree head",
+            report.checkpoint.size(),
+            report.entries - 1
+        );
+    }
+    if !trust.witnesses.is_empty() {
+        let witnesses = trust
+            .witnesses
+            .iter()
+            .map(|w| WitnessVerifier::from_vkey(w))
+            .collect::<Result<Vec<_>, _>>()?;
+        let quorum = trust.quorum.unwrap_or(witnesses.len());
+        let policy = WitnessPolicy::new(witnesses, quorum)?;
+        let (_, names) = verify_cosigned(&verifier, &policy, &note)?;
+        say!("witnesses: {} cosigned (quorum {quorum})", names.join(", "));
+    }
+    if let Some(path) = &trust.state {
+        check_state(path, &verifier, &report.checkpoint, &store)?;
+    }
+    Ok(report)
+}
+
+/// Offers the verified checkpoint to the client state file; a rollback or split view is an
+/// error (the split view's two notes are saved in the state file as evidence).
+fn check_state(
+    path: &Path,
+    verifier: &LogVerifier,
+    checkpoint: &VerifiedCheckpoint,
+    store: &SqliteStore,
+) -> Res<()> {
+    let mut state = if path.exists() {
+        CheckpointState::load(path)?
+    } else {
+        say!(
+            "state: {} absent, trusting this checkpoint on first use",
+            path.display()
+        );
+        CheckpointState::new()
+    };
+    let proof =
+        match state.latest(verifier) {
+            Some(old) if old.size() > 0 && old.size() < checkpoint.size() => Some(
+                prove_consistency(old.size(), checkpoint.size(), &StoreSource(store))?,
+            ),
+            _ => None,
+        };
+    let outcome = state.update(verifier, checkpoint.clone(), proof.as_ref());
+    match &outcome {
+        Ok(Update::TrustedOnFirstUse) => say!("state: remembered size {}", checkpoint.size()),
+        Ok(Update::Unchanged) => say!("state: same checkpoint as remembered"),
+        Ok(Update::Advanced { old_size, new_size }) => {
+            say!("state: consistent with remembered size {old_size}, now {new_size}")
+        }
+        Err(ForkError::SplitView { .. } | ForkError::KnownSplitView { .. }) => {
+            state.save(path)?;
+        }
+        Err(_) => {}
+    }
+    outcome?;
+    state.save(path)?;
+    Ok(())
+}

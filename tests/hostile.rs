@@ -369,3 +369,25 @@ fn read_commands_never_turn_an_empty_file_into_a_ledger() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `replay` of a trace file with no run in it (empty, or only blank lines) is an error naming
+/// the file, not an empty table and exit 0 (issue 13); nothing is written to `--ledger`.
+#[test]
+fn replay_of_a_trace_file_without_runs_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body) in [("empty.jsonl", &b""[..]), ("blank.jsonl", &b"\n\n  \n"[..])] {
+        let trace = dir.path().join(name);
+        std::fs::write(&trace, body).unwrap();
+        let out = cli(&["replay".as_ref(), trace.as_os_str()], dir.path());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{name}: exit 0, stdout {:?}",
+            out.stdout
+        );
+        assert!(
+            err.contains(name) && err.contains("no trace run"),
+            "{name}: {err}"
+        );
+    }
+}

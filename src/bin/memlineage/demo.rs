@@ -48,7 +48,7 @@ pub fn run(a: Args) -> Res<ExitCode> {
     let table = replay_into(
         &mut l,
         Policy::default(),
-        vec![BANKING.as_bytes()],
+        vec![("bundled banking traces".to_string(), BANKING.as_bytes())],
         &Mode::ALL,
         false,
         true,

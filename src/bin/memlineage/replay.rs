@@ -68,9 +68,8 @@ pub fn run(a: Args) -> Res<ExitCode> {
         .files
         .iter()
         .map(|f| {
-            Ok(std::io::BufReader::new(
-                std::fs::File::open(f).map_err(|e| format!("{}: {e}", f.display()))?,
-            ))
+            let file = std::fs::File::open(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            Ok((f.display().to_string(), std::io::BufReader::new(file)))
         })
         .collect::<Res<Vec<_>>>()?;
     let out = match a.ledger.as_deref() {
@@ -104,12 +103,13 @@ pub fn run(a: Args) -> Res<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Replays every trace of `readers` in `modes` into `l`; returns the report (a table, or one
-/// JSON object with `json`), with the flagged injections' receipts when `flag`.
+/// Replays every trace of `readers` (each named for errors) in `modes` into `l`; returns the
+/// report (a table, or one JSON object with `json`), with the flagged injections' receipts
+/// when `flag`. A trace that holds no run is an error: an empty table is not a result.
 pub fn replay_into<S: Store>(
     l: &mut Ledger<S>,
     policy: Policy,
-    readers: Vec<impl BufRead>,
+    readers: Vec<(String, impl BufRead)>,
     modes: &[Mode],
     json: bool,
     flag: bool,
@@ -119,8 +119,10 @@ pub fn replay_into<S: Store>(
     if flag {
         r.flag_injections(WriterKey::generate())?;
     }
-    for reader in readers {
-        r.replay_reader(reader, modes)?;
+    for (name, reader) in readers {
+        if r.replay_reader(reader, modes)? == 0 {
+            return Err(format!("{name}: no trace run in this file; nothing to replay").into());
+        }
     }
     Ok(if json {
         format!("{}\n", render_json(&r.figures))

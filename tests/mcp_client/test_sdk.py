@@ -148,8 +148,12 @@ async def test_a_fresh_connection_is_denied_what_the_hooks_recorded(ledger, mode
         for args in ({"recipient": ATTACKER_IBAN}, {"amount": 98.7, "recipient": "UK12345678901234567890"}):
             d = await call(s, "ledger_gate_check", {"tool": "mcp__bank__send_money", "args": args})
             assert d["decision"] == "deny" and d["entry"] == bill, d
-        harmless = await call(s, "ledger_gate_check", {"tool": "Bash", "args": {"command": ATTACKER_IBAN}})
+        # A tool the policy does not gate is allowed, whatever its arguments hold. (Bash is
+        # gated: the server's default is the hooks' coding-agent policy.)
+        harmless = await call(s, "ledger_gate_check", {"tool": "get_balance", "args": {"note": ATTACKER_IBAN}})
         assert harmless["decision"] == "allow" and not harmless["sensitive"], harmless
+        shell = await call(s, "ledger_gate_check", {"tool": "Bash", "args": {"command": f"pay {ATTACKER_IBAN}"}})
+        assert shell["decision"] == "deny" and shell["sensitive"], shell
 
 
 async def test_what_the_hooks_record_during_a_connection_counts_at_its_next_check(ledger):

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 pub struct Args {
     /// Ledger path.
     ledger: PathBuf,
-    /// Gate policy (TOML); default: the bundled policy.
+    /// Gate policy (TOML); default: the coding-agent policy, as for the hooks.
     #[arg(long)]
     policy: Option<PathBuf>,
     /// The principal (role agent) that signs ledger_append entries.
@@ -42,7 +42,12 @@ fn mcp(
     session: Option<&str>,
 ) -> Res<ExitCode> {
     let _telemetry = telemetry::init(true);
-    let policy = load_policy(policy)?;
+    // The same default as the hooks (spec/hooks.md §10): the coding-agent policy, which also
+    // names the AgentDojo sinks, so that the advice matches what the hooks enforce.
+    let policy = match policy {
+        Some(p) => load_policy(Some(p))?,
+        None => memlineage::gate::Policy::coding(),
+    };
     let (l, _) = open(ledger)?;
     let keys = SharedKeyFile(key_path(ledger));
     let front = Front::new(l, policy, keys).with_agent(writer);

@@ -20,5 +20,7 @@ pub mod forensics;
 pub mod counterfactual;
 pub mod front;
 pub mod eval;
+#[cfg(feature = "explorer")]
+pub mod explore;
 
 pub use ledger::{Appended, Draft, Ledger, LedgerError};

@@ -35,6 +35,8 @@ mod hookd;
 mod io;
 mod migrate;
 mod progress;
+#[cfg(feature = "explorer")]
+mod serve;
 mod tiles;
 
 use io::{capped_lines, read_capped, say, write_out};
@@ -402,6 +404,10 @@ enum Cmd {
         #[command(subcommand)]
         cmd: front::HookCmd,
     },
+    /// A read-only web explorer of the ledger: overview, entries, quarantine reach with
+    /// receipts, gate decisions (spec/explorer.md). Loopback only unless --token.
+    #[cfg(feature = "explorer")]
+    Serve(serve::Args),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -583,6 +589,8 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
             session,
         } => front::mcp(&ledger, policy, &writer, session.as_deref()),
         Cmd::Hook { cmd } => front::hook_cmd(cmd),
+        #[cfg(feature = "explorer")]
+        Cmd::Serve(args) => serve::run(args),
     }
 }
 

@@ -44,8 +44,8 @@ pub(super) fn svg(
         }
     }
     let widest = layers.iter().map(Vec::len).max().unwrap_or(1) as u64;
-    let w = 2 * MARGIN + widest * (BOX_W + GAP_X);
-    let h = 2 * MARGIN + layers.len() as u64 * (BOX_H + GAP_Y);
+    let w = 2 * MARGIN + widest * (BOX_W + GAP_X) - GAP_X;
+    let h = 2 * MARGIN + (layers.len() as u64).max(1) * (BOX_H + GAP_Y) - GAP_Y;
     html! {
         svg.reach xmlns="http://www.w3.org/2000/svg" width=(w) height=(h)
             viewBox=(format!("0 0 {w} {h}")) role="img" aria-label="lineage graph of the reach" {

@@ -95,8 +95,9 @@ impl Access {
         self.token.is_some()
     }
 
-    /// What to do with a request: pass it on, or answer it here.
-    fn admit(&self, req: &Request) -> Result<(), Response> {
+    /// What to do with a request: pass it on, or answer it here (boxed: a response is
+    /// large, and passing on is the common case).
+    fn admit(&self, req: &Request) -> Result<(), Box<Response>> {
         let headers = req.headers();
         let host = headers
             .get(header::HOST)
@@ -119,7 +120,7 @@ impl Access {
         Ok(())
     }
 
-    fn check_token(&self, token: &Token, req: &Request) -> Result<(), Response> {
+    fn check_token(&self, token: &Token, req: &Request) -> Result<(), Box<Response>> {
         let headers = req.headers();
         let bearer = headers
             .get(header::AUTHORIZATION)
@@ -153,7 +154,7 @@ impl Access {
                 if let Ok(v) = HeaderValue::from_str(&cookie) {
                     resp.headers_mut().insert(header::SET_COOKIE, v);
                 }
-                Err(resp)
+                Err(Box::new(resp))
             }
             _ => Err(refuse(
                 StatusCode::UNAUTHORIZED,
@@ -169,7 +170,7 @@ impl Access {
 pub(super) async fn guard(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
     let mut resp = match access.admit(&req) {
         Ok(()) => next.run(req).await,
-        Err(resp) => resp,
+        Err(resp) => *resp,
     };
     security_headers(resp.headers_mut());
     resp
@@ -198,13 +199,15 @@ fn security_headers(h: &mut HeaderMap) {
 }
 
 /// A plain-text refusal.
-fn refuse(status: StatusCode, why: &'static str) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        why,
+fn refuse(status: StatusCode, why: &'static str) -> Box<Response> {
+    Box::new(
+        (
+            status,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            why,
+        )
+            .into_response(),
     )
-        .into_response()
 }
 
 /// Whether the Host header names a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`),

@@ -31,10 +31,10 @@ impl App {
     }
 
     /// Renders a page from the explorer's state.
-    fn page(&self, f: impl FnOnce(&Explorer) -> Result<Markup, Response>) -> Response {
+    fn page(&self, f: impl FnOnce(&Explorer) -> Result<Markup, PageError>) -> Response {
         match f(&lock(&self.explorer)) {
             Ok(m) => html_response(StatusCode::OK, m),
-            Err(r) => r,
+            Err(e) => error_page(e.status, e.title, &e.why),
         }
     }
 }
@@ -55,6 +55,23 @@ pub(super) fn router(app: Arc<App>) -> Router {
         .fallback(not_found)
         .with_state(app)
         .layer(axum::middleware::from_fn_with_state(access, guard))
+}
+
+/// A page that cannot be shown: its status, title and reason.
+struct PageError {
+    status: StatusCode,
+    title: &'static str,
+    why: String,
+}
+
+impl PageError {
+    fn new(status: StatusCode, title: &'static str, why: impl Into<String>) -> PageError {
+        PageError {
+            status,
+            title,
+            why: why.into(),
+        }
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -100,7 +117,7 @@ async fn proof(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response 
     let x = lock(&app.explorer);
     let (_, row) = match find(&x, &id) {
         Ok(found) => found,
-        Err(r) => return r,
+        Err(e) => return error_page(e.status, e.title, &e.why),
     };
     match super::entry::bundle(&x, &row.id) {
         Ok(b) => (
@@ -134,7 +151,7 @@ async fn quarantine_flag(
     app.page(|x| {
         let id = parse_id(&flag)?;
         let Some(f) = x.ledger.quarantine().flag(&id).copied() else {
-            return Err(error_page(
+            return Err(PageError::new(
                 StatusCode::NOT_FOUND,
                 "No such flag",
                 "no active flag has this id (it may have been released)",
@@ -160,15 +177,16 @@ async fn not_found() -> Response {
     error_page(StatusCode::NOT_FOUND, "Not found", "no such page")
 }
 
-fn parse_id(s: &str) -> Result<EntryId, Response> {
-    EntryId::from_hex(s).map_err(|e| error_page(StatusCode::BAD_REQUEST, "Bad id", &e.to_string()))
+fn parse_id(s: &str) -> Result<EntryId, PageError> {
+    EntryId::from_hex(s)
+        .map_err(|e| PageError::new(StatusCode::BAD_REQUEST, "Bad id", e.to_string()))
 }
 
 /// The leaf and row of the entry named by the hex id `s`.
-fn find<'x>(x: &'x Explorer, s: &str) -> Result<(u64, &'x super::index::Row), Response> {
+fn find<'x>(x: &'x Explorer, s: &str) -> Result<(u64, &'x super::index::Row), PageError> {
     let id = parse_id(s)?;
     let unknown = || {
-        error_page(
+        PageError::new(
             StatusCode::NOT_FOUND,
             "Unknown entry",
             "no entry has this id",

@@ -377,3 +377,56 @@ fn token_is_required_when_given() {
         200
     );
 }
+
+#[test]
+fn an_entry_whose_bytes_do_not_verify_shows_as_unverified() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&run(&["init", "l.db"], dir.path(), None));
+    let ids = append(
+        dir.path(),
+        &[
+            serde_json::json!({"writer": "user", "role": "user", "kind": "prompt", "content": "pay the bill"}),
+            serde_json::json!({"writer": "user", "kind": "prompt", "content": "and the rent"}),
+        ],
+    );
+    // A store-only attacker flips one byte of the first prompt's signature (no flag is
+    // active, so opening does not read it: the explorer's index must catch it).
+    {
+        let db = rusqlite::Connection::open(dir.path().join("l.db")).unwrap();
+        let (idx, mut cose): (i64, Vec<u8>) = db
+            .query_row(
+                "SELECT idx, cose FROM entries WHERE kind = 0 ORDER BY idx LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let last = cose.len() - 1;
+        cose[last] ^= 1;
+        db.execute(
+            "UPDATE entries SET cose = ?1 WHERE idx = ?2",
+            rusqlite::params![cose, idx],
+        )
+        .unwrap();
+    }
+    let s = Serve::start(dir.path(), &[]);
+    let a = agent();
+    let (status, _, body) = get(&a, &s.url(&format!("/entry/{}", ids[0])));
+    assert_eq!(status, 200);
+    assert!(body.contains("do not verify"), "{body}");
+    assert!(body.contains("UNVERIFIED"), "{body}");
+    assert!(!body.contains("pay the bill"), "{body}");
+    let (_, _, body) = get(&a, &s.url("/"));
+    assert!(body.contains("/entries?label=UNVERIFIED"), "{body}");
+    let (_, _, body) = get(&a, &s.url("/entries?label=UNVERIFIED"));
+    assert!(body.contains("did not verify"), "{body}");
+    assert!(!body.contains(&format!("/entry/{}\"", ids[1])), "{body}");
+    // Counted as quarantined by the filter (fail closed).
+    let (_, _, body) = get(&a, &s.url("/entries?quarantined=yes"));
+    assert!(body.contains("did not verify"), "{body}");
+    // The other prompt is untouched.
+    let (_, _, body) = get(&a, &s.url(&format!("/entry/{}", ids[1])));
+    assert!(
+        body.contains("and the rent") && body.contains("TRUSTED"),
+        "{body}"
+    );
+}

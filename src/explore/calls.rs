@@ -98,10 +98,10 @@ fn cells(x: &Explorer, id: &EntryId) -> (Markup, Markup, Markup, Markup) {
                 ),
                 Decision::Deny(d) => (
                     tool_cell,
-                    html! { span.bad { "deny: " (page::hostile(&d.to_string(), 2 * MAX_SHORT_CHARS)) } },
+                    html! { span.bad { (page::hostile(&d.to_string(), 2 * MAX_SHORT_CHARS)) } },
                     html! { code { (page::hostile(&d.param, MAX_SHORT_CHARS)) } },
                     html! {
-                        @for (n, hop) in d.path.iter().enumerate() {
+                        @for (n, hop) in denial_path(x, &d).iter().enumerate() {
                             @if n > 0 { " → " }
                             (page::entry_link(hop, x.ledger.index_of(hop)))
                         }
@@ -110,6 +110,18 @@ fn cells(x: &Explorer, id: &EntryId) -> (Markup, Markup, Markup, Markup) {
             }
         }
     }
+}
+
+/// The denial's path (source first); for a quarantined entry, whose denial names no path,
+/// the quarantine's path from the flagged source.
+fn denial_path(x: &Explorer, d: &crate::gate::Denial) -> Vec<EntryId> {
+    if !d.path.is_empty() {
+        return d.path.clone();
+    }
+    d.entry
+        .and_then(|e| x.ledger.quarantine_path(&e).ok().flatten())
+        .map(|(path, _)| path)
+        .unwrap_or_default()
 }
 
 /// The `/calls` page: every tool-call entry, a page at a time.

@@ -20,9 +20,9 @@ pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
 const COOKIE: &str = "memlineage_token";
 
 /// Shortest accepted token, in characters.
-pub const MIN_TOKEN_CHARS: usize = 16;
+pub(crate) const MIN_TOKEN_CHARS: usize = 16;
 /// Longest accepted token, in characters.
-pub const MAX_TOKEN_CHARS: usize = 256;
+pub(crate) const MAX_TOKEN_CHARS: usize = 256;
 
 /// An access token: 16 to 256 characters of `A-Z a-z 0-9 - . _ ~` (safe in a query string and
 /// a cookie unescaped).
@@ -33,7 +33,7 @@ pub struct Token(String);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TokenError {
-    /// Fewer than [`MIN_TOKEN_CHARS`] or more than [`MAX_TOKEN_CHARS`] characters.
+    /// Fewer than 16 or more than 256 characters.
     #[error("a token has {MIN_TOKEN_CHARS} to {MAX_TOKEN_CHARS} characters, not {0}")]
     Length(usize),
     /// A character outside `A-Z a-z 0-9 - . _ ~`.

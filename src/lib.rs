@@ -21,6 +21,8 @@ pub mod forensics;
 pub mod counterfactual;
 pub mod front;
 pub mod eval;
+#[cfg(feature = "explorer")]
+pub mod explore;
 
 // What a runtime embedding the ledger needs, reachable from the crate root (the README's
 // examples use nothing else).

@@ -42,6 +42,8 @@ mod io;
 mod open;
 mod progress;
 mod telemetry;
+#[cfg(feature = "explorer")]
+mod serve;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -84,6 +86,10 @@ enum Cmd {
     Demo(demo::Args),
     Mcp(mcp::Args),
     Hook(hook::Args),
+    /// A read-only web explorer of the ledger: overview, entries, quarantine reach with
+    /// receipts, gate decisions (spec/explorer.md). Loopback only unless --token.
+    #[cfg(feature = "explorer")]
+    Serve(serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -124,5 +130,7 @@ fn run(cmd: Cmd) -> Res<ExitCode> {
         Cmd::Demo(a) => demo::run(a),
         Cmd::Mcp(a) => mcp::run(a),
         Cmd::Hook(a) => hook::run(a),
+        #[cfg(feature = "explorer")]
+        Cmd::Serve(a) => serve::run(a),
     }
 }

@@ -1,0 +1,62 @@
+//! `memlineage serve`: the read-only web explorer of one ledger (`spec/explorer.md`).
+
+use crate::io::{read_capped, say};
+use crate::open::{load_policy, open};
+use crate::Res;
+use memlineage::explore::{Access, Explorer, Server, Token};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Largest token file, in bytes.
+const MAX_TOKEN_FILE: u64 = 4096;
+
+/// Arguments of `memlineage serve`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Ledger path (its key file LEDGER.key is read; nothing is written).
+    ledger: PathBuf,
+    /// Address to listen on. Only a loopback address unless a token is given; port 0 picks a
+    /// free port (the address served is printed).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Access token (16 to 256 characters of A-Z a-z 0-9 - . _ ~): every request must carry
+    /// it (open /?token=TOKEN once, or send Authorization: Bearer TOKEN). Visible to local
+    /// users in the process list: prefer --token-file.
+    #[arg(long, conflicts_with = "token_file")]
+    token: Option<String>,
+    /// Read the access token from this file (surrounding whitespace ignored).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Gate policy (TOML) for the decisions on tool-call entries; default: the bundled policy.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+}
+
+/// Opens the ledger, indexes it, binds and serves until killed.
+pub fn run(args: Args) -> Res<ExitCode> {
+    let token = match (&args.token, &args.token_file) {
+        (Some(t), _) => Some(Token::new(t)?),
+        (None, Some(p)) => {
+            let bytes = read_capped(p, MAX_TOKEN_FILE, "a token file")?;
+            let text = std::str::from_utf8(&bytes).map_err(|_| "the token file is not UTF-8")?;
+            Some(Token::new(text.trim())?)
+        }
+        (None, None) => None,
+    };
+    let access = token.map_or_else(Access::loopback, Access::with_token);
+    if !args.addr.ip().is_loopback() && !access.has_token() {
+        // Refused before the ledger is even opened.
+        return Err(memlineage::explore::ExploreError::NotLoopback(args.addr).into());
+    }
+    let policy = load_policy(args.policy)?;
+    let (ledger, _) = open(&args.ledger)?;
+    let explorer = Explorer::open(ledger, &args.ledger, policy)?;
+    let server = Server::bind(explorer, args.addr, access)?;
+    say!(
+        "serving http://{}/ (read only; Ctrl-C stops)",
+        server.local_addr()?
+    );
+    server.run()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,194 @@
+//! The explorer's index of a ledger: each entry's verified shape (kind, writer, time, parents)
+//! and its children, built once at start from entries whose signatures verified
+//! (`spec/explorer.md` §3).
+
+use crate::ledger::{Ledger, LedgerError};
+use crate::lineage::Label;
+use crate::record::{EntryId, KeyId, Kind, Weight};
+use crate::store::Store;
+use std::collections::BTreeMap;
+
+/// Entries verified per batch while indexing.
+const CHUNK: u64 = 4096;
+
+/// One leaf of the log, as the explorer knows it.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The leaf hash of the bytes stored at this index (all zero when none are stored).
+    pub id: EntryId,
+    /// The verified entry's fields; `None` when the stored bytes did not verify or are not
+    /// the entry the sealed index holds at this leaf.
+    pub shape: Option<Shape>,
+}
+
+/// The fields of a verified entry the pages use.
+#[derive(Clone, Debug)]
+pub struct Shape {
+    /// Its kind.
+    pub kind: Kind,
+    /// Its writer's key.
+    pub writer: KeyId,
+    /// Writer-asserted time, milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    /// Its parents with their weights and leaf indexes (`None`: not in the log).
+    pub parents: Vec<(EntryId, Option<u64>, Weight)>,
+    /// Its target (tombstones, forensic kinds).
+    pub target: Option<EntryId>,
+}
+
+/// The index: rows in leaf order, children per leaf, counts.
+#[derive(Debug, Default)]
+pub struct EntryIndex {
+    rows: Vec<Row>,
+    children: Vec<Vec<u64>>,
+    /// Entries per verified label in [`Label::ALL`] order.
+    label_counts: [u64; 4],
+    /// Entries that did not verify (each also counted as External in `label_counts`' stead).
+    unverified: u64,
+    /// Entries per writer name.
+    writers: BTreeMap<String, u64>,
+    /// Leaf indexes of tool-call entries.
+    tool_calls: Vec<u64>,
+}
+
+impl EntryIndex {
+    /// Reads and verifies every entry of `ledger` (batch signature checks on all cores).
+    ///
+    /// # Errors
+    /// Store errors. An entry that does not verify is indexed with no shape.
+    pub fn build<S: Store>(ledger: &Ledger<S>) -> Result<EntryIndex, LedgerError> {
+        let size = ledger.len();
+        let mut ix = EntryIndex {
+            rows: Vec::with_capacity(usize::try_from(size).unwrap_or(0)),
+            children: vec![Vec::new(); usize::try_from(size).unwrap_or(0)],
+            ..EntryIndex::default()
+        };
+        let mut from = 0;
+        while from < size {
+            let to = (from + CHUNK).min(size);
+            let bytes = (from..to)
+                .map(|i| ledger.store().entry_bytes(i))
+                .collect::<Result<Vec<_>, _>>()?;
+            let present: Vec<&[u8]> = bytes.iter().flatten().map(Vec::as_slice).collect();
+            let mut decoded = ledger.decode_many(&present).into_iter();
+            for (i, b) in (from..to).zip(&bytes) {
+                let row = match b {
+                    None => Row {
+                        id: EntryId::default(),
+                        shape: None,
+                    },
+                    Some(_) => {
+                        let e = decoded.next().and_then(Result::ok);
+                        let id = match (&e, b) {
+                            (Some(e), _) => e.id(),
+                            (None, Some(b)) => EntryId::of_cose(b),
+                            (None, None) => EntryId::default(),
+                        };
+                        let shape = e
+                            .filter(|_| ledger.index_of(&id) == Some(i))
+                            .map(|e| shape_of(ledger, e.entry()));
+                        Row { id, shape }
+                    }
+                };
+                ix.push(ledger, i, row);
+            }
+            from = to;
+        }
+        Ok(ix)
+    }
+
+    fn push<S: Store>(&mut self, ledger: &Ledger<S>, i: u64, row: Row) {
+        match (&row.shape, ledger_label(ledger, &row)) {
+            (Some(s), Some(label)) => {
+                self.label_counts[usize::from(label.code())] += 1;
+                let name = writer_name(ledger, &s.writer);
+                *self.writers.entry(name).or_default() += 1;
+                if s.kind == Kind::ToolCall {
+                    self.tool_calls.push(i);
+                }
+                for (_, leaf, _) in &s.parents {
+                    if let Some(c) = leaf.and_then(|l| usize::try_from(l).ok()) {
+                        if let Some(list) = self.children.get_mut(c) {
+                            list.push(i);
+                        }
+                    }
+                }
+            }
+            _ => self.unverified += 1,
+        }
+        self.rows.push(row);
+    }
+
+    /// Number of leaves indexed.
+    pub fn len(&self) -> u64 {
+        self.rows.len() as u64
+    }
+
+    /// Whether no leaf is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The row at leaf `i`.
+    pub fn row(&self, i: u64) -> Option<&Row> {
+        self.rows.get(usize::try_from(i).ok()?)
+    }
+
+    /// All rows in leaf order.
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    /// The leaf indexes of the children of leaf `i`, in leaf order.
+    pub fn children(&self, i: u64) -> &[u64] {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| self.children.get(i))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Entries per verified label, in [`Label::ALL`] order, and the number that did not
+    /// verify.
+    pub fn label_counts(&self) -> ([u64; 4], u64) {
+        (self.label_counts, self.unverified)
+    }
+
+    /// Writer names with their entry counts.
+    pub fn writers(&self) -> &BTreeMap<String, u64> {
+        &self.writers
+    }
+
+    /// Leaf indexes of tool-call entries, in leaf order.
+    pub fn tool_calls(&self) -> &[u64] {
+        &self.tool_calls
+    }
+}
+
+/// The label to show for `row`: the sealed, verified one, or `None` (shown `UNVERIFIED`,
+/// counted as External) when the row did not verify.
+pub(super) fn ledger_label<S: Store>(ledger: &Ledger<S>, row: &Row) -> Option<Label> {
+    row.shape.as_ref()?;
+    ledger.label(&row.id)
+}
+
+/// The principal name bound to `key`, or its short hex when unbound.
+pub(super) fn writer_name<S: Store>(ledger: &Ledger<S>, key: &KeyId) -> String {
+    match ledger.principal(key) {
+        Some((_, name)) => name.to_string(),
+        None => format!("unbound {}", key.short()),
+    }
+}
+
+fn shape_of<S: Store>(ledger: &Ledger<S>, e: &crate::record::ProvEntry) -> Shape {
+    Shape {
+        kind: e.kind,
+        writer: e.writer,
+        time_ms: e.time_ms,
+        parents: e
+            .parents
+            .iter()
+            .map(|p| (p.id, ledger.index_of(&p.id), p.weight))
+            .collect(),
+        target: e.target,
+    }
+}

@@ -1,0 +1,153 @@
+// `memlineage serve` in a real headless browser (spec/explorer.md §6): Debian's Chromium
+// (/usr/bin/chromium) driven through the DevTools protocol by playwright-core (pinned in
+// package.json / package-lock.json). Run by .ci/run; by hand:
+//
+//   cargo build && bash tests/browser/run.sh            # the tests
+//   cargo build && bash tests/browser/screenshot.sh     # regenerates docs/explorer-quarantine.png
+//
+// Environment: MEMLINEAGE_BIN (default target/debug/memlineage), PLAYWRIGHT_CORE (the
+// installed playwright-core directory), CHROMIUM (default /usr/bin/chromium), SCREENSHOT (a
+// PNG path: write the quarantine view's screenshot there too).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createInterface } from 'node:readline';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const BIN = process.env.MEMLINEAGE_BIN ?? join(ROOT, 'target', 'debug', 'memlineage');
+const CORE = process.env.PLAYWRIGHT_CORE ?? join(ROOT, 'target', 'explorer-browser', 'node_modules', 'playwright-core');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+// The issue's hostile text, plus a marker a script would set and URLs a page might fetch.
+const HOSTILE = '<img src=x onerror=alert(1)><script>window.__pwned = 1; alert(2)</script>'
+  + '<img src="http://192.0.2.1/beacon.png"><a href="javascript:alert(3)">click</a>'
+  + '<link rel="stylesheet" href="http://192.0.2.1/x.css"> \u202Etxt.exe';
+
+const { chromium } = await import(pathToFileURL(join(CORE, 'index.mjs')).href);
+
+let dir, ledger, server, base, context, hostileId;
+const receipts = new Map(); // entry id -> receipt sentence, as `memlineage receipt` prints it
+const foreign = [];         // every request the browser tried to send elsewhere than the server
+const dialogs = [];         // every alert/confirm/prompt opened
+const consoleLines = [];    // console messages and page errors
+
+function cli(args, input) {
+  return execFileSync(BIN, args, { input, encoding: 'utf8', maxBuffer: 64 << 20 });
+}
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'memlineage-browser-'));
+  ledger = join(dir, 'demo.ledger');
+  // The demo ledger: the bundled banking traces, both modes, injected outputs flagged.
+  cli(['replay', join(ROOT, 'fixtures', 'agentdojo', 'banking.jsonl'), '--ledger', ledger,
+    '--flag-injections']);
+  const line = JSON.stringify({ writer: 'tool:evil', role: 'tool', kind: 'tool_result', content: HOSTILE });
+  hostileId = JSON.parse(cli(['append', ledger], line + '\n').trim().split('\n').pop()).id;
+  cli(['checkpoint', ledger]);
+  for (const l of cli(['receipt', ledger]).split('\n').filter(Boolean)) {
+    const at = l.indexOf(': ');
+    receipts.set(l.slice(0, at), l.slice(at + 2));
+  }
+  server = spawn(BIN, ['serve', ledger, '--addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const first = await new Promise((ok, fail) => {
+    createInterface({ input: server.stdout }).once('line', ok);
+    server.once('exit', (c) => fail(new Error(`serve exited with ${c}`)));
+  });
+  base = new URL(first.match(/http:\/\/\S+/)[0]).origin;
+  context = await chromium.launchPersistentContext(join(dir, 'profile'), {
+    executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 900 },
+  });
+  await context.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    if (url.origin === base) return route.continue();
+    foreign.push(url.href);
+    return route.abort();
+  });
+  context.on('page', watch);
+  for (const p of context.pages()) watch(p);
+});
+
+function watch(page) {
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
+  page.on('console', (m) => consoleLines.push(m.text()));
+  page.on('pageerror', (e) => consoleLines.push(String(e)));
+}
+
+after(async () => {
+  await context?.close();
+  server?.kill();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function open(path) {
+  const page = await context.newPage();
+  const r = await page.goto(base + path);
+  assert.equal(r.status(), 200, path);
+  return page;
+}
+
+test('the quarantine view lists as many reached entries as `memlineage receipt`', async () => {
+  const page = await open('/quarantine');
+  const total = Number(await page.locator('.reached-count').first().textContent());
+  assert.equal(total, receipts.size);
+  let listed = 0;
+  for (;;) {
+    listed += await page.locator('tr.reached').count();
+    const next = page.locator('a[rel=next]').first();
+    if (await next.count() === 0) break;
+    await next.click();
+  }
+  assert.equal(listed, receipts.size);
+  await page.close();
+});
+
+test("a reached entry's page shows its receipt sentence", async () => {
+  const page = await open('/quarantine');
+  const href = await page.locator('tr.reached a').first().getAttribute('href');
+  const id = href.split('/').pop();
+  assert.ok(receipts.has(id), id);
+  await page.goto(base + href);
+  const sentence = await page.locator('.receipt .sentence').first().textContent();
+  assert.equal(sentence, receipts.get(id));
+  await page.close();
+});
+
+test('hostile text renders as text: no script runs, no request leaves', async () => {
+  const page = await open(`/entry/${hostileId}`);
+  const text = await page.locator('pre.text').textContent();
+  assert.ok(text.includes('<img src=x onerror=alert(1)><script>window.__pwned = 1; alert(2)</script>'), text);
+  assert.ok(text.includes('\\u{202E}txt.exe'), text);
+  assert.equal(await page.locator('main img, main script, main link, main a[href^="javascript"]').count(), 0);
+  // Give an onerror or a late fetch the time to happen.
+  await page.waitForTimeout(500);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual(foreign, []);
+  assert.deepEqual(consoleLines.filter((l) => !l.includes('favicon.ico')), []);
+  await page.close();
+});
+
+test('the quarantine view of one flag draws its reach', async () => {
+  const page = await open('/quarantine');
+  // The flag with the largest reach on the first page of flags.
+  const rows = await page.locator('table.flags tr').evaluateAll((trs) => trs.slice(1).map((tr) => ({
+    href: tr.querySelector('a').getAttribute('href'),
+    n: Number(tr.lastElementChild.textContent.split(' ')[0]),
+  })));
+  rows.sort((a, b) => b.n - a.n);
+  await page.goto(base + rows[0].href);
+  assert.equal(await page.locator('svg.reach rect').count(), rows[0].n);
+  assert.equal(await page.locator('tr.reached').count(), Math.min(rows[0].n, 100));
+  if (process.env.SCREENSHOT) {
+    await page.screenshot({ path: process.env.SCREENSHOT, fullPage: false });
+  }
+  assert.deepEqual(foreign, []);
+  await page.close();
+});

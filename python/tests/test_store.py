@@ -1,0 +1,173 @@
+"""MemLineageStore as a BaseStore: round trips (sync and async) beside InMemoryStore, lineage
+of puts, quarantine, persistence."""
+
+import asyncio
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from memlineage import Ledger
+from memlineage.langgraph import LineageItem, MemLineageStore, bind_session
+
+IBAN = "GB33BUKB20201555555555"
+
+
+def fill(store):
+    store.put(("docs", "alice"), "a", {"kind": "note", "n": 1})
+    store.put(("docs", "alice"), "b", {"kind": "bill", "n": 2})
+    store.put(("docs", "bob"), "c", {"kind": "note", "n": 3, "tags": {"x": 1}})
+    store.put(("other",), "d", {"kind": "note", "n": 4})
+
+
+@pytest.fixture
+def store():
+    return MemLineageStore(Ledger.in_memory(), session="s1")
+
+
+def test_round_trip_beside_in_memory_store(store):
+    ref = InMemoryStore()
+    for s in (store, ref):
+        fill(s)
+    for ns, key in [(("docs", "alice"), "a"), (("docs", "bob"), "c"), (("other",), "d")]:
+        got, want = store.get(ns, key), ref.get(ns, key)
+        assert (got.namespace, got.key, got.value) == (want.namespace, want.key, want.value)
+        assert isinstance(got, LineageItem) and len(got.entry_id) == 64
+    assert store.get(("docs", "alice"), "missing") is None
+
+    def keys(items):
+        return sorted((i.namespace, i.key) for i in items)
+
+    for prefix, flt in [(("docs",), None), (("docs", "alice"), None), ((), {"kind": "note"}),
+                        ((), {"n": {"$gt": 2}}), ((), {"tags": {"x": 1}})]:
+        assert keys(store.search(prefix, filter=flt)) == keys(ref.search(prefix, filter=flt))
+    assert store.list_namespaces() == ref.list_namespaces()
+    assert store.list_namespaces(prefix=("docs",)) == ref.list_namespaces(prefix=("docs",))
+    assert store.list_namespaces(max_depth=1) == ref.list_namespaces(max_depth=1)
+
+    # Update keeps created_at, delete removes, and a deleted key never comes back old.
+    first = store.get(("docs", "alice"), "a")
+    store.put(("docs", "alice"), "a", {"kind": "note", "n": 10})
+    second = store.get(("docs", "alice"), "a")
+    assert second.value == {"kind": "note", "n": 10}
+    assert second.created_at == first.created_at and second.entry_id != first.entry_id
+    for s in (store, ref):
+        s.delete(("docs", "alice"), "a")
+        s.delete(("other",), "d")
+    assert store.get(("docs", "alice"), "a") is None
+    assert keys(store.search(())) == keys(ref.search(()))
+    # InMemoryStore keeps listing a namespace whose items were all deleted; this store lists
+    # namespaces that hold a live item.
+    assert ("other",) in ref.list_namespaces()
+    assert store.list_namespaces() == [("docs", "alice"), ("docs", "bob")]
+
+
+def test_search_is_newest_first_with_offset_and_limit(store):
+    for i in range(5):
+        store.put(("n",), f"k{i}", {"i": i})
+    assert [i.key for i in store.search(("n",), limit=2)] == ["k4", "k3"]
+    assert [i.key for i in store.search(("n",), offset=3)] == ["k1", "k0"]
+    # The first put derives from nothing the session read (Trusted, as the agent's own
+    # statement); each later one from the earlier puts of the session (Derived-Trusted).
+    found = store.search(("n",))
+    assert [(i.label, i.score) for i in found] == [("derived_trusted", None)] * 4 + [("trusted", None)]
+
+
+def test_async_round_trip(store):
+    async def go():
+        await store.aput(("a",), "k", {"v": 1})
+        await store.aput(("a", "b"), "k2", {"v": 2})
+        got = await store.aget(("a",), "k")
+        found = await store.asearch(("a",))
+        spaces = await store.alist_namespaces()
+        await store.adelete(("a",), "k")
+        gone = await store.aget(("a",), "k")
+        return got, found, spaces, gone
+
+    got, found, spaces, gone = asyncio.run(go())
+    assert got.value == {"v": 1}
+    assert sorted(i.key for i in found) == ["k", "k2"]
+    assert spaces == [("a",), ("a", "b")]
+    assert gone is None
+
+
+def test_async_resolves_the_session_in_the_caller_context():
+    store = MemLineageStore(Ledger.in_memory())
+
+    async def go():
+        with bind_session("async-s"):
+            await store.aput(("a",), "k", {"v": 1})
+            return await store.aget(("a",), "k")
+
+    item = asyncio.run(go())
+    assert item.entry_id in store.ledger.reads("async-s")["reads"]
+
+
+def test_no_session_is_an_error():
+    store = MemLineageStore(Ledger.in_memory())
+    with pytest.raises(ValueError, match="no session"):
+        store.put(("a",), "k", {"v": 1})
+    assert store.list_namespaces() == []
+
+
+def test_put_descends_from_what_the_session_read():
+    led = Ledger.in_memory()
+    store = MemLineageStore(led)
+    with store.bind("s1"):
+        prompt = led.record_prompt("s1", "summarise my bill")["id"]
+        bill = led.record_tool_result("s1", "read_bill", {}, f"pay {IBAN}")["result"]["id"]
+        store.put(("mem",), "bill", {"text": f"pay {IBAN}"})
+        item = store.get(("mem",), "bill")
+    assert item.label == "derived_untrusted"
+    parents = {p["id"] for p in led.explain(item.entry_id)["parents"]}
+    assert {prompt, bill} <= parents
+    with store.bind("s2"):
+        clean = store.put_weighted(("mem",), "greeting", {"text": "hi"}, {})
+        assert clean.label == "trusted" or clean.label == "derived_trusted"
+        # A read of the poisoned item makes the next write derived from it.
+        store.get(("mem",), "bill")
+        store.put(("mem",), "copy", {"text": "copied"})
+        assert store.get(("mem",), "copy").label == "derived_untrusted"
+    with store.bind("s3"):
+        # Weights: a weak edge does not carry its label past a strong trusted one (under the
+        # fail-closed rule a weak parent alone still does).
+        prompt3 = led.record_prompt("s3", "note that I read the bill note")["id"]
+        store.get(("mem",), "bill")
+        weak = store.put_weighted(("mem",), "weak", {"t": 1}, {item.entry_id: 0.1})
+    assert weak.label == "derived_trusted"
+    assert sorted(led.explain(weak.entry_id)["parents"], key=lambda p: p["weight"]) == [
+        {"id": item.entry_id, "weight": 0.1},
+        {"id": prompt3, "weight": 1.0},
+    ]
+
+
+def test_flag_hides_the_poisoned_item_and_its_descendants():
+    led = Ledger.in_memory()
+    store = MemLineageStore(led)
+    with store.bind("s1"):
+        bill = led.record_tool_result("s1", "read_bill", {}, f"pay {IBAN}")["result"]["id"]
+        store.put(("mem",), "bill", {"text": f"pay {IBAN}"})
+    with store.bind("s2"):
+        store.put(("mem",), "clean", {"text": "unrelated"})
+        assert {i.key for i in store.search(("mem",))} == {"bill", "clean"}
+        store.put(("mem",), "derived", {"text": "from the bill note"})
+    with store.bind("s3"):
+        store.put(("mem",), "clean2", {"text": "also unrelated"})
+        assert {i.key for i in store.search(("mem",))} == {"bill", "clean", "derived", "clean2"}
+        led.flag(bill, "advisory: injected invoice")
+        keys = {i.key for i in store.search(("mem",))}
+        assert "bill" not in keys and "derived" not in keys
+        assert "clean2" in keys
+        assert store.get(("mem",), "bill") is None
+        assert store.get(("mem",), "derived") is None
+    assert store.list_namespaces() == [("mem",)]
+
+
+def test_file_store_persists_items(ledger_path):
+    store = MemLineageStore(Ledger.create(ledger_path), session="s")
+    store.put(("a",), "k", {"v": [1, 2, {"x": "y"}]})
+    store.put(("a",), "gone", {"v": 0})
+    store.delete(("a",), "gone")
+    again = MemLineageStore(Ledger.open(ledger_path), session="t")
+    assert again.get(("a",), "k").value == {"v": [1, 2, {"x": "y"}]}
+    assert again.get(("a",), "gone") is None
+    assert again.ledger.verify()["ok"]

@@ -324,11 +324,14 @@ class GatedToolNode(ToolNode):
     ) -> None:
         if "wrap_tool_call" in kwargs or "awrap_tool_call" in kwargs:
             raise ValueError("GatedToolNode installs its own wrap_tool_call")
-        # A plain function, not the bound method: the node's repr lists its wrapper.
+        # Plain functions, not bound methods: the node's repr lists its wrappers.
         def gate(request: Any, execute: Callable[[Any], Any]) -> Any:
             return self._gate(request, execute)
 
-        super().__init__(tools, wrap_tool_call=gate, **kwargs)
+        async def agate(request: Any, execute: Callable[[Any], Any]) -> Any:
+            return await self._agate(request, execute)
+
+        super().__init__(tools, wrap_tool_call=gate, awrap_tool_call=agate, **kwargs)
         self._ledger = ledger
         self._default_session = session
         self._seen: dict[str, set[str]] = {}
@@ -339,6 +342,22 @@ class GatedToolNode(ToolNode):
         return self._ledger
 
     def _gate(self, request: Any, execute: Callable[[Any], Any]) -> Any:
+        session, refusal = self._before(request)
+        if refusal is not None:
+            return refusal
+        return self._after(session, request, execute(request))
+
+    async def _agate(self, request: Any, execute: Callable[[Any], Any]) -> Any:
+        # The ledger calls block (with the GIL released): off the event loop.
+        session, refusal = await asyncio.to_thread(self._before, request)
+        if refusal is not None:
+            return refusal
+        result = await execute(request)
+        return await asyncio.to_thread(self._after, session, request, result)
+
+    def _before(self, request: Any) -> tuple[str, ToolMessage | None]:
+        """Syncs the conversation into the session and checks the call: the session, and the
+        refusal message if the call is refused."""
         call = request.tool_call
         name, args, call_id = call["name"], call.get("args") or {}, call["id"]
         config = getattr(request.runtime, "config", None)
@@ -346,18 +365,21 @@ class GatedToolNode(ToolNode):
         seen = self._seen.setdefault(session, set())
         self._sync(session, seen, request.state)
         verdict = self._ledger.check(session, name, args)
-        if not verdict["allowed"]:
-            seen.add(f"tool:{call_id}")
-            return ToolMessage(
-                content=refusal_text(verdict),
-                name=name,
-                tool_call_id=call_id,
-                status="error",
-                artifact={"memlineage": verdict},
-            )
-        result = execute(request)
+        if verdict["allowed"]:
+            return session, None
         seen.add(f"tool:{call_id}")
-        return self._record(session, name, args, result)
+        return session, ToolMessage(
+            content=refusal_text(verdict),
+            name=name,
+            tool_call_id=call_id,
+            status="error",
+            artifact={"memlineage": verdict},
+        )
+
+    def _after(self, session: str, request: Any, result: Any) -> Any:
+        call = request.tool_call
+        self._seen.setdefault(session, set()).add(f"tool:{call['id']}")
+        return self._record(session, call["name"], call.get("args") or {}, result)
 
     def _sync(self, session: str, seen: set[str], state: Any) -> None:
         """Records the conversation's prompts and foreign tool outputs not recorded yet."""

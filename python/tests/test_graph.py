@@ -127,6 +127,26 @@ def test_laundering_through_memory_is_refused(tmp_path, cli):
     assert f"entries: {len(ledger)} read, {len(ledger)} verified" in out.stdout
 
 
+def test_laundering_is_refused_in_an_async_run(tmp_path):
+    import asyncio
+
+    ledger = Ledger.create(tmp_path / "agent.db")
+    store = MemLineageStore(ledger)
+    session_one(ledger, store)
+    sent = []
+    script = [
+        AIMessage("", tool_calls=[call("send_money", {"recipient": ATTACKER, "amount": 120}, 3)]),
+        AIMessage("I could not pay."),
+    ]
+    app = build(ledger, store, script, "unused", sent)
+    cfg = {"configurable": {"thread_id": "thread-async"}}
+    out = asyncio.run(app.ainvoke({"messages": [HumanMessage("Pay my ACME bill.")]}, cfg))
+    assert sent == []
+    (refusal,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert refusal.status == "error" and "it was not executed" in refusal.content
+    assert ledger.reads("thread-async")["reads"], "the async run was recorded in its thread"
+
+
 def test_the_users_own_iban_is_paid(tmp_path):
     ledger = Ledger.create(tmp_path / "agent.db")
     store = MemLineageStore(ledger)

@@ -171,3 +171,50 @@ def test_file_store_persists_items(ledger_path):
     assert again.get(("a",), "k").value == {"v": [1, 2, {"x": "y"}]}
     assert again.get(("a",), "gone") is None
     assert again.ledger.verify()["ok"]
+
+
+def test_item_entries_have_the_specified_content(store):
+    """spec/python.md §2.1: kind summary, agent writer, canonical JSON content."""
+    store.put(("bills", "alice"), "march", {"b": 1, "a": "x"})
+    item = store.get(("bills", "alice"), "march")
+    (got,) = store.ledger.retrieve("other", [item.entry_id])
+    assert (got["kind"], got["writer"]) == ("summary", "agent")
+    assert got["text"] == (
+        '{"format":"memlineage/langgraph-item@v1","key":"march",'
+        '"namespace":["bills","alice"],"value":{"a":"x","b":1}}'
+    )
+    # A memory with the same shape written as a fact is not an item; one in another format
+    # neither.
+    store.ledger.remember("s1", got["text"].replace("march", "april"), kind="fact")
+    store.ledger.remember("s1", got["text"].replace("@v1", "@v0").replace("march", "may"))
+    assert [i.key for i in store.search(("bills",))] == ["march"]
+
+
+def test_tampered_item_fails_closed(ledger_path):
+    import sqlite3
+
+    import memlineage
+
+    led = Ledger.create(ledger_path)
+    store = MemLineageStore(led, session="s1")
+    led.record_tool_result("s1", "read_bill", {}, "ACME invoice, 120 EUR")
+    store.put(("mem",), "note", {"text": "pay DE89370400440532013000"})
+    led.record_prompt("s1", "pay DE89370400440532013000")
+    assert led.check("s1", "send_money", {"recipient": "DE89370400440532013000"})["allowed"]
+    del store, led
+    # Someone with write access to the file (no key) changes the stored text.
+    db = sqlite3.connect(ledger_path)
+    rows = db.execute("SELECT hash, bytes FROM content").fetchall()
+    (h, b), = [(h, b) for h, b in rows if b"langgraph-item" in b]
+    db.execute("UPDATE content SET bytes = ? WHERE hash = ?",
+               (b.replace(b"DE89370400440532013000", b"GB33BUKB20201555555555"), h))
+    db.commit()
+    db.close()
+    led = Ledger.open(ledger_path)
+    store = MemLineageStore(led, session="s2")
+    with pytest.raises(memlineage.LedgerError, match="does not match its signed content hash"):
+        store.search(("mem",))
+    # The session that read the note (Derived-Untrusted) before can no longer rule it out as
+    # the source of any value (fail closed): even the IBAN the user stated is refused now.
+    v = led.check("s1", "send_money", {"recipient": "DE89370400440532013000"})
+    assert not v["allowed"] and v["param"] == "recipient"

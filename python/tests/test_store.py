@@ -66,10 +66,15 @@ def test_search_is_newest_first_with_offset_and_limit(store):
         store.put(("n",), f"k{i}", {"i": i})
     assert [i.key for i in store.search(("n",), limit=2)] == ["k4", "k3"]
     assert [i.key for i in store.search(("n",), offset=3)] == ["k1", "k0"]
-    # The first put derives from nothing the session read (Trusted, as the agent's own
-    # statement); each later one from the earlier puts of the session (Derived-Trusted).
+    # The session read nothing: every put is the agent's own statement (Trusted); its own
+    # earlier puts are not parents of its later ones (spec/python.md §2.1).
     found = store.search(("n",))
-    assert [(i.label, i.score) for i in found] == [("derived_trusted", None)] * 4 + [("trusted", None)]
+    assert [(i.label, i.score) for i in found] == [("trusted", None)] * 5
+    assert store.ledger.explain(found[0].entry_id)["parents"] == []
+    # Once it has read something, that is a parent of each later put.
+    store.ledger.record_tool_result("s1", "read", {}, "text")
+    store.put(("n",), "k5", {"i": 5})
+    assert store.get(("n",), "k5").label == "derived_untrusted"
 
 
 def test_async_round_trip(store):

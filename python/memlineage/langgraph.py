@@ -23,6 +23,7 @@ import contextlib
 import contextvars
 import hashlib
 import json
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -335,6 +336,8 @@ class GatedToolNode(ToolNode):
         self._ledger = ledger
         self._default_session = session
         self._seen: dict[str, set[str]] = {}
+        # Parallel calls of one step sync the same messages: one at a time.
+        self._sync_lock = threading.Lock()
 
     @property
     def ledger(self) -> Ledger:
@@ -362,8 +365,9 @@ class GatedToolNode(ToolNode):
         name, args, call_id = call["name"], call.get("args") or {}, call["id"]
         config = getattr(request.runtime, "config", None)
         session = _require(session_id(config, default=self._default_session))
-        seen = self._seen.setdefault(session, set())
-        self._sync(session, seen, request.state)
+        with self._sync_lock:
+            seen = self._seen.setdefault(session, set())
+            self._sync(session, seen, request.state)
         verdict = self._ledger.check(session, name, args)
         if verdict["allowed"]:
             return session, None

@@ -199,3 +199,19 @@ def test_tool_output_from_an_ungated_node_still_taints():
     assert sent == [] and msg.status == "error" and "refused" in msg.content
     writers = [r["writer"] for r in ledger.retrieve("t", ledger.reads("t")["reads"])]
     assert writers == ["user", "tool:read_inbox"]
+
+
+def test_parallel_calls_of_one_step_record_the_prompt_once():
+    ledger = Ledger.in_memory()
+    sent = []
+    script = [
+        AIMessage("", tool_calls=[call("read_bill", {}, 1),
+                                  call("send_money", {"recipient": USER_IBAN, "amount": 120}, 2)]),
+        AIMessage("Done."),
+    ]
+    app = build(ledger, MemLineageStore(ledger), script, INJECTED_BILL, sent)
+    run(app, "thread-p", f"Pay 120 EUR to {USER_IBAN} and show me the bill.")
+    assert sent == [(USER_IBAN, 120)]
+    reads = ledger.retrieve("thread-p", ledger.reads("thread-p")["reads"])
+    writers = sorted(r["writer"] for r in reads)
+    assert writers == ["tool:read_bill", "tool:send_money", "user"]

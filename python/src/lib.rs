@@ -8,6 +8,8 @@
 //! released while the ledger works (I/O, signing, verification); nothing panics across the
 //! boundary: every failure is a Python exception (`errors`).
 
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
 use memlineage::front::hook::{FileSessions, MemorySessions};
 use memlineage::front::keystore::KeyStore;
 use memlineage::front::{Front, GeneratedKeys};

@@ -1,0 +1,647 @@
+//! The ledger behind a Python handle: a [`Front`] (the same recording, matching and gate as the
+//! hooks, `spec/hooks.md`), the sessions' read sets, and the index of store items
+//! ([`ItemIndex`]). Generic over the store and key source; Python holds it as `dyn Engine`.
+//!
+//! Every operation runs under the key-file lock of a file ledger (`LEDGER.key.lock`, the lock
+//! the hooks and the CLI take), after catching up with what other processes appended, and
+//! saves the session it changed (`LEDGER.sessions/`, the hooks' session files).
+
+use crate::errors::BindError;
+use crate::items::{self, ItemIndex, Path};
+use memlineage::audit::{audit, reach_quarantine};
+use memlineage::forensics::receipt::{receipt, Cause};
+use memlineage::front::hook::Sessions;
+use memlineage::front::{Front, FrontError, Keys, Refusal, Session, Verdict};
+use memlineage::gate::DenyReason;
+use memlineage::lineage::quarantine::Reach;
+use memlineage::log::LogVerifier;
+use memlineage::record::{EntryId, Kind, Parent, Role, Weight};
+use memlineage::retrieve::Outcome;
+use memlineage::store::Store;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+/// The principal that signs flags (role system), as the MCP server's (`spec/mcp.md` §2.5).
+pub const FLAGGER: &str = "advisory";
+
+/// What a Python `Ledger` handle can do. Results are JSON values the Python layer decodes.
+pub trait Engine: Send {
+    /// Records a user prompt (Trusted) in `session`; returns the entry.
+    fn record_prompt(&mut self, session: &str, text: &str) -> Result<Value, BindError>;
+    /// Records a tool call and its output (External, principal `tool:<tool>`).
+    fn record_tool_result(
+        &mut self,
+        session: &str,
+        tool: &str,
+        args: &Value,
+        output: &str,
+    ) -> Result<Value, BindError>;
+    /// Counts one tool output of `session` that could not be recorded; returns the count.
+    fn mark_unrecorded(&mut self, session: &str) -> Result<u64, BindError>;
+    /// Records a memory of the agent with `parents`.
+    fn remember(
+        &mut self,
+        session: &str,
+        kind: Kind,
+        text: &str,
+        parents: Vec<Parent>,
+    ) -> Result<Value, BindError>;
+    /// Verifies and renders `ids`; verified ones join the session's reads.
+    fn retrieve(&mut self, session: &str, ids: &[EntryId]) -> Result<Value, BindError>;
+    /// Decides a proposed tool call in `session`.
+    fn check(
+        &mut self,
+        session: &str,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<Value, BindError>;
+    /// The session's read set.
+    fn reads(&mut self, session: &str) -> Result<Value, BindError>;
+    /// An entry's label, writer, kind, parents, untrusted path and receipt.
+    fn explain(&mut self, id: &EntryId) -> Result<Value, BindError>;
+    /// Flags `id` as a bad source.
+    fn flag(&mut self, id: &EntryId, reach: Reach, reason: &str) -> Result<Value, BindError>;
+    /// Deletes `id` with a tombstone signed by the agent.
+    fn tombstone(&mut self, id: &EntryId, reason: &str) -> Result<Value, BindError>;
+    /// Signs a checkpoint of the current tree; returns the note.
+    fn checkpoint(&mut self) -> Result<String, BindError>;
+    /// The full offline audit (`memlineage verify`).
+    fn verify(&mut self) -> Result<Value, BindError>;
+    /// Writes an item version; returns the item.
+    fn item_put(
+        &mut self,
+        session: &str,
+        path: Path,
+        value: Value,
+        weights: &HashMap<EntryId, Weight>,
+    ) -> Result<Value, BindError>;
+    /// Deletes an item (tombstone of its current version); whether there was one.
+    fn item_delete(&mut self, session: &str, path: &Path) -> Result<bool, BindError>;
+    /// The live, non-quarantined items under `prefix`, newest first, from the index (not yet
+    /// read: [`Engine::item_read`] verifies and records).
+    fn item_candidates(&mut self, prefix: &[String]) -> Result<Value, BindError>;
+    /// Verifies the items held by `entries` and records them as read; unverified ones are left
+    /// out.
+    fn item_read(&mut self, session: &str, entries: &[EntryId]) -> Result<Value, BindError>;
+    /// The current item at `path`, verified and recorded, if any.
+    fn item_get(&mut self, session: &str, path: &Path) -> Result<Value, BindError>;
+    /// Every namespace holding a live, non-quarantined item, sorted.
+    fn item_namespaces(&mut self) -> Result<Value, BindError>;
+    /// Number of entries in the log.
+    fn len(&mut self) -> Result<u64, BindError>;
+}
+
+/// A front, its sessions and its item index.
+pub struct Core<S: Store, K: Keys> {
+    front: Front<S, K>,
+    sessions: Box<dyn Sessions + Send>,
+    /// The key-file lock of a file ledger.
+    lock: Option<PathBuf>,
+    items: ItemIndex,
+    /// The item versions each session wrote through this handle: not parents of its later
+    /// puts (their own parents already are, `spec/python.md` §2.1).
+    written: HashMap<String, HashSet<EntryId>>,
+    /// Reads the audit from the store (the SQLite file's own audit iterator, or the trait).
+    audit_source: AuditSource,
+}
+
+/// Where [`Engine::verify`] reads the entries it audits.
+pub enum AuditSource {
+    /// The SQLite file at this path, opened afresh (what `memlineage verify` reads).
+    Sqlite(PathBuf),
+    /// The front's own store.
+    Store,
+}
+
+impl<S: Store + Send, K: Keys + Send> Core<S, K> {
+    /// A core over `front`.
+    pub fn new(
+        front: Front<S, K>,
+        sessions: Box<dyn Sessions + Send>,
+        lock: Option<PathBuf>,
+        audit_source: AuditSource,
+    ) -> Self {
+        Core {
+            front,
+            sessions,
+            lock,
+            items: ItemIndex::default(),
+            written: HashMap::new(),
+            audit_source,
+        }
+    }
+
+    /// Takes the lock and catches up with other writers.
+    fn enter(&mut self) -> Result<Option<std::fs::File>, BindError> {
+        let held = match &self.lock {
+            Some(p) => {
+                let f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(p)
+                    .map_err(|e| BindError::misuse(format!("lock {}: {e}", p.display())))?;
+                f.lock()
+                    .map_err(|e| BindError::misuse(format!("lock {}: {e}", p.display())))?;
+                Some(f)
+            }
+            None => None,
+        };
+        self.front.ledger().refresh()?;
+        Ok(held)
+    }
+
+    /// Runs `f` on the front and session `id` (under the lock); saves the session afterwards
+    /// if `f` changed it.
+    fn with_session<T>(
+        &mut self,
+        id: &str,
+        f: impl FnOnce(&mut Self, &mut Session) -> Result<T, BindError>,
+    ) -> Result<T, BindError> {
+        if id.is_empty() {
+            return Err(BindError::misuse("a session id is not empty"));
+        }
+        let _held = self.enter()?;
+        let mut session = self.sessions.load(id)?;
+        let before = session.clone();
+        let out = f(self, &mut session);
+        // What was recorded before a failure stays recorded.
+        if session != before {
+            self.sessions.save(&session)?;
+        }
+        out
+    }
+
+    /// A hop of a lineage path: id, kind, writer, label.
+    fn hop(&mut self, id: &EntryId) -> Value {
+        let l = self.front.ledger();
+        let (kind, writer) = match l.get(id) {
+            Ok(e) => (
+                e.entry().kind.name().to_string(),
+                l.principal(&e.writer())
+                    .map(|(r, n)| format!("{n} ({})", r.name()))
+                    .unwrap_or_else(|| e.writer().short()),
+            ),
+            Err(_) => ("unverifiable".to_string(), "unknown".to_string()),
+        };
+        let label = l
+            .label(id)
+            .map_or_else(|| "unknown".to_string(), label_name);
+        json!({"id": id.to_string(), "kind": kind, "writer": writer, "label": label})
+    }
+
+    fn items_read(
+        &mut self,
+        session: &mut Session,
+        entries: &[EntryId],
+    ) -> Result<Value, BindError> {
+        self.items.scan(self.front.ledger())?;
+        let out = self.front.retrieve(session, entries)?;
+        let mut items = Vec::new();
+        for o in out {
+            let Outcome::Verified(r) = o else { continue };
+            let Some((ns, key, value)) = r.text.as_deref().and_then(items::parse) else {
+                continue;
+            };
+            let path = (ns, key);
+            // Only the current version of its path is an item.
+            let Some(slot) = self.items.current(&path).filter(|s| s.entry == r.id) else {
+                continue;
+            };
+            items.push(items::render(&path, slot, value, &label_name(r.label)));
+        }
+        Ok(Value::Array(items))
+    }
+}
+
+/// A label as the policy files spell it: `trusted`, `derived_trusted`, `derived_untrusted`,
+/// `external`.
+pub fn label_name(l: memlineage::lineage::Label) -> String {
+    l.name().to_ascii_lowercase()
+}
+
+fn appended(a: &memlineage::Appended) -> Value {
+    json!({"id": a.id.to_string(), "index": a.index, "label": label_name(a.label)})
+}
+
+impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
+    fn record_prompt(&mut self, session: &str, text: &str) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            Ok(appended(&c.front.record_prompt(s, text)?))
+        })
+    }
+
+    fn record_tool_result(
+        &mut self,
+        session: &str,
+        tool: &str,
+        args: &Value,
+        output: &str,
+    ) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            let (call, result) = c.front.record_tool_result(s, tool, args, output)?;
+            Ok(json!({"call": appended(&call), "result": appended(&result)}))
+        })
+    }
+
+    fn mark_unrecorded(&mut self, session: &str) -> Result<u64, BindError> {
+        self.with_session(session, |_, s| {
+            s.unrecorded = s.unrecorded.saturating_add(1);
+            Ok(s.unrecorded)
+        })
+    }
+
+    fn remember(
+        &mut self,
+        session: &str,
+        kind: Kind,
+        text: &str,
+        parents: Vec<Parent>,
+    ) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            Ok(appended(&c.front.remember(s, kind, text, parents)?))
+        })
+    }
+
+    fn retrieve(&mut self, session: &str, ids: &[EntryId]) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            let out = c.front.retrieve(s, ids)?;
+            Ok(Value::Array(
+                out.into_iter()
+                    .map(|o| match o {
+                        Outcome::Verified(r) => json!({
+                            "id": r.id.to_string(), "status": "verified",
+                            "label": label_name(r.label), "kind": r.kind.name(),
+                            "writer": r.writer, "text": r.text, "rendered": r.render(),
+                        }),
+                        Outcome::Tombstoned(id) => {
+                            json!({"id": id.to_string(), "status": "tombstoned"})
+                        }
+                        Outcome::Quarantined(id) => {
+                            json!({"id": id.to_string(), "status": "quarantined"})
+                        }
+                        Outcome::Rejected(id, e) => json!({
+                            "id": id.to_string(), "status": "rejected", "error": e.to_string(),
+                        }),
+                    })
+                    .collect(),
+            ))
+        })
+    }
+
+    fn check(
+        &mut self,
+        session: &str,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            let checked = c.front.check(s, tool, args, &HashMap::new())?;
+            let sources: Map<String, Value> = checked
+                .call
+                .args
+                .iter()
+                .map(|(name, ids)| {
+                    let ids: Vec<String> = ids.iter().map(EntryId::to_string).collect();
+                    (name.clone(), json!(ids))
+                })
+                .collect();
+            let mut out = json!({
+                "tool": checked.call.tool,
+                "sensitive": checked.sensitive,
+                "allowed": checked.verdict.is_allow(),
+                "sources": sources,
+                "reason": Value::Null, "param": Value::Null, "entry": Value::Null,
+                "deny": Value::Null, "path": [],
+            });
+            if let Verdict::Deny(r) = &checked.verdict {
+                out["reason"] = json!(r.to_string());
+                match r {
+                    Refusal::Gate(d) => {
+                        out["param"] = json!(d.param);
+                        out["entry"] = json!(d.entry.map(|e| e.to_string()));
+                        out["deny"] = json!(match d.reason {
+                            DenyReason::Untrusted { .. } => "untrusted",
+                            DenyReason::UnknownEntry => "unknown_entry",
+                            DenyReason::Tombstoned => "tombstoned",
+                            DenyReason::Quarantined => "quarantined",
+                            DenyReason::Unsourced => "unsourced",
+                            DenyReason::UntrustedOrigin { .. } => "untrusted_origin",
+                        });
+                        let mut path = d.path.clone();
+                        if path.is_empty() {
+                            path.extend(d.entry);
+                        }
+                        out["path"] = Value::Array(path.iter().map(|h| c.hop(h)).collect());
+                    }
+                    Refusal::Unrecorded(_) => out["deny"] = json!("unrecorded"),
+                    Refusal::Unreadable(_) => out["deny"] = json!("unreadable"),
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn reads(&mut self, session: &str) -> Result<Value, BindError> {
+        self.with_session(session, |_, s| {
+            Ok(json!({
+                "reads": s.reads.iter().map(EntryId::to_string).collect::<Vec<_>>(),
+                "unrecorded": s.unrecorded,
+            }))
+        })
+    }
+
+    fn explain(&mut self, id: &EntryId) -> Result<Value, BindError> {
+        let _held = self.enter()?;
+        let l = self.front.ledger();
+        let e = l.get(id)?;
+        let parents: Vec<Value> = e
+            .entry()
+            .parents
+            .iter()
+            .map(|p| json!({"id": p.id.to_string(), "weight": f64::from(p.weight.millionths()) / 1e6}))
+            .collect();
+        let untrusted = l.untrusted_path(id)?;
+        let quarantined = l.is_quarantined(id);
+        let tombstoned = l.is_tombstoned(id);
+        let receipt = match receipt(l, id) {
+            Ok(r) => {
+                let cause = match &r.cause {
+                    Cause::Flagged { flag, reason } => {
+                        json!({"cause": "flagged", "flag": flag.to_string(), "reason": reason})
+                    }
+                    Cause::External => json!({"cause": "external"}),
+                };
+                json!({"sentence": r.sentence(), "cause": cause})
+            }
+            Err(_) => Value::Null,
+        };
+        let mut out = self.hop(id);
+        out["parents"] = Value::Array(parents);
+        out["untrusted_path"] = Value::Array(untrusted.iter().map(|h| self.hop(h)).collect());
+        out["quarantined"] = json!(quarantined);
+        out["tombstoned"] = json!(tombstoned);
+        out["receipt"] = receipt;
+        Ok(out)
+    }
+
+    fn flag(&mut self, id: &EntryId, reach: Reach, reason: &str) -> Result<Value, BindError> {
+        if reason.trim().is_empty() {
+            return Err(BindError::misuse("a flag needs a reason (the advisory)"));
+        }
+        let _held = self.enter()?;
+        let (key, _) = self.front.keys_mut().key(FLAGGER, Role::System)?;
+        let l = self.front.ledger();
+        l.bind(key.key_id(), Role::System, FLAGGER)?;
+        let before = l.quarantine().len() as u64;
+        let f = l.flag(*id, reach, &key, reason)?;
+        l.checkpoint()?;
+        let now = l.quarantine().len() as u64;
+        Ok(json!({
+            "flag": f.id.to_string(), "source": id.to_string(), "reach": reach.name(),
+            "quarantined": now, "newly_quarantined": now.saturating_sub(before),
+        }))
+    }
+
+    fn tombstone(&mut self, id: &EntryId, reason: &str) -> Result<Value, BindError> {
+        let _held = self.enter()?;
+        let agent = self.front.agent().to_string();
+        let (key, _) = self.front.keys_mut().key(&agent, Role::Agent)?;
+        let l = self.front.ledger();
+        l.bind(key.key_id(), Role::Agent, &agent)?;
+        Ok(appended(&l.tombstone(*id, &key, reason)?))
+    }
+
+    fn checkpoint(&mut self) -> Result<String, BindError> {
+        let _held = self.enter()?;
+        let c = self.front.ledger().checkpoint()?;
+        Ok(String::from_utf8_lossy(c.note()).into_owned())
+    }
+
+    fn verify(&mut self) -> Result<Value, BindError> {
+        let note = self.checkpoint()?;
+        let l = self.front.ledger();
+        let verifier = LogVerifier::from_vkey(&l.vkey())?;
+        let policy = l.policy();
+        let size = l.len();
+        let mut report = match &self.audit_source {
+            AuditSource::Sqlite(path) => {
+                let store = memlineage::store::SqliteStore::open(path)?;
+                audit(
+                    store.audit_items(),
+                    &verifier,
+                    note.as_bytes(),
+                    policy,
+                    verifier.key_id(),
+                )?
+            }
+            AuditSource::Store => {
+                let store = l.store();
+                let items = (0..size).map(|i| {
+                    store
+                        .entry_bytes(i)
+                        .map_err(|e| e.to_string())?
+                        .map(|b| (b, None::<memlineage::lineage::Label>))
+                        .ok_or_else(|| format!("entry {i} missing"))
+                });
+                audit(items, &verifier, note.as_bytes(), policy, verifier.key_id())?
+            }
+        };
+        let store = l.store();
+        let bytes = (0..size).map(|i| {
+            store
+                .entry_bytes(i)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("entry {i} missing"))
+        });
+        reach_quarantine(&mut report, bytes, policy)?;
+        let failures: Vec<Value> = report
+            .failures
+            .iter()
+            .map(|f| json!({"index": f.index, "id": f.id.to_string(), "problem": format!("{}", f.problem)}))
+            .collect();
+        Ok(json!({
+            "ok": report.is_clean(),
+            "entries": report.entries,
+            "verified": report.verified,
+            "checkpoint_size": report.checkpoint.size(),
+            "root_matches": report.root_matches,
+            "labels": {
+                "trusted": report.label_counts[0], "derived_trusted": report.label_counts[1],
+                "derived_untrusted": report.label_counts[2], "external": report.label_counts[3],
+            },
+            "quarantined": report.quarantine.len(),
+            "failures": failures,
+        }))
+    }
+
+    fn item_put(
+        &mut self,
+        session: &str,
+        path: Path,
+        value: Value,
+        weights: &HashMap<EntryId, Weight>,
+    ) -> Result<Value, BindError> {
+        if !value.is_object() {
+            return Err(BindError::misuse("an item's value is a JSON object"));
+        }
+        self.with_session(session, |c, s| {
+            let l = c.front.ledger();
+            // What the session read, at full weight unless the caller gives one; entries the
+            // caller names besides are added (a caller can add parents, never drop one). The
+            // session's own earlier versions are not reads: their parents are in the read set.
+            let own = c.written.get(&s.id);
+            let mut ids: Vec<EntryId> = s
+                .reads
+                .iter()
+                .filter(|id| own.is_none_or(|w| !w.contains(id)))
+                .copied()
+                .collect();
+            for id in weights.keys() {
+                if !ids.contains(id) {
+                    ids.push(*id);
+                }
+            }
+            ids.retain(|id| l.index_of(id).is_some());
+            ids.sort();
+            ids.dedup();
+            let parents: Vec<Parent> = ids
+                .into_iter()
+                .map(|id| match weights.get(&id) {
+                    Some(w) => Parent { id, weight: *w },
+                    None => Parent::full(id),
+                })
+                .collect();
+            let text = items::content(&path.0, &path.1, &value);
+            let a = c.front.remember(s, Kind::Summary, &text, parents)?;
+            c.written.entry(s.id.clone()).or_default().insert(a.id);
+            c.items.scan(c.front.ledger())?;
+            let slot = c
+                .items
+                .current(&path)
+                .filter(|x| x.entry == a.id)
+                .cloned()
+                .ok_or_else(|| BindError::misuse("the new version was not indexed"))?;
+            Ok(items::render(&path, &slot, value, &label_name(a.label)))
+        })
+    }
+
+    fn item_delete(&mut self, session: &str, path: &Path) -> Result<bool, BindError> {
+        self.with_session(session, |c, _| {
+            c.items.scan(c.front.ledger())?;
+            let Some(entry) = c.items.current(path).map(|s| s.entry) else {
+                return Ok(false);
+            };
+            let agent = c.front.agent().to_string();
+            let (key, _) = c.front.keys_mut().key(&agent, Role::Agent)?;
+            let l = c.front.ledger();
+            l.bind(key.key_id(), Role::Agent, &agent)?;
+            l.tombstone(entry, &key, "deleted through the store")?;
+            c.items.scan(c.front.ledger())?;
+            Ok(true)
+        })
+    }
+
+    fn item_candidates(&mut self, prefix: &[String]) -> Result<Value, BindError> {
+        let _held = self.enter()?;
+        self.items.scan(self.front.ledger())?;
+        let l = self.front.ledger();
+        let out: Vec<Value> = self
+            .items
+            .under(prefix)
+            .into_iter()
+            .filter(|(_, s)| !l.is_quarantined(&s.entry) && !l.is_tombstoned(&s.entry))
+            .map(|(p, s)| {
+                let label = l
+                    .label(&s.entry)
+                    .map_or_else(|| "external".to_string(), label_name);
+                items::render(p, s, s.value.clone(), &label)
+            })
+            .collect();
+        Ok(Value::Array(out))
+    }
+
+    fn item_read(&mut self, session: &str, entries: &[EntryId]) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| c.items_read(s, entries))
+    }
+
+    fn item_get(&mut self, session: &str, path: &Path) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            c.items.scan(c.front.ledger())?;
+            let Some(entry) = c.items.current(path).map(|x| x.entry) else {
+                return Ok(Value::Null);
+            };
+            let mut got = c.items_read(s, &[entry])?;
+            Ok(got
+                .as_array_mut()
+                .and_then(|a| a.pop())
+                .unwrap_or(Value::Null))
+        })
+    }
+
+    fn item_namespaces(&mut self) -> Result<Value, BindError> {
+        let _held = self.enter()?;
+        self.items.scan(self.front.ledger())?;
+        let l = self.front.ledger();
+        let mut out: Vec<Vec<String>> = self
+            .items
+            .under(&[])
+            .into_iter()
+            .filter(|(_, s)| !l.is_quarantined(&s.entry) && !l.is_tombstoned(&s.entry))
+            .map(|(p, _)| p.0.clone())
+            .collect();
+        out.sort();
+        out.dedup();
+        Ok(json!(out))
+    }
+
+    fn len(&mut self) -> Result<u64, BindError> {
+        let _held = self.enter()?;
+        Ok(self.front.ledger().len())
+    }
+}
+
+/// Keys in the ledger's key file (`LEDGER.key`), read afresh for a principal not seen yet and
+/// saved as soon as one is added, so that a long-lived process shares the file with the hooks
+/// and the CLI (the caller holds the key-file lock).
+#[derive(Debug)]
+pub struct LockedKeyFile {
+    path: PathBuf,
+    cache: HashMap<String, (Role, [u8; 32])>,
+}
+
+impl LockedKeyFile {
+    /// The key file at `path`.
+    pub fn new(path: PathBuf) -> Self {
+        LockedKeyFile {
+            path,
+            cache: HashMap::new(),
+        }
+    }
+}
+
+impl Keys for LockedKeyFile {
+    fn key(
+        &mut self,
+        name: &str,
+        role: Role,
+    ) -> Result<(memlineage::record::WriterKey, bool), FrontError> {
+        use memlineage::front::keystore::{KeyStore, KeyStoreError};
+        use memlineage::record::WriterKey;
+        match self.cache.get(name) {
+            Some((r, _)) if *r != role => {
+                return Err(KeyStoreError::RoleMismatch(name.to_string()).into())
+            }
+            Some((_, seed)) => return Ok((WriterKey::from_seed(seed), false)),
+            None => {}
+        }
+        let mut ks = KeyStore::load(&self.path)?;
+        let (k, _, created) = ks.principal(name, Some(role))?;
+        if created {
+            ks.save(&self.path)?;
+        }
+        self.cache.insert(name.to_string(), (role, k.seed()));
+        Ok((k, created))
+    }
+}

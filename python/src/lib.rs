@@ -1,0 +1,472 @@
+//! `memlineage._native`: the Python bindings of memlineage (`spec/python.md`).
+//!
+//! One class, `Ledger`, over the library's [`Front`]: sessions (by id), recording prompts,
+//! tool results and memories with their parents, verified retrieval with labels, the gate's
+//! check of a proposed tool call (the hooks' matching and fail-closed rules), explain, flag,
+//! tombstone, checkpoint and the full audit, plus the store-item operations the LangGraph
+//! store (`memlineage.langgraph`) is built on. Values cross the boundary as JSON. The GIL is
+//! released while the ledger works (I/O, signing, verification); nothing panics across the
+//! boundary: every failure is a Python exception (`errors`).
+
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
+use memlineage::front::hook::{FileSessions, MemorySessions};
+use memlineage::front::keystore::KeyStore;
+use memlineage::front::{Front, GeneratedKeys};
+use memlineage::gate::Policy;
+use memlineage::lineage::quarantine::Reach;
+use memlineage::lineage::{LabelPolicy, WeakRule};
+use memlineage::log::LogSigner;
+use memlineage::record::{EntryId, Kind, Parent, Weight, WriterKey};
+use memlineage::store::{MemoryStore, SqliteStore};
+use memlineage::Ledger;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+mod engine;
+mod errors;
+mod items;
+
+use engine::{AuditSource, Core, Engine, LockedKeyFile};
+use errors::BindError;
+
+/// Largest policy file read, in bytes (as the CLI).
+const MAX_POLICY_BYTES: u64 = 1 << 20;
+
+/// A provenance ledger and its front (`spec/python.md` §1). Create one with
+/// `Ledger.create(path)`, `Ledger.open(path)` or `Ledger.in_memory()`.
+#[pyclass(frozen, name = "Ledger", module = "memlineage")]
+struct PyLedger {
+    engine: Mutex<Box<dyn Engine>>,
+    path: Option<String>,
+    vkey: String,
+}
+
+/// `LEDGER.key`, the key file beside a ledger (as the CLI names it).
+fn key_path(ledger: &Path) -> PathBuf {
+    let mut p = ledger.as_os_str().to_owned();
+    p.push(".key");
+    PathBuf::from(p)
+}
+
+fn load_policy(path: Option<PathBuf>) -> Result<Policy, BindError> {
+    let Some(p) = path else {
+        return Ok(Policy::default());
+    };
+    let meta = std::fs::metadata(&p)
+        .map_err(|e| BindError::misuse(format!("policy {}: {e}", p.display())))?;
+    if meta.len() > MAX_POLICY_BYTES {
+        return Err(BindError::misuse(format!(
+            "policy {}: longer than {MAX_POLICY_BYTES} bytes",
+            p.display()
+        )));
+    }
+    let text = std::fs::read_to_string(&p)
+        .map_err(|e| BindError::misuse(format!("policy {}: {e}", p.display())))?;
+    Ok(Policy::from_toml(&text)?)
+}
+
+fn label_policy(tau: f64, rule: &str) -> Result<LabelPolicy, BindError> {
+    let weak_rule = WeakRule::from_name(rule)
+        .ok_or_else(|| BindError::misuse(format!("rule {rule:?}: use fail-closed or fail-open")))?;
+    let tau = Weight::from_f64(tau).map_err(BindError::misuse)?;
+    Ok(LabelPolicy { tau, weak_rule })
+}
+
+fn id_arg(s: &str) -> Result<EntryId, BindError> {
+    EntryId::from_hex(s).map_err(|e| BindError::misuse(format!("entry id {s:?}: {e}")))
+}
+
+fn ids_arg(ids: &[String]) -> Result<Vec<EntryId>, BindError> {
+    ids.iter().map(|s| id_arg(s)).collect()
+}
+
+/// `obj` as JSON (Python's `json.dumps`, NaN and infinities refused).
+fn to_json(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let py = obj.py();
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("allow_nan", false)?;
+    let text: String = py
+        .import("json")?
+        .call_method("dumps", (obj,), Some(&kwargs))?
+        .extract()?;
+    serde_json::from_str(&text).map_err(|e| BindError::misuse(format!("not JSON: {e}")).into())
+}
+
+/// `v` as a Python object (`json.loads`).
+fn to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
+    Ok(py
+        .import("json")?
+        .call_method1("loads", (v.to_string(),))?
+        .unbind())
+}
+
+fn namespace_arg(ns: Vec<String>, key: String) -> items::Path {
+    (ns, key)
+}
+
+impl PyLedger {
+    fn wrap(engine: Box<dyn Engine>, path: Option<String>, vkey: String) -> Self {
+        PyLedger {
+            engine: Mutex::new(engine),
+            path,
+            vkey,
+        }
+    }
+
+    /// Runs `f` on the engine with the GIL released.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut dyn Engine) -> Result<T, BindError> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let mut g = self.engine.lock().map_err(|_| {
+                BindError::misuse("the ledger handle is unusable after an earlier failure")
+            })?;
+            f(g.as_mut())
+        })
+        .map_err(PyErr::from)
+    }
+
+    fn run_json(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut dyn Engine) -> Result<Value, BindError> + Send,
+    ) -> PyResult<Py<PyAny>> {
+        let v = self.run(py, f)?;
+        to_py(py, &v)
+    }
+
+    fn open_file(path: &Path, policy: Policy, agent: &str) -> Result<Self, BindError> {
+        if !path.is_file() || std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) == 0 {
+            return Err(BindError::misuse(format!(
+                "no ledger at {} (Ledger.create makes one)",
+                path.display()
+            )));
+        }
+        let keys = key_path(path);
+        let ks = KeyStore::load(&keys)?;
+        let ledger = Ledger::open(SqliteStore::open(path)?, ks.log_signer()?)?;
+        Ok(Self::file_core(path, ledger, policy, agent))
+    }
+
+    fn file_core(path: &Path, ledger: Ledger<SqliteStore>, policy: Policy, agent: &str) -> Self {
+        let keys = key_path(path);
+        let vkey = ledger.vkey();
+        let front = Front::new(ledger, policy, LockedKeyFile::new(keys.clone())).with_agent(agent);
+        let mut lock = keys.into_os_string();
+        lock.push(".lock");
+        let core = Core::new(
+            front,
+            Box::new(FileSessions::beside(path)),
+            Some(PathBuf::from(lock)),
+            AuditSource::Sqlite(path.to_path_buf()),
+        );
+        Self::wrap(Box::new(core), Some(path.display().to_string()), vkey)
+    }
+}
+
+#[pymethods]
+impl PyLedger {
+    /// Creates a SQLite ledger at `path` and its key file `path + ".key"` (as `memlineage
+    /// init`), signs the empty tree's checkpoint, and opens it. `tau` in [0, 1] and `rule`
+    /// (`fail-closed` or `fail-open`) are the labelling parameters; `policy` is a gate policy
+    /// TOML file (default: the bundled `examples/policy.toml`); `agent` is the principal the
+    /// agent's writes are signed by.
+    ///
+    /// Raises `ValueError` if either file exists; `LedgerError`, `KeyStoreError` on failure.
+    #[staticmethod]
+    #[pyo3(signature = (path, *, origin = "memlineage.local/ledger", tau = 0.5, rule = "fail-closed", policy = None, agent = "agent"))]
+    fn create(
+        py: Python<'_>,
+        path: PathBuf,
+        origin: &str,
+        tau: f64,
+        rule: &str,
+        policy: Option<PathBuf>,
+        agent: &str,
+    ) -> PyResult<Self> {
+        let made = py.detach(|| -> Result<Self, BindError> {
+            let keys = key_path(&path);
+            if path.exists() || keys.exists() {
+                return Err(BindError::misuse(format!(
+                    "{} or its key file already exists",
+                    path.display()
+                )));
+            }
+            let lp = label_policy(tau, rule)?;
+            let policy = load_policy(policy)?;
+            let ks = KeyStore::generate(origin);
+            let signer = ks.log_signer()?;
+            ks.save(&keys)?;
+            let mut ledger = Ledger::create(SqliteStore::open(&path)?, signer, lp)?;
+            ledger.checkpoint()?;
+            Ok(Self::file_core(&path, ledger, policy, agent))
+        })?;
+        Ok(made)
+    }
+
+    /// Opens the SQLite ledger at `path` with its key file `path + ".key"`. Sessions are the
+    /// hooks' session files (`path + ".sessions/"`).
+    #[staticmethod]
+    #[pyo3(signature = (path, *, policy = None, agent = "agent"))]
+    fn open(py: Python<'_>, path: PathBuf, policy: Option<PathBuf>, agent: &str) -> PyResult<Self> {
+        Ok(py.detach(|| Self::open_file(&path, load_policy(policy)?, agent))?)
+    }
+
+    /// A ledger in memory with fresh random keys, gone when the handle is (tests, a runtime
+    /// that keeps no history).
+    #[staticmethod]
+    #[pyo3(signature = (*, origin = "memlineage.local/memory", tau = 0.5, rule = "fail-closed", policy = None, agent = "agent"))]
+    fn in_memory(
+        origin: &str,
+        tau: f64,
+        rule: &str,
+        policy: Option<PathBuf>,
+        agent: &str,
+    ) -> PyResult<Self> {
+        let lp = label_policy(tau, rule)?;
+        let policy = load_policy(policy)?;
+        let signer = LogSigner::new(origin, WriterKey::generate()).map_err(BindError::from)?;
+        let ledger = Ledger::create(MemoryStore::default(), signer, lp).map_err(BindError::from)?;
+        let vkey = ledger.vkey();
+        let front = Front::new(ledger, policy, GeneratedKeys::default()).with_agent(agent);
+        let core = Core::new(
+            front,
+            Box::new(MemorySessions::default()),
+            None,
+            AuditSource::Store,
+        );
+        Ok(Self::wrap(Box::new(core), None, vkey))
+    }
+
+    /// The ledger file's path (`None` in memory).
+    #[getter]
+    fn path(&self) -> Option<String> {
+        self.path.clone()
+    }
+
+    /// The log's verifier key (C2SP vkey).
+    #[getter]
+    fn vkey(&self) -> String {
+        self.vkey.clone()
+    }
+
+    /// Number of entries in the log.
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let n = self.run(py, |e| e.len())?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    /// Records a user prompt in `session` (principal `user`: Trusted); returns
+    /// `{"id", "index", "label"}`.
+    fn record_prompt(&self, py: Python<'_>, session: &str, text: &str) -> PyResult<Py<PyAny>> {
+        self.run_json(py, |e| e.record_prompt(session, text))
+    }
+
+    /// Records a tool call with arguments `args` (a dict) and its `output` (principal
+    /// `tool:<tool>`: External); returns `{"call": {...}, "result": {...}}`.
+    fn record_tool_result(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        tool: &str,
+        args: &Bound<'_, PyAny>,
+        output: &str,
+    ) -> PyResult<Py<PyAny>> {
+        let args = to_json(args)?;
+        self.run_json(py, |e| e.record_tool_result(session, tool, &args, output))
+    }
+
+    /// Counts one tool output the session saw that could not be recorded: while the count is
+    /// non-zero, the session's sensitive calls are refused. Returns the count.
+    fn mark_unrecorded(&self, py: Python<'_>, session: &str) -> PyResult<u64> {
+        self.run(py, |e| e.mark_unrecorded(session))
+    }
+
+    /// Records a memory of the agent (`kind` summary, observation or fact) derived from
+    /// `parents`, a list of entry ids (full weight) or `(id, weight)` pairs.
+    #[pyo3(signature = (session, text, parents = None, kind = "summary"))]
+    fn remember(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        text: &str,
+        parents: Option<Vec<Bound<'_, PyAny>>>,
+        kind: &str,
+    ) -> PyResult<Py<PyAny>> {
+        let kind = match kind {
+            "summary" | "observation" | "fact" => Kind::from_name(kind),
+            _ => None,
+        }
+        .ok_or_else(|| BindError::misuse(format!("kind {kind:?}: use summary or fact")))?;
+        let mut ps = Vec::new();
+        for p in parents.unwrap_or_default() {
+            if let Ok(id) = p.extract::<String>() {
+                ps.push(Parent::full(id_arg(&id)?));
+            } else {
+                let (id, w): (String, f64) = p.extract()?;
+                let weight = Weight::from_f64(w).map_err(BindError::misuse)?;
+                ps.push(Parent {
+                    id: id_arg(&id)?,
+                    weight,
+                });
+            }
+        }
+        self.run_json(py, |e| e.remember(session, kind, text, ps))
+    }
+
+    /// Verifies `ids` and returns one dict per id: `status` `verified` (with `label`, `kind`,
+    /// `writer`, `text`, `rendered`), `tombstoned`, `quarantined` or `rejected` (with
+    /// `error`). Verified entries join the session's reads.
+    fn retrieve(&self, py: Python<'_>, session: &str, ids: Vec<String>) -> PyResult<Py<PyAny>> {
+        let ids = ids_arg(&ids)?;
+        self.run_json(py, |e| e.retrieve(session, &ids))
+    }
+
+    /// Decides a proposed call of `tool` with `args` (a dict) in `session`, as the
+    /// PreToolUse hook does. Returns `{"allowed", "sensitive", "tool", "sources", "reason",
+    /// "deny", "param", "entry", "path"}`; `path` lists the lineage hops (source first) as
+    /// `{"id", "kind", "writer", "label"}`.
+    fn check(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        tool: &str,
+        args: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let Value::Object(args) = to_json(args)? else {
+            return Err(BindError::misuse("a tool call's arguments are a dict").into());
+        };
+        self.run_json(py, |e| e.check(session, tool, &args))
+    }
+
+    /// The session's read set: `{"reads": [ids…], "unrecorded": n}`.
+    fn reads(&self, py: Python<'_>, session: &str) -> PyResult<Py<PyAny>> {
+        self.run_json(py, |e| e.reads(session))
+    }
+
+    /// An entry's kind, writer, label, parents, untrusted lineage path, quarantine and
+    /// tombstone state, and receipt (`None` when it is neither untrusted nor quarantined).
+    fn explain(&self, py: Python<'_>, id: &str) -> PyResult<Py<PyAny>> {
+        let id = id_arg(id)?;
+        self.run_json(py, |e| e.explain(&id))
+    }
+
+    /// Flags `id` as a bad source with `reason`, quarantining what descends from it over every
+    /// edge (`reach="all"`) or strong ones (`"strong"`); signed by principal `advisory`
+    /// (role system). Returns `{"flag", "source", "reach", "quarantined", "newly_quarantined"}`.
+    #[pyo3(signature = (id, reason, reach = "all"))]
+    fn flag(&self, py: Python<'_>, id: &str, reason: &str, reach: &str) -> PyResult<Py<PyAny>> {
+        let id = id_arg(id)?;
+        let reach = Reach::from_name(reach)
+            .ok_or_else(|| BindError::misuse(format!("reach {reach:?}: use all or strong")))?;
+        self.run_json(py, |e| e.flag(&id, reach, reason))
+    }
+
+    /// Deletes `id` with a tombstone signed by the agent principal.
+    fn tombstone(&self, py: Python<'_>, id: &str, reason: &str) -> PyResult<Py<PyAny>> {
+        let id = id_arg(id)?;
+        self.run_json(py, |e| e.tombstone(&id, reason))
+    }
+
+    /// Signs a checkpoint of the current tree and returns its note (C2SP signed note).
+    fn checkpoint(&self, py: Python<'_>) -> PyResult<String> {
+        self.run(py, |e| e.checkpoint())
+    }
+
+    /// Signs a checkpoint, then audits the whole ledger offline as `memlineage verify` does
+    /// (signatures, encodings, keyring, labels, tree root, quarantine). Returns `{"ok",
+    /// "entries", "verified", "checkpoint_size", "root_matches", "labels", "quarantined",
+    /// "failures"}`.
+    fn verify(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.run_json(py, |e| e.verify())
+    }
+
+    /// Writes a new version of the store item `(namespace, key)` with `value` (a dict), derived
+    /// from everything `session` read (full weight, or the weight `weights` gives an entry id;
+    /// ids in `weights` that were not read are added as parents). Returns the item.
+    #[pyo3(signature = (session, namespace, key, value, weights = None))]
+    fn item_put(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        namespace: Vec<String>,
+        key: String,
+        value: &Bound<'_, PyAny>,
+        weights: Option<HashMap<String, f64>>,
+    ) -> PyResult<Py<PyAny>> {
+        let value = to_json(value)?;
+        let mut ws = HashMap::new();
+        for (id, w) in weights.unwrap_or_default() {
+            ws.insert(
+                id_arg(&id)?,
+                Weight::from_f64(w).map_err(BindError::misuse)?,
+            );
+        }
+        let path = namespace_arg(namespace, key);
+        self.run_json(py, |e| e.item_put(session, path, value, &ws))
+    }
+
+    /// Deletes the item `(namespace, key)`: a tombstone of its current version. Whether there
+    /// was one.
+    fn item_delete(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        namespace: Vec<String>,
+        key: String,
+    ) -> PyResult<bool> {
+        let path = namespace_arg(namespace, key);
+        self.run(py, |e| e.item_delete(session, &path))
+    }
+
+    /// The current item `(namespace, key)`, verified and recorded as read, or `None`
+    /// (absent, deleted, quarantined or failing verification).
+    fn item_get(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        namespace: Vec<String>,
+        key: String,
+    ) -> PyResult<Py<PyAny>> {
+        let path = namespace_arg(namespace, key);
+        self.run_json(py, |e| e.item_get(session, &path))
+    }
+
+    /// The live, non-quarantined items whose namespace starts with `prefix`, newest first,
+    /// not yet verified or recorded (pass the chosen `entry_id`s to `item_read`).
+    fn item_candidates(&self, py: Python<'_>, prefix: Vec<String>) -> PyResult<Py<PyAny>> {
+        self.run_json(py, |e| e.item_candidates(&prefix))
+    }
+
+    /// Verifies the items held by `entry_ids` (current versions only) and records them as
+    /// read by `session`; those that fail verification are left out.
+    fn item_read(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        entry_ids: Vec<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let ids = ids_arg(&entry_ids)?;
+        self.run_json(py, |e| e.item_read(session, &ids))
+    }
+
+    /// Every namespace holding a live, non-quarantined item, sorted.
+    fn item_namespaces(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.run_json(py, |e| e.item_namespaces())
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyLedger>()?;
+    m.add("ITEM_FORMAT", items::ITEM_FORMAT)?;
+    errors::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,225 @@
+"""MemLineageStore as a BaseStore: round trips (sync and async) beside InMemoryStore, lineage
+of puts, quarantine, persistence."""
+
+import asyncio
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from memlineage import Ledger
+from memlineage.langgraph import LineageItem, MemLineageStore, bind_session
+
+IBAN = "GB33BUKB20201555555555"
+
+
+def fill(store):
+    store.put(("docs", "alice"), "a", {"kind": "note", "n": 1})
+    store.put(("docs", "alice"), "b", {"kind": "bill", "n": 2})
+    store.put(("docs", "bob"), "c", {"kind": "note", "n": 3, "tags": {"x": 1}})
+    store.put(("other",), "d", {"kind": "note", "n": 4})
+
+
+@pytest.fixture
+def store():
+    return MemLineageStore(Ledger.in_memory(), session="s1")
+
+
+def test_round_trip_beside_in_memory_store(store):
+    ref = InMemoryStore()
+    for s in (store, ref):
+        fill(s)
+    for ns, key in [(("docs", "alice"), "a"), (("docs", "bob"), "c"), (("other",), "d")]:
+        got, want = store.get(ns, key), ref.get(ns, key)
+        assert (got.namespace, got.key, got.value) == (want.namespace, want.key, want.value)
+        assert isinstance(got, LineageItem) and len(got.entry_id) == 64
+    assert store.get(("docs", "alice"), "missing") is None
+
+    def keys(items):
+        return sorted((i.namespace, i.key) for i in items)
+
+    for prefix, flt in [(("docs",), None), (("docs", "alice"), None), ((), {"kind": "note"}),
+                        ((), {"n": {"$gt": 2}}), ((), {"tags": {"x": 1}})]:
+        assert keys(store.search(prefix, filter=flt)) == keys(ref.search(prefix, filter=flt))
+    assert store.list_namespaces() == ref.list_namespaces()
+    assert store.list_namespaces(prefix=("docs",)) == ref.list_namespaces(prefix=("docs",))
+    assert store.list_namespaces(max_depth=1) == ref.list_namespaces(max_depth=1)
+
+    # Update keeps created_at, delete removes, and a deleted key never comes back old.
+    first = store.get(("docs", "alice"), "a")
+    store.put(("docs", "alice"), "a", {"kind": "note", "n": 10})
+    second = store.get(("docs", "alice"), "a")
+    assert second.value == {"kind": "note", "n": 10}
+    assert second.created_at == first.created_at and second.entry_id != first.entry_id
+    for s in (store, ref):
+        s.delete(("docs", "alice"), "a")
+        s.delete(("other",), "d")
+    assert store.get(("docs", "alice"), "a") is None
+    assert keys(store.search(())) == keys(ref.search(()))
+    # InMemoryStore keeps listing a namespace whose items were all deleted; this store lists
+    # namespaces that hold a live item.
+    assert ("other",) in ref.list_namespaces()
+    assert store.list_namespaces() == [("docs", "alice"), ("docs", "bob")]
+
+
+def test_search_is_newest_first_with_offset_and_limit(store):
+    for i in range(5):
+        store.put(("n",), f"k{i}", {"i": i})
+    assert [i.key for i in store.search(("n",), limit=2)] == ["k4", "k3"]
+    assert [i.key for i in store.search(("n",), offset=3)] == ["k1", "k0"]
+    # The session read nothing: every put is the agent's own statement (Trusted); its own
+    # earlier puts are not parents of its later ones (spec/python.md §2.1).
+    found = store.search(("n",))
+    assert [(i.label, i.score) for i in found] == [("trusted", None)] * 5
+    assert store.ledger.explain(found[0].entry_id)["parents"] == []
+    # Once it has read something, that is a parent of each later put.
+    store.ledger.record_tool_result("s1", "read", {}, "text")
+    store.put(("n",), "k5", {"i": 5})
+    assert store.get(("n",), "k5").label == "derived_untrusted"
+
+
+def test_async_round_trip(store):
+    async def go():
+        await store.aput(("a",), "k", {"v": 1})
+        await store.aput(("a", "b"), "k2", {"v": 2})
+        got = await store.aget(("a",), "k")
+        found = await store.asearch(("a",))
+        spaces = await store.alist_namespaces()
+        await store.adelete(("a",), "k")
+        gone = await store.aget(("a",), "k")
+        return got, found, spaces, gone
+
+    got, found, spaces, gone = asyncio.run(go())
+    assert got.value == {"v": 1}
+    assert sorted(i.key for i in found) == ["k", "k2"]
+    assert spaces == [("a",), ("a", "b")]
+    assert gone is None
+
+
+def test_async_resolves_the_session_in_the_caller_context():
+    store = MemLineageStore(Ledger.in_memory())
+
+    async def go():
+        with bind_session("async-s"):
+            await store.aput(("a",), "k", {"v": 1})
+            return await store.aget(("a",), "k")
+
+    item = asyncio.run(go())
+    assert item.entry_id in store.ledger.reads("async-s")["reads"]
+
+
+def test_no_session_is_an_error():
+    store = MemLineageStore(Ledger.in_memory())
+    with pytest.raises(ValueError, match="no session"):
+        store.put(("a",), "k", {"v": 1})
+    assert store.list_namespaces() == []
+
+
+def test_put_descends_from_what_the_session_read():
+    led = Ledger.in_memory()
+    store = MemLineageStore(led)
+    with store.bind("s1"):
+        prompt = led.record_prompt("s1", "summarise my bill")["id"]
+        bill = led.record_tool_result("s1", "read_bill", {}, f"pay {IBAN}")["result"]["id"]
+        store.put(("mem",), "bill", {"text": f"pay {IBAN}"})
+        item = store.get(("mem",), "bill")
+    assert item.label == "derived_untrusted"
+    parents = {p["id"] for p in led.explain(item.entry_id)["parents"]}
+    assert {prompt, bill} <= parents
+    with store.bind("s2"):
+        clean = store.put_weighted(("mem",), "greeting", {"text": "hi"}, {})
+        assert clean.label == "trusted" or clean.label == "derived_trusted"
+        # A read of the poisoned item makes the next write derived from it.
+        store.get(("mem",), "bill")
+        store.put(("mem",), "copy", {"text": "copied"})
+        assert store.get(("mem",), "copy").label == "derived_untrusted"
+    with store.bind("s3"):
+        # Weights: a weak edge does not carry its label past a strong trusted one (under the
+        # fail-closed rule a weak parent alone still does).
+        prompt3 = led.record_prompt("s3", "note that I read the bill note")["id"]
+        store.get(("mem",), "bill")
+        weak = store.put_weighted(("mem",), "weak", {"t": 1}, {item.entry_id: 0.1})
+    assert weak.label == "derived_trusted"
+    assert sorted(led.explain(weak.entry_id)["parents"], key=lambda p: p["weight"]) == [
+        {"id": item.entry_id, "weight": 0.1},
+        {"id": prompt3, "weight": 1.0},
+    ]
+
+
+def test_flag_hides_the_poisoned_item_and_its_descendants():
+    led = Ledger.in_memory()
+    store = MemLineageStore(led)
+    with store.bind("s1"):
+        bill = led.record_tool_result("s1", "read_bill", {}, f"pay {IBAN}")["result"]["id"]
+        store.put(("mem",), "bill", {"text": f"pay {IBAN}"})
+    with store.bind("s2"):
+        store.put(("mem",), "clean", {"text": "unrelated"})
+        assert {i.key for i in store.search(("mem",))} == {"bill", "clean"}
+        store.put(("mem",), "derived", {"text": "from the bill note"})
+    with store.bind("s3"):
+        store.put(("mem",), "clean2", {"text": "also unrelated"})
+        assert {i.key for i in store.search(("mem",))} == {"bill", "clean", "derived", "clean2"}
+        led.flag(bill, "advisory: injected invoice")
+        keys = {i.key for i in store.search(("mem",))}
+        assert "bill" not in keys and "derived" not in keys
+        assert "clean2" in keys
+        assert store.get(("mem",), "bill") is None
+        assert store.get(("mem",), "derived") is None
+    assert store.list_namespaces() == [("mem",)]
+
+
+def test_file_store_persists_items(ledger_path):
+    store = MemLineageStore(Ledger.create(ledger_path), session="s")
+    store.put(("a",), "k", {"v": [1, 2, {"x": "y"}]})
+    store.put(("a",), "gone", {"v": 0})
+    store.delete(("a",), "gone")
+    again = MemLineageStore(Ledger.open(ledger_path), session="t")
+    assert again.get(("a",), "k").value == {"v": [1, 2, {"x": "y"}]}
+    assert again.get(("a",), "gone") is None
+    assert again.ledger.verify()["ok"]
+
+
+def test_item_entries_have_the_specified_content(store):
+    """spec/python.md §2.1: kind summary, agent writer, canonical JSON content."""
+    store.put(("bills", "alice"), "march", {"b": 1, "a": "x"})
+    item = store.get(("bills", "alice"), "march")
+    (got,) = store.ledger.retrieve("other", [item.entry_id])
+    assert (got["kind"], got["writer"]) == ("summary", "agent")
+    assert got["text"] == (
+        '{"format":"memlineage/langgraph-item@v1","key":"march",'
+        '"namespace":["bills","alice"],"value":{"a":"x","b":1}}'
+    )
+    # A memory with the same shape written as a fact is not an item; one in another format
+    # neither.
+    store.ledger.remember("s1", got["text"].replace("march", "april"), kind="fact")
+    store.ledger.remember("s1", got["text"].replace("@v1", "@v0").replace("march", "may"))
+    assert [i.key for i in store.search(("bills",))] == ["march"]
+
+
+def test_tampered_item_fails_closed(ledger_path):
+    import sqlite3
+
+    import memlineage
+
+    led = Ledger.create(ledger_path)
+    store = MemLineageStore(led, session="s1")
+    led.record_tool_result("s1", "read_bill", {}, "ACME invoice, 120 EUR")
+    store.put(("mem",), "note", {"text": "pay DE89370400440532013000"})
+    led.record_prompt("s1", "pay DE89370400440532013000")
+    assert led.check("s1", "send_money", {"recipient": "DE89370400440532013000"})["allowed"]
+    del store, led
+    # Someone with write access to the file (no key) changes the stored text.
+    db = sqlite3.connect(ledger_path)
+    rows = db.execute("SELECT hash, bytes FROM content").fetchall()
+    (h, b), = [(h, b) for h, b in rows if b"langgraph-item" in b]
+    db.execute("UPDATE content SET bytes = ? WHERE hash = ?",
+               (b.replace(b"DE89370400440532013000", b"GB33BUKB20201555555555"), h))
+    db.commit()
+    db.close()
+    led = Ledger.open(ledger_path)
+    store = MemLineageStore(led, session="s2")
+    with pytest.raises(memlineage.LedgerError, match="does not match its signed content hash"):
+        store.search(("mem",))
+    # The session that read the note (Derived-Untrusted) before can no longer rule it out as
+    # the source of any value (fail closed): even the IBAN the user stated is refused now.
+    v = led.check("s1", "send_money", {"recipient": "DE89370400440532013000"})
+    assert not v["allowed"] and v["param"] == "recipient"

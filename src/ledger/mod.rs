@@ -58,7 +58,7 @@ pub struct Ledger<S: Store> {
     /// A quarantine rescan that has not completed (a read failed): every entry after this leaf
     /// counts as quarantined until it does (fail closed), and the next refresh retries it.
     pending_rescan: Option<u64>,
-    /// The HMAC key of the label seal, derived from the log key ([`seal`]).
+    /// The HMAC key of the label seal, derived from the log key (`spec/lineage.md` §5.1).
     seal_key: SealKey,
     /// The label chain over the `size` entries in the index.
     chain: Chain,
@@ -136,9 +136,9 @@ impl<S: Store> Ledger<S> {
 
     /// Catches up with entries other handles (threads, processes) appended to the same store
     /// since this one last looked: their labels, kinds and ids (checked against the label
-    /// seal, [`seal`]), keyring bindings, tombstones and forensic state. Entries the seal does
-    /// not cover yet are verified and relabelled from their signed bytes. Returns how many
-    /// entries were added.
+    /// seal, `spec/lineage.md` §5.1), keyring bindings, tombstones and forensic state. Entries
+    /// the seal does not cover yet are verified and relabelled from their signed bytes.
+    /// Returns how many entries were added.
     ///
     /// # Errors
     /// [`LedgerError::Seal`] when the store's labels, kinds or ids differ from what the log
@@ -268,7 +268,7 @@ impl<S: Store> Ledger<S> {
     }
 
     /// An HMAC-SHA-256 tag over `domain || message` under a key derived from the log's secret
-    /// key (the label seal's key, [`seal`]): for records kept beside the store that only a
+    /// key (the label seal's key, `spec/lineage.md` §5.1): for records kept beside the store that only a
     /// holder of the log key may write, such as session files (`spec/hooks.md` §3).
     pub fn seal_tag(&self, domain: &[u8], message: &[u8]) -> [u8; 32] {
         self.seal_key.tag(domain, message)

@@ -268,8 +268,8 @@ impl<S: Store> Ledger<S> {
     }
 
     /// An HMAC-SHA-256 tag over `domain || message` under a key derived from the log's secret
-    /// key (the label seal's key, `spec/lineage.md` §5.1): for records kept beside the store that only a
-    /// holder of the log key may write, such as session files (`spec/hooks.md` §3).
+    /// key (the label seal's key, `spec/lineage.md` §5.1): for records kept beside the store
+    /// that only a holder of the log key may write, such as session files (`spec/hooks.md` §3).
     pub fn seal_tag(&self, domain: &[u8], message: &[u8]) -> [u8; 32] {
         self.seal_key.tag(domain, message)
     }

@@ -430,3 +430,56 @@ fn an_entry_whose_bytes_do_not_verify_shows_as_unverified() {
         "{body}"
     );
 }
+
+/// A tool-call entry whose arguments are not a JSON object (a string, a list, null, missing)
+/// is shown as a denial, never as an allowed call with no arguments (spec/explorer.md §2.5).
+#[test]
+fn a_call_with_unreadable_arguments_is_shown_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&run(&["init", "l.db"], dir.path(), None));
+    let bill = append(
+        dir.path(),
+        &[
+            serde_json::json!({"writer": "tool:read_file", "role": "tool", "kind": "tool_result",
+            "content": "pay GB33BUKB20201555555555"}),
+        ],
+    )[0]
+    .clone();
+    let mut calls = Vec::new();
+    for args in [
+        r#""GB33BUKB20201555555555""#,
+        r#"["GB33BUKB20201555555555"]"#,
+        "null",
+    ] {
+        let content = format!(r#"{{"tool":"send_money","args":{args}}}"#);
+        calls.push(
+            append(
+                dir.path(),
+                &[
+                    serde_json::json!({"writer": "agent", "role": "agent", "kind": "tool_call",
+                    "content": content, "parents": [{"id": bill, "weight": 1.0}]}),
+                ],
+            )[0]
+            .clone(),
+        );
+    }
+    let missing = append(
+        dir.path(),
+        &[serde_json::json!({"writer": "agent", "kind": "tool_call",
+            "content": r#"{"tool":"send_money"}"#, "parents": [{"id": bill, "weight": 1.0}]})],
+    )[0]
+    .clone();
+    calls.push(missing);
+    ok(&run(&["checkpoint", "l.db"], dir.path(), None));
+    let s = Serve::start(dir.path(), &[]);
+    let a = agent();
+    for call in &calls {
+        let (status, _, body) = get(&a, &s.url(&format!("/entry/{call}")));
+        assert_eq!(status, 200);
+        assert!(
+            body.contains("deny (fail closed): its arguments are not a JSON object"),
+            "{call}: {body}"
+        );
+        assert!(!body.contains("allow"), "{call}: {body}");
+    }
+}

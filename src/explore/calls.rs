@@ -37,9 +37,11 @@ fn decide(x: &Explorer, id: &EntryId) -> Call {
     let Some(tool) = v.get("tool").and_then(|t| t.as_str()) else {
         return Call::Unreadable("it names no tool".into());
     };
+    // Arguments that are not an object (a string, a list, null, missing) cannot be checked
+    // parameter by parameter: a denial, never a call with no arguments (spec/explorer.md §2.5).
     let values = match v.get("args") {
         Some(serde_json::Value::Object(m)) => m.clone(),
-        _ => serde_json::Map::new(),
+        _ => return Call::Unreadable("its arguments are not a JSON object".into()),
     };
     let parents: Vec<EntryId> = x
         .ledger

@@ -139,8 +139,11 @@ impl Server {
         let io = |source| ExploreError::Io { addr, source };
         let listener = std::net::TcpListener::bind(addr).map_err(io)?;
         listener.set_nonblocking(true).map_err(io)?;
+        // Timers too: hyper's header-read timeout and axum's back-off after a failed `accept`
+        // (too many open files) sleep on the runtime; without timers the first panics the
+        // server and the second is off, so idle half-sent requests were held forever.
         let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
+            .enable_all()
             .build()
             .map_err(io)?;
         let app = Arc::new(routes::App::new(explorer, access));

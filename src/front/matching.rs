@@ -31,8 +31,9 @@ pub struct Haystack {
     strings: Vec<String>,
     /// `strings` lower-cased, for e-mail addresses and hosts (§4.2).
     lower: Vec<String>,
-    /// `strings` with spaced IBANs closed up (`DE89 3704 …` → `DE893704…`), where different.
-    compact: Vec<String>,
+    /// The IBAN-shaped tokens of `strings` as they may be written out, closed up
+    /// ([`iban_tokens`]: `de89-3704 …` → `DE893704…`); an IBAN argument matches one exactly.
+    ibans: BTreeSet<String>,
     /// The text's whole fields (§4.3): the trimmed text, JSON string leaves, lines, and the
     /// value of each `key: value` or `- value` line.
     fields: BTreeSet<String>,
@@ -50,11 +51,10 @@ impl Haystack {
         }
         let strings: Vec<String> = raw.iter().map(|s| s.nfc().collect()).collect();
         let lower = strings.iter().map(|s| s.to_lowercase()).collect();
-        let compact = strings
-            .iter()
-            .map(|s| close_ibans(s))
-            .filter(|c| !strings.contains(c))
-            .collect();
+        let mut ibans = BTreeSet::new();
+        for s in &strings {
+            iban_tokens(s, &mut ibans);
+        }
         let mut fields = BTreeSet::new();
         for s in &strings {
             add_fields(s, &mut fields);
@@ -62,7 +62,7 @@ impl Haystack {
         Haystack {
             strings,
             lower,
-            compact,
+            ibans,
             fields,
             unverifiable: false,
         }
@@ -120,11 +120,8 @@ impl Haystack {
             return self.lower.iter().any(|h| at_boundaries(h, &l));
         }
         if let Some(iban) = iban(t) {
-            return self
-                .strings
-                .iter()
-                .chain(&self.compact)
-                .any(|h| at_boundaries(h, &iban));
+            return self.ibans.contains(&iban)
+                || self.strings.iter().any(|h| at_boundaries(h, &iban));
         }
         self.strings.iter().any(|h| at_boundaries(h, t))
     }
@@ -163,14 +160,11 @@ fn is_email_or_host(s: &str) -> bool {
             .is_some_and(|l| l.chars().count() >= 2 && l.chars().all(char::is_alphabetic))
 }
 
-/// `s` as an IBAN without spaces, upper case, if it is one by shape: two letters, two digits,
-/// 11 to 30 letters or digits (ISO 13616; the check digits are not verified).
+/// `s` as an IBAN without separators, upper case, if it is one by shape: two letters, two
+/// digits, 11 to 30 letters or digits (ISO 13616; the check digits are not verified), once
+/// [`fold`]ed and without its other characters (so `gb29-nwbk-…` is one too).
 fn iban(s: &str) -> Option<String> {
-    let c: String = s
-        .chars()
-        .filter(|c| *c != ' ')
-        .collect::<String>()
-        .to_uppercase();
+    let c: String = fold(s).chars().filter(|c| c.is_alphanumeric()).collect();
     let b = c.as_bytes();
     let ok = (15..=34).contains(&b.len())
         && b[..2].iter().all(u8::is_ascii_uppercase)
@@ -179,43 +173,65 @@ fn iban(s: &str) -> Option<String> {
     ok.then_some(c)
 }
 
-/// `s` with each spaced IBAN closed up: a word of an IBAN's shape start (two letters, two
-/// digits, at most 4 more letters or digits) followed by words of 1 to 4 upper-case letters
-/// or digits, up to 34 characters in all, is written without its spaces.
-fn close_ibans(s: &str) -> String {
-    let words: Vec<&str> = s.split(' ').collect();
-    let group = |w: &str| {
-        (1..=4).contains(&w.len())
-            && w.bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+/// `s` folded for IBAN matching (`spec/hooks.md` §4.2): NFKC (full-width forms and no-break
+/// spaces become ASCII), format characters such as U+200B zero-width space and U+00AD soft
+/// hyphen dropped, upper case.
+fn fold(s: &str) -> String {
+    s.nfkc()
+        .filter(|c| !is_format(*c))
+        .flat_map(char::to_uppercase)
+        .collect()
+}
+
+/// Every IBAN-shaped token of `s` as it may be written out (`spec/hooks.md` §4.2), closed up,
+/// into `out`: `s` is [`fold`]ed and split into words at every character that is not a letter
+/// or digit; a word that starts like an IBAN (two letters, two digits, then letters or
+/// digits) followed by words of 1 to 4 letters or digits gives each concatenation of 15 to 34
+/// characters (the word alone, with the next group, with the next two, …). So
+/// `gb33-bukb-2020-1555-5555-55 now` gives `GB33BUKB20201555555555` (and its shorter
+/// prefixes that end at a group, which an argument matches only when it is exactly one).
+fn iban_tokens(s: &str, out: &mut BTreeSet<String>) {
+    let folded = fold(s);
+    let words: Vec<&str> = folded
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let alnum = |w: &str| {
+        w.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
     };
+    let group = |w: &str| (1..=4).contains(&w.len()) && alnum(w);
     let start = |w: &str| {
         let b = w.as_bytes();
-        (4..=8).contains(&b.len())
+        (4..=34).contains(&b.len())
             && b[..2].iter().all(u8::is_ascii_uppercase)
             && b[2..4].iter().all(u8::is_ascii_digit)
-            && b[4..]
-                .iter()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+            && alnum(w)
     };
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    while i < words.len() {
-        if i > 0 {
-            out.push(' ');
+    for (i, w) in words.iter().enumerate() {
+        if !start(w) {
+            continue;
         }
-        out.push_str(words[i]);
-        if start(words[i]) {
-            let mut len = words[i].len();
-            while i + 1 < words.len() && group(words[i + 1]) && len + words[i + 1].len() <= 34 {
-                i += 1;
-                len += words[i].len();
-                out.push_str(words[i]);
+        let mut token = (*w).to_string();
+        let mut next = i + 1;
+        loop {
+            if (15..=34).contains(&token.len()) {
+                out.insert(token.clone());
             }
+            match words.get(next) {
+                Some(g) if group(g) && token.len() + g.len() <= 34 => token.push_str(g),
+                _ => break,
+            }
+            next += 1;
         }
-        i += 1;
     }
-    out
+}
+
+/// Invisible format characters an attacker can put inside a value to break a match: soft
+/// hyphen, zero-width space / joiners, directional marks and overrides, word joiner and
+/// invisible operators, byte-order mark (Unicode category Cf, the ones in common use).
+fn is_format(c: char) -> bool {
+    matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
 }
 
 /// The whole fields of `s` (`spec/hooks.md` §4.3): `s` trimmed, each line trimmed, and for a
@@ -456,10 +472,14 @@ mod tests {
             nfd.matches(&json!("Caf\u{e9} de Flore")),
             "NFC on both sides"
         );
-        assert_eq!(
-            close_ibans("x GB29 NWBK 6016 1331 9268 19 y"),
-            "x GB29NWBK60161331926819 y"
-        );
+        let mut tokens = BTreeSet::new();
+        iban_tokens("x GB29 NWBK 6016 1331 9268 19 y", &mut tokens);
+        assert!(tokens.contains("GB29NWBK60161331926819"), "{tokens:?}");
+        // Closures end at every group boundary from 15 characters on (the country's length is
+        // not known): a shorter prefix that ends at a group is a token too, one in mid-group
+        // never.
+        assert!(tokens.contains("GB29NWBK60161331"), "{tokens:?}");
+        assert!(!tokens.contains("GB29NWBK6016133"), "{tokens:?}");
         assert_eq!(
             iban("gb29 nwbk 6016 1331 9268 19").as_deref(),
             Some("GB29NWBK60161331926819")
@@ -468,6 +488,28 @@ mod tests {
         assert!(
             is_email_or_host("a@b.cd") && !is_email_or_host("@b.cd") && !is_email_or_host("a.b1")
         );
+    }
+
+    /// Known-answer cases of IBAN matching (`tests/hooks/iban-matching.json`): an IBAN written
+    /// in lower case, with dashes, dots, no-break or zero-width spaces, in full-width forms or
+    /// across lines in a tool output still matches the compact IBAN argument, and the other
+    /// way round; prefixes and other IBANs do not.
+    #[test]
+    fn iban_known_answers() {
+        let cases: Vec<Value> =
+            serde_json::from_str(include_str!("../../tests/hooks/iban-matching.json")).unwrap();
+        assert!(cases.len() >= 10);
+        for c in &cases {
+            let text = c["text"].as_str().unwrap();
+            let want = c["matches"].as_bool().unwrap();
+            assert_eq!(
+                Haystack::new(text).matches(&c["value"]),
+                want,
+                "{}: {text:?} vs {}",
+                c["why"],
+                c["value"]
+            );
+        }
     }
 
     #[test]

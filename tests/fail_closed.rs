@@ -433,3 +433,32 @@ fn a_flipped_label_on_postgres_is_refused() {
         Ok(_) => panic!("a flipped label on PostgreSQL was believed"),
     }
 }
+
+/// A zeroed stored tree hash (one UPDATE, no key): the entries still give the checkpoint's
+/// root, but proofs served from the stored hashes would fail, so `verify` reports FAILED
+/// instead of OK (review finding).
+#[test]
+fn a_corrupted_stored_tree_hash_fails_verify() {
+    let r = Recorded::new();
+    r.cli(&["checkpoint", "l.db"]);
+    let clean = r.cli(&["verify", "l.db"]);
+    assert!(
+        clean.contains("stored tree hashes at checkpoint size: give its root"),
+        "{clean}"
+    );
+    assert_eq!(
+        r.sql(
+            "UPDATE tree_hashes SET hash = zeroblob(32) \
+             WHERE idx = (SELECT max(idx) FROM tree_hashes)"
+        ),
+        1
+    );
+    let out = run(&["verify", "l.db"], r.dir.path(), None);
+    let err = cli_support::fails(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("stored tree hashes at checkpoint size: MISMATCH"),
+        "{stdout}"
+    );
+    assert!(err.contains("FAILED"), "{err}");
+}

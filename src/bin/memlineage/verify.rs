@@ -9,7 +9,7 @@ use memlineage::audit::{audit_with_progress, reach_quarantine, AuditReport};
 use memlineage::ledger::{stored_policy, stored_vkey, StoreSource};
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::{
-    prove_consistency, verify_cosigned, CheckpointState, ForkError, LogVerifier, Update,
+    prove_consistency, tree_root, verify_cosigned, CheckpointState, ForkError, LogVerifier, Update,
     VerifiedCheckpoint, WitnessPolicy, WitnessVerifier,
 };
 use memlineage::record::Weight;
@@ -78,7 +78,7 @@ pub fn verify(
     checkpoint: Option<PathBuf>,
     trust: &Trust,
 ) -> Res<ExitCode> {
-    let r = audit_ledger(ledger, log_key, checkpoint, trust)?;
+    let (r, stored_tree) = audit_ledger(ledger, log_key, checkpoint, trust)?;
     say!(
         "checkpoint: {} size {} root {}",
         r.checkpoint.origin(),
@@ -110,16 +110,23 @@ pub fn verify(
             "MISMATCH"
         }
     );
+    say!(
+        "stored tree hashes at checkpoint size: {}",
+        match &stored_tree {
+            Ok(()) => "give its root".to_string(),
+            Err(why) => format!("MISMATCH ({why})"),
+        }
+    );
     for f in &r.failures {
         eprintln!("entry {} ({}): {}", f.index, f.id, f.problem);
     }
-    if r.is_clean() {
+    if r.is_clean() && stored_tree.is_ok() {
         say!("OK");
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!(
             "FAILED: {} problems",
-            r.failures.len() + usize::from(!r.root_matches)
+            r.failures.len() + usize::from(!r.root_matches) + usize::from(stored_tree.is_err())
         );
         Ok(ExitCode::FAILURE)
     }
@@ -139,7 +146,7 @@ fn audit_ledger(
     log_key: Option<String>,
     checkpoint: Option<PathBuf>,
     trust: &Trust,
-) -> Res<AuditReport> {
+) -> Res<(AuditReport, Result<(), String>)> {
     let store = existing_store(ledger)?;
     if trust.quorum.is_some() && trust.witnesses.is_empty() {
         return Err("--quorum needs at least one --witness".into());
@@ -233,7 +240,16 @@ fn audit_ledger(
     if let Some(path) = &trust.state {
         check_state(path, &verifier, &report.checkpoint, &store)?;
     }
-    Ok(report)
+    // The audit recomputes the tree from the entries; proofs are served from the tree hashes
+    // the store keeps. Those must give the same root, or every proof from this store fails
+    // (review finding: a zeroed stored hash passed `verify`).
+    let want = report.checkpoint.root();
+    let stored_tree = match tree_root(report.checkpoint.size(), &StoreSource(&store)) {
+        Ok(root) if root == want => Ok(()),
+        Ok(root) => Err(format!("they give {root}")),
+        Err(e) => Err(e.to_string()),
+    };
+    Ok((report, stored_tree))
 }
 
 /// Offers the verified checkpoint to the client state file; a rollback or split view is an

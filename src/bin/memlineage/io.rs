@@ -5,14 +5,47 @@ use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Prints a line to standard output. A closed pipe (`memlineage … | head`) is not an error
-/// worth a panic: output is dropped, the command's work stands.
+/// worth a panic: output is dropped, the command's work stands. On a terminal the line is
+/// [`terminal_safe`]: writer names, reasons and contents come from the ledger and may carry
+/// escape sequences; into a pipe or file it is written as is (it may be JSON or data).
 macro_rules! say {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        use std::io::{IsTerminal as _, Write as _};
+        let line = format!($($arg)*);
+        let mut out = std::io::stdout().lock();
+        let _ = if out.is_terminal() {
+            writeln!(out, "{}", $crate::io::terminal_safe(&line))
+        } else {
+            writeln!(out, "{line}")
+        };
     }};
 }
 pub(crate) use say;
+
+/// `text` with every character a terminal would act on written as `\u{…}` instead: C0 and C1
+/// controls but line feed and tab (ESC starts colour, title and cursor sequences), DEL, and
+/// the invisible format characters (bidi embeddings and overrides U+202A–U+202E and
+/// U+2066–U+2069, zero-width U+200B–U+200F, U+2060–U+2064, U+FEFF, U+00AD) that make text
+/// read otherwise than it is.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let acts = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    if !text.chars().any(acts) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if acts(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
 
 /// Reads at most `max` bytes of `path`; a longer file is an error, not an allocation.
 pub fn read_capped(path: &Path, max: u64, what: &str) -> Result<Vec<u8>, String> {
@@ -122,4 +155,24 @@ pub fn bounded(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}… ({} more bytes cut)", &text[..end], text.len() - end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn terminal_safe_writes_what_a_terminal_acts_on_as_escapes() {
+        assert_eq!(
+            terminal_safe("plain text, é, 日本\n\tok"),
+            "plain text, é, 日本\n\tok"
+        );
+        assert_eq!(
+            terminal_safe("evil\u{1b}]0;PWNED\u{7}\u{1b}[2J"),
+            "evil\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J"
+        );
+        assert_eq!(terminal_safe("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(terminal_safe("x\u{9b}31m\u{7f}"), "x\\u{9b}31m\\u{7f}");
+        assert_eq!(terminal_safe("a\u{200b}b\r"), "a\\u{200b}b\\u{d}");
+    }
 }

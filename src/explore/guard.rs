@@ -146,9 +146,10 @@ impl Access {
             // same site only) and drop it from the address bar.
             Some(q) if token.matches(q) && req.method() == Method::GET => {
                 let cookie = format!("{COOKIE}={q}; HttpOnly; SameSite=Strict; Path=/");
+                let location = same_site_location(req.uri());
                 let mut resp = (
                     StatusCode::SEE_OTHER,
-                    [(header::LOCATION, req.uri().path())],
+                    [(header::LOCATION, location.as_str())],
                 )
                     .into_response();
                 if let Ok(v) = HeaderValue::from_str(&cookie) {
@@ -283,5 +284,43 @@ mod tests {
         assert!(t.matches("0123456789abcdef"));
         assert!(!t.matches("0123456789abcdeg"));
         assert!(!t.matches("0123456789abcdef0"));
+    }
+}
+
+/// Where the first `?token=` visit is sent on: the same path and query without the token,
+/// and always a path on this server. A path that a browser would read as another host
+/// (`//evil.example/`, `/\\evil.example`) becomes `/` (review finding: an open redirect).
+fn same_site_location(uri: &axum::http::Uri) -> String {
+    let path = uri.path();
+    let path = if path.starts_with("//") || path.starts_with("/\\") || !path.starts_with('/') {
+        "/"
+    } else {
+        path
+    };
+    let rest: Vec<&str> = uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|kv| !kv.is_empty() && !kv.starts_with("token="))
+        .collect();
+    if rest.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", rest.join("&"))
+    }
+}
+
+#[cfg(test)]
+mod redirect_tests {
+    use super::same_site_location;
+
+    #[test]
+    fn the_token_redirect_stays_on_this_server_and_keeps_the_query() {
+        let at = |u: &str| same_site_location(&u.parse().unwrap());
+        assert_eq!(at("/entries?token=T&kind=prompt"), "/entries?kind=prompt");
+        assert_eq!(at("/?token=T"), "/");
+        assert_eq!(at("//evil.example/?token=T"), "/");
+        assert_eq!(at("/\\evil.example?token=T"), "/");
+        assert_eq!(at("/entry/ab?page=2&token=T"), "/entry/ab?page=2");
     }
 }

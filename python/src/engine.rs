@@ -514,6 +514,14 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                 })
                 .collect();
             let text = items::content(&path.0, &path.1, &value);
+            // Only what reads back as this item is signed: a value the parser refuses (JSON
+            // nested past serde_json's depth limit) would be an entry no read can show.
+            if items::parse(&text).is_none() {
+                return Err(BindError::misuse(
+                    "this value would not read back as an item (JSON nested too deeply?); \
+                     nothing was written",
+                ));
+            }
             let a = c.front.remember(s, Kind::Summary, &text, parents)?;
             c.written.entry(s.id.clone()).or_default().insert(a.id);
             c.items.scan(c.front.ledger())?;

@@ -223,3 +223,18 @@ def test_tampered_item_fails_closed(ledger_path):
     # the source of any value (fail closed): even the IBAN the user stated is refused now.
     v = led.check("s1", "send_money", {"recipient": "DE89370400440532013000"})
     assert not v["allowed"] and v["param"] == "recipient"
+
+
+def test_a_refused_put_writes_nothing(store):
+    """A value that would not read back as an item (nested past the JSON parser's depth
+    limit) is refused before anything is signed: the ledger does not grow and the old
+    version stays current (review finding: the entry was written, then the put failed)."""
+    store.put(("n",), "k", {"v": 1})
+    before = len(store.ledger)
+    deep = {"v": 0}
+    for _ in range(126):
+        deep = {"d": deep}
+    with pytest.raises(ValueError):
+        store.put(("n",), "k", deep)
+    assert len(store.ledger) == before
+    assert store.get(("n",), "k").value == {"v": 1}

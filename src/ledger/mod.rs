@@ -62,7 +62,14 @@ pub struct Ledger<S: Store> {
     seal_key: SealKey,
     /// The label chain over the `size` entries in the index.
     chain: Chain,
+    /// Entries whose signature this handle verified (in [`Ledger::get`]): their bytes, found
+    /// again by their leaf hash, are parsed without verifying the signature again. At most
+    /// [`MAX_VERIFIED_IDS`] ids (cleared when full); a poisoned lock only means verifying again.
+    verified: std::sync::Mutex<std::collections::HashSet<EntryId>>,
 }
+
+/// Most entry ids [`Ledger::get`] remembers as verified (32 MiB of ids and more of set).
+const MAX_VERIFIED_IDS: usize = 1 << 20;
 
 impl<S: Store> Ledger<S> {
     /// Creates a ledger in an empty store, recording the log's verifier key and `policy`.
@@ -115,6 +122,7 @@ impl<S: Store> Ledger<S> {
             pending_rescan: None,
             seal_key,
             chain: Chain::EMPTY,
+            verified: Default::default(),
         };
         ledger.load_index()?;
         Ok(ledger)
@@ -359,7 +367,9 @@ impl<S: Store> Ledger<S> {
         self.index.get(id).map(|m| m.index)
     }
 
-    /// Reads and re-verifies the entry `id` from the store.
+    /// Reads the entry `id` from the store and verifies it: its leaf hash every time, its
+    /// signature the first time this handle reads it (later reads of bytes with the same leaf
+    /// hash are the same bytes, `record::reparse_verified`).
     ///
     /// # Errors
     /// [`LedgerError::UnknownEntry`]; [`LedgerError::Record`] when stored bytes do not verify.
@@ -369,9 +379,20 @@ impl<S: Store> Ledger<S> {
             .store
             .entry_bytes(m.index)?
             .ok_or(LedgerError::Missing(*id))?;
+        let known = self.verified.lock().is_ok_and(|v| v.contains(id));
+        if known {
+            // Bytes with this leaf hash are the bytes verified before; others are not the entry.
+            return record::reparse_verified(&bytes, *id)?.ok_or(LedgerError::Missing(*id));
+        }
         let e = SignedEntry::decode_with_keys(&bytes, |k| self.cached_key(k))?;
         if e.id() != *id {
             return Err(LedgerError::Missing(*id));
+        }
+        if let Ok(mut v) = self.verified.lock() {
+            if v.len() >= MAX_VERIFIED_IDS {
+                v.clear();
+            }
+            v.insert(*id);
         }
         Ok(e)
     }

@@ -280,6 +280,26 @@ fn parse_protected(protected: &[u8]) -> Result<KeyId, RecordError> {
     Ok(kid)
 }
 
+/// The entry `id` from `bytes` that this process verified before (signature included), parsed
+/// as strictly as [`SignedEntry::decode`] without verifying the signature again: `None` when
+/// `bytes` are not the entry's (their leaf hash is not `id`). Sound because `id` is the
+/// RFC 6962 leaf hash of the very bytes that were verified (`spec/record.md` §1), so bytes with
+/// that hash are those bytes; a caller must pass only ids it verified itself.
+pub(crate) fn reparse_verified(
+    bytes: &[u8],
+    id: EntryId,
+) -> Result<Option<SignedEntry>, RecordError> {
+    if EntryId::of_cose(bytes) != id {
+        return Ok(None);
+    }
+    let (entry, ..) = parse(bytes)?;
+    Ok(Some(SignedEntry {
+        entry,
+        cose: bytes.to_vec(),
+        id,
+    }))
+}
+
 /// Parses COSE_Sign1 bytes as strictly as [`SignedEntry::decode`] but does NOT verify the
 /// signature. Only for entries this crate already verified when they were appended (internal
 /// recomputation of derived state such as quarantine reach); never for untrusted bytes.

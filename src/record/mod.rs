@@ -12,10 +12,10 @@ mod scan;
 mod verify;
 
 pub use cbor::{decode_payload, encode_payload};
-pub(crate) use cose::parse_unverified;
 pub use cose::{
     decode_on_all_cores, protected_header, sig_structure, SignedEntry, SPLIT_BATCH_MIN,
 };
+pub(crate) use cose::{parse_unverified, reparse_verified};
 pub use keys::{KeyBinding, KeyId, Role, WriterKey};
 pub use verify::{verify, Batch, PublicKey};
 

@@ -403,6 +403,11 @@ mod tests {
         ] {
             assert!(contains(hay, "5"), "{hay}");
         }
+        // A decimal point two bytes before the needle, with a digit before it: the needle at
+        // byte 2 is inside `5.15` (cargo-mutants: `start - 2` → `start / 2` survived).
+        assert!(!contains("5.15", "15"));
+        assert!(!contains("5,15", "15"));
+        assert!(contains("a.15", "15"));
     }
 
     #[test]

@@ -462,3 +462,34 @@ fn a_corrupted_stored_tree_hash_fails_verify() {
     );
     assert!(err.contains("FAILED"), "{err}");
 }
+
+/// A handle verifies an entry's signature once, then trusts bytes with the same leaf hash
+/// (`Ledger::get`). Entry bytes rewritten in the store after that first read (the prompt's
+/// bytes put in the injected bill's row, no key) are not the bill: the read is refused and
+/// the bill's text becomes unverifiable, which matches every value (fail closed), instead of
+/// the prompt's text or nothing.
+#[test]
+fn entry_bytes_rewritten_after_a_verified_read_are_refused() {
+    let r = Recorded::new();
+    let bill = memlineage::record::EntryId::from_hex(&r.first(Kind::ToolResult)).unwrap();
+    let keys = KeyStore::load(&r.path("l.db.key")).unwrap();
+    let ledger = Ledger::open(
+        SqliteStore::open(&r.path("l.db")).unwrap(),
+        keys.log_signer().unwrap(),
+    )
+    .unwrap();
+    // The first read verifies the signature and remembers the id.
+    assert!(ledger.verified_text(&bill).unwrap().is_some());
+    let swapped = r.sql(&format!(
+        "UPDATE entries SET cose = (SELECT cose FROM entries WHERE kind = 0 LIMIT 1) \
+         WHERE id = x'{bill}'"
+    ));
+    assert_eq!(swapped, 1);
+    assert!(
+        ledger.verified_text(&bill).is_err(),
+        "bytes that are not the bill's must not be read as the bill"
+    );
+    assert!(ledger.get(&bill).is_err());
+    // And the hooks, which open their own handle, refuse the payments.
+    r.assert_payments_refused("entry bytes rewritten");
+}

@@ -116,41 +116,37 @@ def _time(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
-class LineageItem(Item):
+class _LineageFields:
+    """What ``LineageItem`` and ``LineageSearchItem`` add to LangGraph's items: the entry id and
+    its label, set at construction and kept by ``dict()``."""
+
+    __slots__ = ()
+
+    def __init__(self, *, entry_id: str, label: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.entry_id = entry_id
+        self.label = label
+
+    def dict(self) -> dict:
+        d = super().dict()
+        d["entry_id"] = self.entry_id
+        d["label"] = self.label
+        return d
+
+
+class LineageItem(_LineageFields, Item):
     """An ``Item`` read from the ledger: ``entry_id`` (64 hex digits) is the entry holding this
     version, ``label`` its lineage label (``trusted``, ``derived_trusted``,
     ``derived_untrusted``, ``external``)."""
 
     __slots__ = ("entry_id", "label")
 
-    def __init__(self, *, entry_id: str, label: str, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.entry_id = entry_id
-        self.label = label
 
-    def dict(self) -> dict:
-        d = super().dict()
-        d["entry_id"] = self.entry_id
-        d["label"] = self.label
-        return d
-
-
-class LineageSearchItem(SearchItem):
+class LineageSearchItem(_LineageFields, SearchItem):
     """A ``SearchItem`` read from the ledger, with ``entry_id`` and ``label`` as
     ``LineageItem``. ``score`` is always ``None`` (no semantic search)."""
 
     __slots__ = ("entry_id", "label")
-
-    def __init__(self, *, entry_id: str, label: str, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.entry_id = entry_id
-        self.label = label
-
-    def dict(self) -> dict:
-        d = super().dict()
-        d["entry_id"] = self.entry_id
-        d["label"] = self.label
-        return d
 
 
 def _fields(raw: dict) -> dict:

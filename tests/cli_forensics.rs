@@ -6,28 +6,13 @@
 #[path = "common/cli_support.rs"]
 mod cli_support;
 
-use cli_support::{fails, ok, run, BIN};
+use cli_support::{append, fails, ok, run, BIN};
 use memlineage::record::{EntryId, Kind, SignedEntry};
 use memlineage::store::{SqliteStore, Store};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn ids(stdout: &str) -> Vec<String> {
-    stdout
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["id"].as_str().unwrap().to_string()
-        })
-        .collect()
-}
-
-fn append(dir: &Path, lines: &[serde_json::Value]) -> Vec<String> {
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    ids(&ok(&run(&["append", "l.db"], dir, Some(text.as_bytes()))))
-}
 
 /// prompt, forum post (tool), memo ← forum (0.9) + prompt, plan ← memo (0.8), note ← plan (1.0).
 fn setup(dir: &Path) -> (String, String, Vec<String>) {

@@ -2,7 +2,6 @@
 //! progress character when standard error is a pipe (scripts, CI logs).
 
 #[path = "common/cli_support.rs"]
-#[allow(dead_code)] // `fails` is not needed here
 mod cli_support;
 use cli_support::{ok, run, BIN};
 use std::path::{Path, PathBuf};

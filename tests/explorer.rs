@@ -6,7 +6,7 @@
 #[path = "common/cli_support.rs"]
 mod cli_support;
 
-use cli_support::{fails, ok, run, BIN};
+use cli_support::{append, fails, ok, run, BIN};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -80,21 +80,6 @@ fn get(agent: &ureq::Agent, url: &str) -> (u16, ureq::http::HeaderMap, String) {
     let mut r = agent.get(url).call().unwrap();
     let body = r.body_mut().read_to_string().unwrap();
     (r.status().as_u16(), r.headers().clone(), body)
-}
-
-fn ids(stdout: &str) -> Vec<String> {
-    stdout
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["id"].as_str().unwrap().to_string()
-        })
-        .collect()
-}
-
-fn append(dir: &Path, lines: &[serde_json::Value]) -> Vec<String> {
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    ids(&ok(&run(&["append", "l.db"], dir, Some(text.as_bytes()))))
 }
 
 /// A ledger with a prompt, a hostile tool output, a memory of it and a tool call justified

@@ -14,7 +14,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 #[path = "common/cli_support.rs"]
-#[allow(dead_code)]
 mod cli_support;
 use cli_support::{ok, run};
 

@@ -10,7 +10,6 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 #[path = "common/cli_support.rs"]
-#[allow(dead_code)]
 mod cli_support;
 use cli_support::{ok, run, run_command, BIN};
 

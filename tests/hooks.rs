@@ -16,7 +16,6 @@ use std::io::BufReader;
 
 #[cfg(feature = "cli")]
 #[path = "common/cli_support.rs"]
-#[allow(dead_code)]
 mod cli_support;
 
 fn ledger() -> Ledger<MemoryStore> {

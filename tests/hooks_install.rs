@@ -7,7 +7,6 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 #[path = "common/cli_support.rs"]
-#[allow(dead_code)]
 mod cli_support;
 use cli_support::{fails, ok, run, BIN};
 

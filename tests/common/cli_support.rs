@@ -1,4 +1,6 @@
 //! Running the `memlineage` binary from integration tests (shared by the CLI test files).
+// Each test file uses some of these helpers.
+#![allow(dead_code)]
 
 use std::io::Write;
 use std::path::Path;
@@ -48,4 +50,21 @@ pub fn fails(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout)
     );
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The `id` of each JSON line `memlineage append` printed, in order.
+pub fn ids(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["id"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Appends `lines` (one batch) to `dir/l.db` with `memlineage append`; returns their ids.
+pub fn append(dir: &Path, lines: &[serde_json::Value]) -> Vec<String> {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    ids(&ok(&run(&["append", "l.db"], dir, Some(text.as_bytes()))))
 }

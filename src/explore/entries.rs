@@ -18,21 +18,11 @@ pub(super) struct Filter {
     page: Option<usize>,
 }
 
-/// Every kind, for the filter's choices.
-const KINDS: [Kind; 12] = [
-    Kind::Prompt,
-    Kind::ToolResult,
-    Kind::Summary,
-    Kind::Fact,
-    Kind::ToolCall,
-    Kind::Tombstone,
-    Kind::Keyring,
-    Kind::Quarantine,
-    Kind::QuarantineStrong,
-    Kind::Release,
-    Kind::Lease,
-    Kind::Replacement,
-];
+/// Every kind, for the filter's choices: the registry's codes are contiguous from 0
+/// (`spec/record.md` §4.1), so the list follows the registry when a kind is added.
+fn kinds() -> impl Iterator<Item = Kind> {
+    (0..).map_while(Kind::from_code)
+}
 
 impl Filter {
     fn given(v: &Option<String>) -> Option<&str> {
@@ -153,7 +143,7 @@ fn form(x: &Explorer, f: &Filter) -> Markup {
         form.filters method="get" action="/entries" {
             label { "Kind " select name="kind" {
                 option value="" { "any" }
-                @for k in KINDS { option value=(k.name()) selected[sel(&f.kind, k.name())] { (k.name()) } }
+                @for k in kinds() { option value=(k.name()) selected[sel(&f.kind, k.name())] { (k.name()) } }
             } }
             label { "Writer " select name="writer" {
                 option value="" { "any" }

@@ -73,6 +73,7 @@ fn audit_verdict(path: &std::path::Path, (s, content): &Offer) -> Problem {
                 label: Label::Trusted,
                 content: Some((s.entry().content_hash, content)),
                 hashes,
+                tag: None,
             }])
             .unwrap();
     }

@@ -261,8 +261,10 @@ fn swapped_entry_rows_are_refused() {
 
 /// A memory derived from a forum post over a weak edge is Derived-Trusted; after the post is
 /// flagged (reach all) the memory is quarantined and cannot justify a payment. A store-only
-/// attacker then hides the flag: by rewriting its kind, or by deleting its row. Either way the
-/// ledger refuses to open, so nothing is allowed on that store.
+/// attacker then hides the flag: by rewriting its kind, deleting its row, or removing or
+/// replacing its row tag. Every way the ledger refuses to open (opening reads the rows with
+/// effects and checks them against the seal, `spec/lineage.md` §5.1), so nothing is allowed on
+/// that store.
 #[test]
 fn hidden_quarantine_state_is_refused() {
     use memlineage::gate::{Decision, Policy, ToolCall};
@@ -273,6 +275,11 @@ fn hidden_quarantine_state_is_refused() {
     for attack in [
         "UPDATE entries SET kind = 3 WHERE kind = 7",
         "DELETE FROM entries WHERE kind = 7",
+        // Into another kind with effects (a tombstone): its row tag no longer verifies.
+        "UPDATE entries SET kind = 5 WHERE kind = 7",
+        // The flag's row tag removed, or copied from another row.
+        "UPDATE entries SET tag = NULL WHERE kind = 7",
+        "UPDATE entries SET tag = (SELECT tag FROM entries WHERE kind = 0) WHERE kind = 7",
     ] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("q.db");
@@ -408,17 +415,19 @@ fn a_flipped_label_on_postgres_is_refused() {
         .unwrap()
     };
     let tool = WriterKey::for_label("fcpg/tool");
-    {
+    let id = {
         let store = PgStore::connect(&url, &schema).unwrap();
         let mut l = Ledger::create(store, log(), LabelPolicy::default()).unwrap();
         l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
         let text = "pay XX99";
         let e = ProvEntry::new(tool.key_id(), Kind::ToolResult, text.as_bytes());
-        l.append(e, &tool, text.as_bytes()).unwrap();
-        // Before the attack the ledger reopens.
+        let id = l.append(e, &tool, text.as_bytes()).unwrap().id;
+        // Before the attack the ledger reopens and reads the entry.
         drop(l);
-        Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()).unwrap();
-    }
+        let l = Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()).unwrap();
+        assert!(l.get(&id).is_ok());
+        id
+    };
     pg_support::run_ok(std::process::Command::new("psql").args([
         url.as_str(),
         "-v",
@@ -426,7 +435,10 @@ fn a_flipped_label_on_postgres_is_refused() {
         "-c",
         &format!("UPDATE \"{schema}\".entries SET label = 0 WHERE kind = 1"),
     ]));
-    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()) {
+    // The row's tag no longer verifies: the entry counts as External and cannot be read.
+    let l = Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()).unwrap();
+    assert_eq!(l.label(&id), Some(memlineage::lineage::Label::External));
+    match l.get(&id) {
         Err(memlineage::LedgerError::Seal(_)) => {}
         Err(e) => panic!("refused, but not by the seal: {e}"),
         Ok(_) => panic!("a flipped label on PostgreSQL was believed"),

@@ -415,14 +415,21 @@ fn audit_recomputes_everything_and_names_tampered_entries() {
     )
     .unwrap();
     drop(db);
-    // The handle refuses the store (fail closed: the label seal no longer matches,
-    // spec/lineage.md §5); the offline audit, which opens no ledger, names the entry.
+    // The handle refuses the row (fail closed: its row tag no longer verifies,
+    // spec/lineage.md §5.1): the memo counts as External and cannot be read; the offline
+    // audit, which opens no ledger, names the entry.
+    let reopened = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    assert_eq!(reopened.label(&memo), Some(Label::External));
     assert!(matches!(
-        Ledger::open(SqliteStore::open(&path).unwrap(), signer()),
-        Err(LedgerError::Seal(
-            memlineage::ledger::SealError::Mismatch { .. }
-        ))
+        reopened.get(&memo),
+        Err(LedgerError::Seal(memlineage::ledger::SealError::Row { index })) if index == memo_index
     ));
+    assert_eq!(
+        reopened.label(&page),
+        Some(Label::External),
+        "the page is External anyway"
+    );
+    drop(reopened);
     let r = audit_raw(&SqliteStore::open(&path).unwrap(), &note);
     assert_eq!(r.failures.len(), 1);
     assert_eq!(r.failures[0].index, memo_index);
@@ -714,6 +721,7 @@ fn audit_checks_the_rules_the_ledger_enforces() {
                 label: meta.label,
                 content: None,
                 hashes,
+                tag: meta.tag,
             }])
             .unwrap();
         }
@@ -730,6 +738,7 @@ fn audit_checks_the_rules_the_ledger_enforces() {
             label: Label::Trusted,
             content: None,
             hashes,
+            tag: None,
         };
         store.append(&[e]).unwrap();
     }

@@ -7,7 +7,7 @@ use memlineage::record::{EntryId, Hash32, Kind};
 #[cfg(feature = "postgres")]
 use memlineage::store::PgStore;
 use memlineage::store::{
-    EntryMeta, MemoryStore, NewEntry, SqliteStore, Store, StoreError, MAX_INDEX,
+    EntryMeta, MemoryStore, NewEntry, SqliteStore, Store, StoreError, FIRST_EFFECT_KIND, MAX_INDEX,
 };
 use sha2::{Digest, Sha256};
 use std::cell::Cell;
@@ -457,6 +457,20 @@ impl Store for Faulty {
             _ => self.inner.metas_from(from),
         }
     }
+    fn meta_at(&self, index: u64) -> Result<Option<EntryMeta>, StoreError> {
+        match self.fault {
+            Fault::MetasOffByOne => self.inner.meta_at(index.saturating_sub(1)),
+            _ => self.inner.meta_at(index),
+        }
+    }
+    fn set_tags(
+        &mut self,
+        tags: &[(u64, [u8; 32])],
+        key: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        self.inner.set_tags(tags, key, value)
+    }
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError> {
         match self.fault {
             Fault::ShiftedHashes => {
@@ -789,7 +803,7 @@ fn sqlite_file_is_plain_sqlite() {
     assert_eq!(columns("meta"), ["key", "value"]);
     assert_eq!(
         columns("entries"),
-        ["idx", "id", "cose", "kind", "label", "content_hash"]
+        ["idx", "id", "cose", "kind", "label", "content_hash", "tag"]
     );
     assert_eq!(columns("content"), ["hash", "bytes"]);
     assert_eq!(columns("tree_hashes"), ["idx", "hash"]);
@@ -1060,6 +1074,7 @@ struct Owned {
     label: Label,
     content: Option<(Hash32, Vec<u8>)>,
     hashes: Vec<[u8; 32]>,
+    tag: Option<[u8; 32]>,
 }
 
 fn lend(batch: &[Owned]) -> Vec<NewEntry<'_>> {
@@ -1073,6 +1088,7 @@ fn lend(batch: &[Owned]) -> Vec<NewEntry<'_>> {
             label: e.label,
             content: e.content.as_ref().map(|(h, b)| (*h, b.as_slice())),
             hashes: e.hashes.clone(),
+            tag: e.tag,
         })
         .collect()
 }
@@ -1127,6 +1143,7 @@ impl Model {
                 label: Label::from_code((index % 4) as u8).unwrap(),
                 content,
                 hashes,
+                tag: (index % 3 != 1).then_some([index as u8 ^ 0x5a; 32]),
             };
             scratch.commit(vec![e.clone()]);
             out.push(e);
@@ -1150,6 +1167,7 @@ impl Model {
                 id: e.id,
                 kind: e.kind,
                 label: e.label,
+                tag: e.tag,
             })
             .collect()
     }
@@ -1195,6 +1213,26 @@ impl Model {
         );
         assert_eq!(s.metas_from(size).unwrap(), vec![]);
         assert_eq!(s.metas_from(u64::MAX).unwrap(), vec![]);
+        // One row by index and by id, tags as given; the rows with effects from an index on.
+        for m in &metas {
+            assert_eq!(s.meta_at(m.index).unwrap(), Some(*m), "meta_at {}", m.index);
+            assert_eq!(s.meta_of(&m.id).unwrap(), Some(*m), "meta_of {}", m.index);
+        }
+        assert_eq!(s.meta_at(size).unwrap(), None, "meta_at past the end");
+        assert_eq!(s.meta_at(u64::MAX).unwrap(), None);
+        assert_eq!(s.meta_of(&EntryId([0xee; 32])).unwrap(), None);
+        for from in [0, half, size] {
+            let want: Vec<EntryMeta> = metas
+                .iter()
+                .filter(|m| m.index >= from && m.kind.code() >= FIRST_EFFECT_KIND)
+                .copied()
+                .collect();
+            assert_eq!(
+                s.effect_metas_from(from).unwrap(),
+                want,
+                "effect_metas_from({from})"
+            );
+        }
         let all: Vec<u64> = (0..self.hashes.len() as u64).collect();
         assert_eq!(s.read_hashes(&all).unwrap(), self.hashes, "stored hashes");
         assert_eq!(s.read_hashes(&[]).unwrap(), Vec::<[u8; 32]>::new());

@@ -223,11 +223,23 @@ impl<S: Store> Ledger<S> {
     }
 
     fn commit(&mut self, prepared: Prepared<'_>) -> Result<Vec<Appended>, LedgerError> {
+        // Rows after the stored seal (verified and labelled again when this handle read them)
+        // get their tags first, so that the seal written with the batch covers every row.
+        self.seal_pending()?;
+        // The row tags and the seal over the index plus this batch, stored in the same
+        // transaction.
+        let (effects, seal, tags) = self.seal_after(
+            prepared
+                .items
+                .iter()
+                .map(|p| (p.entry.id(), p.entry.entry().kind, p.label)),
+        );
         let batch: Vec<NewEntry<'_>> = prepared
             .items
             .iter()
+            .zip(tags)
             .enumerate()
-            .map(|(i, p)| NewEntry {
+            .map(|(i, (p, tag))| NewEntry {
                 index: self.size + i as u64,
                 id: p.entry.id(),
                 cose: p.entry.cose(),
@@ -235,15 +247,9 @@ impl<S: Store> Ledger<S> {
                 label: p.label,
                 content: Some((p.entry.entry().content_hash, p.content)),
                 hashes: p.hashes.clone(),
+                tag: Some(tag),
             })
             .collect();
-        // The label seal over the index plus this batch, stored in the same transaction.
-        let (chain, seal) = self.seal_after(
-            prepared
-                .items
-                .iter()
-                .map(|p| (p.entry.id(), p.entry.entry().kind, p.label)),
-        );
         self.store.append_with_meta(&batch, META_SEAL, &seal)?;
         drop(batch);
         let mut out = Vec::with_capacity(prepared.items.len());
@@ -254,10 +260,11 @@ impl<S: Store> Ledger<S> {
             ..
         } in &prepared.items
         {
-            out.push(self.index_stored(s, self.size, *label, Some(content)));
+            out.push(self.index_stored(s, self.size, *label, Some(content), true));
             self.size += 1;
         }
-        self.chain = chain;
+        self.effects = effects;
+        self.sealed = self.size;
         if let Some(from) = self.pending_rescan {
             // The batch is stored: report it. If the rescan cannot read the store now, the
             // pending rescan keeps later entries quarantined (fail closed) until a refresh
@@ -267,7 +274,8 @@ impl<S: Store> Ledger<S> {
         Ok(out)
     }
 
-    /// Records a stored entry at leaf index `index`: the label index, then what the entry does
+    /// Records a stored entry at leaf index `index` (stored with its row tag when `tagged`):
+    /// the label index, then what the entry does
     /// besides being stored (keyring, tombstone, flags, leases; see `apply_effects`) and
     /// quarantine propagation. A quarantine rescan it calls for is left pending in
     /// `pending_rescan` for the caller to run.
@@ -277,16 +285,15 @@ impl<S: Store> Ledger<S> {
         index: u64,
         label: Label,
         content: Option<&[u8]>,
+        tagged: bool,
     ) -> Appended {
         let e = s.entry();
-        self.index.insert(
-            s.id(),
-            Meta {
-                index,
-                label,
-                tombstoned: false,
-            },
-        );
+        let m = Meta { index, label };
+        if tagged {
+            self.index.remember(s.id(), m);
+        } else {
+            self.index.insert_unsealed(s.id(), m, e.kind);
+        }
         let from = self.apply_effects(s.id(), index, e, content);
         self.pending_rescan = earliest(self.pending_rescan, from);
         self.quarantine.on_entry(&s.id(), &e.parents, &self.policy);
@@ -325,14 +332,7 @@ impl<S: Store> Ledger<S> {
         if let Some(b) = &e.binding {
             admitted.keys.insert(b.key, b.role);
         }
-        admitted.entries.insert(
-            s.id(),
-            Meta {
-                index,
-                label,
-                tombstoned: false,
-            },
-        );
+        admitted.entries.insert(s.id(), Meta { index, label });
         Ok(label)
     }
 }
@@ -359,10 +359,8 @@ impl<S: Store> AdmissionView for BatchView<'_, S> {
 
     fn label_of(&self, id: &EntryId) -> Option<Label> {
         self.ledger
-            .index
-            .get(id)
-            .or_else(|| self.admitted.entries.get(id).copied())
-            .map(|m| m.label)
+            .label(id)
+            .or_else(|| self.admitted.entries.get(id).map(|m| m.label))
     }
 
     fn quarantine(&self) -> &Quarantine {

@@ -60,8 +60,11 @@ impl<S: Store> Ledger<S> {
     /// (parsed, not re-verified: this handle or another verified them at append).
     pub(super) fn rescan_quarantine(&mut self, from: u64) -> Result<(), LedgerError> {
         self.pending_rescan = Some(from);
-        let store = &self.store;
-        let entries = (from.saturating_add(1)..self.size).map(|i| {
+        let (store, key, index, sealed) = (&self.store, &self.seal_key, &self.index, self.sealed);
+        let mut metas = store.metas_from(from.saturating_add(1))?;
+        metas.retain(|m| m.index < self.size);
+        let entries = metas.into_iter().map(|m| {
+            let i = m.index;
             let bytes = store
                 .entry_bytes(i)?
                 .ok_or(LedgerError::Store(StoreError::Corrupt(format!(
@@ -69,10 +72,15 @@ impl<S: Store> Ledger<S> {
                 ))))?;
             let e = parse_unverified(&bytes)?;
             // The parents are read unverified, so the bytes must be the sealed entry's: its
-            // leaf hash is the id the index holds at `i` (else the rescan fails, and every
-            // entry after `from` stays quarantined).
+            // leaf hash is the id of a row this handle believes at `i` (else the rescan fails,
+            // and every entry after `from` stays quarantined).
             let id = EntryId::of_cose(&bytes);
-            if self.index.get(&id).map(|m| m.index) != Some(i) {
+            let believed = if i < sealed {
+                key.row_tag_verifies(i, &m.id, m.kind, m.label, m.tag.as_ref())
+            } else {
+                index.unsealed_at(&m.id, i)
+            };
+            if id != m.id || !believed {
                 return Err(LedgerError::Missing(id));
             }
             Ok::<_, LedgerError>((id, e.parents))

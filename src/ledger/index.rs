@@ -1,60 +1,105 @@
-//! The ledger's in-memory label index: id → leaf index, label and tombstone flag.
+//! The ledger's label index (`spec/lineage.md` §5.1): id → leaf index and label, looked up in
+//! the store by id and believed only when the row's tag verifies under the log key; in memory
+//! only what this handle read or wrote, so that opening a ledger does not read every row.
 
 use crate::lineage::Label;
-use crate::record::EntryId;
-use std::collections::HashMap;
+use crate::record::{EntryId, Kind};
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
-/// What the ledger keeps in memory per entry: 16 bytes plus the map's key and overhead.
-#[derive(Clone, Copy, Debug)]
+/// What the ledger knows about an entry it has verified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Meta {
     pub(super) index: u64,
     pub(super) label: Label,
-    pub(super) tombstoned: bool,
 }
 
-/// The in-memory label index: id → leaf index in a hash map, and one byte per leaf holding the
-/// label code (bits 0–1) and the tombstone flag (bit 2). About 41 bytes of hash-map slot per
-/// entry plus 1 byte; label queries are O(1).
+/// Most verified rows [`LabelIndex`] remembers (cleared when full; they are read again).
+const MAX_REMEMBERED: usize = 1 << 20;
+
+/// The label index of one ledger handle.
 #[derive(Debug, Default)]
 pub(super) struct LabelIndex {
-    ids: HashMap<EntryId, u64>,
-    // INVARIANT: flags.len() > every index in `ids`.
-    flags: Vec<u8>,
+    /// Rows read from the store whose tag verified, or that this handle stored with a tag.
+    /// A poisoned lock only means reading the store again.
+    read: Mutex<HashMap<EntryId, Meta>>,
+    /// Entries this handle verified and labelled from their signed bytes that the store holds
+    /// without a valid tag: rows after the stored seal, and this handle's own sequenced
+    /// (PostgreSQL) entries. Never evicted: the store cannot vouch for them.
+    unsealed: HashMap<EntryId, (Meta, Kind)>,
+    /// Tombstoned entries (from the tombstone entries this handle applied).
+    tombstoned: HashSet<EntryId>,
 }
 
-const TOMBSTONED: u8 = 0b100;
-
 impl LabelIndex {
-    pub(super) fn get(&self, id: &EntryId) -> Option<Meta> {
-        let index = *self.ids.get(id)?;
-        let f = *self.flags.get(usize::try_from(index).ok()?)?;
-        Some(Meta {
-            index,
-            label: Label::from_code(f & 0b11)?,
-            tombstoned: f & TOMBSTONED != 0,
-        })
+    /// What this handle already verified about `id`, without reading the store.
+    pub(super) fn known(&self, id: &EntryId) -> Option<Meta> {
+        if let Some((m, _)) = self.unsealed.get(id) {
+            return Some(*m);
+        }
+        self.read.lock().ok().and_then(|r| r.get(id).copied())
     }
 
-    pub(super) fn insert(&mut self, id: EntryId, m: Meta) {
-        let Ok(i) = usize::try_from(m.index) else {
-            return;
-        };
-        if self.flags.len() <= i {
-            self.flags.resize(i + 1, 0);
+    /// Remembers a verified row.
+    pub(super) fn remember(&self, id: EntryId, m: Meta) {
+        if let Ok(mut r) = self.read.lock() {
+            if r.len() >= MAX_REMEMBERED {
+                r.clear();
+            }
+            r.insert(id, m);
         }
-        self.flags[i] = m.label.code() | if m.tombstoned { TOMBSTONED } else { 0 };
-        self.ids.insert(id, m.index);
+    }
+
+    /// Records an entry the store holds without a valid tag.
+    pub(super) fn insert_unsealed(&mut self, id: EntryId, m: Meta, kind: Kind) {
+        self.unsealed.insert(id, (m, kind));
+    }
+
+    /// The unsealed entry `id`, if it is at leaf index `index`.
+    pub(super) fn unsealed_at(&self, id: &EntryId, index: u64) -> bool {
+        self.unsealed.get(id).is_some_and(|(m, _)| m.index == index)
+    }
+
+    /// The unsealed entries with leaf index in `from..to`, in index order, as
+    /// `(index, id, kind, label)`; `None` unless every index of the range is there.
+    pub(super) fn unsealed_range(
+        &self,
+        from: u64,
+        to: u64,
+    ) -> Option<Vec<(u64, EntryId, Kind, Label)>> {
+        let mut rows: Vec<_> = self
+            .unsealed
+            .iter()
+            .filter(|(_, (m, _))| (from..to).contains(&m.index))
+            .map(|(id, (m, kind))| (m.index, *id, *kind, m.label))
+            .collect();
+        rows.sort_unstable_by_key(|r| r.0);
+        let complete = rows.len() as u64 == to.saturating_sub(from)
+            && rows.iter().zip(from..).all(|(r, i)| r.0 == i);
+        complete.then_some(rows)
+    }
+
+    /// Moves the unsealed entries below leaf `size` to the verified rows (their tags are now
+    /// stored).
+    pub(super) fn sealed_below(&mut self, size: u64) {
+        let now: Vec<EntryId> = self
+            .unsealed
+            .iter()
+            .filter(|(_, (m, _))| m.index < size)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in now {
+            if let Some((m, _)) = self.unsealed.remove(&id) {
+                self.remember(id, m);
+            }
+        }
     }
 
     pub(super) fn tombstone(&mut self, id: &EntryId) {
-        let i = self.ids.get(id).and_then(|i| usize::try_from(*i).ok());
-        if let Some(f) = i.and_then(|i| self.flags.get_mut(i)) {
-            *f |= TOMBSTONED;
-        }
+        self.tombstoned.insert(*id);
     }
 
-    pub(super) fn reserve(&mut self, n: usize) {
-        self.ids.reserve(n);
-        self.flags.reserve(n);
+    pub(super) fn is_tombstoned(&self, id: &EntryId) -> bool {
+        self.tombstoned.contains(id)
     }
 }

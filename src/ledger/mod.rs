@@ -37,7 +37,7 @@ use index::{LabelIndex, Meta};
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use integrate::Integrator;
 pub use prove::StoreSource;
-use seal::{Chain, SealKey};
+use seal::{Chain, SealKey, Sealed};
 pub use seal::{SealError, META_SEAL};
 
 /// A provenance ledger over a [`Store`].
@@ -60,8 +60,11 @@ pub struct Ledger<S: Store> {
     pending_rescan: Option<u64>,
     /// The HMAC key of the label seal, derived from the log key (`spec/lineage.md` §5.1).
     seal_key: SealKey,
-    /// The label chain over the `size` entries in the index.
-    chain: Chain,
+    /// The effects chain over the rows with effects among the first `size` entries.
+    effects: Chain,
+    /// How many of the first entries the store holds with row tags this handle checked the
+    /// seal of; entries `sealed..size` are in the index as unsealed.
+    sealed: u64,
     /// Entries whose signature this handle verified (in [`Ledger::get`]): their bytes, found
     /// again by their leaf hash, are parsed without verifying the signature again. At most
     /// [`MAX_VERIFIED_IDS`] ids (cleared when full); a poisoned lock only means verifying again.
@@ -90,8 +93,12 @@ impl<S: Store> Ledger<S> {
         Self::open(store, signer)
     }
 
-    /// Opens an existing ledger. Reads the label index and keyring from the store; recomputes
-    /// no label, hash or signature (a full check is [`crate::audit`]'s job).
+    /// Opens an existing ledger. Reads the label seal and the entries with effects (keyring
+    /// bindings, tombstones, flags, leases), not every entry: labels are looked up by id when
+    /// needed and believed when their row tag verifies (`spec/lineage.md` §5.1). Recomputes no
+    /// label, hash or signature of sealed entries (a full check is [`crate::audit`]'s job).
+    /// Cost: O(entries with effects + entries after the seal), plus, while a flag is active,
+    /// the entries after its source (the quarantine rescan).
     ///
     /// # Errors
     /// [`LedgerError::WrongLogKey`] when `signer` is not the key the ledger was created with;
@@ -121,7 +128,8 @@ impl<S: Store> Ledger<S> {
             leases: LeaseBook::default(),
             pending_rescan: None,
             seal_key,
-            chain: Chain::EMPTY,
+            effects: Chain::EMPTY,
+            sealed: 0,
             verified: Default::default(),
         };
         ledger.load_index()?;
@@ -143,22 +151,25 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Catches up with entries other handles (threads, processes) appended to the same store
-    /// since this one last looked: their labels, kinds and ids (checked against the label
-    /// seal, `spec/lineage.md` §5.1), keyring bindings, tombstones and forensic state. Entries
-    /// the seal does not cover yet are verified and relabelled from their signed bytes.
-    /// Returns how many entries were added.
+    /// since this one last looked: the entries with effects among them (keyring bindings,
+    /// tombstones, flags, leases), checked against the label seal (`spec/lineage.md` §5.1),
+    /// and, while a flag is active, every new entry (quarantine reach). Entries the seal does
+    /// not cover yet are verified and labelled again from their signed bytes. Returns how many
+    /// entries were added.
     ///
     /// # Errors
-    /// [`LedgerError::Seal`] when the store's labels, kinds or ids differ from what the log
-    /// key sealed, or it holds fewer entries than sealed (fail closed: the handle keeps its
-    /// earlier state); store and decode errors.
+    /// [`LedgerError::Seal`] when the store's entries with effects differ from what the log key
+    /// sealed, a row's tag does not verify, or the store holds fewer entries than sealed (fail
+    /// closed: the handle keeps its earlier state); store and decode errors.
     pub fn refresh(&mut self) -> Result<u64, LedgerError> {
         let sealed = match self.store.meta(META_SEAL)? {
+            // memlineage 0.1's chain over every row is not believed: its rows are verified
+            // and labelled again, and sealed with row tags by the next append or checkpoint.
+            Some(v) if seal::is_v1(&v) => Sealed::EMPTY,
             Some(v) => self.seal_key.open(&v)?,
-            None => Chain::EMPTY,
+            None => Sealed::EMPTY,
         };
-        let metas = self.store.metas_from(self.size)?;
-        let stored = self.size + metas.len() as u64;
+        let stored = self.store.tree_size()?;
         if sealed.size > stored {
             return Err(SealError::Behind {
                 sealed: sealed.size,
@@ -166,92 +177,185 @@ impl<S: Store> Ledger<S> {
             }
             .into());
         }
-        self.check_seal(&metas, &sealed)?;
-        let added = metas.len() as u64;
-        self.index.reserve(metas.len());
+        let before = self.size;
         let mut rescan: Option<u64> = self.pending_rescan;
-        for EntryMeta {
-            index,
-            id,
-            kind,
-            label,
-        } in metas
-        {
-            let bytes = if index >= sealed.size || has_effects(kind) || self.quarantine.is_active()
-            {
-                Some(
-                    self.store
-                        .entry_bytes(index)?
-                        .ok_or(LedgerError::Missing(id))?,
-                )
-            } else {
-                None
-            };
-            // Beyond the seal the stored label is not believed: the entry is verified and
-            // labelled again from its parents (fail closed: an unknown writer is External).
-            let label = match &bytes {
-                Some(b) if index >= sealed.size => self.relabel(b, &id, kind)?,
-                _ => label,
-            };
-            self.index.insert(
-                id,
-                Meta {
-                    index,
-                    label,
-                    tombstoned: false,
-                },
-            );
-            self.chain.push(&id, kind, label);
-            if let Some(bytes) = bytes {
-                let special = has_effects(kind);
-                // Entries with effects on the keyring or forensic state are verified again;
-                // others are bound to their sealed id by their leaf hash.
-                let e = if special {
-                    SignedEntry::decode(&bytes)?.entry().clone()
-                } else {
-                    parse_unverified(&bytes)?
-                };
-                if EntryId::of_cose(&bytes) != id || e.kind != kind {
-                    return Err(LedgerError::Missing(id));
-                }
-                if special {
-                    let content = match e.kind {
-                        Kind::Lease => self.store.content_at(index)?,
-                        _ => None,
-                    };
-                    let from = self.apply_effects(id, index, &e, content.as_deref());
-                    // Recorded at once: a later read error must not lose it.
-                    self.pending_rescan = earliest(self.pending_rescan, from);
-                    rescan = earliest(rescan, from);
-                }
-                self.quarantine.on_entry(&id, &e.parents, &self.policy);
+        if sealed.size > self.size {
+            // Check everything first, so that a refused refresh changes nothing.
+            let rows = self.sealed_rows(&sealed)?;
+            self.sealed = sealed.size;
+            self.index.sealed_below(sealed.size);
+            for m in rows {
+                self.take_row(m, false, &mut rescan)?;
             }
-            self.size = index + 1;
+            self.effects = sealed.effects;
+            self.size = sealed.size;
+        }
+        if stored > self.size {
+            for m in self.store.metas_from(self.size)? {
+                self.take_row(m, true, &mut rescan)?;
+                self.size = m.index + 1;
+            }
         }
         if let Some(from) = rescan {
             self.pending_rescan = Some(from);
             self.rescan_quarantine(from)?;
         }
-        Ok(added)
+        Ok(self.size - before)
     }
 
-    /// Recomputes the label chain over `metas` (which follow the `size` entries already
-    /// indexed) up to `sealed.size` and compares it with the seal, before anything of them is
-    /// indexed. Also refuses a gap in the stored leaf indexes.
-    fn check_seal(&self, metas: &[EntryMeta], sealed: &Chain) -> Result<(), LedgerError> {
-        let mut chain = self.chain;
-        for m in metas {
-            if m.index != chain.size {
+    /// The stored rows in `self.size..sealed.size` a refresh must apply (those with effects;
+    /// all of them while a flag is active), after checking each one's row tag and the effects
+    /// chain over them against `sealed`.
+    fn sealed_rows(&self, sealed: &Sealed) -> Result<Vec<EntryMeta>, LedgerError> {
+        let mut rows = if self.quarantine.is_active() {
+            self.store.metas_from(self.size)?
+        } else {
+            self.store.effect_metas_from(self.size)?
+        };
+        rows.retain(|m| m.index < sealed.size);
+        let mut chain = self.effects;
+        let mut last = None;
+        for m in &rows {
+            if last.is_some_and(|l| m.index <= l) || m.index < self.size {
                 return Err(SealError::Mismatch { size: sealed.size }.into());
             }
-            if chain.size == sealed.size {
-                break;
+            last = Some(m.index);
+            if !self
+                .seal_key
+                .row_tag_verifies(m.index, &m.id, m.kind, m.label, m.tag.as_ref())
+            {
+                return Err(SealError::Row { index: m.index }.into());
             }
-            chain.push(&m.id, m.kind, m.label);
+            if has_effects(m.kind) {
+                chain.push(m.index, &m.id, m.kind);
+            }
         }
-        if chain.size == sealed.size && chain.head != sealed.head {
+        if chain != sealed.effects {
             return Err(SealError::Mismatch { size: sealed.size }.into());
         }
+        Ok(rows)
+    }
+
+    /// Applies one stored row in log order: a row after the seal (`unsealed`) is verified and
+    /// labelled again from its signed bytes; a row with effects is verified and applied; while
+    /// a flag is active its parents feed the quarantine.
+    fn take_row(
+        &mut self,
+        m: EntryMeta,
+        unsealed: bool,
+        rescan: &mut Option<u64>,
+    ) -> Result<(), LedgerError> {
+        let EntryMeta {
+            index, id, kind, ..
+        } = m;
+        let special = has_effects(kind);
+        if !(unsealed || special || self.quarantine.is_active()) {
+            return Ok(());
+        }
+        let bytes = self
+            .store
+            .entry_bytes(index)?
+            .ok_or(LedgerError::Missing(id))?;
+        if unsealed {
+            // Beyond the seal the stored label is not believed: the entry is verified and
+            // labelled again from its parents (fail closed: an unknown writer is External).
+            let label = self.relabel(&bytes, &id, kind)?;
+            self.index.insert_unsealed(id, Meta { index, label }, kind);
+            if special {
+                self.effects.push(index, &id, kind);
+            }
+        } else if special {
+            self.index.remember(
+                id,
+                Meta {
+                    index,
+                    label: m.label,
+                },
+            );
+        }
+        // Entries with effects on the keyring or forensic state are verified again; others
+        // are bound to their sealed id by their leaf hash.
+        let e = if special {
+            SignedEntry::decode(&bytes)?.entry().clone()
+        } else {
+            parse_unverified(&bytes)?
+        };
+        if EntryId::of_cose(&bytes) != id || e.kind != kind {
+            return Err(LedgerError::Missing(id));
+        }
+        if special {
+            let content = match e.kind {
+                Kind::Lease => self.store.content_at(index)?,
+                _ => None,
+            };
+            let from = self.apply_effects(id, index, &e, content.as_deref());
+            // Recorded at once: a later read error must not lose it.
+            self.pending_rescan = earliest(self.pending_rescan, from);
+            *rescan = earliest(*rescan, from);
+        }
+        self.quarantine.on_entry(&id, &e.parents, &self.policy);
+        Ok(())
+    }
+
+    /// What this handle can believe about the entry `id`: its own records, else the store's
+    /// row if its tag verifies. `None` when the entry is not in this handle's view of the log
+    /// (not stored, or stored after its last refresh).
+    ///
+    /// # Errors
+    /// [`SealError::Row`] when the store's row for `id` does not verify (fail closed: callers
+    /// count the entry as External); store errors.
+    fn lookup(&self, id: &EntryId) -> Result<Option<Meta>, LedgerError> {
+        if let Some(m) = self.index.known(id) {
+            return Ok(Some(m));
+        }
+        let Some(row) = self.store.meta_of(id)? else {
+            return Ok(None);
+        };
+        if row.index >= self.sealed {
+            return Ok(None);
+        }
+        if row.id != *id
+            || !self
+                .seal_key
+                .row_tag_verifies(row.index, id, row.kind, row.label, row.tag.as_ref())
+        {
+            return Err(SealError::Row { index: row.index }.into());
+        }
+        let m = Meta {
+            index: row.index,
+            label: row.label,
+        };
+        self.index.remember(*id, m);
+        Ok(Some(m))
+    }
+
+    /// Stores row tags for the entries `sealed..size` (verified and labelled from their signed
+    /// bytes: rows after the stored seal, integrated sequenced entries) and a seal over all
+    /// `size` entries, in one store transaction. A no-op when there are none.
+    ///
+    /// # Errors
+    /// Store errors (nothing is changed in the handle then).
+    pub(super) fn seal_pending(&mut self) -> Result<(), LedgerError> {
+        if self.sealed >= self.size {
+            return Ok(());
+        }
+        let Some(rows) = self.index.unsealed_range(self.sealed, self.size) else {
+            // Not every entry of the range is known here: leave them unsealed (they are
+            // verified again on the next open).
+            return Ok(());
+        };
+        let tags: Vec<(u64, [u8; 32])> = rows
+            .iter()
+            .map(|(i, id, kind, label)| (*i, self.seal_key.row_tag(*i, id, *kind, *label)))
+            .collect();
+        let seal = Sealed {
+            size: self.size,
+            effects: self.effects,
+        };
+        self.store
+            .set_tags(&tags, META_SEAL, &self.seal_key.seal(&seal))?;
+        self.sealed = self.size;
+        self.index.sealed_below(self.size);
         Ok(())
     }
 
@@ -282,17 +386,28 @@ impl<S: Store> Ledger<S> {
         self.seal_key.tag(domain, message)
     }
 
-    /// The stored form of the label seal over the index extended by `extra` (entries about
-    /// to be stored, in leaf order).
+    /// The effects chain and stored seal over the first `size` entries extended by `extra`
+    /// (entries about to be stored, in leaf order from `size`, as `(id, kind, label)`), and
+    /// each extra entry's row tag.
     pub(crate) fn seal_after(
         &self,
         extra: impl IntoIterator<Item = (EntryId, Kind, Label)>,
-    ) -> (Chain, String) {
-        let mut chain = self.chain;
+    ) -> (Chain, String, Vec<[u8; 32]>) {
+        let mut effects = self.effects;
+        let mut tags = Vec::new();
+        let mut index = self.size;
         for (id, kind, label) in extra {
-            chain.push(&id, kind, label);
+            if has_effects(kind) {
+                effects.push(index, &id, kind);
+            }
+            tags.push(self.seal_key.row_tag(index, &id, kind, label));
+            index += 1;
         }
-        (chain, self.seal_key.seal(&chain))
+        let seal = Sealed {
+            size: index,
+            effects,
+        };
+        (effects, self.seal_key.seal(&seal), tags)
     }
 
     /// The labelling parameters (τ, weak-parent rule) fixed at creation.
@@ -352,19 +467,24 @@ impl<S: Store> Ledger<S> {
         self.keyring.get(key).map(|(r, n, _)| (*r, n.as_str()))
     }
 
-    /// The label of `id`: O(1), from the in-memory index.
+    /// The label of `id`, `None` if the entry is not in the log (as this handle last saw it).
+    /// O(1): one indexed store read and one HMAC the first time, memory afterwards. A stored
+    /// row whose tag does not verify counts as External (fail closed, `spec/lineage.md` §5.1).
     pub fn label(&self, id: &EntryId) -> Option<Label> {
-        self.index.get(id).map(|m| m.label)
+        match self.lookup(id) {
+            Ok(m) => m.map(|m| m.label),
+            Err(_) => Some(Label::External),
+        }
     }
 
     /// Whether `id` has been tombstoned.
     pub fn is_tombstoned(&self, id: &EntryId) -> bool {
-        self.index.get(id).is_some_and(|m| m.tombstoned)
+        self.index.is_tombstoned(id)
     }
 
-    /// The leaf index of `id`.
+    /// The leaf index of `id` (`None` also when its stored row does not verify).
     pub fn index_of(&self, id: &EntryId) -> Option<u64> {
-        self.index.get(id).map(|m| m.index)
+        self.lookup(id).ok().flatten().map(|m| m.index)
     }
 
     /// Reads the entry `id` from the store and verifies it: its leaf hash every time, its
@@ -372,9 +492,10 @@ impl<S: Store> Ledger<S> {
     /// hash are the same bytes, `record::reparse_verified`).
     ///
     /// # Errors
-    /// [`LedgerError::UnknownEntry`]; [`LedgerError::Record`] when stored bytes do not verify.
+    /// [`LedgerError::UnknownEntry`]; [`LedgerError::Seal`] when the stored row of `id` does not
+    /// verify; [`LedgerError::Record`] when stored bytes do not verify.
     pub fn get(&self, id: &EntryId) -> Result<SignedEntry, LedgerError> {
-        let m = self.index.get(id).ok_or(LedgerError::UnknownEntry(*id))?;
+        let m = self.lookup(id)?.ok_or(LedgerError::UnknownEntry(*id))?;
         let bytes = self
             .store
             .entry_bytes(m.index)?

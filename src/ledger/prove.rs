@@ -69,8 +69,7 @@ impl<S: Store> Ledger<S> {
                 // Entries stored without a seal (a sequenced PostgreSQL batch, a crash between
                 // an append and its seal) are verified by now: seal them, so that the next
                 // open need not verify them again.
-                self.store
-                    .set_meta(super::META_SEAL, &self.seal_key.seal(&self.chain))?;
+                self.seal_pending()?;
                 c
             }
         };
@@ -87,8 +86,8 @@ impl<S: Store> Ledger<S> {
         id: &EntryId,
     ) -> Result<(InclusionProof, VerifiedCheckpoint), LedgerError> {
         let c = self.checkpoint()?;
-        let m = self.index.get(id).ok_or(LedgerError::UnknownEntry(*id))?;
-        let proof = prove_inclusion(c.size(), m.index, &StoreSource(&self.store))?;
+        let index = self.index_of(id).ok_or(LedgerError::UnknownEntry(*id))?;
+        let proof = prove_inclusion(c.size(), index, &StoreSource(&self.store))?;
         Ok((proof, c))
     }
 

@@ -1,30 +1,29 @@
-//! The label seal (`spec/lineage.md` §5): how a ledger handle knows that the labels, kinds and
-//! ids it reads from an untrusted store are the ones a holder of the log key computed.
+//! The label seal (`spec/lineage.md` §5.1): how a ledger handle knows that the labels, kinds and
+//! ids it reads from an untrusted store are the ones a holder of the log key computed, without
+//! reading every row.
 //!
-//! A *label chain* runs over the entries in log order:
-//!
-//! ```text
-//! c_0     = 32 zero bytes
-//! c_{i+1} = SHA-256("memlineage/label-chain@v1" || c_i || u64be(i) || id_i || u64be(kind_i) || label_i)
-//! ```
-//!
-//! and the store keeps, in its `meta` row `label_seal`, the chain head at some tree size `s`
-//! with an HMAC-SHA-256 tag under a key derived from the log's secret key:
+//! Every entry row carries a *row tag*, and the store's `meta` row `label_seal` holds, at some
+//! tree size `s`, the head of an *effects chain* over the rows that have effects (kind code
+//! ≥ 5: tombstones, keyring bindings, flags, releases, leases, replacements):
 //!
 //! ```text
-//! K   = SHA-256("memlineage/label-seal-key@v1" || log secret seed)
-//! tag = HMAC-SHA-256(K, "memlineage/label-seal@v1" || u64be(s) || c_s)
+//! K    = SHA-256("memlineage/label-seal-key@v1" || log secret seed)
+//! t_i  = HMAC-SHA-256(K, "memlineage/label-row@v2" || u64be(i) || id_i || u64be(kind_i) || label_i)
+//! e_0  = 32 zero bytes
+//! e_j+1 = SHA-256("memlineage/effects-chain@v2" || e_j || u64be(i) || id_i || u64be(kind_i))
+//!        for the j-th row with effects, at leaf index i
+//! tag  = HMAC-SHA-256(K, "memlineage/label-seal@v2" || u64be(s) || u64be(n) || e_n)
+//! meta["label_seal"] = "v2 <s> <n> <hex e_n> <hex tag>"
 //! ```
 //!
-//! Every append writes the new seal in the same store transaction as the entries (where the
-//! backend can). Opening a ledger recomputes the chain over the stored rows (one SHA-256 per
-//! entry, no signature) and compares it at `s`; rows after `s` (a crash between an append and
-//! its seal, a backend without atomic meta writes, a ledger written before seals existed) are
-//! re-verified and relabelled from their signed bytes. A store-only attacker, who holds no
-//! key, can therefore not flip a label, hide a tombstone or flag by changing its kind, swap
-//! rows or drop one without the open failing; what it can still do is roll the whole store
-//! back to an earlier sealed state, which the fronts detect by remembering what they saw
-//! (`spec/hooks.md` §5).
+//! A handle believes a stored row only if its tag verifies (a flipped label, a changed kind or
+//! id, a moved row fail), so a label lookup is one indexed read and one HMAC, whatever the
+//! ledger's size. Opening reads the seal and the rows with effects only (a partial index), and
+//! recomputes the effects chain: a store-only attacker cannot hide a flag, tombstone or binding
+//! by deleting its row or changing its kind without the open failing. Rows after `s` are
+//! verified from their signed bytes and labelled again. What the seal cannot stop: rolling the
+//! whole store back to an earlier sealed state, which the fronts detect by remembering what
+//! they saw (`spec/hooks.md` §5).
 
 use crate::lineage::Label;
 use crate::log::LogSigner;
@@ -36,29 +35,42 @@ use sha2::{Digest, Sha256};
 /// The `meta` key the seal is kept under (`spec/storage.md` §4.4).
 pub const META_SEAL: &str = "label_seal";
 
-const CHAIN_PREFIX: &[u8] = b"memlineage/label-chain@v1";
+const CHAIN_PREFIX: &[u8] = b"memlineage/effects-chain@v2";
 const KEY_PREFIX: &[u8] = b"memlineage/label-seal-key@v1";
-const TAG_PREFIX: &[u8] = b"memlineage/label-seal@v1";
+const TAG_PREFIX: &[u8] = b"memlineage/label-seal@v2";
+const ROW_PREFIX: &[u8] = b"memlineage/label-row@v2";
 
 /// Why a stored seal or the rows it covers were refused. Every variant can be caused by
 /// untrusted input (whoever can write the store).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SealError {
-    /// The `label_seal` value is not `v1 <size> <64 hex> <64 hex>`.
+    /// The `label_seal` value is not `v2 <size> <count> <64 hex> <64 hex>`.
     #[error("the stored label seal is malformed")]
     Malformed,
     /// The tag does not verify under this log's key: the seal was written without the key.
     #[error("the stored label seal does not verify under this log's key")]
     Forged,
-    /// The stored rows' labels, kinds or ids differ from those the seal covers.
+    /// The stored rows with effects (flags, tombstones, bindings…) differ from those the seal
+    /// covers: one was deleted, moved, or had its kind changed.
     #[error(
-        "the stored labels, kinds or ids of the first {size} entries differ from those the log \
-         key sealed: the store was modified without the key (run `memlineage verify`)"
+        "the stored entries with effects (flags, tombstones, bindings) among the first {size} \
+         differ from those the log key sealed: the store was modified without the key (run \
+         `memlineage verify`)"
     )]
     Mismatch {
         /// The sealed tree size.
         size: u64,
+    },
+    /// A stored row's tag does not verify: its label, kind, id or index was changed without
+    /// the key, or the row was stored without a tag below the sealed size.
+    #[error(
+        "the stored label, kind or id of entry {index} differs from what the log key sealed: \
+         the store was modified without the key (run `memlineage verify`)"
+    )]
+    Row {
+        /// The row's leaf index as stored.
+        index: u64,
     },
     /// The store holds fewer entries than the seal covers: it was rolled back or truncated.
     #[error(
@@ -92,12 +104,43 @@ impl SealKey {
         SealKey(h.finalize().into())
     }
 
-    fn mac(&self, chain: &Chain) -> Hmac<Sha256> {
+    fn mac(&self, seal: &Sealed) -> Hmac<Sha256> {
         let mut m = self.keyed();
         m.update(TAG_PREFIX);
-        m.update(&chain.size.to_be_bytes());
-        m.update(&chain.head);
+        m.update(&seal.size.to_be_bytes());
+        m.update(&seal.effects.count.to_be_bytes());
+        m.update(&seal.effects.head);
         m
+    }
+
+    fn row_mac(&self, index: u64, id: &EntryId, kind: Kind, label: Label) -> Hmac<Sha256> {
+        let mut m = self.keyed();
+        m.update(ROW_PREFIX);
+        m.update(&index.to_be_bytes());
+        m.update(&id.0);
+        m.update(&kind.code().to_be_bytes());
+        m.update(&[label.code()]);
+        m
+    }
+
+    /// The row tag `t_i` of the entry `id` of `kind` labelled `label` at leaf index `index`.
+    pub(crate) fn row_tag(&self, index: u64, id: &EntryId, kind: Kind, label: Label) -> [u8; 32] {
+        self.row_mac(index, id, kind, label)
+            .finalize()
+            .into_bytes()
+            .into()
+    }
+
+    /// Whether `tag` is the row tag of `(index, id, kind, label)` (compared in constant time).
+    pub(crate) fn row_tag_verifies(
+        &self,
+        index: u64,
+        id: &EntryId,
+        kind: Kind,
+        label: Label,
+        tag: Option<&[u8; 32]>,
+    ) -> bool {
+        tag.is_some_and(|t| self.row_mac(index, id, kind, label).verify_slice(t).is_ok())
     }
 
     /// An HMAC-SHA-256 tag under this key over `domain || message`, for other records the
@@ -117,13 +160,14 @@ impl SealKey {
         <Hmac<Sha256> as KeyInit>::new(&block.into())
     }
 
-    /// The stored form of a seal over `chain`: `v1 <size> <head hex> <tag hex>`.
-    pub(crate) fn seal(&self, chain: &Chain) -> String {
-        let tag = self.mac(chain).finalize().into_bytes();
+    /// The stored form of `seal`: `v2 <size> <count> <head hex> <tag hex>`.
+    pub(crate) fn seal(&self, seal: &Sealed) -> String {
+        let tag = self.mac(seal).finalize().into_bytes();
         format!(
-            "v1 {} {} {}",
-            chain.size,
-            hex::encode(chain.head),
+            "v2 {} {} {} {}",
+            seal.size,
+            seal.effects.count,
+            hex::encode(seal.effects.head),
             hex::encode(tag)
         )
     }
@@ -131,10 +175,12 @@ impl SealKey {
     /// Parses and verifies a stored seal (tag compared in constant time).
     ///
     /// # Errors
-    /// [`SealError::Malformed`], [`SealError::Forged`].
-    pub(crate) fn open(&self, stored: &str) -> Result<Chain, SealError> {
+    /// [`SealError::Malformed`] (including a memlineage 0.1 `v1` seal, which the caller treats
+    /// as no seal), [`SealError::Forged`].
+    pub(crate) fn open(&self, stored: &str) -> Result<Sealed, SealError> {
         let mut parts = stored.split(' ');
-        let (Some("v1"), Some(size), Some(head), Some(tag), None) = (
+        let (Some("v2"), Some(size), Some(count), Some(head), Some(tag), None) = (
+            parts.next(),
             parts.next(),
             parts.next(),
             parts.next(),
@@ -144,45 +190,72 @@ impl SealKey {
             return Err(SealError::Malformed);
         };
         let size: u64 = size.parse().map_err(|_| SealError::Malformed)?;
+        let count: u64 = count.parse().map_err(|_| SealError::Malformed)?;
         let mut h = [0u8; 32];
         hex::decode_to_slice(head, &mut h).map_err(|_| SealError::Malformed)?;
         let mut t = [0u8; 32];
         hex::decode_to_slice(tag, &mut t).map_err(|_| SealError::Malformed)?;
-        let chain = Chain { size, head: h };
-        self.mac(&chain)
+        let seal = Sealed {
+            size,
+            effects: Chain { count, head: h },
+        };
+        self.mac(&seal)
             .verify_slice(&t)
             .map_err(|_| SealError::Forged)?;
-        Ok(chain)
+        Ok(seal)
     }
 }
 
-/// The label chain over the first `size` entries.
+/// Whether a stored seal is memlineage 0.1's (`v1 …`, a chain over every row): it is not
+/// believed, and the rows it covered are verified and labelled again from their signed bytes.
+pub(crate) fn is_v1(stored: &str) -> bool {
+    stored.starts_with("v1 ")
+}
+
+/// What a seal states: the tree size `s` it covers and the effects chain over the rows with
+/// effects below `s`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Sealed {
+    /// Entries covered (every row below carries a valid row tag).
+    pub size: u64,
+    /// The effects chain over the rows with effects among them.
+    pub effects: Chain,
+}
+
+impl Sealed {
+    /// The seal over no entry.
+    pub(crate) const EMPTY: Sealed = Sealed {
+        size: 0,
+        effects: Chain::EMPTY,
+    };
+}
+
+/// The effects chain over some rows with effects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Chain {
-    /// Entries covered.
-    pub size: u64,
-    /// `c_size`.
+    /// Rows with effects covered.
+    pub count: u64,
+    /// `e_count`.
     pub head: [u8; 32],
 }
 
 impl Chain {
-    /// The chain over no entry.
+    /// The chain over no row.
     pub(crate) const EMPTY: Chain = Chain {
-        size: 0,
+        count: 0,
         head: [0; 32],
     };
 
-    /// Extends the chain by the entry at leaf index `self.size`.
-    pub(crate) fn push(&mut self, id: &EntryId, kind: Kind, label: Label) {
+    /// Extends the chain by the row with effects `id` of `kind` at leaf index `index`.
+    pub(crate) fn push(&mut self, index: u64, id: &EntryId, kind: Kind) {
         let mut h = Sha256::new();
         h.update(CHAIN_PREFIX);
         h.update(self.head);
-        h.update(self.size.to_be_bytes());
+        h.update(index.to_be_bytes());
         h.update(id.0);
         h.update(kind.code().to_be_bytes());
-        h.update([label.code()]);
         self.head = h.finalize().into();
-        self.size += 1;
+        self.count += 1;
     }
 }
 
@@ -198,50 +271,71 @@ mod tests {
     #[test]
     fn seals_round_trip_and_refuse_other_keys_and_edits() {
         let k = key("seal-a");
-        let mut c = Chain::EMPTY;
-        c.push(&EntryId([7; 32]), Kind::Prompt, Label::Trusted);
-        let s = k.seal(&c);
-        assert_eq!(k.open(&s), Ok(c));
+        let mut effects = Chain::EMPTY;
+        effects.push(0, &EntryId([7; 32]), Kind::Keyring);
+        let seal = Sealed { size: 3, effects };
+        let s = k.seal(&seal);
+        assert_eq!(k.open(&s), Ok(seal));
         assert_eq!(key("seal-b").open(&s), Err(SealError::Forged));
-        let bumped = s.replacen(" 1 ", " 2 ", 1);
-        assert_eq!(k.open(&bumped), Err(SealError::Forged));
-        for bad in ["", "v1", "v2 1 00 00", "v1 x 00 00", &format!("{s} extra")] {
+        for edit in [s.replacen(" 3 ", " 4 ", 1), s.replacen(" 1 ", " 0 ", 1)] {
+            assert_ne!(edit, s);
+            assert_eq!(k.open(&edit), Err(SealError::Forged), "{edit}");
+        }
+        for bad in [
+            "",
+            "v2",
+            "v1 1 00 00",
+            "v2 x 1 00 00",
+            "v2 1 y 00 00",
+            &format!("{s} x"),
+        ] {
             assert_eq!(k.open(bad), Err(SealError::Malformed), "{bad}");
         }
+        assert!(is_v1("v1 1 00 00") && !is_v1(&s));
     }
 
     #[test]
-    fn the_chain_covers_id_kind_label_and_order() {
-        let push = |items: &[(u8, Kind, Label)]| {
+    fn row_tags_bind_index_id_kind_and_label() {
+        let k = key("seal-a");
+        let id = EntryId([1; 32]);
+        let t = k.row_tag(4, &id, Kind::ToolResult, Label::External);
+        assert!(k.row_tag_verifies(4, &id, Kind::ToolResult, Label::External, Some(&t)));
+        assert!(!k.row_tag_verifies(4, &id, Kind::ToolResult, Label::External, None));
+        for (i, id2, kind, label) in [
+            (5, id, Kind::ToolResult, Label::External),
+            (4, EntryId([2; 32]), Kind::ToolResult, Label::External),
+            (4, id, Kind::Summary, Label::External),
+            (4, id, Kind::ToolResult, Label::Trusted),
+        ] {
+            assert!(!k.row_tag_verifies(i, &id2, kind, label, Some(&t)));
+        }
+        assert!(!key("seal-b").row_tag_verifies(
+            4,
+            &id,
+            Kind::ToolResult,
+            Label::External,
+            Some(&t)
+        ));
+    }
+
+    #[test]
+    fn the_effects_chain_covers_index_id_kind_and_order() {
+        let push = |items: &[(u64, u8, Kind)]| {
             let mut c = Chain::EMPTY;
-            for (id, kind, label) in items {
-                c.push(&EntryId([*id; 32]), *kind, *label);
+            for (i, id, kind) in items {
+                c.push(*i, &EntryId([*id; 32]), *kind);
             }
             c
         };
-        let base = push(&[
-            (1, Kind::Prompt, Label::Trusted),
-            (2, Kind::Fact, Label::External),
-        ]);
+        let base = push(&[(0, 1, Kind::Keyring), (5, 2, Kind::Quarantine)]);
         for other in [
-            push(&[
-                (1, Kind::Prompt, Label::Trusted),
-                (2, Kind::Fact, Label::Trusted),
-            ]),
-            push(&[
-                (1, Kind::Prompt, Label::Trusted),
-                (2, Kind::Summary, Label::External),
-            ]),
-            push(&[
-                (1, Kind::Prompt, Label::Trusted),
-                (3, Kind::Fact, Label::External),
-            ]),
-            push(&[
-                (2, Kind::Fact, Label::External),
-                (1, Kind::Prompt, Label::Trusted),
-            ]),
+            push(&[(0, 1, Kind::Keyring), (6, 2, Kind::Quarantine)]),
+            push(&[(0, 1, Kind::Keyring), (5, 3, Kind::Quarantine)]),
+            push(&[(0, 1, Kind::Keyring), (5, 2, Kind::Tombstone)]),
+            push(&[(5, 2, Kind::Quarantine), (0, 1, Kind::Keyring)]),
+            push(&[(0, 1, Kind::Keyring)]),
         ] {
-            assert_ne!(base.head, other.head);
+            assert_ne!(base, other);
         }
     }
 }

@@ -41,7 +41,7 @@ impl Ledger<PgStore> {
             .iter()
             .map(|(s, _)| {
                 let id = s.id();
-                self.index.get(&id).map(|m| Appended {
+                self.lookup(&id).ok().flatten().map(|m| Appended {
                     id,
                     index: m.index,
                     label: m.label,
@@ -94,7 +94,7 @@ impl Ledger<PgStore> {
         let indexes = self.store.sequence(batch)?;
         let mut out = Vec::with_capacity(entries.len());
         for (((s, content), label), index) in entries.iter().zip(labels).zip(indexes) {
-            out.push(self.index_stored(s, index, label, Some(content)));
+            out.push(self.index_stored(s, index, label, Some(content), false));
         }
         Ok(out)
     }

@@ -67,6 +67,9 @@ pub fn copy_ledger<S: Store, T: Store>(
                 // Content is stored under its SHA-256 (the ledger computes the key).
                 content: content.as_deref().map(|b| (Hash32::digest(b), b)),
                 hashes: hashes.clone(),
+                // The label seal is not copied (it is not among META_KEYS), so the target
+                // relabels every row from its signed bytes on open; the tags are kept as data.
+                tag: m.tag,
             })
             .collect();
         to.append(&views)?;

@@ -49,6 +49,19 @@ struct Stored {
     kind: Kind,
     label: Label,
     content_hash: Option<Hash32>,
+    tag: Option<[u8; 32]>,
+}
+
+impl Stored {
+    fn meta(&self, index: u64) -> EntryMeta {
+        EntryMeta {
+            index,
+            id: self.id,
+            kind: self.kind,
+            label: self.label,
+            tag: self.tag,
+        }
+    }
 }
 
 impl MemoryStore {
@@ -88,6 +101,7 @@ impl Store for MemoryStore {
                 kind: e.kind,
                 label: e.label,
                 content_hash: e.content.as_ref().map(|(h, _)| *h),
+                tag: e.tag,
             });
             self.ids.insert(e.id, e.index);
             self.hashes.extend_from_slice(&e.hashes);
@@ -113,14 +127,35 @@ impl Store for MemoryStore {
         };
         let mut out = Vec::with_capacity(tail.len());
         for (index, e) in (from..).zip(tail) {
-            out.push(EntryMeta {
-                index,
-                id: e.id,
-                kind: e.kind,
-                label: e.label,
-            });
+            out.push(e.meta(index));
         }
         Ok(out)
+    }
+
+    fn meta_at(&self, index: u64) -> Result<Option<EntryMeta>, StoreError> {
+        Ok(slot(&self.entries, index).map(|e| e.meta(index)))
+    }
+
+    fn set_tags(
+        &mut self,
+        tags: &[(u64, [u8; 32])],
+        key: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        if let Some((i, _)) = tags.iter().find(|(i, _)| slot(&self.entries, *i).is_none()) {
+            return Err(StoreError::Corrupt(format!(
+                "set_tags: entry {i} not stored"
+            )));
+        }
+        for (i, tag) in tags {
+            if let Some(e) = usize::try_from(*i)
+                .ok()
+                .and_then(|i| self.entries.get_mut(i))
+            {
+                e.tag = Some(*tag);
+            }
+        }
+        self.set_meta(key, value)
     }
 
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError> {

@@ -79,10 +79,14 @@ pub struct NewEntry<'a> {
     pub content: Option<(Hash32, &'a [u8])>,
     /// Tree hashes to store from `stored_hash_index(0, index)` on (1 + completed subtrees).
     pub hashes: Vec<[u8; 32]>,
+    /// The row tag binding `(index, id, kind, label)` under the log key's seal key
+    /// (`spec/lineage.md` §5.1), if the writer computed one; stored as given.
+    pub tag: Option<[u8; 32]>,
 }
 
-/// What a store keeps about an entry besides its bytes: enough to rebuild the in-memory index
-/// on reopen without recomputing anything.
+/// What a store keeps about an entry besides its bytes: its leaf index, id, kind, the label
+/// computed at append and that label's row tag. All untrusted: a ledger believes a row only
+/// when its tag verifies under the log key (`spec/lineage.md` §5.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntryMeta {
     /// Leaf index.
@@ -93,7 +97,15 @@ pub struct EntryMeta {
     pub kind: Kind,
     /// Label computed at append.
     pub label: Label,
+    /// Row tag (`spec/lineage.md` §5.1); `None` for a row stored without one (a sequenced
+    /// PostgreSQL entry before its handle sealed it, a ledger written by memlineage 0.1).
+    pub tag: Option<[u8; 32]>,
 }
+
+/// The smallest kind code of the entries with effects besides being stored (tombstone 5,
+/// keyring 6, quarantine 7, quarantine-strong 8, release 9, lease 10, replacement 11): what
+/// [`Store::effect_metas_from`] selects (`spec/storage.md` §4.2).
+pub const FIRST_EFFECT_KIND: u64 = 5;
 
 /// A storage backend. Implementations: [`MemoryStore`], `SqliteStore` (feature `sqlite`),
 /// `PgStore` (feature `postgres`).
@@ -150,6 +162,52 @@ pub trait Store {
     /// # Errors
     /// I/O errors; [`StoreError::Corrupt`] when a stored kind or label code is unknown.
     fn metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError>;
+
+    /// Metadata of the entry at `index`, if stored (one indexed lookup).
+    ///
+    /// # Errors
+    /// I/O errors; [`StoreError::Corrupt`] for unknown codes or a malformed tag.
+    fn meta_at(&self, index: u64) -> Result<Option<EntryMeta>, StoreError>;
+
+    /// Metadata of the entry `id`, if stored. The default is [`Store::index_of`] then
+    /// [`Store::meta_at`]; the row returned may name another id (the store is untrusted), which
+    /// the caller checks.
+    ///
+    /// # Errors
+    /// As [`Store::meta_at`].
+    fn meta_of(&self, id: &EntryId) -> Result<Option<EntryMeta>, StoreError> {
+        match self.index_of(id)? {
+            Some(i) => self.meta_at(i),
+            None => Ok(None),
+        }
+    }
+
+    /// Metadata of the entries with index `>= from` whose kind code is at least
+    /// [`FIRST_EFFECT_KIND`], in index order: what a ledger reads on open instead of every row
+    /// (`spec/lineage.md` §5.1). The default filters [`Store::metas_from`]; SQLite and
+    /// PostgreSQL answer from a partial index, so the cost follows the number of such entries,
+    /// not the ledger's size.
+    ///
+    /// # Errors
+    /// As [`Store::metas_from`].
+    fn effect_metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
+        let mut all = self.metas_from(from)?;
+        all.retain(|m| m.kind.code() >= FIRST_EFFECT_KIND);
+        Ok(all)
+    }
+
+    /// Sets the row tags of stored entries (`(leaf index, tag)`) and the setting `key` to
+    /// `value`, in one transaction where the backend has them: how a ledger seals rows that
+    /// were stored without a tag.
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when an index is not stored; I/O errors.
+    fn set_tags(
+        &mut self,
+        tags: &[(u64, [u8; 32])],
+        key: &str,
+        value: &str,
+    ) -> Result<(), StoreError>;
 
     /// The tree hashes at the given stored-hash indexes, in the same order.
     ///

@@ -419,6 +419,23 @@ impl Drop for PgStore {
     }
 }
 
+impl PgStore {
+    /// The integrated `entries` row whose `column` (`idx` or `id`) is `key`.
+    fn one_meta<K>(&self, column: &'static str, key: K) -> Result<Option<EntryMeta>, StoreError>
+    where
+        K: tokio_postgres::types::ToSql + Sync + Send + 'static,
+    {
+        self.call(move |c| async move {
+            let sql = format!(
+                "SELECT idx, id, kind, label, tag FROM entries \
+                 WHERE {column} = $1 AND idx < (SELECT size FROM tree_state)"
+            );
+            let row = c.query_opt(&sql, &[&key]).await?;
+            row.as_ref().map(meta_row).transpose()
+        })
+    }
+}
+
 impl Store for PgStore {
     /// `tree_state.size`: integrated entries.
     fn tree_size(&self) -> Result<u64, StoreError> {
@@ -472,7 +489,7 @@ impl Store for PgStore {
         self.call(move |c| async move {
             let rows = c
                 .query(
-                    "SELECT idx, id, kind, label FROM entries \
+                    "SELECT idx, id, kind, label, tag FROM entries \
                      WHERE idx >= $1 AND idx < (SELECT size FROM tree_state) ORDER BY idx",
                     &[&from_i],
                 )
@@ -480,36 +497,89 @@ impl Store for PgStore {
             let mut out = Vec::with_capacity(rows.len());
             let mut want = from;
             for r in rows {
-                let index = to_u64(r.try_get(0)?, "entries.idx")?;
-                if index != want {
+                let m = meta_row(&r)?;
+                if m.index != want {
                     return Err(StoreError::Corrupt(format!(
-                        "entries: index {index} where {want} was expected"
+                        "entries: index {} where {want} was expected",
+                        m.index
                     )));
                 }
-                let id = EntryId(bytes32(r.try_get(1)?, "entries.id")?);
-                let kind_code: i16 = r.try_get(2)?;
-                let kind = u64::try_from(kind_code)
-                    .ok()
-                    .and_then(Kind::from_code)
-                    .ok_or_else(|| {
-                        StoreError::Corrupt(format!("entry {index}: kind {kind_code}"))
-                    })?;
-                let label_code: i16 = r.try_get(3)?;
-                let label = u8::try_from(label_code)
-                    .ok()
-                    .and_then(Label::from_code)
-                    .ok_or_else(|| {
-                        StoreError::Corrupt(format!("entry {index}: label {label_code}"))
-                    })?;
-                out.push(EntryMeta {
-                    index,
-                    id,
-                    kind,
-                    label,
-                });
-                want = index.saturating_add(1);
+                out.push(m);
+                want = m.index.saturating_add(1);
             }
             Ok(out)
+        })
+    }
+
+    /// An integrated entry by index.
+    fn meta_at(&self, index: u64) -> Result<Option<EntryMeta>, StoreError> {
+        let Ok(idx) = i64::try_from(index) else {
+            return Ok(None);
+        };
+        self.one_meta("idx", idx)
+    }
+
+    /// An integrated entry by id (one lookup by the unique index on `id`).
+    fn meta_of(&self, id: &EntryId) -> Result<Option<EntryMeta>, StoreError> {
+        self.one_meta("id", id.0.to_vec())
+    }
+
+    /// Integrated entries with effects, from the partial index `entries_effects`.
+    fn effect_metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
+        let Ok(from_i) = i64::try_from(from) else {
+            return Ok(Vec::new());
+        };
+        self.call(move |c| async move {
+            let rows = c
+                .query(
+                    "SELECT idx, id, kind, label, tag FROM entries \
+                     WHERE kind >= 5 AND idx >= $1 AND idx < (SELECT size FROM tree_state) \
+                     ORDER BY idx",
+                    &[&from_i],
+                )
+                .await?;
+            rows.iter().map(meta_row).collect()
+        })
+    }
+
+    /// One transaction: the tags (`UPDATE … FROM unnest`), then the setting.
+    fn set_tags(
+        &mut self,
+        tags: &[(u64, [u8; 32])],
+        key: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        let mut idx = Vec::with_capacity(tags.len());
+        for (i, _) in tags {
+            idx.push(to_i64(*i)?);
+        }
+        let tag: Vec<Vec<u8>> = tags.iter().map(|(_, t)| t.to_vec()).collect();
+        let (key, value) = (key.to_string(), value.to_string());
+        self.call(move |c| async move {
+            transaction(&c, async {
+                let n = c
+                    .execute(
+                        "UPDATE entries SET tag = t.tag \
+                         FROM unnest($1::bigint[], $2::bytea[]) AS t(idx, tag) \
+                         WHERE entries.idx = t.idx",
+                        &[&idx, &tag],
+                    )
+                    .await?;
+                if n != idx.len() as u64 {
+                    return Err(StoreError::Corrupt(format!(
+                        "set_tags: {n} of {} entries stored",
+                        idx.len()
+                    )));
+                }
+                c.execute(
+                    "INSERT INTO meta (key, value) VALUES ($1, $2) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    &[&key, &value],
+                )
+                .await?;
+                Ok(())
+            })
+            .await
         })
     }
 
@@ -624,6 +694,33 @@ impl Store for PgStore {
     }
 }
 
+/// An `entries` row's `idx, id, kind, label, tag` columns.
+fn meta_row(r: &tokio_postgres::Row) -> Result<EntryMeta, StoreError> {
+    let index = to_u64(r.try_get(0)?, "entries.idx")?;
+    let id = EntryId(bytes32(r.try_get(1)?, "entries.id")?);
+    let kind_code: i16 = r.try_get(2)?;
+    let kind = u64::try_from(kind_code)
+        .ok()
+        .and_then(Kind::from_code)
+        .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: kind {kind_code}")))?;
+    let label_code: i16 = r.try_get(3)?;
+    let label = u8::try_from(label_code)
+        .ok()
+        .and_then(Label::from_code)
+        .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: label {label_code}")))?;
+    let tag = match r.try_get::<_, Option<Vec<u8>>>(4)? {
+        Some(t) => Some(bytes32(t, "entries.tag")?),
+        None => None,
+    };
+    Ok(EntryMeta {
+        index,
+        id,
+        kind,
+        label,
+        tag,
+    })
+}
+
 /// A [`NewEntry`] with owned bytes, to move into a job.
 struct OwnedEntry {
     index: u64,
@@ -633,6 +730,7 @@ struct OwnedEntry {
     label: Label,
     content: Option<(Hash32, Vec<u8>)>,
     hashes: Vec<[u8; 32]>,
+    tag: Option<[u8; 32]>,
 }
 
 impl From<&NewEntry<'_>> for OwnedEntry {
@@ -645,6 +743,7 @@ impl From<&NewEntry<'_>> for OwnedEntry {
             label: e.label,
             content: e.content.map(|(h, b)| (h, b.to_vec())),
             hashes: e.hashes.clone(),
+            tag: e.tag,
         }
     }
 }
@@ -659,6 +758,7 @@ impl OwnedEntry {
             label: self.label,
             content: self.content.as_ref().map(|(h, b)| (*h, b.as_slice())),
             hashes: self.hashes.clone(),
+            tag: self.tag,
         }
     }
 }
@@ -718,6 +818,23 @@ async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
                 )));
             }
             c.batch_execute(SCHEMA).await?;
+        }
+        // Row tags (spec/lineage.md §5.1) for a ledger created before them, under the lock.
+        let has_tag: bool = c
+            .query_one(
+                "SELECT count(*) = 1 FROM information_schema.columns \
+                 WHERE table_schema = $1 AND table_name = 'entries' AND column_name = 'tag'",
+                &[&schema],
+            )
+            .await?
+            .try_get(0)?;
+        if !has_tag {
+            c.batch_execute(
+                "ALTER TABLE entries ADD COLUMN tag bytea \
+                   CHECK (tag IS NULL OR length(tag) = 32); \
+                 CREATE INDEX IF NOT EXISTS entries_effects ON entries (idx) WHERE kind >= 5;",
+            )
+            .await?;
         }
         Ok(())
     })
@@ -890,11 +1007,15 @@ async fn insert_entries(c: &Client, batch: &[OwnedEntry]) -> Result<(), StoreErr
         .iter()
         .map(|e| e.content.as_ref().map(|(h, _)| &h.0[..]))
         .collect();
+    let tags: Vec<Option<&[u8]>> = batch
+        .iter()
+        .map(|e| e.tag.as_ref().map(|t| &t[..]))
+        .collect();
     c.execute(
-        "INSERT INTO entries (idx, id, cose, kind, label, content_hash) \
+        "INSERT INTO entries (idx, id, cose, kind, label, content_hash, tag) \
          SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::smallint[], \
-                              $5::smallint[], $6::bytea[])",
-        &[&idx, &ids, &coses, &kinds, &labels, &chash],
+                              $5::smallint[], $6::bytea[], $7::bytea[])",
+        &[&idx, &ids, &coses, &kinds, &labels, &chash, &tags],
     )
     .await?;
     // First bytes win, also within the batch: keep the first occurrence of each hash.

@@ -19,8 +19,15 @@ CREATE TABLE entries (
     kind         INTEGER NOT NULL CHECK (typeof(kind) = 'integer' AND kind >= 0),
     label        INTEGER NOT NULL CHECK (typeof(label) = 'integer' AND label >= 0),
     content_hash BLOB CHECK (content_hash IS NULL
-                             OR (typeof(content_hash) = 'blob' AND length(content_hash) = 32))
+                             OR (typeof(content_hash) = 'blob' AND length(content_hash) = 32)),
+    -- The row tag (spec/lineage.md section 5.1); NULL for a row stored without one. Files
+    -- written by memlineage 0.1 get this column (and the index below) when first opened.
+    tag          BLOB CHECK (tag IS NULL OR (typeof(tag) = 'blob' AND length(tag) = 32))
 );
+
+-- The entries with effects (kind >= 5: tombstone, keyring, flags, release, lease,
+-- replacement), which a ledger reads on open instead of every row.
+CREATE INDEX entries_effects ON entries (idx) WHERE kind >= 5;
 
 -- Content bytes by SHA-256 content hash, one row per distinct content; redaction deletes it.
 CREATE TABLE content (

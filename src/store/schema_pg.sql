@@ -36,8 +36,14 @@ CREATE TABLE entries (
     cose         bytea    NOT NULL,
     kind         smallint NOT NULL CHECK (kind >= 0),
     label        smallint NOT NULL CHECK (label >= 0),
-    content_hash bytea    CHECK (content_hash IS NULL OR length(content_hash) = 32)
+    content_hash bytea    CHECK (content_hash IS NULL OR length(content_hash) = 32),
+    -- The row tag (spec/lineage.md section 5.1); NULL for a row stored without one (sequenced
+    -- rows until a handle seals them). Added to older ledgers when first connected.
+    tag          bytea    CHECK (tag IS NULL OR length(tag) = 32)
 );
+
+-- The entries with effects (kind >= 5), which a ledger reads on open instead of every row.
+CREATE INDEX entries_effects ON entries (idx) WHERE kind >= 5;
 
 -- Content bytes by SHA-256 content hash; redaction deletes the row.
 CREATE TABLE content (

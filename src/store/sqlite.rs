@@ -128,6 +128,7 @@ impl SqliteStore {
         self.conn.busy_timeout(BUSY_TIMEOUT)?;
         self.conn.set_prepared_statement_cache_capacity(32);
         self.recognise_or_create(path, mode)?;
+        self.add_row_tags()?;
         self.conn.pragma_update(None, "synchronous", "FULL")?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         // Redaction must not leave content bytes in free pages.
@@ -146,6 +147,34 @@ impl SqliteStore {
             self.check_file_size(path)?;
         }
         self.check_shape()
+    }
+
+    /// Gives a file written before row tags (memlineage 0.1) the `tag` column and the
+    /// `entries_effects` index of `src/store/schema.sql`, in one immediate transaction (a
+    /// no-op, one schema read, when they exist).
+    fn add_row_tags(&mut self) -> Result<(), StoreError> {
+        let has = |c: &Connection| -> Result<bool, StoreError> {
+            Ok(c.query_row(
+                "SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'tag'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )? == 1)
+        };
+        if has(&self.conn)? {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if !has(&tx)? {
+            tx.execute_batch(
+                "ALTER TABLE entries ADD COLUMN tag BLOB \
+                   CHECK (tag IS NULL OR (typeof(tag) = 'blob' AND length(tag) = 32)); \
+                 CREATE INDEX IF NOT EXISTS entries_effects ON entries (idx) WHERE kind >= 5;",
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// SQLite writes whole pages, so a file whose size is not a multiple of the page size was
@@ -281,7 +310,7 @@ impl SqliteStore {
         // repeat a hash): the first content row, as `content_at` reads it. NULL only when there
         // is none; a row with NULL bytes reads as 0, which `blob` refuses as `content_at` does.
         let mut stmt = self.conn.prepare_cached(
-            "SELECT e.idx, e.id, e.kind, e.label, e.cose, \
+            "SELECT e.idx, e.id, e.kind, e.label, e.tag, e.cose, \
              (SELECT ifnull(c.bytes, 0) FROM content c WHERE c.hash = e.content_hash LIMIT 1) \
              FROM entries e WHERE e.idx >= ?1 ORDER BY e.idx LIMIT ?2",
         )?;
@@ -289,8 +318,8 @@ impl SqliteStore {
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {
             let meta = meta_row(row, from + out.len() as u64)?;
-            let cose = blob(row.get_ref(4)?, "entries.cose")?.to_vec();
-            let content = match row.get_ref(5)? {
+            let cose = blob(row.get_ref(5)?, "entries.cose")?.to_vec();
+            let content = match row.get_ref(6)? {
                 rusqlite::types::ValueRef::Null => None,
                 v => Some(blob(v, "content.bytes")?.to_vec()),
             };
@@ -390,7 +419,7 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         };
         let mut stmt = self.conn.prepare_cached(
-            "SELECT idx, id, kind, label FROM entries WHERE idx >= ?1 ORDER BY idx",
+            "SELECT idx, id, kind, label, tag FROM entries WHERE idx >= ?1 ORDER BY idx",
         )?;
         let mut rows = stmt.query([from_i])?;
         let mut out = Vec::new();
@@ -398,6 +427,81 @@ impl Store for SqliteStore {
             out.push(meta_row(row, from + out.len() as u64)?);
         }
         Ok(out)
+    }
+
+    fn meta_at(&self, index: u64) -> Result<Option<EntryMeta>, StoreError> {
+        let Ok(idx) = i64::try_from(index) else {
+            return Ok(None);
+        };
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT idx, id, kind, label, tag FROM entries WHERE idx = ?1")?;
+        let mut rows = stmt.query([idx])?;
+        match rows.next()? {
+            Some(row) => meta_row(row, index).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// One lookup by the `id` column's unique index.
+    fn meta_of(&self, id: &EntryId) -> Result<Option<EntryMeta>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT idx, id, kind, label, tag FROM entries WHERE id = ?1")?;
+        let mut rows = stmt.query([&id.0[..]])?;
+        match rows.next()? {
+            Some(row) => {
+                let index = to_u64(int(row.get_ref(0)?, "entries.idx")?, "entries.idx")?;
+                meta_row(row, index).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// From the partial index `entries_effects`: O(k log n) for k such entries.
+    fn effect_metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
+        let Ok(from_i) = i64::try_from(from) else {
+            return Ok(Vec::new());
+        };
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT idx, id, kind, label, tag FROM entries \
+             WHERE kind >= 5 AND idx >= ?1 ORDER BY idx",
+        )?;
+        let mut rows = stmt.query([from_i])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            let index = to_u64(int(row.get_ref(0)?, "entries.idx")?, "entries.idx")?;
+            out.push(meta_row(row, index)?);
+        }
+        Ok(out)
+    }
+
+    fn set_tags(
+        &mut self,
+        tags: &[(u64, [u8; 32])],
+        key: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut upd = tx.prepare_cached("UPDATE entries SET tag = ?2 WHERE idx = ?1")?;
+            for (i, tag) in tags {
+                if upd.execute(params![to_i64(*i)?, &tag[..]])? != 1 {
+                    return Err(StoreError::Corrupt(format!(
+                        "set_tags: entry {i} not stored"
+                    )));
+                }
+            }
+            tx.prepare_cached(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )?
+            .execute([key, value])?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// One cached statement executed per index.
@@ -607,7 +711,7 @@ fn corrupt(what: &str) -> StoreError {
 /// redacted).
 pub type StoredEntry = (EntryMeta, Vec<u8>, Option<Vec<u8>>);
 
-/// The `idx, id, kind, label` columns of an `entries` row, which must have index `want`.
+/// The `idx, id, kind, label, tag` columns of an `entries` row, which must have index `want`.
 fn meta_row(row: &rusqlite::Row<'_>, want: u64) -> Result<EntryMeta, StoreError> {
     let index = to_u64(int(row.get_ref(0)?, "entries.idx")?, "entries.idx")?;
     if index != want {
@@ -624,11 +728,16 @@ fn meta_row(row: &rusqlite::Row<'_>, want: u64) -> Result<EntryMeta, StoreError>
         .ok()
         .and_then(Label::from_code)
         .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: label {label_code}")))?;
+    let tag = match row.get_ref(4)? {
+        ValueRef::Null => None,
+        v => Some(blob32(v, "entries.tag")?),
+    };
     Ok(EntryMeta {
         index,
         id,
         kind,
         label,
+        tag,
     })
 }
 
@@ -685,8 +794,8 @@ impl SqliteStore {
         check_batch(size, batch)?;
         {
             let mut ins_entry = tx.prepare_cached(
-                "INSERT INTO entries (idx, id, cose, kind, label, content_hash) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO entries (idx, id, cose, kind, label, content_hash, tag) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             let mut ins_content = tx.prepare_cached(
                 "INSERT INTO content (hash, bytes) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
@@ -703,6 +812,7 @@ impl SqliteStore {
                         to_i64(e.kind.code())?,
                         i64::from(e.label.code()),
                         content_hash,
+                        e.tag.as_ref().map(|t| &t[..]),
                     ])
                     .map_err(|err| duplicate_or(err, e.id))?;
                 if let Some((h, bytes)) = e.content {

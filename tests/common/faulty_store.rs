@@ -1,7 +1,8 @@
 //! A [`Store`] wrapper that injects faults (shared by the crash and refresh tests): its
 //! `fail_append_at`-th append fails, before writing anything or after committing (the
 //! acknowledgement is lost but the data is durable); and a read of entry `fail_read_at` fails
-//! once (a transient error).
+//! once (a transient error). It also counts the rows it hands out (`reads`), for tests of what
+//! opening a ledger reads.
 
 #![allow(dead_code)]
 
@@ -15,6 +16,11 @@ pub struct Faulty<S: Store> {
     pub fail_append_at: Option<u64>,
     pub after_commit: bool,
     pub fail_read_at: Cell<Option<u64>>,
+    /// Rows handed out by `metas_from`, entry bytes read, single-row lookups (`index_of`,
+    /// `meta_at`, `meta_of`).
+    pub scanned: Cell<u64>,
+    pub bytes: Cell<u64>,
+    pub lookups: Cell<u64>,
 }
 
 impl<S: Store> Faulty<S> {
@@ -26,8 +32,20 @@ impl<S: Store> Faulty<S> {
             fail_append_at: None,
             after_commit: false,
             fail_read_at: Cell::new(None),
+            scanned: Cell::new(0),
+            bytes: Cell::new(0),
+            lookups: Cell::new(0),
         }
     }
+
+    /// `(rows scanned, entry bytes read, single-row lookups)` so far.
+    pub fn reads(&self) -> (u64, u64, u64) {
+        (self.scanned.get(), self.bytes.get(), self.lookups.get())
+    }
+}
+
+fn bump(c: &Cell<u64>, n: u64) {
+    c.set(c.get() + n);
 }
 
 impl<S: Store> Store for Faulty<S> {
@@ -46,6 +64,7 @@ impl<S: Store> Store for Faulty<S> {
         self.inner.append(batch)
     }
     fn entry_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        bump(&self.bytes, 1);
         if self.fail_read_at.get() == Some(index) {
             self.fail_read_at.set(None);
             return Err(StoreError::Corrupt("transient read error".into()));
@@ -53,10 +72,32 @@ impl<S: Store> Store for Faulty<S> {
         self.inner.entry_bytes(index)
     }
     fn index_of(&self, id: &EntryId) -> Result<Option<u64>, StoreError> {
+        bump(&self.lookups, 1);
         self.inner.index_of(id)
     }
     fn metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
-        self.inner.metas_from(from)
+        let rows = self.inner.metas_from(from)?;
+        bump(&self.scanned, rows.len() as u64);
+        Ok(rows)
+    }
+    fn meta_at(&self, index: u64) -> Result<Option<EntryMeta>, StoreError> {
+        bump(&self.lookups, 1);
+        self.inner.meta_at(index)
+    }
+    fn meta_of(&self, id: &EntryId) -> Result<Option<EntryMeta>, StoreError> {
+        bump(&self.lookups, 1);
+        self.inner.meta_of(id)
+    }
+    fn effect_metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
+        self.inner.effect_metas_from(from)
+    }
+    fn set_tags(
+        &mut self,
+        tags: &[(u64, [u8; 32])],
+        key: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        self.inner.set_tags(tags, key, value)
     }
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, StoreError> {
         self.inner.read_hashes(indexes)

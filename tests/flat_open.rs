@@ -1,0 +1,188 @@
+//! Opening a ledger reads the label seal and the entries with effects, not every entry
+//! (`spec/lineage.md` §5.1, issue 19): counted through a store wrapper, not timed. And a ledger
+//! written before row tags (memlineage 0.1: no `tag` column, a `v1` seal) still opens, with
+//! every row verified and labelled again from its signed bytes, and is sealed with row tags by
+//! its next append.
+
+#[path = "common/faulty_store.rs"]
+mod faulty_store;
+#[path = "common/ledger_support.rs"]
+mod ledger_support;
+
+use faulty_store::Faulty as Counting;
+use ledger_support::put;
+use memlineage::ledger::META_SEAL;
+use memlineage::lineage::quarantine::Reach;
+use memlineage::lineage::{Label, LabelPolicy};
+use memlineage::log::LogSigner;
+use memlineage::record::{EntryId, Kind, Role, WriterKey};
+use memlineage::store::SqliteStore;
+use memlineage::Ledger;
+
+fn log() -> LogSigner {
+    LogSigner::new("test.example/flat-open", WriterKey::for_label("fo/log")).unwrap()
+}
+
+struct Keys {
+    user: WriterKey,
+    agent: WriterKey,
+    tool: WriterKey,
+}
+
+/// A ledger at `path` with three bindings and `n` rounds of prompt, tool result and summary
+/// (the summary a strong child of the tool result); returns the last round's ids.
+fn build(path: &std::path::Path, n: usize) -> (Keys, [EntryId; 3]) {
+    let k = Keys {
+        user: WriterKey::for_label("fo/user"),
+        agent: WriterKey::for_label("fo/agent"),
+        tool: WriterKey::for_label("fo/tool"),
+    };
+    let mut l = Ledger::create(
+        SqliteStore::open(path).unwrap(),
+        log(),
+        LabelPolicy::default(),
+    )
+    .unwrap();
+    l.bind(k.user.key_id(), Role::User, "user").unwrap();
+    l.bind(k.agent.key_id(), Role::Agent, "agent").unwrap();
+    l.bind(k.tool.key_id(), Role::Tool, "tool:web").unwrap();
+    let mut last = [EntryId([0; 32]); 3];
+    for i in 0..n {
+        let p = put(&mut l, &k.user, Kind::Prompt, &format!("prompt {i}"), &[]);
+        let t = put(&mut l, &k.tool, Kind::ToolResult, &format!("page {i}"), &[]);
+        let s = put(
+            &mut l,
+            &k.agent,
+            Kind::Summary,
+            &format!("summary {i}"),
+            &[(p, 1_000_000), (t, 900_000)],
+        );
+        last = [p, t, s];
+    }
+    (k, last)
+}
+
+#[test]
+fn opening_reads_the_entries_with_effects_not_every_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    for n in [10, 300] {
+        let _ = std::fs::remove_file(&path);
+        let (_, [prompt, page, summary]) = build(&path, n);
+        let store = Counting::new(SqliteStore::open(&path).unwrap());
+        let l = Ledger::open(store, log()).unwrap();
+        assert_eq!(l.len(), 3 + 3 * n as u64);
+        // The three bindings are read (and verified); nothing else.
+        assert_eq!(l.store().reads(), (0, 3, 0), "open of {n} rounds");
+        // A label is one lookup, the second time none.
+        assert_eq!(l.label(&summary), Some(Label::DerivedUntrusted));
+        assert_eq!(l.label(&summary), Some(Label::DerivedUntrusted));
+        assert_eq!(l.label(&prompt), Some(Label::Trusted));
+        assert_eq!(l.label(&page), Some(Label::External));
+        assert_eq!(l.store().reads(), (0, 3, 3));
+        assert_eq!(l.label(&EntryId([9; 32])), None);
+    }
+}
+
+#[test]
+fn refresh_reads_only_what_other_handles_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (k, [_, page, _]) = build(&path, 50);
+    let mut reader = Ledger::open(Counting::new(SqliteStore::open(&path).unwrap()), log()).unwrap();
+    assert_eq!(reader.refresh().unwrap(), 0);
+    assert_eq!(reader.store().reads(), (0, 3, 0));
+    let mut writer = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
+    let memo = put(
+        &mut writer,
+        &k.agent,
+        Kind::Summary,
+        "memo",
+        &[(page, 1_000_000)],
+    );
+    assert_eq!(reader.refresh().unwrap(), 1);
+    assert_eq!(
+        reader.store().reads(),
+        (0, 3, 0),
+        "a sealed entry without effects"
+    );
+    assert_eq!(reader.label(&memo), Some(Label::DerivedUntrusted));
+    // A flag is an entry with effects: read and applied; while it is active, new entries are
+    // read for the quarantine's reach.
+    writer.flag(page, Reach::All, &k.user, "advisory").unwrap();
+    assert_eq!(reader.refresh().unwrap(), 1);
+    assert!(reader.is_quarantined(&memo));
+    let later = put(
+        &mut writer,
+        &k.agent,
+        Kind::Summary,
+        "later",
+        &[(memo, 1_000_000)],
+    );
+    reader.refresh().unwrap();
+    assert!(reader.is_quarantined(&later));
+}
+
+/// memlineage 0.1 files: no `tag` column, no `entries_effects` index, a `v1` chain seal.
+#[test]
+fn a_ledger_written_before_row_tags_opens_and_is_sealed_by_its_next_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (k, [prompt, page, summary]) = build(&path, 20);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute_batch(
+        "DROP INDEX entries_effects; ALTER TABLE entries DROP COLUMN tag; \
+         UPDATE meta SET value = 'v1 63 0000000000000000000000000000000000000000000000000000000000000000 0000000000000000000000000000000000000000000000000000000000000000' \
+         WHERE key = 'label_seal';",
+    )
+    .unwrap();
+    drop(db);
+    {
+        let store = Counting::new(SqliteStore::open(&path).unwrap());
+        let mut l = Ledger::open(store, log()).unwrap();
+        // Every row is verified and labelled again (the v1 seal is not believed).
+        assert_eq!(l.store().reads().0, 63);
+        assert_eq!(l.label(&prompt), Some(Label::Trusted));
+        assert_eq!(l.label(&page), Some(Label::External));
+        assert_eq!(l.label(&summary), Some(Label::DerivedUntrusted));
+        put(&mut l, &k.user, Kind::Prompt, "after the upgrade", &[]);
+    }
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let untagged: i64 = db
+        .query_row("SELECT count(*) FROM entries WHERE tag IS NULL", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(untagged, 0);
+    let seal: String = db
+        .query_row("SELECT value FROM meta WHERE key = ?1", [META_SEAL], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(seal.starts_with("v2 64 "), "{seal}");
+    drop(db);
+    let store = Counting::new(SqliteStore::open(&path).unwrap());
+    let l = Ledger::open(store, log()).unwrap();
+    assert_eq!(l.store().reads(), (0, 3, 0), "sealed now: flat again");
+    assert_eq!(l.label(&summary), Some(Label::DerivedUntrusted));
+}
+
+/// A store-only attacker who deletes a row without effects (here a prompt) makes that entry
+/// absent, never relabelled: it is not in the log for the handle, so it justifies nothing, and
+/// its children keep their labels.
+#[test]
+fn a_deleted_row_is_absent_not_relabelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (_, [prompt, _, summary]) = build(&path, 3);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let n = db
+        .execute("DELETE FROM entries WHERE id = ?1", [&prompt.0[..]])
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(db);
+    let l = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
+    assert_eq!(l.label(&prompt), None);
+    assert!(l.get(&prompt).is_err());
+    assert_eq!(l.label(&summary), Some(Label::DerivedUntrusted));
+}

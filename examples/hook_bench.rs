@@ -15,9 +15,13 @@
 //! session of `tests/hooks/claude-injected.jsonl` is recorded through the hooks (a fresh
 //! session id per run), and its PreToolUse of the payment to the injected IBAN (a sensitive
 //! call that is matched and blocked, exit 2) is timed: `--runs` times through the server
-//! (a server this program starts and stops), and `--alone-runs` times with
+//! (one server per size, started and stopped by this program; the samples of all sizes are
+//! interleaved, one per size per round), and `--alone-runs` times with
 //! `MEMLINEAGE_HOOK_SERVER=off`. Each time is one child process, from spawn to exit,
 //! including writing its standard input. Medians are reported, with the 90th percentile.
+//! Also timed, in this process: `Ledger::open` of a fresh `SqliteStore` handle on the file
+//! (`--alone-runs` times; the key is loaded once), which issue 19 asks not to grow with the
+//! ledger's size.
 
 use memlineage::front::keystore::KeyStore;
 use memlineage::record::{Kind, Parent, ProvEntry, Role, SignedEntry, Weight};
@@ -203,7 +207,18 @@ fn verify_strict_us() -> f64 {
 fn main() -> Res<()> {
     let o = opts()?;
     let verify_before = verify_strict_us();
-    let mut rows = Vec::new();
+    // Per size: the ledger, its recorded session, the in-process samples and a started server.
+    struct Size {
+        n: u64,
+        dir: PathBuf,
+        pay: (String, Vec<u8>, i64),
+        alone: Vec<Duration>,
+        opens: Vec<Duration>,
+        server: std::process::Child,
+        server_up: Duration,
+        served: Vec<Duration>,
+    }
+    let mut sizes = Vec::new();
     for &n in &o.sizes {
         let dir = o.dir.join(n.to_string());
         build(&o.bin, &dir, n)?;
@@ -214,6 +229,17 @@ fn main() -> Res<()> {
             let (code, _) = hook(&o.bin, &dir, "off", h, input)?;
             if i64::from(code) != *want {
                 return Err(format!("{h}: exit {code}, want {want}").into());
+            }
+        }
+        let keys = KeyStore::load(&dir.join("l.db.key"))?;
+        let mut opens = Vec::new();
+        for _ in 0..o.alone_runs {
+            let signer = keys.log_signer()?;
+            let t = Instant::now();
+            let l = Ledger::open(SqliteStore::open(&dir.join("l.db"))?, signer)?;
+            opens.push(t.elapsed());
+            if l.len() < n {
+                return Err(format!("opened {} entries, want {n}", l.len()).into());
             }
         }
         let (h, pay, want) = &evs[2];
@@ -230,7 +256,7 @@ fn main() -> Res<()> {
         // fails closed with exit 2 otherwise, so a benign call exits 0 only when served).
         let (bh, bash, _) = &evs[4];
         let start = Instant::now();
-        let mut server = Command::new(&o.bin)
+        let server = Command::new(&o.bin)
             .args(["hook", "serve", "l.db"])
             .current_dir(&dir)
             .stdin(Stdio::null())
@@ -243,23 +269,40 @@ fn main() -> Res<()> {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let server_up = start.elapsed();
-        let mut served = Vec::new();
-        for _ in 0..o.runs {
-            let (code, t) = hook(&o.bin, &dir, "only", h, pay)?;
+        sizes.push(Size {
+            n,
+            dir,
+            pay: (h.clone(), pay.clone(), *want),
+            alone,
+            opens,
+            server,
+            server_up: start.elapsed(),
+            served: Vec::new(),
+        });
+    }
+    // Served samples interleaved across sizes (one per size per round), so that every size
+    // sees the same machine: on a shared VM the load drifts within seconds.
+    for _ in 0..o.runs {
+        for sz in &mut sizes {
+            let (h, pay, want) = &sz.pay;
+            let (code, t) = hook(&o.bin, &sz.dir, "only", h, pay)?;
             if i64::from(code) != *want {
                 return Err(format!("served: exit {code}, want {want}").into());
             }
-            served.push(t);
+            sz.served.push(t);
         }
-        server.kill()?;
-        server.wait()?;
+    }
+    let mut rows = Vec::new();
+    for mut sz in sizes {
+        sz.server.kill()?;
+        sz.server.wait()?;
         let row = (
-            n,
-            quantile(&mut served, 0.5),
-            quantile(&mut served, 0.9),
-            quantile(&mut alone, 0.5),
-            server_up.as_secs_f64(),
+            sz.n,
+            quantile(&mut sz.served, 0.5),
+            quantile(&mut sz.served, 0.9),
+            quantile(&mut sz.alone, 0.5),
+            sz.server_up.as_secs_f64(),
+            quantile(&mut sz.opens, 0.5),
         );
         eprintln!("{row:?}");
         rows.push(row);
@@ -273,13 +316,15 @@ fn main() -> Res<()> {
     println!();
     println!(
         "| entries | served median (ms) | served p90 (ms) | served / verify_strict | \
-         in process median (ms) | server start (s) |"
+         in process median (ms) | server start (s) | `Ledger::open` median (ms) | open / \
+         verify_strict |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
-    for (n, med, p90, alone, up) in &rows {
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (n, med, p90, alone, up, open) in &rows {
         println!(
-            "| {n} | {med:.2} | {p90:.2} | {:.0}× | {alone:.1} | {up:.1} |",
-            med * 1e3 / verify
+            "| {n} | {med:.2} | {p90:.2} | {:.0}× | {alone:.1} | {up:.2} | {open:.2} | {:.0}× |",
+            med * 1e3 / verify,
+            open * 1e3 / verify
         );
     }
     if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
@@ -289,6 +334,12 @@ fn main() -> Res<()> {
             last.0,
             first.0,
             last.1 / first.1
+        );
+        println!(
+            "ratio Ledger::open median {} / {}: {:.2}",
+            last.0,
+            first.0,
+            last.5 / first.5
         );
     }
     Ok(())

@@ -787,6 +787,112 @@ mod tests {
         }
     }
 
+    /// A view that knows quarantine but not principals (the trait's default `principal_of`).
+    struct Quarantining(View, BTreeSet<EntryId>);
+
+    impl LineageView for Quarantining {
+        fn label_of(&self, id: &EntryId) -> Option<Label> {
+            self.0.label_of(id)
+        }
+        fn tombstoned(&self, id: &EntryId) -> bool {
+            self.0.tombstoned(id)
+        }
+        fn path_to_source(&self, id: &EntryId) -> Vec<EntryId> {
+            self.0.path_to_source(id)
+        }
+        fn quarantined(&self, id: &EntryId) -> bool {
+            self.1.contains(id)
+        }
+    }
+
+    #[test]
+    fn a_quarantined_entry_cannot_justify_whatever_its_label() {
+        let v = Quarantining(view(), BTreeSet::from([id(1)]));
+        let p = Policy::default();
+        let c = call("send_money", &[("recipient", &[1])]);
+        match p.decide(&c, &v) {
+            Decision::Deny(d) => assert_eq!(d.reason, DenyReason::Quarantined),
+            other => panic!("{other:?}"),
+        }
+        // The view's default says no entry is quarantined and no principal is known.
+        assert!(p.decide(&c, &view()).is_allow());
+        assert_eq!(v.principal_of(&id(1)), None);
+        assert!(!view().quarantined(&id(1)));
+    }
+
+    fn seen(text: Option<&str>) -> Seen {
+        Seen::new(OriginNode {
+            label: Some(Label::External),
+            writer: None,
+            text: text.map(str::to_string),
+            parents: Vec::new(),
+            live: true,
+        })
+    }
+
+    #[test]
+    fn an_entry_holds_a_value_by_the_matching_rules_or_its_normalised_form() {
+        use serde_json::json;
+        assert_eq!(normalise("ab-12 cd_34.é"), "AB12CD34É");
+        assert_eq!(normalise("straße"), "STRASSE");
+        let order = seen(Some("order no. AB-12-CD-34, total 12345"));
+        // Only the normalised form finds this one; only the matching rules find the number.
+        assert!(order.holds(&json!("ab12cd34")));
+        assert!(order.holds(&json!(12345)));
+        assert!(!order.holds(&json!("ab12cd35")));
+        let n = normalise("order no. AB-12-CD-34");
+        assert!(normalised_in(&n, &json!("ab 12 cd 34")));
+        assert!(normalised_in(&n, &json!(["x", "ab-12-cd-34"])));
+        assert!(normalised_in(&n, &json!({"k": "ab.12.cd.34"})));
+        assert!(!normalised_in(&n, &json!("ab12cd3")), "shorter than 8");
+        assert!(!normalised_in(&n, &json!(1234)));
+        assert!(!normalised_in(&n, &json!(null)));
+        // An entry without a readable text holds every value a text could hold.
+        assert!(seen(None).holds(&json!("anything at all")));
+        assert!(!seen(None).holds(&json!(null)));
+    }
+
+    #[test]
+    fn the_strictest_policy_refuses_all_but_trusted_and_unsourced() {
+        let p = Policy::strictest();
+        assert_eq!(p.default_max_label, Label::Trusted);
+        assert_eq!(p.unsourced, Unsourced::Deny);
+        assert_eq!(p.repair_unsourced, Unsourced::Deny);
+        assert_ne!(p, Policy::default());
+    }
+
+    #[test]
+    fn a_denial_names_its_lineage_only_when_it_has_more_than_one_hop() {
+        let d = |path: Vec<EntryId>| Denial {
+            tool: "send_money".into(),
+            param: "recipient".into(),
+            entry: Some(id(4)),
+            reason: DenyReason::Untrusted {
+                label: Label::External,
+                max: Label::DerivedTrusted,
+            },
+            path,
+        };
+        assert!(!d(vec![id(4)]).to_string().contains("lineage"));
+        assert!(d(vec![id(9), id(4)])
+            .to_string()
+            .contains("; lineage 09090909 -> 04040404"));
+    }
+
+    #[test]
+    fn value_kinds_parse_by_name() {
+        for (name, kind) in [
+            ("value", ValueKind::Value),
+            ("command", ValueKind::Command),
+            ("text", ValueKind::Text),
+            ("url", ValueKind::Url),
+            ("patch", ValueKind::Patch),
+        ] {
+            assert_eq!(ValueKind::from_name(name), Some(kind), "{name}");
+        }
+        assert_eq!(ValueKind::from_name("Value"), None);
+    }
+
     #[test]
     fn default_policy_parses_and_lists_agentdojo_sinks() {
         let p = Policy::from_toml(DEFAULT_POLICY_TOML).unwrap();

@@ -12,7 +12,7 @@ use unicode_normalization::UnicodeNormalization;
 /// at least 3 digits. Shorter values (`13`, `a`) occur by chance in any prompt.
 pub fn is_specific(value: &Value) -> bool {
     match value {
-        Value::String(s) if s.bytes().all(|b| b.is_ascii_digit()) => s.len() >= 3,
+        // A digit string has no white space and one byte per character: the same rule.
         Value::String(s) => s.trim().chars().count() >= 3,
         Value::Number(n) => n.to_string().bytes().filter(u8::is_ascii_digit).count() >= 3,
         _ => false,
@@ -214,12 +214,13 @@ fn iban_tokens(s: &str, out: &mut BTreeSet<String>) {
         }
         let mut token = (*w).to_string();
         let mut next = i + 1;
-        loop {
-            if (15..=34).contains(&token.len()) {
+        // At most 34 characters: also what keeps a text of many short words linear.
+        while token.len() <= 34 {
+            if token.len() >= 15 {
                 out.insert(token.clone());
             }
             match words.get(next) {
-                Some(g) if group(g) && token.len() + g.len() <= 34 => token.push_str(g),
+                Some(g) if group(g) => token.push_str(g),
                 _ => break,
             }
             next += 1;
@@ -245,7 +246,8 @@ fn add_fields(s: &str, fields: &mut BTreeSet<String>) {
             .or_else(|| f.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')))
             .unwrap_or(f)
             .trim();
-        if !f.is_empty() && f.chars().count() <= SHORT_CHARS {
+        // Only short values are looked up as whole fields (§4.3): keep only those.
+        if (1..=SHORT_CHARS).contains(&f.chars().count()) {
             fields.insert(f.to_string());
         }
     };
@@ -517,8 +519,105 @@ mod tests {
         }
     }
 
+    fn tokens(s: &str) -> Vec<String> {
+        let mut out = BTreeSet::new();
+        iban_tokens(s, &mut out);
+        out.into_iter().collect()
+    }
+
+    #[test]
+    fn iban_tokens_join_groups_of_ascii_letters_and_digits_up_to_34() {
+        assert_eq!(
+            tokens("de89 3704 0044 0532 0130 00 thanks"),
+            [
+                "DE89370400440532",
+                "DE893704004405320130",
+                "DE89370400440532013000"
+            ]
+        );
+        // A word of five, a word with a non-ASCII letter or any other word ends the token.
+        assert_eq!(tokens("DE89 3704 0044 05320 1300"), Vec::<String>::new());
+        assert_eq!(tokens("DE89 3704 0044 Ä1 0532 0130"), Vec::<String>::new());
+        assert_eq!(tokens("DE89 3704 0044 hello 0532"), Vec::<String>::new());
+        // The first word must start with two ASCII letters and two digits, all ASCII.
+        assert_eq!(tokens("DE89Ä704 0044 0532 0130"), Vec::<String>::new());
+        assert_eq!(tokens("D189 3704 0044 0532 0130"), Vec::<String>::new());
+        assert_eq!(tokens("DEX9 3704 0044 0532 0130"), Vec::<String>::new());
+        // Up to 34 characters, whole groups only.
+        let long = tokens("GB33 BUKB 2020 1555 5555 5555 5555 5555 5555 5555");
+        assert_eq!(long.last().map(String::len), Some(32));
+        assert_eq!(long.first().map(String::len), Some(16));
+        assert_eq!(
+            tokens("GB33BUKB20201555555555555555555555 5"),
+            ["GB33BUKB20201555555555555555555555"]
+        );
+        assert_eq!(
+            tokens("GB33BUKB202015555555555555555555555"),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn whole_fields_are_the_short_ones() {
+        let mut f = BTreeSet::new();
+        add_fields(
+            "ab\nkey: xy\n- c\n- k: d\nlonger line\n'e'\n\"\"\n  \n",
+            &mut f,
+        );
+        let got: Vec<&str> = f.iter().map(String::as_str).collect();
+        assert_eq!(got, ["ab", "c", "d", "e", "xy"]);
+    }
+
+    #[test]
+    fn emails_and_hosts_by_shape() {
+        for (s, want) in [
+            ("a.example.com", true),
+            ("me@evil.example", true),
+            ("evil.example", true),
+            ("@evil.example", false),
+            ("a b.example", false),
+            ("localhost", false),
+            ("a..example", false),
+            ("a.example.c0m", false),
+            ("a.example.c", false),
+            ("a_b.example", false),
+            ("xn--bcher-kva.example", true),
+        ] {
+            assert_eq!(is_email_or_host(s), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn specificity_counts_characters_or_digits() {
+        use serde_json::json;
+        for (v, want) in [
+            (json!("12"), false),
+            (json!("123"), true),
+            (json!("007"), true),
+            (json!("ab"), false),
+            (json!("abc"), true),
+            (json!(" ab "), false),
+            (json!("a b"), true),
+            (json!("é€"), false),
+            (json!("éé€"), true),
+            (json!(12), false),
+            (json!(-12), false),
+            (json!(1.5), false),
+            (json!(123), true),
+            (json!(12.5), true),
+            (json!(null), false),
+            (json!(true), false),
+            (json!(["abc"]), false),
+            (json!({"k": "abc"}), false),
+        ] {
+            assert_eq!(is_specific(&v), want, "{v}");
+        }
+    }
+
     #[test]
     fn unverifiable_matches_every_value_but_non_values() {
+        assert!(!Haystack::new("a text").is_unverifiable());
+        assert!(!Haystack::default().is_unverifiable());
         let h = Haystack::unverifiable();
         assert!(h.is_unverifiable());
         assert!(h.matches(&json!("x")) && h.matches(&json!(1)) && h.matches(&json!(["y"])));

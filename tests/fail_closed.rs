@@ -445,6 +445,64 @@ fn a_flipped_label_on_postgres_is_refused() {
     }
 }
 
+/// Hiding a flag on the PostgreSQL store (its kind rewritten, its tag removed, through
+/// `psql`, no key): the reopened ledger refuses the store, as on SQLite.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_hidden_flag_on_postgres_is_refused() {
+    use memlineage::lineage::quarantine::Reach;
+    use memlineage::lineage::LabelPolicy;
+    use memlineage::log::LogSigner;
+    use memlineage::record::{ProvEntry, Role, WriterKey};
+    use memlineage::store::PgStore;
+    let Some(url) = pg_support::database_url("a_hidden_flag_on_postgres_is_refused") else {
+        return;
+    };
+    let log = || {
+        LogSigner::new(
+            "test.example/fail-closed-pg-flag",
+            WriterKey::for_label("fcpgf/log"),
+        )
+        .unwrap()
+    };
+    for attack in [
+        "UPDATE {s}.entries SET kind = 3 WHERE kind = 7",
+        "UPDATE {s}.entries SET tag = NULL WHERE kind = 7",
+        "UPDATE {s}.entries SET kind = 5 WHERE kind = 7",
+    ] {
+        let schema = pg_support::fresh_ledger("failclosedflag");
+        let (user, tool) = (
+            WriterKey::for_label("fcpgf/user"),
+            WriterKey::for_label("fcpgf/tool"),
+        );
+        {
+            let store = PgStore::connect(&url, &schema).unwrap();
+            let mut l = Ledger::create(store, log(), LabelPolicy::default()).unwrap();
+            l.bind(user.key_id(), Role::User, "user").unwrap();
+            l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
+            let text = "pay XX99";
+            let e = ProvEntry::new(tool.key_id(), Kind::ToolResult, text.as_bytes());
+            let id = l.append(e, &tool, text.as_bytes()).unwrap().id;
+            l.flag(id, Reach::All, &user, "advisory").unwrap();
+            drop(l);
+            let l = Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()).unwrap();
+            assert!(l.is_quarantined(&id), "before the attack");
+        }
+        pg_support::run_ok(std::process::Command::new("psql").args([
+            url.as_str(),
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            &attack.replace("{s}", &format!("\"{schema}\"")),
+        ]));
+        match Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()) {
+            Err(memlineage::LedgerError::Seal(_)) => {}
+            Err(e) => panic!("{attack}: refused, but not by the seal: {e}"),
+            Ok(_) => panic!("{attack}: a hidden flag on PostgreSQL was not noticed"),
+        }
+    }
+}
+
 /// A zeroed stored tree hash (one UPDATE, no key): the entries still give the checkpoint's
 /// root, but proofs served from the stored hashes would fail, so `verify` reports FAILED
 /// instead of OK (review finding).

@@ -1,8 +1,9 @@
 //! [`Ledger`]: the one façade an agent runtime holds.
 //!
-//! It owns a [`Store`], the log key, the in-memory label index and the keyring, and runs the
-//! data path: `append` (check, sign, label, hash into the tree, store) → `checkpoint` (sign the
-//! tree head) → `prove` → `retrieve` / `gate`.
+//! It owns a [`Store`], the log key, the label index (the rows it verified by their tags,
+//! `spec/lineage.md` §5.1) and the keyring, and runs the data path: `append` (check, sign,
+//! label, hash into the tree, store) → `checkpoint` (sign the tree head) → `prove` →
+//! `retrieve` / `gate`.
 
 use crate::lineage::lease::LeaseBook;
 use crate::lineage::quarantine::Quarantine;

@@ -397,8 +397,8 @@ impl State {
         }
     }
 
-    /// The front, caught up with the store: re-opened (every label checked against the seal
-    /// again) when the ledger file was replaced, the policy file changed, the store holds
+    /// The front, caught up with the store: re-opened (seal and entries with effects checked
+    /// again, `spec/lineage.md` §5.1) when the ledger file was replaced, the policy file changed, the store holds
     /// fewer entries than seen, or catching up fails; otherwise [`Ledger::refresh`]ed, which
     /// costs O(new entries).
     ///

@@ -494,11 +494,7 @@ impl Store for SqliteStore {
                     )));
                 }
             }
-            tx.prepare_cached(
-                "INSERT INTO meta (key, value) VALUES (?1, ?2) \
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            )?
-            .execute([key, value])?;
+            put_meta(&tx, key, value)?;
         }
         tx.commit()?;
         Ok(())
@@ -619,13 +615,7 @@ impl Store for SqliteStore {
     }
 
     fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO meta (key, value) VALUES (?1, ?2) \
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            )?
-            .execute([key, value])?;
-        Ok(())
+        put_meta(&self.conn, key, value)
     }
 }
 
@@ -700,6 +690,17 @@ fn blob32(v: ValueRef<'_>, what: &str) -> Result<[u8; 32], StoreError> {
     let b = blob(v, what)?;
     <[u8; 32]>::try_from(b)
         .map_err(|_| StoreError::Corrupt(format!("{what}: {} bytes, want 32", b.len())))
+}
+
+/// Sets the setting `key` to `value` (insert or replace) on `conn`, inside its transaction if
+/// it is one.
+fn put_meta(conn: &Connection, key: &str, value: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )?
+    .execute([key, value])?;
+    Ok(())
 }
 
 /// A corrupt-store error about `what`.
@@ -825,11 +826,7 @@ impl SqliteStore {
             }
         }
         if let Some((key, value)) = meta {
-            tx.prepare_cached(
-                "INSERT INTO meta (key, value) VALUES (?1, ?2) \
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            )?
-            .execute([key, value])?;
+            put_meta(&tx, key, value)?;
         }
         tx.commit()?;
         Ok(())

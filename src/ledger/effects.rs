@@ -43,7 +43,10 @@ impl<S: Store> Ledger<S> {
                 None
             }
             Kind::Quarantine | Kind::QuarantineStrong | Kind::Release => {
-                let target_index = e.target.as_ref().and_then(|t| self.index_of(t));
+                // A flag is never dropped: a source whose row cannot be found or verified
+                // (admission refused unknown targets, so only a store-only attacker makes
+                // one) is reached from leaf 0, by id (fail closed, `spec/lineage.md` §5.1).
+                let target_index = e.target.as_ref().map(|t| self.index_of(t).unwrap_or(0));
                 match self
                     .quarantine
                     .apply(id, index, e.kind, e.target, target_index)

@@ -192,7 +192,9 @@ impl<S: Store> Ledger<S> {
             self.size = sealed.size;
         }
         if stored > self.size {
-            for m in self.store.metas_from(self.size)? {
+            let tail = self.store.metas_from(self.size)?;
+            self.check_tail(&tail)?;
+            for m in tail {
                 self.take_row(m, true, &mut rescan)?;
                 self.size = m.index + 1;
             }
@@ -235,6 +237,55 @@ impl<S: Store> Ledger<S> {
             return Err(SealError::Mismatch { size: sealed.size }.into());
         }
         Ok(rows)
+    }
+
+    /// Binds the positions of rows after the seal, which are verified from their signed bytes
+    /// (and those do not sign a position): a row that carries a tag must carry the one for its
+    /// index (a renumbered row does not), and every row that a signed checkpoint covers (the
+    /// larger of the store's latest and its durable one) must be the leaf of that tree at its
+    /// index, by an inclusion proof from the stored hashes. So a store-only attacker cannot
+    /// cut an entry (a flag) out of the log under an older or deleted seal and close the gap
+    /// (`spec/lineage.md` §5.1 step 4). O(rows × log n), only for rows after the seal.
+    fn check_tail(&self, tail: &[EntryMeta]) -> Result<(), LedgerError> {
+        if tail.is_empty() {
+            return Ok(());
+        }
+        let verifier = self.verifier()?;
+        let mut signed: Option<VerifiedCheckpoint> = None;
+        let notes = [
+            self.store.latest_checkpoint()?.map(|(_, n)| n),
+            self.store.durable_checkpoint()?,
+        ];
+        for note in notes.into_iter().flatten() {
+            let c = verifier.verify(&note)?;
+            if signed.as_ref().is_none_or(|s| c.size() > s.size()) {
+                signed = Some(c);
+            }
+        }
+        for m in tail {
+            if m.tag.is_some()
+                && !self
+                    .seal_key
+                    .row_tag_verifies(m.index, &m.id, m.kind, m.label, m.tag.as_ref())
+            {
+                return Err(SealError::Row { index: m.index }.into());
+            }
+            if let Some(c) = signed.as_ref().filter(|c| m.index < c.size()) {
+                let proof = crate::log::prove_inclusion(
+                    c.size(),
+                    m.index,
+                    &prove::StoreSource(&self.store),
+                )?;
+                if c.verify_inclusion(&m.id, &proof).is_err() {
+                    return Err(SealError::NotInTree {
+                        index: m.index,
+                        size: c.size(),
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Applies one stored row in log order: a row after the seal (`unsealed`) is verified and

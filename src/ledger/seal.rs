@@ -62,6 +62,18 @@ pub enum SealError {
         /// The sealed tree size.
         size: u64,
     },
+    /// A row after the seal is not the leaf that a signed checkpoint has at its index:
+    /// entries were removed, moved or reordered without the key.
+    #[error(
+        "the stored entry at index {index} is not the one the signed checkpoint of size {size} \
+         has there: entries were removed or reordered without the key (run `memlineage verify`)"
+    )]
+    NotInTree {
+        /// The row's leaf index as stored.
+        index: u64,
+        /// The checkpoint's tree size.
+        size: u64,
+    },
     /// A stored row's tag does not verify: its label, kind, id or index was changed without
     /// the key, or the row was stored without a tag below the sealed size.
     #[error(

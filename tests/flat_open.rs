@@ -186,3 +186,45 @@ fn a_deleted_row_is_absent_not_relabelled() {
     assert!(l.get(&prompt).is_err());
     assert_eq!(l.label(&summary), Some(Label::DerivedUntrusted));
 }
+
+/// A label flipped in the store (the summary, Derived-Untrusted, rewritten to Trusted) is not
+/// believed by any allow path: the gate refuses what it justifies, and a child appended from it
+/// is labelled as a child of an External entry, never better than the signed log implies.
+#[test]
+fn a_flipped_label_justifies_nothing_and_labels_no_child_better() {
+    use memlineage::gate::{Policy, ToolCall};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (k, [prompt, _, summary]) = build(&path, 2);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let n = db
+        .execute(
+            "UPDATE entries SET label = 0 WHERE id = ?1",
+            [&summary.0[..]],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(db);
+    let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
+    assert_eq!(l.label(&summary), Some(Label::External));
+    assert!(l.get(&summary).is_err());
+    let pay = |id| ToolCall {
+        tool: "send_money".into(),
+        sensitive: true,
+        args: vec![("recipient".into(), vec![id])],
+    };
+    assert!(
+        l.gate(&Policy::default(), &pay(prompt)).is_allow(),
+        "the prompt is intact"
+    );
+    assert!(!l.gate(&Policy::default(), &pay(summary)).is_allow());
+    let child = put(
+        &mut l,
+        &k.agent,
+        Kind::Summary,
+        "child",
+        &[(summary, 1_000_000)],
+    );
+    assert_eq!(l.label(&child), Some(Label::DerivedUntrusted));
+    assert!(!l.gate(&Policy::default(), &pay(child)).is_allow());
+}

@@ -79,7 +79,7 @@ impl<S: Store> Ledger<S> {
             // and every entry after `from` stays quarantined).
             let id = EntryId::of_cose(&bytes);
             let believed = if i < sealed {
-                key.row_tag_verifies(i, &m.id, m.kind, m.label, m.tag.as_ref())
+                key.verifies(&m)
             } else {
                 index.unsealed_at(&m.id, i)
             };

@@ -223,10 +223,7 @@ impl<S: Store> Ledger<S> {
                 return Err(SealError::Mismatch { size: sealed.size }.into());
             }
             last = Some(m.index);
-            if !self
-                .seal_key
-                .row_tag_verifies(m.index, &m.id, m.kind, m.label, m.tag.as_ref())
-            {
+            if !self.seal_key.verifies(m) {
                 return Err(SealError::Row { index: m.index }.into());
             }
             if has_effects(m.kind) {
@@ -263,11 +260,7 @@ impl<S: Store> Ledger<S> {
             }
         }
         for m in tail {
-            if m.tag.is_some()
-                && !self
-                    .seal_key
-                    .row_tag_verifies(m.index, &m.id, m.kind, m.label, m.tag.as_ref())
-            {
+            if m.tag.is_some() && !self.seal_key.verifies(m) {
                 return Err(SealError::Row { index: m.index }.into());
             }
             if let Some(c) = signed.as_ref().filter(|c| m.index < c.size()) {
@@ -366,11 +359,7 @@ impl<S: Store> Ledger<S> {
         if row.index >= self.sealed {
             return Ok(None);
         }
-        if row.id != *id
-            || !self
-                .seal_key
-                .row_tag_verifies(row.index, id, row.kind, row.label, row.tag.as_ref())
-        {
+        if row.id != *id || !self.seal_key.verifies(&row) {
             return Err(SealError::Row { index: row.index }.into());
         }
         let m = Meta {
@@ -386,15 +375,20 @@ impl<S: Store> Ledger<S> {
     /// `size` entries, in one store transaction. A no-op when there are none.
     ///
     /// # Errors
-    /// Store errors (nothing is changed in the handle then).
+    /// Store errors, and [`crate::store::StoreError::Corrupt`] if an entry of the range is not
+    /// one this handle verified (nothing is changed in the handle then).
     pub(super) fn seal_pending(&mut self) -> Result<(), LedgerError> {
         if self.sealed >= self.size {
             return Ok(());
         }
+        // Every entry of the range was verified and recorded by the refresh that read it; a
+        // gap would let the next seal claim untagged rows, so it refuses instead.
         let Some(rows) = self.index.unsealed_range(self.sealed, self.size) else {
-            // Not every entry of the range is known here: leave them unsealed (they are
-            // verified again on the next open).
-            return Ok(());
+            return Err(crate::store::StoreError::Corrupt(format!(
+                "entries {}..{} are not all verified by this handle: not sealing them",
+                self.sealed, self.size
+            ))
+            .into());
         };
         let tags: Vec<(u64, [u8; 32])> = rows
             .iter()

@@ -28,6 +28,7 @@
 use crate::lineage::Label;
 use crate::log::LogSigner;
 use crate::record::{EntryId, Kind};
+use crate::store::EntryMeta;
 use hmac::digest::KeyInit;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -143,16 +144,14 @@ impl SealKey {
             .into()
     }
 
-    /// Whether `tag` is the row tag of `(index, id, kind, label)` (compared in constant time).
-    pub(crate) fn row_tag_verifies(
-        &self,
-        index: u64,
-        id: &EntryId,
-        kind: Kind,
-        label: Label,
-        tag: Option<&[u8; 32]>,
-    ) -> bool {
-        tag.is_some_and(|t| self.row_mac(index, id, kind, label).verify_slice(t).is_ok())
+    /// Whether the stored row `m` carries the row tag of its own `(index, id, kind, label)`
+    /// (compared in constant time); a row without a tag does not.
+    pub(crate) fn verifies(&self, m: &EntryMeta) -> bool {
+        m.tag.as_ref().is_some_and(|t| {
+            self.row_mac(m.index, &m.id, m.kind, m.label)
+                .verify_slice(t)
+                .is_ok()
+        })
     }
 
     /// An HMAC-SHA-256 tag under this key over `domain || message`, for other records the
@@ -309,25 +308,26 @@ mod tests {
     #[test]
     fn row_tags_bind_index_id_kind_and_label() {
         let k = key("seal-a");
+        let row = |index, id, kind, label, tag| EntryMeta {
+            index,
+            id,
+            kind,
+            label,
+            tag,
+        };
         let id = EntryId([1; 32]);
         let t = k.row_tag(4, &id, Kind::ToolResult, Label::External);
-        assert!(k.row_tag_verifies(4, &id, Kind::ToolResult, Label::External, Some(&t)));
-        assert!(!k.row_tag_verifies(4, &id, Kind::ToolResult, Label::External, None));
+        assert!(k.verifies(&row(4, id, Kind::ToolResult, Label::External, Some(t))));
+        assert!(!k.verifies(&row(4, id, Kind::ToolResult, Label::External, None)));
         for (i, id2, kind, label) in [
             (5, id, Kind::ToolResult, Label::External),
             (4, EntryId([2; 32]), Kind::ToolResult, Label::External),
             (4, id, Kind::Summary, Label::External),
             (4, id, Kind::ToolResult, Label::Trusted),
         ] {
-            assert!(!k.row_tag_verifies(i, &id2, kind, label, Some(&t)));
+            assert!(!k.verifies(&row(i, id2, kind, label, Some(t))));
         }
-        assert!(!key("seal-b").row_tag_verifies(
-            4,
-            &id,
-            Kind::ToolResult,
-            Label::External,
-            Some(&t)
-        ));
+        assert!(!key("seal-b").verifies(&row(4, id, Kind::ToolResult, Label::External, Some(t))));
     }
 
     #[test]

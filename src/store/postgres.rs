@@ -420,6 +420,40 @@ impl Drop for PgStore {
 }
 
 impl PgStore {
+    /// The integrated `entries` rows from index `from` on that also match `filter` (a fixed SQL
+    /// condition followed by `AND`, or empty), in index order; with `contiguous`, indexes must
+    /// run on from `from` without a gap.
+    fn metas_where(
+        &self,
+        filter: &'static str,
+        from: u64,
+        contiguous: bool,
+    ) -> Result<Vec<EntryMeta>, StoreError> {
+        let Ok(from_i) = i64::try_from(from) else {
+            return Ok(Vec::new());
+        };
+        self.call(move |c| async move {
+            let sql = format!(
+                "SELECT idx, id, kind, label, tag FROM entries \
+                 WHERE {filter} idx >= $1 AND idx < (SELECT size FROM tree_state) ORDER BY idx"
+            );
+            let rows = c.query(&sql, &[&from_i]).await?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                let m = meta_row(&r)?;
+                let want = from + out.len() as u64;
+                if contiguous && m.index != want {
+                    return Err(StoreError::Corrupt(format!(
+                        "entries: index {} where {want} was expected",
+                        m.index
+                    )));
+                }
+                out.push(m);
+            }
+            Ok(out)
+        })
+    }
+
     /// The integrated `entries` row whose `column` (`idx` or `id`) is `key`.
     fn one_meta<K>(&self, column: &'static str, key: K) -> Result<Option<EntryMeta>, StoreError>
     where
@@ -483,32 +517,7 @@ impl Store for PgStore {
 
     /// Integrated entries from `from` on, in one query; checks indexes are contiguous.
     fn metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
-        let Ok(from_i) = i64::try_from(from) else {
-            return Ok(Vec::new());
-        };
-        self.call(move |c| async move {
-            let rows = c
-                .query(
-                    "SELECT idx, id, kind, label, tag FROM entries \
-                     WHERE idx >= $1 AND idx < (SELECT size FROM tree_state) ORDER BY idx",
-                    &[&from_i],
-                )
-                .await?;
-            let mut out = Vec::with_capacity(rows.len());
-            let mut want = from;
-            for r in rows {
-                let m = meta_row(&r)?;
-                if m.index != want {
-                    return Err(StoreError::Corrupt(format!(
-                        "entries: index {} where {want} was expected",
-                        m.index
-                    )));
-                }
-                out.push(m);
-                want = m.index.saturating_add(1);
-            }
-            Ok(out)
-        })
+        self.metas_where("", from, true)
     }
 
     /// An integrated entry by index.
@@ -526,20 +535,7 @@ impl Store for PgStore {
 
     /// Integrated entries with effects, from the partial index `entries_effects`.
     fn effect_metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
-        let Ok(from_i) = i64::try_from(from) else {
-            return Ok(Vec::new());
-        };
-        self.call(move |c| async move {
-            let rows = c
-                .query(
-                    "SELECT idx, id, kind, label, tag FROM entries \
-                     WHERE kind >= 5 AND idx >= $1 AND idx < (SELECT size FROM tree_state) \
-                     ORDER BY idx",
-                    &[&from_i],
-                )
-                .await?;
-            rows.iter().map(meta_row).collect()
-        })
+        self.metas_where("kind >= 5 AND", from, false)
     }
 
     /// One transaction: the tags (`UPDATE … FROM unnest`), then the setting.

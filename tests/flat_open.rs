@@ -228,3 +228,46 @@ fn a_flipped_label_justifies_nothing_and_labels_no_child_better() {
     assert_eq!(l.label(&child), Some(Label::DerivedUntrusted));
     assert!(!l.gate(&Policy::default(), &pay(child)).is_allow());
 }
+
+/// Context entries (kind 12, a front's record of what a session read, `spec/lineage.md` §4.2)
+/// have no effects: open does not read them, and a file whose `entries_effects` index predates
+/// them (predicate `kind >= 5`) gets the index rebuilt without them.
+#[test]
+fn context_entries_are_not_read_on_open_and_an_older_effects_index_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (k, [prompt, page, _]) = build(&path, 5);
+    {
+        let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
+        for i in 0..50 {
+            let w = 1_000_000 - i;
+            put(
+                &mut l,
+                &k.agent,
+                Kind::Context,
+                "",
+                &[(prompt, w), (page, w)],
+            );
+        }
+    }
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute_batch(
+        "DROP INDEX entries_effects; \
+         CREATE INDEX entries_effects ON entries (idx) WHERE kind >= 5;",
+    )
+    .unwrap();
+    drop(db);
+    let store = Counting::new(SqliteStore::open(&path).unwrap());
+    let l = Ledger::open(store, log()).unwrap();
+    assert_eq!(l.store().reads(), (0, 3, 0), "the three bindings only");
+    drop(l);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let sql: String = db
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = 'entries_effects'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(sql.ends_with("WHERE kind BETWEEN 5 AND 11"), "{sql}");
+}

@@ -40,7 +40,7 @@ PROTECTED_PREFIX = bytes.fromhex("a2 01 27 04 58 20")
 # §4.1, §4.2, §5.2.
 KINDS = {0: "prompt", 1: "tool_result", 2: "summary", 3: "fact", 4: "tool_call",
          5: "tombstone", 6: "keyring", 7: "quarantine", 8: "quarantine_strong",
-         9: "release", 10: "lease", 11: "replacement"}
+         9: "release", 10: "lease", 11: "replacement", 12: "context"}
 # Kinds whose entries carry field 9 (target), §3.1 item 9.
 TARGET_KINDS = {5, 7, 8, 9, 10, 11}
 ATTRIBUTIONS = {0: "coarse", 1: "lm_self_eval", 2: "attention", 3: "manual"}

@@ -167,6 +167,7 @@ fn noun(kind: Kind) -> &'static str {
         Kind::Fact => "fact",
         Kind::ToolCall => "tool call",
         Kind::Replacement => "replacement",
+        Kind::Context => "session context",
         _ => "entry",
     }
 }
@@ -178,6 +179,7 @@ fn verb(kind: Kind) -> &'static str {
         Kind::ToolCall => "justified by",
         Kind::ToolResult => "produced by",
         Kind::Replacement => "rebuilt from",
+        Kind::Context => "covering",
         _ => "derived from",
     }
 }

@@ -218,18 +218,3 @@ pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
         (None, y) => y,
     }
 }
-
-/// Whether entries of `kind` change state beyond their own label (keyring, tombstone,
-/// quarantine, lease): such entries are decoded when another handle's appends are read.
-pub(super) fn has_effects(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::Keyring
-            | Kind::Tombstone
-            | Kind::Quarantine
-            | Kind::QuarantineStrong
-            | Kind::Release
-            | Kind::Lease
-            | Kind::Replacement
-    )
-}

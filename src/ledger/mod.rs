@@ -31,7 +31,7 @@ mod view;
 #[cfg(feature = "postgres")]
 pub(crate) use append::Admitted;
 pub use append::{Appended, Draft, PARALLEL_MIN};
-use effects::{earliest, has_effects};
+use effects::earliest;
 pub use error::LedgerError;
 use index::{LabelIndex, Meta};
 #[cfg(feature = "postgres")]
@@ -226,7 +226,7 @@ impl<S: Store> Ledger<S> {
             if !self.seal_key.verifies(m) {
                 return Err(SealError::Row { index: m.index }.into());
             }
-            if has_effects(m.kind) {
+            if m.kind.has_effects() {
                 chain.push(m.index, &m.id, m.kind);
             }
         }
@@ -293,7 +293,7 @@ impl<S: Store> Ledger<S> {
         let EntryMeta {
             index, id, kind, ..
         } = m;
-        let special = has_effects(kind);
+        let special = kind.has_effects();
         if !(unsealed || special || self.quarantine.is_active()) {
             return Ok(());
         }
@@ -443,7 +443,7 @@ impl<S: Store> Ledger<S> {
         let mut tags = Vec::new();
         let mut index = self.size;
         for (id, kind, label) in extra {
-            if has_effects(kind) {
+            if kind.has_effects() {
                 effects.push(index, &id, kind);
             }
             tags.push(self.seal_key.row_tag(index, &id, kind, label));

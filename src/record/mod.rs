@@ -213,6 +213,11 @@ pub enum Kind {
     /// Forensics: a new version of `target` (healed fact or reworked entry), built from its
     /// parents.
     Replacement,
+    /// What an agent session had read when the agent wrote something (`spec/lineage.md` §4.2):
+    /// written by a front, its parents are the session's previous context entry and the reads
+    /// since, each at full weight; its content is empty. An agent write of the session names it
+    /// as a parent, so that the write descends from everything the session read.
+    Context,
 }
 
 impl Kind {
@@ -231,6 +236,7 @@ impl Kind {
             Kind::Release => 9,
             Kind::Lease => 10,
             Kind::Replacement => 11,
+            Kind::Context => 12,
         }
     }
 
@@ -249,6 +255,7 @@ impl Kind {
             9 => Kind::Release,
             10 => Kind::Lease,
             11 => Kind::Replacement,
+            12 => Kind::Context,
             _ => return None,
         })
     }
@@ -259,6 +266,23 @@ impl Kind {
         matches!(
             self,
             Kind::Tombstone
+                | Kind::Quarantine
+                | Kind::QuarantineStrong
+                | Kind::Release
+                | Kind::Lease
+                | Kind::Replacement
+        )
+    }
+
+    /// Whether entries of this kind change state beyond their own label (keyring, tombstone,
+    /// quarantine, release, lease, replacement: codes 5–11, `spec/record.md` §4.1). A ledger
+    /// reads these on open instead of every row (`spec/lineage.md` §5.1); every other kind,
+    /// [`Kind::Context`] included, is only stored and labelled.
+    pub fn has_effects(self) -> bool {
+        matches!(
+            self,
+            Kind::Keyring
+                | Kind::Tombstone
                 | Kind::Quarantine
                 | Kind::QuarantineStrong
                 | Kind::Release
@@ -282,6 +306,7 @@ impl Kind {
             Kind::Release => "release",
             Kind::Lease => "lease",
             Kind::Replacement => "replacement",
+            Kind::Context => "context",
         }
     }
 
@@ -300,6 +325,7 @@ impl Kind {
             "release" => Kind::Release,
             "lease" => Kind::Lease,
             "replacement" => Kind::Replacement,
+            "context" => Kind::Context,
             _ => return None,
         })
     }

@@ -104,8 +104,15 @@ pub struct EntryMeta {
 
 /// The smallest kind code of the entries with effects besides being stored (tombstone 5,
 /// keyring 6, quarantine 7, quarantine-strong 8, release 9, lease 10, replacement 11): what
-/// [`Store::effect_metas_from`] selects (`spec/storage.md` §4.2).
+/// [`Store::effect_metas_from`] selects (`spec/storage.md` §4.2), up to [`LAST_EFFECT_KIND`].
 pub const FIRST_EFFECT_KIND: u64 = 5;
+/// The largest kind code of the entries with effects ([`crate::Kind::has_effects`]); kinds
+/// after it (context, 12) have none.
+pub const LAST_EFFECT_KIND: u64 = 11;
+/// The SQL condition on `entries.kind` of the rows with effects: the predicate of the partial
+/// index `entries_effects` and of the query that uses it (`src/store/schema.sql`), written the
+/// same in both so that SQLite's planner matches them.
+pub const EFFECTS_PREDICATE: &str = "kind BETWEEN 5 AND 11";
 
 /// A storage backend. Implementations: [`MemoryStore`], `SqliteStore` (feature `sqlite`),
 /// `PgStore` (feature `postgres`).
@@ -182,8 +189,8 @@ pub trait Store {
         }
     }
 
-    /// Metadata of the entries with index `>= from` whose kind code is at least
-    /// [`FIRST_EFFECT_KIND`], in index order: what a ledger reads on open instead of every row
+    /// Metadata of the entries with index `>= from` whose kind has effects
+    /// ([`FIRST_EFFECT_KIND`]..=[`LAST_EFFECT_KIND`]), in index order: what a ledger reads on open instead of every row
     /// (`spec/lineage.md` §5.1). The default filters [`Store::metas_from`]; SQLite and
     /// PostgreSQL answer from a partial index, so the cost follows the number of such entries,
     /// not the ledger's size.
@@ -192,7 +199,7 @@ pub trait Store {
     /// As [`Store::metas_from`].
     fn effect_metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
         let mut all = self.metas_from(from)?;
-        all.retain(|m| m.kind.code() >= FIRST_EFFECT_KIND);
+        all.retain(|m| m.kind.has_effects());
         Ok(all)
     }
 

@@ -13,7 +13,7 @@
 //! [`IntegrationWork`], the log key's [`crate::ledger::Integrator`].
 
 use super::memory::{check_batch, check_range};
-use super::{to_i64, to_u64, EntryMeta, NewEntry, Store, StoreError, MAX_INDEX};
+use super::{to_i64, to_u64, EntryMeta, NewEntry, Store, StoreError, EFFECTS_PREDICATE, MAX_INDEX};
 use crate::lineage::Label;
 use crate::log::{extend, extension_reads, Extension, RootHash};
 use crate::record::{EntryId, Hash32, Kind};
@@ -28,6 +28,8 @@ use tokio_postgres::{Client, NoTls};
 
 /// DDL and the sequencer function of a new ledger, run once in the creating transaction.
 const SCHEMA: &str = include_str!("schema_pg.sql");
+/// [`EFFECTS_PREDICATE`] as the leading condition of [`PgStore::metas_where`].
+const EFFECTS_FILTER: &str = "kind BETWEEN 5 AND 11 AND";
 
 /// `sequencer.schema_version` this build reads and writes.
 const SCHEMA_VERSION: i32 = 1;
@@ -535,7 +537,7 @@ impl Store for PgStore {
 
     /// Integrated entries with effects, from the partial index `entries_effects`.
     fn effect_metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
-        self.metas_where("kind >= 5 AND", from, false)
+        self.metas_where(EFFECTS_FILTER, from, false)
     }
 
     /// One transaction: the tags (`UPDATE … FROM unnest`), then the setting.
@@ -827,9 +829,25 @@ async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
         if !has_tag {
             c.batch_execute(
                 "ALTER TABLE entries ADD COLUMN tag bytea \
-                   CHECK (tag IS NULL OR length(tag) = 32); \
-                 CREATE INDEX IF NOT EXISTS entries_effects ON entries (idx) WHERE kind >= 5;",
+                   CHECK (tag IS NULL OR length(tag) = 32);",
             )
+            .await?;
+        }
+        // The index of the entries with effects, without context rows (kind 12): a ledger
+        // created before the context kind had `WHERE kind >= 5`.
+        let current: bool = c
+            .query_one(
+                "SELECT count(*) = 1 FROM pg_indexes WHERE schemaname = $1 \
+                 AND indexname = 'entries_effects' AND indexdef LIKE '%<= 11%'",
+                &[&schema],
+            )
+            .await?
+            .try_get(0)?;
+        if !current {
+            c.batch_execute(&format!(
+                "DROP INDEX IF EXISTS entries_effects; \
+                 CREATE INDEX entries_effects ON entries (idx) WHERE {EFFECTS_PREDICATE};"
+            ))
             .await?;
         }
         Ok(())

@@ -25,9 +25,10 @@ CREATE TABLE entries (
     tag          BLOB CHECK (tag IS NULL OR (typeof(tag) = 'blob' AND length(tag) = 32))
 );
 
--- The entries with effects (kind >= 5: tombstone, keyring, flags, release, lease,
--- replacement), which a ledger reads on open instead of every row.
-CREATE INDEX entries_effects ON entries (idx) WHERE kind >= 5;
+-- The entries with effects (kinds 5 to 11: tombstone, keyring, flags, release, lease,
+-- replacement; not context, 12), which a ledger reads on open instead of every row. The
+-- predicate is store::EFFECTS_PREDICATE, word for word (the query that uses it repeats it).
+CREATE INDEX entries_effects ON entries (idx) WHERE kind BETWEEN 5 AND 11;
 
 -- Content bytes by SHA-256 content hash, one row per distinct content; redaction deletes it.
 CREATE TABLE content (

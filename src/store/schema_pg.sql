@@ -42,8 +42,9 @@ CREATE TABLE entries (
     tag          bytea    CHECK (tag IS NULL OR length(tag) = 32)
 );
 
--- The entries with effects (kind >= 5), which a ledger reads on open instead of every row.
-CREATE INDEX entries_effects ON entries (idx) WHERE kind >= 5;
+-- The entries with effects (kinds 5 to 11; not context, 12), which a ledger reads on open
+-- instead of every row (store::EFFECTS_PREDICATE).
+CREATE INDEX entries_effects ON entries (idx) WHERE kind BETWEEN 5 AND 11;
 
 -- Content bytes by SHA-256 content hash; redaction deletes the row.
 CREATE TABLE content (

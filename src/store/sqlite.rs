@@ -1,12 +1,14 @@
 //! SQLite store: one ordinary SQLite 3 file in WAL mode (`spec/storage.md`).
 
 use super::memory::{check_batch, check_range, leaf_hash_index};
-use super::{to_i64, to_u64, EntryMeta, NewEntry, Store, StoreError};
+use super::{to_i64, to_u64, EntryMeta, NewEntry, Store, StoreError, EFFECTS_PREDICATE};
 use crate::audit::{AuditItem, AUDIT_CHUNK};
 use crate::lineage::Label;
 use crate::record::{EntryId, Hash32, Kind};
 use rusqlite::types::ValueRef;
-use rusqlite::{ffi, params, Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use rusqlite::{
+    ffi, params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -149,29 +151,46 @@ impl SqliteStore {
         self.check_shape()
     }
 
-    /// Gives a file written before row tags (memlineage 0.1) the `tag` column and the
-    /// `entries_effects` index of `src/store/schema.sql`, in one immediate transaction (a
-    /// no-op, one schema read, when they exist).
+    /// Gives a file written before row tags (memlineage 0.1) the `tag` column, and a file
+    /// whose `entries_effects` index predates the context kind (its predicate `kind >= 5`
+    /// also holds context rows, code 12) the index of `src/store/schema.sql`, in one
+    /// immediate transaction (a no-op, two schema reads, when they are as expected).
     fn add_row_tags(&mut self) -> Result<(), StoreError> {
-        let has = |c: &Connection| -> Result<bool, StoreError> {
+        let has_tag = |c: &Connection| -> Result<bool, StoreError> {
             Ok(c.query_row(
                 "SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'tag'",
                 [],
                 |r| r.get::<_, i64>(0),
             )? == 1)
         };
-        if has(&self.conn)? {
+        let has_index = |c: &Connection| -> Result<bool, StoreError> {
+            let sql: Option<String> = c
+                .query_row(
+                    "SELECT sql FROM sqlite_schema WHERE type = 'index' \
+                     AND name = 'entries_effects'",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(sql.is_some_and(|s| s.ends_with(&format!("WHERE {EFFECTS_PREDICATE}"))))
+        };
+        if has_tag(&self.conn)? && has_index(&self.conn)? {
             return Ok(());
         }
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        if !has(&tx)? {
+        if !has_tag(&tx)? {
             tx.execute_batch(
                 "ALTER TABLE entries ADD COLUMN tag BLOB \
-                   CHECK (tag IS NULL OR (typeof(tag) = 'blob' AND length(tag) = 32)); \
-                 CREATE INDEX IF NOT EXISTS entries_effects ON entries (idx) WHERE kind >= 5;",
+                   CHECK (tag IS NULL OR (typeof(tag) = 'blob' AND length(tag) = 32));",
             )?;
+        }
+        if !has_index(&tx)? {
+            tx.execute_batch(&format!(
+                "DROP INDEX IF EXISTS entries_effects; \
+                 CREATE INDEX entries_effects ON entries (idx) WHERE {EFFECTS_PREDICATE};"
+            ))?;
         }
         tx.commit()?;
         Ok(())
@@ -463,10 +482,10 @@ impl Store for SqliteStore {
         let Ok(from_i) = i64::try_from(from) else {
             return Ok(Vec::new());
         };
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT idx, id, kind, label, tag FROM entries \
-             WHERE kind >= 5 AND idx >= ?1 ORDER BY idx",
-        )?;
+                 WHERE {EFFECTS_PREDICATE} AND idx >= ?1 ORDER BY idx"
+        ))?;
         let mut rows = stmt.query([from_i])?;
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {

@@ -2,7 +2,7 @@
 //! server share (`Front::check`), over a real SQLite ledger.
 
 use memlineage::front::{DerivedKeys, Front, Refusal, Session, Verdict};
-use memlineage::gate::{DenyReason, Policy};
+use memlineage::gate::{DenyReason, Policy, ReadWeights};
 use memlineage::lineage::{Label, LabelPolicy};
 use memlineage::log::LogSigner;
 use memlineage::record::{Kind, Parent, Weight, WriterKey};
@@ -27,7 +27,13 @@ fn front(path: &Path) -> Front<SqliteStore, DerivedKeys> {
         Ledger::create(store, signer(), LabelPolicy::default())
     }
     .unwrap();
-    Front::new(ledger, Policy::default(), DerivedKeys("origin".into()))
+    // The memo of `laundered` declares a weak edge to the page: a policy that lets declared
+    // weights lower a read's edge (`spec/lineage.md` §4.2), so the origin check is what refuses.
+    let policy = Policy {
+        read_weights: ReadWeights::Declared,
+        ..Policy::default()
+    };
+    Front::new(ledger, policy, DerivedKeys("origin".into()))
 }
 
 fn pay(value: &str) -> Map<String, Value> {

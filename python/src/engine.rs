@@ -19,7 +19,7 @@ use memlineage::record::{EntryId, Kind, Parent, Role, Weight};
 use memlineage::retrieve::Outcome;
 use memlineage::store::Store;
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// The principal that signs flags (role system), as the MCP server's (`spec/mcp.md` §2.5).
@@ -99,9 +99,6 @@ pub struct Core<S: Store, K: Keys> {
     /// The key-file lock of a file ledger.
     lock: Option<PathBuf>,
     items: ItemIndex,
-    /// The item versions each session wrote through this handle: not parents of its later
-    /// puts (their own parents already are, `spec/python.md` §2.1).
-    written: HashMap<String, HashSet<EntryId>>,
     /// Reads the audit from the store (the SQLite file's own audit iterator, or the trait).
     audit_source: AuditSource,
 }
@@ -127,7 +124,6 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
             sessions,
             lock,
             items: ItemIndex::default(),
-            written: HashMap::new(),
             audit_source,
         }
     }
@@ -487,30 +483,13 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
             return Err(BindError::misuse("an item's value is a JSON object"));
         }
         self.with_session(session, |c, s| {
-            let l = c.front.ledger();
-            // What the session read, at full weight unless the caller gives one; entries the
-            // caller names besides are added (a caller can add parents, never drop one). The
-            // session's own earlier versions are not reads: their parents are in the read set.
-            let own = c.written.get(&s.id);
-            let mut ids: Vec<EntryId> = s
-                .reads
+            // The front adds everything the session read (`Front::remember`); the caller's
+            // weights name parents, which can only add lineage (`spec/python.md` §2.1).
+            let parents: Vec<Parent> = weights
                 .iter()
-                .filter(|id| own.is_none_or(|w| !w.contains(id)))
-                .copied()
-                .collect();
-            for id in weights.keys() {
-                if !ids.contains(id) {
-                    ids.push(*id);
-                }
-            }
-            ids.retain(|id| l.index_of(id).is_some());
-            ids.sort();
-            ids.dedup();
-            let parents: Vec<Parent> = ids
-                .into_iter()
-                .map(|id| match weights.get(&id) {
-                    Some(w) => Parent { id, weight: *w },
-                    None => Parent::full(id),
+                .map(|(id, w)| Parent {
+                    id: *id,
+                    weight: *w,
                 })
                 .collect();
             let text = items::content(&path.0, &path.1, &value);
@@ -523,7 +502,6 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                 ));
             }
             let a = c.front.remember(s, Kind::Summary, &text, parents)?;
-            c.written.entry(s.id.clone()).or_default().insert(a.id);
             c.items.scan(c.front.ledger())?;
             let slot = c
                 .items

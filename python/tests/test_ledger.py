@@ -1,5 +1,6 @@
 """The bindings over the library: recording, retrieval, the gate, forensics, errors."""
 
+import pathlib
 import threading
 
 import pytest
@@ -8,6 +9,7 @@ import memlineage
 from memlineage import Ledger
 
 IBAN = "GB33BUKB20201555555555"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_prompt_then_tool_output_decides_the_gate():
@@ -44,8 +46,20 @@ def test_memory_derived_from_tool_output_is_untrusted_and_explained():
     assert v["path"][0]["writer"] == "tool:read_bill (tool)"
 
 
-def test_weights_below_tau_do_not_carry_the_label():
+def test_declared_weights_lower_a_read_only_where_the_policy_allows_it(tmp_path):
+    # Default policy (read_weights = "full"): everything the session read is a full-weight
+    # parent, whatever weight the caller declares (spec/lineage.md §4.2).
     led = Ledger.in_memory()
+    led.record_prompt("s", "hello")
+    bill = led.record_tool_result("s", "read_bill", {}, "text")["result"]
+    prompt = led.reads("s")["reads"][0]
+    assert led.remember("s", "note", parents=[prompt, (bill["id"], 0.1)])["label"] == "derived_untrusted"
+    assert led.remember("s", "note 2", parents=[])["label"] == "derived_untrusted"
+    # read_weights = "declared": a weight below tau beside a strong trusted parent carries no
+    # label (the fail-closed rule), a weight above it does.
+    policy = tmp_path / "policy.toml"
+    policy.write_text('read_weights = "declared"\n' + (ROOT / "examples" / "policy.toml").read_text())
+    led = Ledger.in_memory(policy=policy)
     led.record_prompt("s", "hello")
     bill = led.record_tool_result("s", "read_bill", {}, "text")["result"]
     prompt = led.reads("s")["reads"][0]

@@ -28,7 +28,8 @@
 //! always a candidate's value, reported with its entries.
 
 use crate::gate::{Decision, Denial, DenyReason, LineageView, Policy, ToolCall, Unsourced};
-use crate::record::EntryId;
+use crate::lineage::Label;
+use crate::record::{EntryId, Role};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Shortest value, in characters, that a text match in a non-authoritative entry may grant
@@ -258,7 +259,7 @@ fn qualifies(
     view: &impl LineageView,
     tool: &str,
     param: &str,
-    max: crate::lineage::Label,
+    max: Label,
     c: &Candidate,
 ) -> Option<bool> {
     let authoritative = c.entries.iter().all(|id| {
@@ -268,10 +269,16 @@ fn qualifies(
     let short_match =
         c.found == Found::TextMatch && c.value.chars().count() < MIN_MATCHED_VALUE_CHARS;
     let live = |id: &EntryId| !view.tombstoned(id) && !view.quarantined(id);
+    // A labelled entry grants authority only as a statement of the user (role user, labelled
+    // Trusted: a prompt); an agent memory never does, whatever its label (the worst source
+    // decides, `spec/gate.md` §3.1 step 4).
+    let stated = |id: &EntryId| {
+        view.role_of(id) == Some(Role::User) && view.label_of(id) == Some(Label::Trusted)
+    };
     let by_label = !short_match
         && c.entries
             .iter()
-            .all(|id| view.label_of(id).is_some_and(|l| l <= max) && live(id));
+            .all(|id| view.label_of(id).is_some_and(|l| l <= max) && stated(id) && live(id));
     let by_authority = authoritative
         && c.entries
             .iter()
@@ -292,10 +299,10 @@ struct Authorised<'a, V: LineageView> {
 }
 
 impl<V: LineageView> LineageView for Authorised<'_, V> {
-    fn label_of(&self, id: &EntryId) -> Option<crate::lineage::Label> {
+    fn label_of(&self, id: &EntryId) -> Option<Label> {
         let l = self.inner.label_of(id)?;
         Some(if self.entries.contains(id) {
-            crate::lineage::Label::Trusted
+            Label::Trusted
         } else {
             l
         })
@@ -315,5 +322,9 @@ impl<V: LineageView> LineageView for Authorised<'_, V> {
 
     fn principal_of(&self, id: &EntryId) -> Option<String> {
         self.inner.principal_of(id)
+    }
+
+    fn role_of(&self, id: &EntryId) -> Option<Role> {
+        self.inner.role_of(id)
     }
 }

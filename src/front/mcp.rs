@@ -321,6 +321,10 @@ struct Reads<'a> {
     /// Why the read set cannot be trusted, if it cannot (a damaged session file, an entry
     /// that does not verify): sensitive calls are refused.
     broken: Option<String>,
+    /// Whether `session` is what the agent read (Session mode). In Ledger mode it is every
+    /// entry, which says nothing of the agent's context: a write there is untied
+    /// (`spec/mcp.md` §2.1).
+    tied: bool,
 }
 
 struct State<S: Store, K: Keys> {
@@ -495,6 +499,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                         session: &mut session,
                         elsewhere,
                         broken,
+                        tied: true,
                     },
                 )?;
                 // A damaged or altered session file is left for the hooks to refuse on.
@@ -532,6 +537,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                         session: &mut st.all,
                         elsewhere,
                         broken: unreadable.or(broken),
+                        tied: false,
                     },
                 );
                 // What a tool wrote joins the list from the ledger, in log order, next call.
@@ -542,7 +548,9 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
     }
 
     /// Record a memory (summary, observation or fact) with the entries it was derived from.
-    /// The writer is this server's agent principal; the label is computed from the parents.
+    /// The writer is this server's agent principal. Everything this session read is a parent
+    /// too, whatever `parents` says: declared parents can only add. The label is computed
+    /// from all of them.
     #[tool(annotations(
         title = "Append a memory",
         read_only_hint = false,
@@ -570,8 +578,16 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             });
         }
         self.with(|front, reads| {
+            // In Ledger mode the server does not know what the agent read: the memory is
+            // written from an empty session, which the front ties to an unknown context.
+            let mut untied = Session::new(&reads.session.id);
+            let session = if reads.tied {
+                reads.session
+            } else {
+                &mut untied
+            };
             let out = front
-                .remember(reads.session, kind, &a.text, parents)
+                .remember(session, kind, &a.text, parents)
                 .map_err(msg)?;
             front.ledger().checkpoint().map_err(msg)?;
             Ok(Json(Appended {

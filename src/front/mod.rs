@@ -19,22 +19,32 @@ pub mod matching;
 pub mod mcp;
 
 use crate::front::keystore::{KeyStore, KeyStoreError};
+use crate::gate::ReadWeights;
 use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::lineage::admission::AdmissionError;
 use crate::lineage::Label;
-use crate::record::{EntryId, Hash32, Kind, Parent, ProvEntry, Role, WriterKey};
+use crate::record::{
+    EntryId, Hash32, Kind, Parent, ProvEntry, Role, Weight, WriterKey, MAX_PARENTS,
+};
 use crate::retrieve::Outcome;
 use crate::store::Store;
 use matching::Haystack;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The principal name prompts are recorded under (role user).
 pub const USER: &str = "user";
 /// The default principal the agent's own writes are recorded under (role agent).
 pub const AGENT: &str = "agent";
+/// The principal (role external) of the context entry a front gives a write it cannot tie to
+/// a session's reads (`spec/lineage.md` §4.2): the write then derives from External input.
+pub const UNKNOWN_CONTEXT: &str = "context:unknown";
+/// Most uncovered reads an agent write names one by one; past it the front first folds them
+/// into a new context entry (`spec/lineage.md` §4.2), so a write costs the same after 10 reads
+/// as after 100,000.
+pub const FOLD_AT: usize = 32;
 
 /// Where the front gets signing keys for its principals.
 pub trait Keys {
@@ -120,6 +130,15 @@ pub struct Session {
     /// calls are refused (their arguments may come from text the ledger does not know).
     #[serde(default)]
     pub unrecorded: u64,
+    /// The session's newest context entry ([`Kind::Context`], `spec/lineage.md` §4.2): it
+    /// descends, at full weight, from `reads[..covered]`. `None` until the front first folds
+    /// the reads into one.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "hex_id")]
+    pub context: Option<EntryId>,
+    /// How many of `reads`, from the first, `context` covers; the rest are named as parents
+    /// of the agent's next write one by one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub covered: u64,
     /// The read set's seal: an HMAC under the log key over `id` and `reads`
     /// ([`Front::seal_session`], `spec/hooks.md` §3). A session with reads whose seal does not
     /// verify refuses every sensitive call: its record was altered outside memlineage.
@@ -142,6 +161,23 @@ impl Session {
             self.reads.push(id);
         }
     }
+
+    /// The reads the session's context entry does not cover yet, in read order.
+    pub fn uncovered(&self) -> &[EntryId] {
+        let from =
+            usize::try_from(self.covered).map_or(self.reads.len(), |c| c.min(self.reads.len()));
+        &self.reads[from..]
+    }
+
+    /// Whether the front can tie a write of this session to what it read: it has read
+    /// something, or folded reads into a context entry (`spec/lineage.md` §4.2).
+    pub fn is_tied(&self) -> bool {
+        !self.reads.is_empty() || self.context.is_some()
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A front's answer to a proposed tool call.
@@ -296,18 +332,20 @@ impl<S: Store, K: Keys> Front<S, K> {
         output: &str,
     ) -> Result<(Appended, Appended), FrontError> {
         let intact = self.session_sealed(session);
-        let mut parents: Vec<EntryId> = Vec::new();
+        let mut sources: Vec<EntryId> = Vec::new();
         if let Value::Object(args) = input {
             for v in args.values() {
-                parents.extend(self.sources(session, v)?);
+                sources.extend(self.sources(session, v)?);
             }
         }
         // An unverifiable read the ledger no longer knows cannot be a parent; it still
         // taints the call's arguments at the gate.
-        parents.retain(|id| self.ledger.index_of(id).is_some());
-        parents.sort();
-        parents.dedup();
-        let parents = parents.into_iter().map(Parent::full).collect();
+        sources.retain(|id| self.ledger.index_of(id).is_some());
+        sources.sort();
+        sources.dedup();
+        let declared = sources.into_iter().map(Parent::full).collect();
+        // The call is the agent's write: it descends from everything the session read.
+        let parents = self.session_parents(session, intact, declared)?;
         let content = serde_json::json!({"tool": tool, "args": input}).to_string();
         let agent = self.agent.clone();
         let call = self.write(
@@ -333,11 +371,20 @@ impl<S: Store, K: Keys> Front<S, K> {
         Ok((call, result))
     }
 
-    /// Records a memory the agent writes (summary, fact…) with its parents, signed by the
-    /// agent principal, and adds it to the read set. The label follows from the parents.
+    /// Records a memory the agent writes (summary, fact…), signed by the agent principal, and
+    /// adds it to the read set. Its parents are everything the session has read (through the
+    /// session's context entry and the reads it does not cover yet, each at full weight),
+    /// then `parents`: declared parents can only add lineage, and a declared weight lowers a
+    /// read's edge only under the policy's `read_weights = "declared"` (`spec/lineage.md`
+    /// §4.2). A write the front cannot tie to verified reads (a session that has read
+    /// nothing, whose record does not verify, with unrecorded output, or whose reads the
+    /// ledger no longer has) also descends from an External [`UNKNOWN_CONTEXT`] entry: it is
+    /// never labelled better than Derived-Untrusted. The label follows from the parents.
     ///
     /// # Errors
-    /// [`FrontError`]; e.g. an unknown parent.
+    /// [`FrontError::Kind`] for a kind the agent may not write here (prompt, keyring,
+    /// tombstone, context); [`FrontError`] from keys or the ledger, e.g. an unknown declared
+    /// parent or more than [`crate::record::MAX_PARENTS`] of them.
     pub fn remember(
         &mut self,
         session: &mut Session,
@@ -346,14 +393,99 @@ impl<S: Store, K: Keys> Front<S, K> {
         parents: Vec<Parent>,
     ) -> Result<Appended, FrontError> {
         let intact = self.session_sealed(session);
-        if matches!(kind, Kind::Keyring | Kind::Tombstone | Kind::Prompt) {
+        if matches!(
+            kind,
+            Kind::Keyring | Kind::Tombstone | Kind::Prompt | Kind::Context
+        ) {
             return Err(FrontError::Kind(kind.name()));
         }
+        let parents = self.session_parents(session, intact, parents)?;
         let agent = self.agent.clone();
         let a = self.write(session, &agent, Role::Agent, kind, text, parents)?;
         session.read(a.id);
         self.reseal(session, intact);
         Ok(a)
+    }
+
+    /// The parents of an agent write of `session` (`spec/lineage.md` §4.2): the session's
+    /// context entry, its uncovered reads (full weight, or the declared weight under
+    /// `read_weights = "declared"`), an External [`UNKNOWN_CONTEXT`] entry when the write
+    /// cannot be tied to verified reads (`intact` is whether the session's seal verified),
+    /// then the declared parents that are not reads. Folds the uncovered reads into a new
+    /// context entry first when there are more than [`FOLD_AT`] of them (or too many for one
+    /// entry). A parent named twice keeps its largest weight.
+    fn session_parents(
+        &mut self,
+        session: &mut Session,
+        intact: bool,
+        declared: Vec<Parent>,
+    ) -> Result<Vec<Parent>, FrontError> {
+        let (mut pending, missing): (Vec<EntryId>, Vec<EntryId>) = session
+            .uncovered()
+            .iter()
+            .partition(|id| self.ledger.index_of(id).is_some());
+        // What cannot be tied to verified reads counts as External input (fail closed).
+        let unknown =
+            !session.is_tied() || !intact || session.unrecorded > 0 || !missing.is_empty();
+        let mut marker = match unknown {
+            true => Some(
+                self.write(
+                    session,
+                    UNKNOWN_CONTEXT,
+                    Role::External,
+                    Kind::Context,
+                    "",
+                    Vec::new(),
+                )?
+                .id,
+            ),
+            false => None,
+        };
+        if pending.len() > FOLD_AT || pending.len() + declared.len() + 3 > MAX_PARENTS {
+            pending.extend(marker.take());
+            self.fold(session, &pending)?;
+            pending.clear();
+        }
+        let lower = self.policy.read_weights == ReadWeights::Declared;
+        let mut out: Vec<Parent> = Vec::new();
+        let mut add = |p: Parent| match out.iter_mut().find(|q| q.id == p.id) {
+            Some(q) => q.weight = q.weight.max(p.weight),
+            None => out.push(p),
+        };
+        add_all(&mut add, session.context.map(Parent::full));
+        for id in &pending {
+            let weight = declared
+                .iter()
+                .filter(|p| lower && p.id == *id)
+                .map(|p| p.weight)
+                .max()
+                .unwrap_or(Weight::ONE);
+            add(Parent { id: *id, weight });
+        }
+        add_all(&mut add, marker.map(Parent::full));
+        if !declared.is_empty() {
+            let reads: HashSet<&EntryId> = session.reads.iter().collect();
+            add_all(
+                &mut add,
+                declared.into_iter().filter(|p| !reads.contains(&p.id)),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Writes context entries (agent principal, `Kind::Context`, empty content) whose parents
+    /// are the session's context entry and `reads`, at full weight, [`MAX_PARENTS`] at a
+    /// time; the session's context then covers all its reads.
+    fn fold(&mut self, session: &mut Session, reads: &[EntryId]) -> Result<(), FrontError> {
+        let agent = self.agent.clone();
+        for chunk in reads.chunks(MAX_PARENTS - 1) {
+            let mut parents: Vec<Parent> = session.context.into_iter().map(Parent::full).collect();
+            parents.extend(chunk.iter().copied().map(Parent::full));
+            let c = self.write(session, &agent, Role::Agent, Kind::Context, "", parents)?;
+            session.context = Some(c.id);
+        }
+        session.covered = session.reads.len() as u64;
+        Ok(())
     }
 
     /// Verifies and renders `ids` ([`Ledger::retrieve`]); each verified entry joins the read
@@ -414,8 +546,9 @@ impl<S: Store, K: Keys> Front<S, K> {
             // never looser (`spec/gate.md` §7).
             let mut ids: Vec<EntryId> = Vec::new();
             let project = self.project.clone();
-            for v in extract::values(&self.policy, &call.tool, name, value, project.as_deref()) {
-                for id in self.sources(session, &v)? {
+            let tool = call.tool.clone();
+            for v in extract::values(&self.policy, &tool, name, value, project.as_deref()) {
+                for id in self.sources_for(session, &v, Some((&tool, name)))? {
                     if !ids.contains(&id) {
                         ids.push(id);
                     }
@@ -484,14 +617,28 @@ impl<S: Store, K: Keys> Front<S, K> {
         have.len() == want.len() && have.iter().zip(want).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0
     }
 
+    /// The read set's seal (`spec/hooks.md` §3): `v2` over the id, the reads, the context
+    /// entry and how many reads it covers; a record with no context entry is sealed as `v1`
+    /// was, over the id and the reads only, so that records written before context entries
+    /// still verify.
     fn session_tag(&self, session: &Session) -> [u8; 32] {
-        let mut msg = Vec::with_capacity(8 + session.id.len() + 32 * session.reads.len());
+        let mut msg = Vec::with_capacity(48 + session.id.len() + 32 * session.reads.len());
         msg.extend_from_slice(&(session.id.len() as u64).to_be_bytes());
         msg.extend_from_slice(session.id.as_bytes());
         for id in &session.reads {
             msg.extend_from_slice(&id.0);
         }
-        self.ledger.seal_tag(b"memlineage/session-seal@v1", &msg)
+        if session.context.is_none() && session.covered == 0 {
+            return self.ledger.seal_tag(b"memlineage/session-seal@v1", &msg);
+        }
+        // The reads' count first, so that no split of the bytes between the reads and the
+        // context entry reads the same.
+        let mut v2 = Vec::with_capacity(msg.len() + 48);
+        v2.extend_from_slice(&(session.reads.len() as u64).to_be_bytes());
+        v2.extend_from_slice(&msg);
+        v2.extend_from_slice(&session.context.map_or([0; 32], |c| c.0));
+        v2.extend_from_slice(&session.covered.to_be_bytes());
+        self.ledger.seal_tag(b"memlineage/session-seal@v2", &v2)
     }
 
     /// The name `tool` is known by in the policy: `tool` itself if the policy names it,
@@ -521,6 +668,12 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// value that any text could match. The gate then refuses such a source: it is unknown,
     /// tombstoned, quarantined or labelled worse than allowed.
     ///
+    /// The worst source decides: a value held by an untrusted read stays sourced there,
+    /// whatever better-labelled entry also holds it (the agent's own memories included),
+    /// unless the user stated it (`spec/hooks.md` §4.4). This form knows no tool: only
+    /// statements of role `user` count; [`Front::check`] also counts the principals the
+    /// policy names authoritative for the parameter.
+    ///
     /// # Errors
     /// Ledger failures while fetching texts not cached yet.
     pub fn sources(
@@ -528,12 +681,23 @@ impl<S: Store, K: Keys> Front<S, K> {
         session: &Session,
         value: &Value,
     ) -> Result<Vec<EntryId>, FrontError> {
+        self.sources_for(session, value, None)
+    }
+
+    /// [`Front::sources`] for parameter `param` of `tool` (`(tool, param)`), so that a
+    /// principal the policy names authoritative for it states values as the user does.
+    fn sources_for(
+        &mut self,
+        session: &Session,
+        value: &Value,
+        param: Option<(&str, &str)>,
+    ) -> Result<Vec<EntryId>, FrontError> {
         self.load_haystacks(session)?;
         if let Value::Array(items) = value {
             // Per element, so that a statement authorises the elements it names.
             let mut out: Vec<EntryId> = Vec::new();
             for v in items {
-                for id in self.sources(session, v)? {
+                for id in self.sources_for(session, v, param)? {
                     if !out.contains(&id) {
                         out.push(id);
                     }
@@ -552,19 +716,20 @@ impl<S: Store, K: Keys> Front<S, K> {
             .filter(|id| self.haystacks.get(id).is_none_or(|h| h.matches(value)))
             .copied()
             .collect();
-        // A value a trusted principal stated is authorised by that statement, even when a
-        // tool output repeats it (`spec/hooks.md` §4.4). Unverifiable reads stay sources.
-        let trusted: Vec<EntryId> = matched
+        // A value the user (or an authority for the parameter) stated is authorised by that
+        // statement, even when a tool output repeats it (`spec/hooks.md` §4.4). Unverifiable
+        // reads stay sources.
+        let stated: Vec<EntryId> = matched
             .iter()
-            .filter(|id| self.is_trusted_statement(id))
+            .filter(|id| self.is_statement(id, param))
             .copied()
             .collect();
-        if trusted.is_empty() || !matching::is_specific(value) {
+        if stated.is_empty() || !matching::is_specific(value) {
             return Ok(matched);
         }
         Ok(matched
             .into_iter()
-            .filter(|id| trusted.contains(id) || !self.is_verified_text(id))
+            .filter(|id| stated.contains(id) || !self.is_verified_text(id))
             .collect())
     }
 
@@ -573,13 +738,27 @@ impl<S: Store, K: Keys> Front<S, K> {
         self.haystacks.get(id).is_some_and(|h| !h.is_unverifiable())
     }
 
-    /// Whether `id` is a verified text the ledger labels Trusted and that is neither
-    /// tombstoned nor quarantined: a statement of a trusted principal (`spec/hooks.md` §4.4).
-    fn is_trusted_statement(&self, id: &EntryId) -> bool {
-        self.is_verified_text(id)
-            && self.ledger.label_of(id) == Some(Label::Trusted)
-            && !self.ledger.tombstoned(id)
-            && !LineageView::quarantined(&self.ledger, id)
+    /// Whether `id` is a statement that authorises the values it holds (`spec/hooks.md` §4.4):
+    /// a verified text, neither tombstoned nor quarantined, written either by a principal of
+    /// role `user` and labelled Trusted (a prompt), or by a principal the policy names
+    /// authoritative for `param` of `tool`. The agent's own writes never are, whatever their
+    /// label: a memory is not a statement of the user.
+    fn is_statement(&self, id: &EntryId, param: Option<(&str, &str)>) -> bool {
+        if !self.is_verified_text(id)
+            || self.ledger.tombstoned(id)
+            || LineageView::quarantined(&self.ledger, id)
+        {
+            return false;
+        }
+        let Some((role, name)) = self.ledger.get(id).ok().and_then(|e| {
+            self.ledger
+                .principal(&e.writer())
+                .map(|(r, n)| (r, n.to_string()))
+        }) else {
+            return false;
+        };
+        let authority = param.is_some_and(|(tool, p)| self.policy.is_authoritative(tool, p, &name));
+        authority || (role == Role::User && self.ledger.label_of(id) == Some(Label::Trusted))
     }
 
     /// Whether the session has read a text that cannot be read or verified now (the
@@ -657,6 +836,12 @@ impl<S: Store, K: Keys> Front<S, K> {
     }
 }
 
+fn add_all(add: &mut impl FnMut(Parent), parents: impl IntoIterator<Item = Parent>) {
+    for p in parents {
+        add(p);
+    }
+}
+
 /// Entry ids as 64-hex strings in session files.
 mod hex_ids {
     use crate::record::EntryId;
@@ -671,6 +856,25 @@ mod hex_ids {
             .iter()
             .map(|h| EntryId::from_hex(h).map_err(serde::de::Error::custom))
             .collect()
+    }
+}
+
+/// An optional entry id as a 64-hex string in session files.
+mod hex_id {
+    use crate::record::EntryId;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &Option<EntryId>, s: S) -> Result<S::Ok, S::Error> {
+        match id {
+            Some(id) => s.serialize_str(&id.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<EntryId>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|h| EntryId::from_hex(&h).map_err(serde::de::Error::custom))
+            .transpose()
     }
 }
 

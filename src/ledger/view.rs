@@ -25,15 +25,16 @@ impl<S: Store> Ledger<S> {
         let mut prev: HashMap<EntryId, EntryId> = HashMap::new();
         let mut seen: HashSet<EntryId> = HashSet::from([*id]);
         let mut queue = VecDeque::from([*id]);
+        // An External context entry says only "this write's context is unknown" (a front's
+        // untied write, `spec/lineage.md` §4.2): a source that says more is preferred.
+        let mut unknown: Option<EntryId> = None;
         while let Some(cur) = queue.pop_front() {
             if self.label(&cur) == Some(Label::External) {
-                let mut path = vec![cur];
-                let mut at = cur;
-                while let Some(p) = prev.get(&at) {
-                    path.push(*p);
-                    at = *p;
+                if !self.is_unknown_context(&cur) {
+                    return Ok(path_from(&prev, cur));
                 }
-                return Ok(path);
+                unknown.get_or_insert(cur);
+                continue;
             }
             for p in self.propagating_parents(&cur)? {
                 if self.label(&p).is_some_and(Label::is_untrusted) && seen.insert(p) {
@@ -42,7 +43,14 @@ impl<S: Store> Ledger<S> {
                 }
             }
         }
-        Ok(vec![*id])
+        Ok(unknown.map_or_else(|| vec![*id], |u| path_from(&prev, u)))
+    }
+
+    /// Whether `id` is an External context entry: the stand-in a front gives a write whose
+    /// context it does not know.
+    fn is_unknown_context(&self, id: &EntryId) -> bool {
+        self.get(id)
+            .is_ok_and(|e| e.entry().kind == crate::record::Kind::Context)
     }
 
     /// Parents of `id` whose labels reach it under the ledger's policy.
@@ -59,6 +67,17 @@ impl<S: Store> Ledger<S> {
             (true, WeakRule::FailClosed) => parents.iter().map(|p| p.id).collect(),
         })
     }
+}
+
+/// The path from `source` along `prev` (child of each hop) to where the search started.
+fn path_from(prev: &HashMap<EntryId, EntryId>, source: EntryId) -> Vec<EntryId> {
+    let mut path = vec![source];
+    let mut at = source;
+    while let Some(p) = prev.get(&at) {
+        path.push(*p);
+        at = *p;
+    }
+    path
 }
 
 impl<S: Store> LineageView for Ledger<S> {
@@ -83,6 +102,11 @@ impl<S: Store> LineageView for Ledger<S> {
         let e = self.get(id).ok()?;
         self.principal(&e.writer())
             .map(|(_, name)| name.to_string())
+    }
+
+    fn role_of(&self, id: &EntryId) -> Option<crate::record::Role> {
+        let e = self.get(id).ok()?;
+        self.principal(&e.writer()).map(|(role, _)| role)
     }
 }
 

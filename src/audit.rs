@@ -4,14 +4,16 @@
 //! The auditor needs only entry bytes in log order, the log's verifier key and a checkpoint
 //! note: it never opens the writer's store (`spec/lineage.md`, "Offline recomputation").
 
-use crate::lineage::admission::{admit, AdmissionError, AdmissionView};
-use crate::lineage::lease::{parse_lease_terms, LeaseBook};
+#[cfg(doc)]
+use crate::lineage::admission::admit;
+use crate::lineage::admission::AdmissionError;
+use crate::lineage::lease::LeaseBook;
 use crate::lineage::quarantine::Quarantine;
+use crate::lineage::state::{Content, Known, LineageState};
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
 use crate::record::{
-    decode_on_all_cores, parse_unverified, EntryId, KeyId, Kind, Parent, PublicKey, RecordError,
-    Role, SignedEntry,
+    decode_on_all_cores, parse_unverified, EntryId, KeyId, Parent, RecordError, SignedEntry,
 };
 use std::collections::HashMap;
 
@@ -223,9 +225,10 @@ where
     let _span =
         tracing::info_span!("memlineage.verify", gen_ai.operation.name = "verify").entered();
     let checkpoint = verifier.verify(checkpoint_note)?;
-    let mut keyring: HashMap<KeyId, (Role, Option<PublicKey>)> =
-        HashMap::from([(log_key, (Role::Log, log_key.public_key().ok()))]);
-    let mut labels: HashMap<EntryId, Label> = HashMap::new();
+    // The same lineage state the ledger keeps, fed every entry of the log in order
+    // (`spec/lineage.md` §5.2); the labels it recomputes are kept here.
+    let mut state = LineageState::new(log_key, "log", policy, LeaseBook::for_audit());
+    let mut known = Recomputed::default();
     // Tree hashes in memory, indexed by stored-hash index.
     let mut tree: Vec<[u8; 32]> = Vec::new();
     let mut report = AuditReport {
@@ -237,7 +240,6 @@ where
         failures: Vec::new(),
         quarantine: Quarantine::default(),
     };
-    let mut leases = LeaseBook::for_audit();
     let mut root_at_checkpoint = None;
     let mut items = entries.into_iter();
     let mut next = read_chunk(&mut items);
@@ -253,8 +255,8 @@ where
         let mut decoded = Vec::new();
         next = Ok(Vec::new());
         rayon::in_place_scope(|scope| {
-            let (chunk, keyring, out) = (&chunk, &keyring, &mut decoded);
-            scope.spawn(move |_| *out = decode_chunk(chunk, keyring));
+            let (chunk, state, out) = (&chunk, &state, &mut decoded);
+            scope.spawn(move |_| *out = decode_chunk(chunk, state));
             next = read_chunk(&mut items);
         });
         for (item, (id, decoded)) in chunk.into_iter().zip(decoded) {
@@ -265,20 +267,17 @@ where
             if report.entries == report.checkpoint.size() {
                 root_at_checkpoint = Some(tree_root(report.entries, &tree)?);
             }
-            let forensics = (&mut report.quarantine, &mut leases, item.content.as_deref());
-            match check_entry(
-                decoded,
-                &mut keyring,
-                &labels,
-                policy,
-                log_key,
-                index,
-                forensics,
-            ) {
-                Ok((label, content_mismatch)) => {
+            let admitted = decoded.map_err(Problem::from).and_then(|s| {
+                state
+                    .admit(&known, index, &s, Content::Stored(item.content.as_deref()))
+                    .map_err(Problem::from)
+            });
+            match admitted {
+                Ok(a) => {
+                    let label = a.label;
                     report.verified += 1;
                     report.label_counts[usize::from(label.code())] += 1;
-                    if content_mismatch {
+                    if a.content_mismatch {
                         report.failures.push(AuditFailure {
                             index,
                             id,
@@ -297,13 +296,15 @@ where
                             },
                         });
                     }
-                    labels.insert(id, label);
+                    known.0.insert(id, (index, label));
                 }
                 Err(problem) => report.failures.push(AuditFailure { index, id, problem }),
             }
         }
         progress.entries_checked(report.entries);
     }
+    // The flags the log records; their reach is the second pass's (`reach_quarantine`).
+    report.quarantine = state.quarantine().clone();
     if report.checkpoint.size() == 0 {
         root_at_checkpoint = Some(tree_root(0, &tree)?);
     }
@@ -335,10 +336,10 @@ where
 /// entry's id comes from its decoded form, or is hashed here when it does not decode.
 fn decode_chunk(
     chunk: &[AuditItem],
-    keyring: &HashMap<KeyId, (Role, Option<PublicKey>)>,
+    state: &LineageState,
 ) -> Vec<(EntryId, Result<SignedEntry, RecordError>)> {
     let bytes: Vec<&[u8]> = chunk.iter().map(|it| it.cose.as_slice()).collect();
-    let entries = decode_on_all_cores(&bytes, |k| keyring.get(k).and_then(|x| x.1));
+    let entries = decode_on_all_cores(&bytes, |k| state.public_key(k));
     let ids: Vec<EntryId> = bytes
         .iter()
         .zip(&entries)
@@ -350,89 +351,18 @@ fn decode_chunk(
     ids.into_iter().zip(entries).collect()
 }
 
-/// Forensic state an audit rebuilds as it goes, and the entry's stored content.
-type Forensics<'a> = (&'a mut Quarantine, &'a mut LeaseBook, Option<&'a [u8]>);
+/// The leaf index and recomputed label of every entry the audit admitted so far.
+#[derive(Default)]
+struct Recomputed(HashMap<EntryId, (u64, Label)>);
 
-/// What an audit knows of the log before an entry: the keyring, recomputed labels and
-/// forensic state built from the entries before it.
-struct Replay<'a> {
-    keyring: &'a HashMap<KeyId, (Role, Option<PublicKey>)>,
-    labels: &'a HashMap<EntryId, Label>,
-    quarantine: &'a Quarantine,
-    leases: &'a LeaseBook,
-    policy: LabelPolicy,
-    log_key: KeyId,
-}
-
-impl AdmissionView for Replay<'_> {
-    fn log_key(&self) -> KeyId {
-        self.log_key
-    }
-
-    fn role_of(&self, key: &KeyId) -> Option<Role> {
-        self.keyring.get(key).map(|(r, _)| *r)
-    }
-
+impl Known for Recomputed {
     fn label_of(&self, id: &EntryId) -> Option<Label> {
-        self.labels.get(id).copied()
+        self.0.get(id).map(|(_, l)| *l)
     }
 
-    fn quarantine(&self) -> &Quarantine {
-        self.quarantine
+    fn index_of(&self, id: &EntryId) -> Option<u64> {
+        self.0.get(id).map(|(i, _)| *i)
     }
-
-    fn leases(&self) -> &LeaseBook {
-        self.leases
-    }
-
-    fn policy(&self) -> LabelPolicy {
-        self.policy
-    }
-}
-
-/// Judges one decoded entry with the admission rule ([`admit`]) against the log before it,
-/// then applies what it does (keyring binding, flags and releases, leases). Returns its label
-/// and whether its stored content failed to match.
-///
-/// Stored content that does not match the signed hash is reported
-/// ([`AdmissionError::ContentMismatch`]) and then judged as redacted: the signed entry keeps
-/// its effects, so rewriting a content row cannot lift a flag or free a lease in the audit.
-fn check_entry(
-    decoded: Result<SignedEntry, RecordError>,
-    keyring: &mut HashMap<KeyId, (Role, Option<PublicKey>)>,
-    labels: &HashMap<EntryId, Label>,
-    policy: LabelPolicy,
-    log_key: KeyId,
-    index: u64,
-    (quarantine, leases, content): Forensics<'_>,
-) -> Result<(Label, bool), Problem> {
-    let s = decoded?;
-    let e = s.entry();
-    let view = Replay {
-        keyring,
-        labels,
-        quarantine,
-        leases,
-        policy,
-        log_key,
-    };
-    let (label, content, mismatch) = match admit(&view, &s, content) {
-        Err(AdmissionError::ContentMismatch) => (admit(&view, &s, None)?, None, true),
-        other => (other?, content, false),
-    };
-    if let Some(b) = &e.binding {
-        keyring.insert(b.key, (b.role, b.key.public_key().ok()));
-    }
-    // The audit streams entries once, so a flag's source index is not kept: the second pass
-    // (`reach_quarantine`) starts at leaf 0.
-    let _ = quarantine.apply(s.id(), index, e.kind, e.target, Some(0));
-    // Terms were checked by `admit` when the content is at hand (it may be redacted).
-    let ttl = match (e.kind, content) {
-        (Kind::Lease, Some(c)) => parse_lease_terms(c).ok(),
-        _ => None,
-    };
-    leases.apply(s.id(), e.kind, e.writer, e.target, e.time_ms, ttl);
-    Ok((label, mismatch))
 }
 
 /// Second audit pass: which entries the report's active flags quarantine

@@ -4,10 +4,9 @@
 use super::index::Meta;
 use super::prove::Overlay;
 use super::{earliest, Ledger, LedgerError, META_SEAL};
-use crate::lineage::admission::{admit, AdmissionError, AdmissionView};
-use crate::lineage::lease::LeaseBook;
-use crate::lineage::quarantine::Quarantine;
-use crate::lineage::{Label, LabelPolicy};
+use crate::lineage::admission::AdmissionError;
+use crate::lineage::state::{Content, Known};
+use crate::lineage::Label;
 use crate::log::{hashes_to_store, stored_hash_index};
 use crate::record::{
     EntryId, KeyBinding, KeyId, Kind, ProvEntry, RecordError, Role, SignedEntry, WriterKey,
@@ -78,9 +77,9 @@ impl<S: Store> Ledger<S> {
         name: &str,
     ) -> Result<Option<Appended>, LedgerError> {
         self.refresh()?;
-        match self.keyring.get(&key) {
-            Some((r, _, _)) if *r == role => return Ok(None),
-            Some((r, _, _)) => return Err(AdmissionError::Rebind { key, bound: *r }.into()),
+        match self.state.role_of(&key) {
+            Some(r) if r == role => return Ok(None),
+            Some(r) => return Err(AdmissionError::Rebind { key, bound: r }.into()),
             None => {}
         }
         let (signed, content) = self.binding_entry(key, role, name)?;
@@ -275,10 +274,9 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Records a stored entry at leaf index `index` (stored with its row tag when `tagged`):
-    /// the label index, then what the entry does
-    /// besides being stored (keyring, tombstone, flags, leases; see `apply_effects`) and
-    /// quarantine propagation. A quarantine rescan it calls for is left pending in
-    /// `pending_rescan` for the caller to run.
+    /// the label index, then what the entry does besides being stored, through the lineage
+    /// state ([`crate::lineage::state::LineageState::apply`]). A quarantine rescan it calls
+    /// for is left pending in `pending_rescan` for the caller to run.
     pub(super) fn index_stored(
         &mut self,
         s: &SignedEntry,
@@ -294,9 +292,14 @@ impl<S: Store> Ledger<S> {
         } else {
             self.index.insert_unsealed(s.id(), m, e.kind);
         }
-        let from = self.apply_effects(s.id(), index, e, content);
+        let known = super::Rows {
+            store: &self.store,
+            index: &self.index,
+            seal_key: &self.seal_key,
+            sealed: self.sealed,
+        };
+        let from = self.state.apply(&known, index, s.id(), e, content);
         self.pending_rescan = earliest(self.pending_rescan, from);
-        self.quarantine.on_entry(&s.id(), &e.parents, &self.policy);
         Appended {
             id: s.id(),
             index,
@@ -306,8 +309,9 @@ impl<S: Store> Ledger<S> {
 
     /// Checks the next entry of a batch and records it in `admitted` with the provisional
     /// `index`: at most one forensic entry per target (forensic entries are judged against the
-    /// state before the batch), then the admission rule ([`admit`]) against the ledger and the
-    /// batch's earlier entries. Shared by `append_signed` and `submit_signed`.
+    /// state before the batch), then the admission rule
+    /// ([`crate::lineage::state::LineageState::check`]) against the ledger and the batch's
+    /// earlier entries. Shared by `append_signed` and `submit_signed`.
     pub(crate) fn admit(
         &self,
         admitted: &mut Admitted,
@@ -324,11 +328,11 @@ impl<S: Store> Ledger<S> {
                 }
             }
         }
-        let view = BatchView {
+        let known = BatchKnown {
             ledger: self,
             admitted,
         };
-        let label = admit(&view, s, Some(content))?;
+        let (label, _) = self.state.check(&known, s, Content::Given(content))?;
         if let Some(b) = &e.binding {
             admitted.keys.insert(b.key, b.role);
         }
@@ -337,41 +341,27 @@ impl<S: Store> Ledger<S> {
     }
 }
 
-/// The log as the admission rule sees it during a batch append: the ledger's keyring, index
-/// and forensic state, plus the entries and bindings of the batch admitted so far.
-struct BatchView<'a, S: Store> {
+/// The log as the admission rule sees it during a batch append: the ledger's rows, plus the
+/// entries and bindings of the batch admitted so far.
+struct BatchKnown<'a, S: Store> {
     ledger: &'a Ledger<S>,
     admitted: &'a Admitted,
 }
 
-impl<S: Store> AdmissionView for BatchView<'_, S> {
-    fn log_key(&self) -> KeyId {
-        self.ledger.signer.key_id()
-    }
-
-    fn role_of(&self, key: &KeyId) -> Option<Role> {
-        self.ledger
-            .keyring
-            .get(key)
-            .map(|(r, _, _)| *r)
-            .or_else(|| self.admitted.keys.get(key).copied())
-    }
-
+impl<S: Store> Known for BatchKnown<'_, S> {
     fn label_of(&self, id: &EntryId) -> Option<Label> {
         self.ledger
             .label(id)
             .or_else(|| self.admitted.entries.get(id).map(|m| m.label))
     }
 
-    fn quarantine(&self) -> &Quarantine {
-        &self.ledger.quarantine
+    fn index_of(&self, id: &EntryId) -> Option<u64> {
+        self.ledger
+            .index_of(id)
+            .or_else(|| self.admitted.entries.get(id).map(|m| m.index))
     }
 
-    fn leases(&self) -> &LeaseBook {
-        &self.ledger.leases
-    }
-
-    fn policy(&self) -> LabelPolicy {
-        self.ledger.policy
+    fn pending_role(&self, key: &KeyId) -> Option<Role> {
+        self.admitted.keys.get(key).copied()
     }
 }

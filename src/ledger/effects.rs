@@ -3,62 +3,14 @@
 //! (`spec/forensics.md`).
 
 use super::{Appended, Ledger, LedgerError};
-use crate::lineage::lease::{parse_lease_terms, LeaseBook};
-use crate::lineage::quarantine::{Quarantine, Reach, Rescan};
+use crate::lineage::lease::LeaseBook;
+use crate::lineage::quarantine::{Quarantine, Reach};
 #[cfg(doc)]
 use crate::lineage::{admission::AdmissionError, lease::LeaseError, quarantine::QuarantineError};
-use crate::record::{parse_unverified, EntryId, Hash32, Kind, Parent, ProvEntry, WriterKey};
+use crate::record::{parse_unverified, EntryId, Kind, Parent, ProvEntry, WriterKey};
 use crate::store::{Store, StoreError};
 
 impl<S: Store> Ledger<S> {
-    /// Applies what an accepted entry does besides being stored: keyring bindings,
-    /// tombstones, flags and releases, leases and replacements. Returns the leaf after which
-    /// the quarantined set must be rescanned, if any.
-    pub(super) fn apply_effects(
-        &mut self,
-        id: EntryId,
-        index: u64,
-        e: &ProvEntry,
-        content: Option<&[u8]>,
-    ) -> Option<u64> {
-        if let Some(b) = &e.binding {
-            self.keyring
-                .insert(b.key, (b.role, b.name.clone(), b.key.public_key().ok()));
-        }
-        match e.kind {
-            Kind::Tombstone => {
-                if let Some(t) = &e.target {
-                    self.index.tombstone(t);
-                }
-                None
-            }
-            Kind::Lease | Kind::Replacement => {
-                // Terms count only if they are the signed ones (the store is trusted for
-                // availability, not integrity); otherwise the longest lease is assumed.
-                let ttl = content
-                    .filter(|c| Hash32::digest(c) == e.content_hash)
-                    .and_then(|c| parse_lease_terms(c).ok());
-                self.leases
-                    .apply(id, e.kind, e.writer, e.target, e.time_ms, ttl);
-                None
-            }
-            Kind::Quarantine | Kind::QuarantineStrong | Kind::Release => {
-                // A flag is never dropped: a source whose row cannot be found or verified
-                // (admission refused unknown targets, so only a store-only attacker makes
-                // one) is reached from leaf 0, by id (fail closed, `spec/lineage.md` §5.1).
-                let target_index = e.target.as_ref().map(|t| self.index_of(t).unwrap_or(0));
-                match self
-                    .quarantine
-                    .apply(id, index, e.kind, e.target, target_index)
-                {
-                    Rescan::From(i) => Some(i),
-                    Rescan::No => None,
-                }
-            }
-            _ => None,
-        }
-    }
-
     /// Brings the quarantined set up to date by feeding it every entry after leaf `from`
     /// (parsed, not re-verified: this handle or another verified them at append).
     pub(super) fn rescan_quarantine(&mut self, from: u64) -> Result<(), LedgerError> {
@@ -88,7 +40,8 @@ impl<S: Store> Ledger<S> {
             }
             Ok::<_, LedgerError>((id, e.parents))
         });
-        self.quarantine.rescan(entries, &self.policy)?;
+        let policy = self.state.policy();
+        self.state.quarantine_mut().rescan(entries, &policy)?;
         self.pending_rescan = None;
         Ok(())
     }
@@ -148,13 +101,13 @@ impl<S: Store> Ledger<S> {
 
     /// The quarantine state (active flags, quarantined entries).
     pub fn quarantine(&self) -> &Quarantine {
-        &self.quarantine
+        self.state.quarantine()
     }
 
     /// Whether `id` is quarantined. O(1). While a quarantine rescan is pending (a store read
     /// failed), every entry after the rescan point counts as quarantined (fail closed).
     pub fn is_quarantined(&self, id: &EntryId) -> bool {
-        self.quarantine.is_quarantined(id)
+        self.state.quarantine().is_quarantined(id)
             || self
                 .pending_rescan
                 .is_some_and(|from| self.index_of(id).is_some_and(|i| i > from))
@@ -170,8 +123,9 @@ impl<S: Store> Ledger<S> {
         &self,
         id: &EntryId,
     ) -> Result<Option<(Vec<EntryId>, Reach)>, LedgerError> {
-        self.quarantine
-            .path_to_source(id, &self.policy, |x| self.parents_of(x))
+        self.state
+            .quarantine()
+            .path_to_source(id, &self.state.policy(), |x| self.parents_of(x))
     }
 
     /// The parents of `id` with their weights, read and verified from the store.
@@ -184,7 +138,7 @@ impl<S: Store> Ledger<S> {
 
     /// The lease and replacement state of rework targets.
     pub fn leases(&self) -> &LeaseBook {
-        &self.leases
+        self.state.leases()
     }
 
     /// Forensics: claims the rework of `target` for `ttl_ms` milliseconds from `now_ms`

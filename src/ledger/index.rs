@@ -4,7 +4,7 @@
 
 use crate::lineage::Label;
 use crate::record::{EntryId, Kind};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// What the ledger knows about an entry it has verified.
@@ -27,8 +27,6 @@ pub(super) struct LabelIndex {
     /// without a valid tag: rows after the stored seal, and this handle's own sequenced
     /// (PostgreSQL) entries. Never evicted: the store cannot vouch for them.
     unsealed: HashMap<EntryId, (Meta, Kind)>,
-    /// Tombstoned entries (from the tombstone entries this handle applied).
-    tombstoned: HashSet<EntryId>,
 }
 
 impl LabelIndex {
@@ -93,13 +91,5 @@ impl LabelIndex {
                 self.remember(id, m);
             }
         }
-    }
-
-    pub(super) fn tombstone(&mut self, id: &EntryId) {
-        self.tombstoned.insert(*id);
-    }
-
-    pub(super) fn is_tombstoned(&self, id: &EntryId) -> bool {
-        self.tombstoned.contains(id)
     }
 }

@@ -6,7 +6,7 @@
 //! `retrieve` / `gate`.
 
 use crate::lineage::lease::LeaseBook;
-use crate::lineage::quarantine::Quarantine;
+use crate::lineage::state::{Known, LineageState};
 use crate::lineage::{Label, LabelPolicy, WeakRule};
 use crate::log::{LogSigner, LogVerifier, VerifiedCheckpoint};
 use crate::record::{
@@ -14,7 +14,6 @@ use crate::record::{
     SignedEntry, Weight,
 };
 use crate::store::{EntryMeta, Store, META_RULE, META_TAU, META_VKEY};
-use std::collections::HashMap;
 
 mod append;
 mod effects;
@@ -45,17 +44,13 @@ pub use seal::{SealError, META_SEAL};
 pub struct Ledger<S: Store> {
     store: S,
     signer: LogSigner,
-    policy: LabelPolicy,
     index: LabelIndex,
-    /// Bound principals: role, name, and the key decompressed once (saves a point
-    /// decompression on every read).
-    keyring: HashMap<KeyId, (Role, String, Option<PublicKey>)>,
+    /// The keyring, tombstones, quarantine and leases: what the entries of the first `size`
+    /// leaves made true, every one of them admitted through [`LineageState`]
+    /// (`spec/lineage.md` §5.2).
+    state: LineageState,
     size: u64,
     checkpoint: Option<VerifiedCheckpoint>,
-    /// Forensics: active flags and what they reach (`spec/forensics.md` §2).
-    quarantine: Quarantine,
-    /// Forensics: lease and replacement state per target (`spec/forensics.md` §5).
-    leases: LeaseBook,
     /// A quarantine rescan that has not completed (a read failed): every entry after this leaf
     /// counts as quarantined until it does (fail closed), and the next refresh retries it.
     pending_rescan: Option<u64>,
@@ -117,16 +112,19 @@ impl<S: Store> Ledger<S> {
         check_durable_checkpoint(&store, &vkey)?;
         let policy = read_policy(&store)?;
         let seal_key = SealKey::of(&signer);
+        let state = LineageState::new(
+            signer.key_id(),
+            signer.origin(),
+            policy,
+            LeaseBook::default(),
+        );
         let mut ledger = Ledger {
             store,
             signer,
-            policy,
             index: LabelIndex::default(),
-            keyring: HashMap::new(),
+            state,
             size: 0,
             checkpoint: None,
-            quarantine: Quarantine::default(),
-            leases: LeaseBook::default(),
             pending_rescan: None,
             seal_key,
             effects: Chain::EMPTY,
@@ -138,15 +136,6 @@ impl<S: Store> Ledger<S> {
     }
 
     fn load_index(&mut self) -> Result<(), LedgerError> {
-        let log_id = self.signer.key_id();
-        self.keyring.insert(
-            log_id,
-            (
-                Role::Log,
-                self.signer.origin().to_string(),
-                log_id.public_key().ok(),
-            ),
-        );
         self.refresh()?;
         Ok(())
     }
@@ -210,7 +199,7 @@ impl<S: Store> Ledger<S> {
     /// all of them while a flag is active), after checking each one's row tag and the effects
     /// chain over them against `sealed`.
     fn sealed_rows(&self, sealed: &Sealed) -> Result<Vec<EntryMeta>, LedgerError> {
-        let mut rows = if self.quarantine.is_active() {
+        let mut rows = if self.state.quarantine().is_active() {
             self.store.metas_from(self.size)?
         } else {
             self.store.effect_metas_from(self.size)?
@@ -283,7 +272,8 @@ impl<S: Store> Ledger<S> {
 
     /// Applies one stored row in log order: a row after the seal (`unsealed`) is verified and
     /// labelled again from its signed bytes; a row with effects is verified and applied; while
-    /// a flag is active its parents feed the quarantine.
+    /// a flag is active its parents feed the quarantine. Every row this handle takes goes
+    /// through the lineage state ([`LineageState::apply`]).
     fn take_row(
         &mut self,
         m: EntryMeta,
@@ -294,7 +284,7 @@ impl<S: Store> Ledger<S> {
             index, id, kind, ..
         } = m;
         let special = kind.has_effects();
-        if !(unsealed || special || self.quarantine.is_active()) {
+        if !(unsealed || special || self.state.quarantine().is_active()) {
             return Ok(());
         }
         let bytes = self
@@ -328,17 +318,20 @@ impl<S: Store> Ledger<S> {
         if EntryId::of_cose(&bytes) != id || e.kind != kind {
             return Err(LedgerError::Missing(id));
         }
-        if special {
-            let content = match e.kind {
-                Kind::Lease => self.store.content_at(index)?,
-                _ => None,
-            };
-            let from = self.apply_effects(id, index, &e, content.as_deref());
-            // Recorded at once: a later read error must not lose it.
-            self.pending_rescan = earliest(self.pending_rescan, from);
-            *rescan = earliest(*rescan, from);
-        }
-        self.quarantine.on_entry(&id, &e.parents, &self.policy);
+        let content = match e.kind {
+            Kind::Lease => self.store.content_at(index)?,
+            _ => None,
+        };
+        let known = Rows {
+            store: &self.store,
+            index: &self.index,
+            seal_key: &self.seal_key,
+            sealed: self.sealed,
+        };
+        let from = self.state.apply(&known, index, id, &e, content.as_deref());
+        // Recorded at once: a later read error must not lose it.
+        self.pending_rescan = earliest(self.pending_rescan, from);
+        *rescan = earliest(*rescan, from);
         Ok(())
     }
 
@@ -350,24 +343,17 @@ impl<S: Store> Ledger<S> {
     /// [`SealError::Row`] when the store's row for `id` does not verify (fail closed: callers
     /// count the entry as External); store errors.
     fn lookup(&self, id: &EntryId) -> Result<Option<Meta>, LedgerError> {
-        if let Some(m) = self.index.known(id) {
-            return Ok(Some(m));
+        self.known().lookup(id)
+    }
+
+    /// The rows this handle believes, as the lineage state asks for them ([`Known`]).
+    fn known(&self) -> Rows<'_, S> {
+        Rows {
+            store: &self.store,
+            index: &self.index,
+            seal_key: &self.seal_key,
+            sealed: self.sealed,
         }
-        let Some(row) = self.store.meta_of(id)? else {
-            return Ok(None);
-        };
-        if row.index >= self.sealed {
-            return Ok(None);
-        }
-        if row.id != *id || !self.seal_key.verifies(&row) {
-            return Err(SealError::Row { index: row.index }.into());
-        }
-        let m = Meta {
-            index: row.index,
-            label: row.label,
-        };
-        self.index.remember(*id, m);
-        Ok(Some(m))
     }
 
     /// Stores row tags for the entries `sealed..size` (verified and labelled from their signed
@@ -414,15 +400,12 @@ impl<S: Store> Ledger<S> {
         if s.id() != *id || e.kind != kind {
             return Err(LedgerError::Missing(*id));
         }
-        let role = match self.keyring.get(&e.writer) {
-            Some((r, _, _)) => *r,
-            None => Role::External,
-        };
+        let role = self.state.role_of(&e.writer).unwrap_or(Role::External);
         let parents = e.parents.iter().map(|p| {
             let label = self.label(&p.id).unwrap_or(Label::External);
             (p.weight, label)
         });
-        Ok(self.policy.label(role, parents))
+        Ok(self.state.policy().label(role, parents))
     }
 
     /// An HMAC-SHA-256 tag over `domain || message` under a key derived from the log's secret
@@ -458,7 +441,13 @@ impl<S: Store> Ledger<S> {
 
     /// The labelling parameters (τ, weak-parent rule) fixed at creation.
     pub fn policy(&self) -> LabelPolicy {
-        self.policy
+        self.state.policy()
+    }
+
+    /// The lineage state: keyring, tombstones, quarantine and leases (`spec/lineage.md`
+    /// §5.2).
+    pub fn state(&self) -> &LineageState {
+        &self.state
     }
 
     /// The log's verifier key in C2SP signed-note form.
@@ -498,19 +487,19 @@ impl<S: Store> Ledger<S> {
 
     /// The decompressed key of a bound principal.
     fn cached_key(&self, key: &KeyId) -> Option<PublicKey> {
-        self.keyring.get(key).and_then(|(_, _, vk)| *vk)
+        self.state.public_key(key)
     }
 
     /// A thread-shareable lookup of bound principals' decompressed keys (for checks run on
     /// all cores while the store, which need not be shareable, stays on this thread).
     pub(crate) fn key_lookup(&self) -> impl Fn(&KeyId) -> Option<PublicKey> + Sync + '_ {
-        let keyring = &self.keyring;
-        move |key| keyring.get(key).and_then(|(_, _, vk)| *vk)
+        let state = &self.state;
+        move |key| state.public_key(key)
     }
 
     /// The role and name bound to `key`, if any.
     pub fn principal(&self, key: &KeyId) -> Option<(Role, &str)> {
-        self.keyring.get(key).map(|(r, n, _)| (*r, n.as_str()))
+        self.state.principal(key).map(|p| (p.role, p.name.as_str()))
     }
 
     /// The label of `id`, `None` if the entry is not in the log (as this handle last saw it).
@@ -525,7 +514,7 @@ impl<S: Store> Ledger<S> {
 
     /// Whether `id` has been tombstoned.
     pub fn is_tombstoned(&self, id: &EntryId) -> bool {
-        self.index.is_tombstoned(id)
+        self.state.is_tombstoned(id)
     }
 
     /// The leaf index of `id` (`None` also when its stored row does not verify).
@@ -595,6 +584,57 @@ impl<S: Store> Ledger<S> {
             }
             other => Ok(other),
         }
+    }
+}
+
+/// The rows a handle believes (`spec/lineage.md` §5.1 step 3): its own records, else the
+/// store's row for an id if its index is below the seal and its tag verifies.
+struct Rows<'a, S: Store> {
+    store: &'a S,
+    index: &'a LabelIndex,
+    seal_key: &'a SealKey,
+    sealed: u64,
+}
+
+impl<S: Store> Rows<'_, S> {
+    /// What the handle can believe about `id` : `None` when
+    /// it is not in the handle's view of the log.
+    ///
+    /// # Errors
+    /// [`SealError::Row`] when the store's row for `id` does not verify; store errors.
+    fn lookup(&self, id: &EntryId) -> Result<Option<Meta>, LedgerError> {
+        if let Some(m) = self.index.known(id) {
+            return Ok(Some(m));
+        }
+        let Some(row) = self.store.meta_of(id)? else {
+            return Ok(None);
+        };
+        if row.index >= self.sealed {
+            return Ok(None);
+        }
+        if row.id != *id || !self.seal_key.verifies(&row) {
+            return Err(SealError::Row { index: row.index }.into());
+        }
+        let m = Meta {
+            index: row.index,
+            label: row.label,
+        };
+        self.index.remember(*id, m);
+        Ok(Some(m))
+    }
+}
+
+impl<S: Store> Known for Rows<'_, S> {
+    /// A row that does not verify counts as External (fail closed).
+    fn label_of(&self, id: &EntryId) -> Option<Label> {
+        match self.lookup(id) {
+            Ok(m) => m.map(|m| m.label),
+            Err(_) => Some(Label::External),
+        }
+    }
+
+    fn index_of(&self, id: &EntryId) -> Option<u64> {
+        self.lookup(id).ok().flatten().map(|m| m.index)
     }
 }
 

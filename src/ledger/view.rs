@@ -59,10 +59,10 @@ impl<S: Store> Ledger<S> {
         let parents = &e.entry().parents;
         let strong: Vec<EntryId> = parents
             .iter()
-            .filter(|p| self.policy.is_strong(p.weight))
+            .filter(|p| self.policy().is_strong(p.weight))
             .map(|p| p.id)
             .collect();
-        Ok(match (strong.is_empty(), self.policy.weak_rule) {
+        Ok(match (strong.is_empty(), self.policy().weak_rule) {
             (false, _) | (true, WeakRule::FailOpen) => strong,
             (true, WeakRule::FailClosed) => parents.iter().map(|p| p.id).collect(),
         })

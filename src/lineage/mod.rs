@@ -5,6 +5,7 @@
 //! - [`quarantine`]: flags and releases, and everything a flagged source reached;
 //! - [`lease`]: expiring leases on the rework of an entry;
 //! - [`admission`]: the admission rule, one for the ledger's appends and the audit's replay;
+//! - [`state`]: the lineage state of a log and the one transition every entry enters it by;
 //! - [`attribution`]: edge weights, the influence of each context item on a write.
 //!
 //! Everything here is a function of verified entries; none of it opens a store.
@@ -14,5 +15,6 @@ pub mod attribution;
 pub mod label;
 pub mod lease;
 pub mod quarantine;
+pub mod state;
 
 pub use label::*;

@@ -6,101 +6,19 @@
 //! payment to the attacker's IBAN is still refused (exit 2).
 
 use memlineage::front::keystore::KeyStore;
-use memlineage::record::{Kind, SignedEntry};
-use memlineage::store::{SqliteStore, Store};
+use memlineage::record::Kind;
+use memlineage::store::SqliteStore;
 use memlineage::Ledger;
 use rusqlite::Connection;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[path = "common/cli_support.rs"]
 mod cli_support;
+#[path = "common/recorded.rs"]
+mod recorded;
 use cli_support::{ok, run};
-
-/// One hook event of the fixture: the hook name and the bytes on stdin.
-struct Event {
-    hook: String,
-    input: Vec<u8>,
-}
-
-fn events() -> Vec<Event> {
-    let text = std::fs::read_to_string("tests/hooks/claude-injected.jsonl").unwrap();
-    text.lines()
-        .map(|line| {
-            let c: Value = serde_json::from_str(line).unwrap();
-            Event {
-                hook: c["hook"].as_str().unwrap().to_string(),
-                input: serde_json::to_vec(&c["event"]).unwrap(),
-            }
-        })
-        .collect()
-}
-
-/// A ledger in a temp dir with the prompt and the injected bill recorded by the hooks.
-struct Recorded {
-    dir: tempfile::TempDir,
-    events: Vec<Event>,
-}
-
-impl Recorded {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        ok(&run(&["init", "l.db"], dir.path(), None));
-        let r = Recorded {
-            dir,
-            events: events(),
-        };
-        for e in r.events.iter().take(2) {
-            let out = r.hook(e);
-            assert_eq!(out.status.code(), Some(0), "{out:?}");
-        }
-        r
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn hook(&self, e: &Event) -> std::process::Output {
-        run(&["hook", &e.hook, "l.db"], self.dir.path(), Some(&e.input))
-    }
-
-    /// Runs the two payment attempts of the fixture (to the attacker's IBAN, and of the
-    /// bill's amount); both must exit 2.
-    fn assert_payments_refused(&self, what: &str) {
-        for e in &self.events[2..4] {
-            let out = self.hook(e);
-            assert_eq!(
-                out.status.code(),
-                Some(2),
-                "{what}: a payment from the injected bill must stay refused; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        ok(&run(args, self.dir.path(), None))
-    }
-
-    /// The id (hex) of the first entry of `kind`.
-    fn first(&self, kind: Kind) -> String {
-        let store = SqliteStore::open(&self.path("l.db")).unwrap();
-        for i in 0..store.tree_size().unwrap() {
-            let bytes = store.entry_bytes(i).unwrap().unwrap();
-            let e = SignedEntry::decode(&bytes).unwrap();
-            if e.entry().kind == kind {
-                return e.id().to_string();
-            }
-        }
-        panic!("no {kind:?} entry");
-    }
-
-    fn sql(&self, statement: &str) -> usize {
-        let c = Connection::open(self.path("l.db")).unwrap();
-        c.execute(statement, []).unwrap()
-    }
-}
+use recorded::{events, Event, Recorded};
 
 #[test]
 fn payments_are_refused_before_any_remedy() {

@@ -6,7 +6,7 @@
 //! `retrieve` / `gate`.
 
 use crate::lineage::lease::LeaseBook;
-use crate::lineage::state::{Known, LineageState};
+use crate::lineage::state::{Content, Known, LineageState};
 use crate::lineage::{Label, LabelPolicy, WeakRule};
 use crate::log::{LogSigner, LogVerifier, VerifiedCheckpoint};
 use crate::record::{
@@ -270,10 +270,18 @@ impl<S: Store> Ledger<S> {
         Ok(())
     }
 
-    /// Applies one stored row in log order: a row after the seal (`unsealed`) is verified and
-    /// labelled again from its signed bytes; a row with effects is verified and applied; while
-    /// a flag is active its parents feed the quarantine. Every row this handle takes goes
-    /// through the lineage state ([`LineageState::apply`]).
+    /// Applies one stored row in log order, through the one door of the lineage state
+    /// (`spec/lineage.md` §5.2): a row after the seal (`unsealed`) or with effects is verified
+    /// from its signed bytes and admitted by [`LineageState::admit`] against the log before it
+    /// (its writer bound, its parents and target known, keyring entries by the log key, the
+    /// forensic rules), which labels it and applies its effects; a sealed row's tagged label
+    /// must be the one admission gives. While a flag is active, the parents of the other rows
+    /// feed the quarantine ([`LineageState::apply`]). Rows this handle admitted itself (its
+    /// sequenced PostgreSQL entries) are not taken twice.
+    ///
+    /// # Errors
+    /// [`SealError::Inadmissible`] for a row admission refuses, [`SealError::Row`] for a
+    /// sealed row whose label admission does not confirm; decode and store errors.
     fn take_row(
         &mut self,
         m: EntryMeta,
@@ -287,48 +295,72 @@ impl<S: Store> Ledger<S> {
         if !(unsealed || special || self.state.quarantine().is_active()) {
             return Ok(());
         }
+        if unsealed && self.index.unsealed_at(&id, index) {
+            return Ok(());
+        }
         let bytes = self
             .store
             .entry_bytes(index)?
             .ok_or(LedgerError::Missing(id))?;
-        if unsealed {
-            // Beyond the seal the stored label is not believed: the entry is verified and
-            // labelled again from its parents (fail closed: an unknown writer is External).
-            let label = self.relabel(&bytes, &id, kind)?;
-            self.index.insert_unsealed(id, Meta { index, label }, kind);
-            if special {
-                self.effects.push(index, &id, kind);
+        let known = Before {
+            rows: Rows {
+                store: &self.store,
+                index: &self.index,
+                seal_key: &self.seal_key,
+                sealed: self.sealed,
+            },
+            below: index,
+            sealed: (!unsealed).then_some(id),
+        };
+        let from = if unsealed || special {
+            let s = SignedEntry::decode_with_keys(&bytes, |k| self.state.public_key(k))?;
+            if s.id() != id || s.entry().kind != kind {
+                return Err(LedgerError::Missing(id));
             }
-        } else if special {
-            self.index.remember(
-                id,
-                Meta {
-                    index,
-                    label: m.label,
-                },
-            );
-        }
-        // Entries with effects on the keyring or forensic state are verified again; others
-        // are bound to their sealed id by their leaf hash.
-        let e = if special {
-            SignedEntry::decode(&bytes)?.entry().clone()
+            // Content is read where admission judges it: rows after the seal, and lease terms.
+            let content = match unsealed || kind == Kind::Lease {
+                true => self.store.content_at(index)?,
+                false => None,
+            };
+            let a = self
+                .state
+                .admit(&known, index, &s, Content::Stored(content.as_deref()))
+                .map_err(|reason| SealError::Inadmissible { index, reason })?;
+            if unsealed {
+                // Beyond the seal the stored label is not believed: admission gave it.
+                self.index.insert_unsealed(
+                    id,
+                    Meta {
+                        index,
+                        label: a.label,
+                    },
+                    kind,
+                );
+                if special {
+                    self.effects.push(index, &id, kind);
+                }
+            } else {
+                if a.label != m.label {
+                    return Err(SealError::Row { index }.into());
+                }
+                self.index.remember(
+                    id,
+                    Meta {
+                        index,
+                        label: a.label,
+                    },
+                );
+            }
+            a.rescan
         } else {
-            parse_unverified(&bytes)?
+            // A sealed row without effects, read while a flag is active: its parents feed the
+            // quarantine. Its bytes are bound to the sealed id by their leaf hash.
+            let e = parse_unverified(&bytes)?;
+            if EntryId::of_cose(&bytes) != id || e.kind != kind {
+                return Err(LedgerError::Missing(id));
+            }
+            self.state.apply(&known, index, id, &e, None)
         };
-        if EntryId::of_cose(&bytes) != id || e.kind != kind {
-            return Err(LedgerError::Missing(id));
-        }
-        let content = match e.kind {
-            Kind::Lease => self.store.content_at(index)?,
-            _ => None,
-        };
-        let known = Rows {
-            store: &self.store,
-            index: &self.index,
-            seal_key: &self.seal_key,
-            sealed: self.sealed,
-        };
-        let from = self.state.apply(&known, index, id, &e, content.as_deref());
         // Recorded at once: a later read error must not lose it.
         self.pending_rescan = earliest(self.pending_rescan, from);
         *rescan = earliest(*rescan, from);
@@ -389,23 +421,6 @@ impl<S: Store> Ledger<S> {
         self.sealed = self.size;
         self.index.sealed_below(self.size);
         Ok(())
-    }
-
-    /// The label of the stored entry `bytes` at the end of the index, recomputed from its
-    /// verified signature, its writer's role and its parents' labels (`spec/lineage.md` §2).
-    /// An unknown writer or parent counts as External (fail closed).
-    fn relabel(&self, bytes: &[u8], id: &EntryId, kind: Kind) -> Result<Label, LedgerError> {
-        let s = SignedEntry::decode_with_keys(bytes, |k| self.cached_key(k))?;
-        let e = s.entry();
-        if s.id() != *id || e.kind != kind {
-            return Err(LedgerError::Missing(*id));
-        }
-        let role = self.state.role_of(&e.writer).unwrap_or(Role::External);
-        let parents = e.parents.iter().map(|p| {
-            let label = self.label(&p.id).unwrap_or(Label::External);
-            (p.weight, label)
-        });
-        Ok(self.state.policy().label(role, parents))
     }
 
     /// An HMAC-SHA-256 tag over `domain || message` under a key derived from the log's secret
@@ -621,6 +636,38 @@ impl<S: Store> Rows<'_, S> {
         };
         self.index.remember(*id, m);
         Ok(Some(m))
+    }
+}
+
+/// The log before leaf `below`, as a handle believes it: what admission of the entry at
+/// `below` may see (never the entry itself, nor anything after it). `sealed` is the id of the
+/// entry at `below` when its row is sealed: the store's row for that id is the one being
+/// taken (ids are unique in the store), so it is not looked up again.
+struct Before<'a, S: Store> {
+    rows: Rows<'a, S>,
+    below: u64,
+    sealed: Option<EntryId>,
+}
+
+impl<S: Store> Known for Before<'_, S> {
+    fn label_of(&self, id: &EntryId) -> Option<Label> {
+        if self.sealed.as_ref() == Some(id) {
+            return None;
+        }
+        match self.rows.lookup(id) {
+            Ok(Some(m)) if m.index < self.below => Some(m.label),
+            Ok(_) => None,
+            Err(_) => Some(Label::External),
+        }
+    }
+
+    fn index_of(&self, id: &EntryId) -> Option<u64> {
+        self.rows
+            .lookup(id)
+            .ok()
+            .flatten()
+            .map(|m| m.index)
+            .filter(|i| *i < self.below)
     }
 }
 

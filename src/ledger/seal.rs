@@ -85,6 +85,19 @@ pub enum SealError {
         /// The row's leaf index as stored.
         index: u64,
     },
+    /// A stored entry the handle read (after the seal, or with effects) may not follow the log
+    /// before it (`spec/lineage.md` §5.2): an unbound writer, a keyring entry not by the log
+    /// key, an unknown parent, a flag by a tool… Only an entry written into the store without
+    /// the log key gets here (an honest ledger admitted it at append).
+    #[error(
+        "the stored entry at index {index} may not follow the log before it ({reason}): it          was written into the store without the log key (run `memlineage verify`)"
+    )]
+    Inadmissible {
+        /// The row's leaf index as stored.
+        index: u64,
+        /// The admission rule it breaks.
+        reason: crate::lineage::admission::AdmissionError,
+    },
     /// The store holds fewer entries than the seal covers: it was rolled back or truncated.
     #[error(
         "the store holds {stored} entries but the log key sealed {sealed}: entries were \

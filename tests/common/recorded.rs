@@ -96,4 +96,3 @@ impl Recorded {
         c.execute(statement, []).unwrap()
     }
 }
-

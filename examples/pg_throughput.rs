@@ -85,7 +85,10 @@ fn main() {
             let want = store.tree_size().unwrap() + total as u64;
             let start = Instant::now();
             let mut kids = start_writers(writers, &["pg", url, &name], per, batch);
-            let integrator = memlineage::ledger::Integrator::new(Arc::new(log()));
+            let integrator = memlineage::ledger::Integrator::new(
+                Arc::new(log()),
+                memlineage::lineage::LabelPolicy::default(),
+            );
             loop {
                 match integrator.integrate(&store, 4096).unwrap() {
                     Integration::Integrated { new, .. } if new >= want => break,

@@ -365,7 +365,7 @@ fn checkpoint_prints_a_c2sp_note() {
     let out = ok(ml(&s.ledger, &["checkpoint"], None));
     let note = text(&out.stdout);
     let lines: Vec<&str> = note.split('\n').collect();
-    assert_eq!(lines.len(), 6, "note {note:?}"); // 5 lines and the final newline
+    assert_eq!(lines.len(), 7, "note {note:?}"); // 6 lines and the final newline
     assert_eq!(lines[0], ORIGIN);
     assert_eq!(lines[1], "8");
     use base64::Engine as _;
@@ -373,17 +373,22 @@ fn checkpoint_prints_a_c2sp_note() {
         .decode(lines[2])
         .unwrap();
     assert_eq!(root.len(), 32);
-    assert_eq!(lines[3], "");
+    // The signed labelling parameters (spec/lineage.md §2.1).
+    assert_eq!(
+        lines[3],
+        "memlineage/label-policy@v1 tau=500000 rule=fail-closed"
+    );
+    assert_eq!(lines[4], "");
     assert!(
-        lines[4].starts_with(&format!("— {ORIGIN} ")),
+        lines[5].starts_with(&format!("— {ORIGIN} ")),
         "signature line {:?}",
-        lines[4]
+        lines[5]
     );
     let sig = base64::engine::general_purpose::STANDARD
-        .decode(lines[4].rsplit(' ').next().unwrap())
+        .decode(lines[5].rsplit(' ').next().unwrap())
         .unwrap();
     assert_eq!(sig.len(), 4 + 64, "key id and Ed25519 signature");
-    assert_eq!(lines[5], "");
+    assert_eq!(lines[6], "");
     // Deterministic: asking again gives the same note.
     assert_eq!(ok(ml(&s.ledger, &["checkpoint"], None)).stdout, out.stdout);
     // The vkey form.
@@ -525,8 +530,9 @@ fn verify_proof_rejects_any_flipped_character() {
         assert!(out.stdout.is_empty());
         tried += 1;
     }
-    // header, extra, index, 3 path hashes (leaf 6 of 8), origin, size, root, signature
-    assert_eq!(tried, 10, "proof {body}");
+    // header, extra, index, 3 path hashes (leaf 6 of 8), origin, size, root, the parameters'
+    // extension line, signature
+    assert_eq!(tried, 11, "proof {body}");
 }
 
 #[test]

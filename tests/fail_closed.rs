@@ -430,7 +430,7 @@ fn a_corrupted_stored_tree_hash_fails_verify() {
     r.cli(&["checkpoint", "l.db"]);
     let clean = r.cli(&["verify", "l.db"]);
     assert!(
-        clean.contains("stored tree hashes at checkpoint size: give its root"),
+        clean.contains("stored tree hashes and settings: give the checkpoint's root"),
         "{clean}"
     );
     assert_eq!(
@@ -444,7 +444,7 @@ fn a_corrupted_stored_tree_hash_fails_verify() {
     let err = cli_support::fails(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("stored tree hashes at checkpoint size: MISMATCH"),
+        stdout.contains("stored tree hashes and settings: MISMATCH"),
         "{stdout}"
     );
     assert!(err.contains("FAILED"), "{err}");

@@ -99,7 +99,7 @@ fn pg_child() {
             let url = format!("{url}&application_name=ml_integrator_{w}");
             let store = PgStore::connect(&url, &ledger).unwrap();
             println!("connected");
-            let got = Integrator::new(Arc::new(signer()))
+            let got = Integrator::new(Arc::new(signer()), LabelPolicy::default())
                 .integrate(&store, u64::MAX)
                 .unwrap();
             println!("{got:?}");
@@ -152,9 +152,10 @@ fn pg_writers_integrator_crash_and_static_export() {
         .collect();
     let mut rounds = 0;
     while !readers.iter().all(|r| r.is_finished()) && rounds < 4 {
-        if let Integration::Integrated { new, note, .. } = Integrator::new(Arc::clone(&signer_arc))
-            .integrate(&store, 500)
-            .unwrap()
+        if let Integration::Integrated { new, note, .. } =
+            Integrator::new(Arc::clone(&signer_arc), LabelPolicy::default())
+                .integrate(&store, 500)
+                .unwrap()
         {
             notes.push((new, note));
             rounds += 1;
@@ -233,7 +234,7 @@ fn pg_writers_integrator_crash_and_static_export() {
     );
     // Another process (this one) finishes the work.
     loop {
-        match Integrator::new(Arc::clone(&signer_arc))
+        match Integrator::new(Arc::clone(&signer_arc), LabelPolicy::default())
             .integrate(&store, 2000)
             .unwrap()
         {
@@ -446,9 +447,10 @@ fn pg_ledger_submit_labels_then_integrates() {
     );
     let waiter = std::thread::spawn(move || listener.wait_for_size(4, Duration::from_secs(60)));
     std::thread::sleep(Duration::from_millis(100));
-    let Integration::Integrated { new, .. } = Integrator::new(Arc::new(signer()))
-        .integrate(&integrator, 100)
-        .unwrap()
+    let Integration::Integrated { new, .. } =
+        Integrator::new(Arc::new(signer()), LabelPolicy::default())
+            .integrate(&integrator, 100)
+            .unwrap()
     else {
         panic!("nothing integrated");
     };

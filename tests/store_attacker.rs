@@ -139,3 +139,118 @@ fn rows_grafted_after_the_seal_are_not_admitted() {
     let v = run(&["verify", "l.db"], r.dir.path(), None);
     assert_ne!(v.status.code(), Some(0));
 }
+
+/// Class 2: τ and the weak-parent rule are signed (the checkpoint's
+/// `memlineage/label-policy@v1` line, `spec/lineage.md` §2.1). Edited settings refuse the open
+/// (every hook refuses), and `verify` recomputes under the signed ones and reports the edit.
+#[test]
+fn edited_labelling_parameters_refuse_the_open_and_fail_verify() {
+    for edit in [
+        "UPDATE meta SET value = '1000000' WHERE key = 'tau_millionths'",
+        "UPDATE meta SET value = 'fail-open' WHERE key = 'weak_rule'",
+        // The full class of the issue: no seal, τ = 1.0, fail-open, a row relabelled Trusted.
+        "DELETE FROM meta WHERE key = 'label_seal'; \
+         UPDATE meta SET value = '1000000' WHERE key = 'tau_millionths'; \
+         UPDATE meta SET value = 'fail-open' WHERE key = 'weak_rule'; \
+         UPDATE entries SET label = 0, tag = NULL",
+    ] {
+        let r = Recorded::new();
+        r.cli(&["checkpoint", "l.db"]);
+        Connection::open(r.path("l.db"))
+            .unwrap()
+            .execute_batch(edit)
+            .unwrap();
+        r.assert_payments_refused(edit);
+        let out = run(
+            &[
+                "explain",
+                "l.db",
+                &r.first(memlineage::record::Kind::ToolResult),
+            ],
+            r.dir.path(),
+            None,
+        );
+        let err = fails(&out);
+        assert!(
+            err.contains("differ from those its log key signed"),
+            "{edit}: {err}"
+        );
+        let v = run(&["verify", "l.db"], r.dir.path(), None);
+        let stdout = String::from_utf8_lossy(&v.stdout);
+        assert_eq!(v.status.code(), Some(1), "{edit}: {stdout}");
+        assert!(stdout.contains("(signed by the checkpoint)"), "{stdout}");
+        assert!(
+            stdout.contains("settings: MISMATCH (the store says"),
+            "{stdout}"
+        );
+    }
+}
+
+/// Class 2, without any signed checkpoint left (store and side file): stored parameters that
+/// are not the defaults are not believed. What remains (no pin, `spec/lineage.md` §2.1): an
+/// attacker who deletes every checkpoint can make a ledger created with other parameters open
+/// under the defaults; a front's pin, kept outside the ledger's directory, closes it.
+#[test]
+fn unsigned_parameters_are_believed_only_when_they_are_the_defaults() {
+    let r = Recorded::new();
+    let c = Connection::open(r.path("l.db")).unwrap();
+    c.execute_batch(
+        "DELETE FROM checkpoints; UPDATE meta SET value = '900000' WHERE key = 'tau_millionths'",
+    )
+    .unwrap();
+    drop(c);
+    std::fs::remove_file(r.path("l.db.checkpoint")).unwrap();
+    r.assert_payments_refused("no checkpoint, tau 0.9");
+    let err = fails(&run(&["checkpoint", "l.db"], r.dir.path(), None));
+    assert!(err.contains("are signed by no checkpoint"), "{err}");
+    // The operator's explicit upgrade signs them.
+    ok(&run(
+        &["checkpoint", "l.db", "--adopt-stored-parameters"],
+        r.dir.path(),
+        None,
+    ));
+    let note = ok(&run(&["checkpoint", "l.db"], r.dir.path(), None));
+    assert!(
+        note.contains("memlineage/label-policy@v1 tau=900000 rule=fail-closed"),
+        "{note}"
+    );
+}
+
+/// Class 7: the log key never signs a fork. With the store's checkpoints deleted and a stored
+/// tree hash edited, the next checkpoint would be signed over the edited tree; the side file
+/// (and a front's pin) still holds the newest signed head, which the new one must extend.
+#[test]
+fn no_checkpoint_is_signed_over_an_edited_tree_when_the_stored_heads_are_deleted() {
+    let r = Recorded::new();
+    r.cli(&["checkpoint", "l.db"]);
+    let side = std::fs::read(r.path("l.db.checkpoint")).unwrap();
+    r.sql("DELETE FROM checkpoints");
+    r.sql(
+        "UPDATE tree_hashes SET hash = zeroblob(32) \
+         WHERE idx = (SELECT max(idx) FROM tree_hashes)",
+    );
+    // One more entry, so that a new head would be signed.
+    let memo = serde_json::json!({"writer": "agent", "role": "agent", "kind": "summary",
+        "content": "a note"});
+    let appended = run(
+        &["append", "l.db"],
+        r.dir.path(),
+        Some(format!("{memo}\n").as_bytes()),
+    );
+    let out = run(&["checkpoint", "l.db"], r.dir.path(), None);
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "append {appended:?}; checkpoint {out:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("does not extend the signed checkpoint"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read(r.path("l.db.checkpoint")).unwrap(), side);
+    let n: i64 = Connection::open(r.path("l.db"))
+        .unwrap()
+        .query_row("SELECT count(*) FROM checkpoints", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 0, "nothing signed");
+}

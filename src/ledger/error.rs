@@ -45,6 +45,10 @@ pub enum LedgerError {
     /// fewer entries than sealed (`spec/lineage.md` §5; store tampered with or rolled back).
     #[error(transparent)]
     Seal(#[from] super::SealError),
+    /// The store's labelling parameters are not the signed ones, or no checkpoint signs them
+    /// (`spec/lineage.md` §2.1; store tampered with): the ledger is not opened.
+    #[error(transparent)]
+    Parameters(#[from] super::ParametersError),
     /// Stored content does not hash to the entry's signed content hash (store tampered with).
     #[error("content of entry {0} does not match its signed content hash")]
     ContentTampered(EntryId),
@@ -64,10 +68,11 @@ pub enum LedgerError {
     /// tree, which would be a split view of the log's own making.
     #[error(
         "the store holds {stored} entries but this log already signed a checkpoint of \
-         {signed} (kept in the side file beside the ledger, LEDGER.checkpoint): entries were \
-         lost, e.g. to a corrupted WAL; refusing to append or sign. Recover by restoring the \
-         ledger file (and its -wal) from a backup or replica holding at least {signed} entries; \
-         keep the side file"
+         {signed} (kept in the store, in the side file beside the ledger, LEDGER.checkpoint, \
+         or in a front's pin): entries were lost, e.g. to a corrupted WAL, or the file was \
+         rolled back; refusing to append or sign. Recover by restoring the ledger file (and \
+         its -wal) from a backup or replica holding at least {signed} entries; keep the side \
+         file"
     )]
     BehindSignedCheckpoint {
         /// Size of the checkpoint kept outside the store.

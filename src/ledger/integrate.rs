@@ -4,6 +4,7 @@
 //! key. The store ([`PgStore::integrate`]) only reads and writes rows inside one transaction
 //! and calls this for the rest, so no store holds the log key.
 
+use crate::lineage::LabelPolicy;
 use crate::log::{extend, extension_reads, Extension, LogSigner};
 use crate::record::EntryId;
 use crate::store::{check_root, log_err, Integration, IntegrationWork, PgStore, StoreError};
@@ -19,10 +20,11 @@ pub struct Integrator {
 
 impl Integrator {
     /// An integrator signing with `signer` (the ledger's log key; the checkpoints it signs are
-    /// verified by anyone holding the verifier key).
-    pub fn new(signer: Arc<LogSigner>) -> Self {
+    /// verified by anyone holding the verifier key) checkpoints that carry the ledger's
+    /// labelling parameters `policy` ([`crate::Ledger::policy`], `spec/lineage.md` §2.1).
+    pub fn new(signer: Arc<LogSigner>, policy: LabelPolicy) -> Self {
         Integrator {
-            work: Arc::new(TreeWork { signer }),
+            work: Arc::new(TreeWork { signer, policy }),
         }
     }
 
@@ -53,6 +55,7 @@ impl Integrator {
 /// The log's side of one integration step ([`IntegrationWork`]).
 struct TreeWork {
     signer: Arc<LogSigner>,
+    policy: LabelPolicy,
 }
 
 impl IntegrationWork for TreeWork {
@@ -71,7 +74,10 @@ impl IntegrationWork for TreeWork {
         // Never sign a head over stored hashes that do not give the stored root.
         check_root(old, stored_root, &ext.old_root)?;
         let new = old + leaves.len() as u64;
-        let note = self.signer.sign(new, &ext.new_root);
+        let note = self
+            .signer
+            .sign_with(new, &ext.new_root, &self.policy.extension_line())
+            .map_err(|e| StoreError::Corrupt(format!("checkpoint: {e}")))?;
         Ok((ext, note))
     }
 }

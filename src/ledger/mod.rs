@@ -7,11 +7,10 @@
 
 use crate::lineage::lease::LeaseBook;
 use crate::lineage::state::{Content, Known, LineageState};
-use crate::lineage::{Label, LabelPolicy, WeakRule};
+use crate::lineage::{Label, LabelPolicy};
 use crate::log::{LogSigner, LogVerifier, VerifiedCheckpoint};
 use crate::record::{
-    self, parse_unverified, EntryId, Hash32, KeyId, Kind, PublicKey, RecordError, Role,
-    SignedEntry, Weight,
+    self, parse_unverified, EntryId, Hash32, KeyId, Kind, PublicKey, RecordError, Role, SignedEntry,
 };
 use crate::store::{EntryMeta, Store, META_RULE, META_TAU, META_VKEY};
 
@@ -25,6 +24,7 @@ mod prove;
 mod seal;
 #[cfg(feature = "postgres")]
 mod sequenced;
+mod signed;
 mod view;
 
 #[cfg(feature = "postgres")]
@@ -39,6 +39,7 @@ pub use integrate::Integrator;
 pub use prove::StoreSource;
 use seal::{Chain, SealKey, Sealed};
 pub use seal::{SealError, META_SEAL};
+pub use signed::ParametersError;
 
 /// A provenance ledger over a [`Store`].
 pub struct Ledger<S: Store> {
@@ -56,6 +57,9 @@ pub struct Ledger<S: Store> {
     pending_rescan: Option<u64>,
     /// The HMAC key of the label seal, derived from the log key (`spec/lineage.md` §5.1).
     seal_key: SealKey,
+    /// Checkpoint notes the caller kept outside the store ([`OpenOptions::checkpoints`]): they
+    /// count among the signed heads a new one must extend.
+    known: Vec<Vec<u8>>,
     /// The effects chain over the rows with effects among the first `size` entries.
     effects: Chain,
     /// How many of the first entries the store holds with row tags this handle checked the
@@ -86,7 +90,15 @@ impl<S: Store> Ledger<S> {
         store.set_meta(META_VKEY, &signer.vkey())?;
         store.set_meta(META_TAU, &policy.tau.millionths().to_string())?;
         store.set_meta(META_RULE, policy.weak_rule.name())?;
-        Self::open(store, signer)
+        // The checkpoint of the empty tree signs the parameters (`spec/lineage.md` §2.1): from
+        // now on a handle believes the stored settings only when they are the signed ones.
+        let opts = OpenOptions {
+            adopt_stored_parameters: true,
+            ..OpenOptions::default()
+        };
+        let mut ledger = Self::open_with(store, signer, opts)?;
+        ledger.checkpoint()?;
+        Ok(ledger)
     }
 
     /// Opens an existing ledger. Reads the label seal and the entries with effects (keyring
@@ -105,12 +117,33 @@ impl<S: Store> Ledger<S> {
     /// already signed), and checkpoint errors when that note does not verify under the log key;
     /// store and decode errors.
     pub fn open(store: S, signer: LogSigner) -> Result<Self, LedgerError> {
+        Self::open_with(store, signer, OpenOptions::default())
+    }
+
+    /// [`Ledger::open`] with what the caller kept outside the store ([`OpenOptions`]): signed
+    /// checkpoints (a front's pin) that the store must not be behind and that every new
+    /// checkpoint must extend, and whether stored parameters no checkpoint signs may be
+    /// adopted.
+    ///
+    /// # Errors
+    /// As [`Ledger::open`]; [`LedgerError::BehindSignedCheckpoint`] also against
+    /// `opts.checkpoints`.
+    pub fn open_with(store: S, signer: LogSigner, opts: OpenOptions) -> Result<Self, LedgerError> {
         let vkey = store.meta(META_VKEY)?.ok_or(LedgerError::NotALedger)?;
         if vkey != signer.vkey() {
             return Err(LedgerError::WrongLogKey);
         }
-        check_durable_checkpoint(&store, &vkey)?;
-        let policy = read_policy(&store)?;
+        let newest = signed::newest_signed(&store, &signer.verifier(), &opts.checkpoints)?;
+        if let Some(c) = &newest {
+            let stored = store.tree_size()?;
+            if stored < c.size() {
+                return Err(LedgerError::BehindSignedCheckpoint {
+                    signed: c.size(),
+                    stored,
+                });
+            }
+        }
+        let policy = signed::parameters(&store, newest.as_ref(), opts.adopt_stored_parameters)?;
         let seal_key = SealKey::of(&signer);
         let state = LineageState::new(
             signer.key_id(),
@@ -127,6 +160,7 @@ impl<S: Store> Ledger<S> {
             checkpoint: None,
             pending_rescan: None,
             seal_key,
+            known: opts.checkpoints,
             effects: Chain::EMPTY,
             sealed: 0,
             verified: Default::default(),
@@ -236,18 +270,7 @@ impl<S: Store> Ledger<S> {
         if tail.is_empty() {
             return Ok(());
         }
-        let verifier = self.verifier()?;
-        let mut signed: Option<VerifiedCheckpoint> = None;
-        let notes = [
-            self.store.latest_checkpoint()?.map(|(_, n)| n),
-            self.store.durable_checkpoint()?,
-        ];
-        for note in notes.into_iter().flatten() {
-            let c = verifier.verify(&note)?;
-            if signed.as_ref().is_none_or(|s| c.size() > s.size()) {
-                signed = Some(c);
-            }
-        }
+        let signed = signed::newest_signed(&self.store, &self.verifier()?, &self.known)?;
         for m in tail {
             if m.tag.is_some() && !self.seal_key.verifies(m) {
                 return Err(SealError::Row { index: m.index }.into());
@@ -685,34 +708,6 @@ impl<S: Store> Known for Rows<'_, S> {
     }
 }
 
-/// Refuses a store that holds fewer entries than the last checkpoint the log signed, as kept
-/// outside the store ([`Store::durable_checkpoint`]; `spec/storage.md` §6). The note must
-/// verify under the ledger's key (`vkey`): a side file that does not is refused too.
-fn check_durable_checkpoint<S: Store>(store: &S, vkey: &str) -> Result<(), LedgerError> {
-    let Some(note) = store.durable_checkpoint()? else {
-        return Ok(());
-    };
-    let signed = LogVerifier::from_vkey(vkey)?.verify(&note)?.size();
-    let stored = store.tree_size()?;
-    if stored < signed {
-        return Err(LedgerError::BehindSignedCheckpoint { signed, stored });
-    }
-    Ok(())
-}
-
-fn read_policy<S: Store>(store: &S) -> Result<LabelPolicy, LedgerError> {
-    let tau = store
-        .meta(META_TAU)?
-        .and_then(|s| s.parse::<u64>().ok())
-        .and_then(|m| Weight::new(m).ok())
-        .ok_or(LedgerError::NotALedger)?;
-    let weak_rule = store
-        .meta(META_RULE)?
-        .and_then(|s| WeakRule::from_name(&s))
-        .ok_or(LedgerError::NotALedger)?;
-    Ok(LabelPolicy { tau, weak_rule })
-}
-
 /// Reads the verifier key recorded in a ledger's store (for offline tools that were not given
 /// one; an auditor should prefer a key obtained out of band).
 ///
@@ -727,5 +722,19 @@ pub fn stored_vkey<S: Store>(store: &S) -> Result<String, LedgerError> {
 /// # Errors
 /// [`LedgerError::NotALedger`] when absent or malformed; store errors.
 pub fn stored_policy<S: Store>(store: &S) -> Result<LabelPolicy, LedgerError> {
-    read_policy(store)
+    signed::stored_parameters(store)
+}
+
+/// What [`Ledger::open_with`] takes from outside the store.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// Signed checkpoint notes of this log kept where the store's writers cannot reach (a
+    /// front's pin, `spec/hooks.md` §6.2): the store must hold at least as many entries as
+    /// the newest, and a new checkpoint must extend it. Each must verify under the log key.
+    pub checkpoints: Vec<Vec<u8>>,
+    /// Believe stored labelling parameters that no checkpoint signs, even when they are not
+    /// the defaults, and sign them with the next checkpoint: the operator's upgrade of a
+    /// ledger written before parameters were signed (`spec/lineage.md` §2.1). Off by default.
+    pub adopt_stored_parameters: bool,
 }

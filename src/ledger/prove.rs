@@ -9,6 +9,9 @@ use crate::log::{
 use crate::record::EntryId;
 use crate::store::{Store, StoreError};
 
+/// How many times [`Ledger::checkpoint`] catches up with heads other handles signed meanwhile.
+const MAX_CATCH_UP: usize = 16;
+
 impl<S: Store> Ledger<S> {
     /// The root hash of the current tree.
     ///
@@ -35,6 +38,31 @@ impl<S: Store> Ledger<S> {
                 return Ok(c.clone());
             }
         }
+        let mut attempt = 0;
+        loop {
+            match self.checkpoint_once()? {
+                Some(c) => {
+                    self.checkpoint = Some(c.clone());
+                    return Ok(c);
+                }
+                // Another handle signed a head past this one meanwhile: catch up and try again.
+                None if attempt < MAX_CATCH_UP => {
+                    attempt += 1;
+                    self.refresh()?;
+                }
+                None => {
+                    return Err(LedgerError::BehindSignedCheckpoint {
+                        signed: self.size.saturating_add(1),
+                        stored: self.size,
+                    })
+                }
+            }
+        }
+    }
+
+    /// One attempt of [`Ledger::checkpoint`]; `None` when a head newer than this handle's
+    /// tree was signed (by another handle) between reading the store and checking for forks.
+    fn checkpoint_once(&mut self) -> Result<Option<VerifiedCheckpoint>, LedgerError> {
         let verifier = self.verifier()?;
         let latest = self.store.latest_checkpoint()?;
         if latest.as_ref().is_some_and(|(size, _)| *size > self.size) {
@@ -53,17 +81,34 @@ impl<S: Store> Ledger<S> {
                 }
                 c
             }
-            previous => {
-                let c = verifier.verify(&self.signer.sign(self.size, &root))?;
-                // Never sign a head that does not extend the last one: a corrupted hash in
-                // the store would otherwise be signed into the log's history as a fork.
-                if let Some((size, note)) = previous.filter(|(size, _)| *size > 0) {
-                    let old = verifier.verify(&note)?;
-                    let proof =
-                        crate::log::prove_consistency(size, self.size, &StoreSource(&self.store))
-                            .map_err(|_| LedgerError::TreeInconsistent { signed_size: size })?;
-                    old.verify_consistency(&c, &proof)
-                        .map_err(|_| LedgerError::TreeInconsistent { signed_size: size })?;
+            _ => {
+                let extension = self.policy().extension_line();
+                let c = verifier.verify(&self.signer.sign_with(self.size, &root, &extension)?)?;
+                // Never sign a fork: the new head must extend the newest head the log key
+                // signed that this handle can find (the store's, the side file's, the caller's
+                // pin), else a corrupted or edited hash in the store, with the store's own
+                // checkpoints deleted, would be signed into the log's history.
+                if let Some(old) =
+                    super::signed::newest_signed(&self.store, &verifier, &self.known)?
+                {
+                    let forked = || LedgerError::TreeInconsistent {
+                        signed_size: old.size(),
+                    };
+                    if old.size() > self.size {
+                        return Ok(None);
+                    }
+                    if old.size() == self.size && old.root() != root {
+                        return Err(forked());
+                    }
+                    if old.size() > 0 && old.size() < self.size {
+                        let proof = crate::log::prove_consistency(
+                            old.size(),
+                            self.size,
+                            &StoreSource(&self.store),
+                        )
+                        .map_err(|_| forked())?;
+                        old.verify_consistency(&c, &proof).map_err(|_| forked())?;
+                    }
                 }
                 self.store.put_checkpoint(self.size, c.note())?;
                 // Entries stored without a seal (a sequenced PostgreSQL batch, a crash between
@@ -73,8 +118,7 @@ impl<S: Store> Ledger<S> {
                 c
             }
         };
-        self.checkpoint = Some(c.clone());
-        Ok(c)
+        Ok(Some(c))
     }
 
     /// An inclusion proof for `id` against the tree of the current checkpoint.

@@ -166,7 +166,65 @@ impl LabelPolicy {
     pub fn is_strong(&self, w: Weight) -> bool {
         w > self.tau
     }
+
+    /// The checkpoint extension line that signs these parameters (`spec/lineage.md` §2.1):
+    /// `memlineage/label-policy@v1 tau=<millionths> rule=<rule>` and a newline.
+    pub fn extension_line(&self) -> String {
+        format!(
+            "{POLICY_LINE} tau={} rule={}\n",
+            self.tau.millionths(),
+            self.weak_rule.name()
+        )
+    }
+
+    /// The parameters a checkpoint's extension lines sign (`spec/lineage.md` §2.1): `None`
+    /// when no line starts with the `memlineage/label-policy@v1 ` tag (a checkpoint signed
+    /// before parameters were signed).
+    ///
+    /// # Errors
+    /// [`SignedPolicyError`] when a tagged line does not parse exactly (unknown field, τ out of
+    /// range or not canonical, unknown rule) or appears twice. Does not panic.
+    pub fn from_extension(extension: &str) -> Result<Option<LabelPolicy>, SignedPolicyError> {
+        let mut found = None;
+        for line in extension.lines() {
+            let Some(rest) = line.strip_prefix(POLICY_LINE) else {
+                continue;
+            };
+            let rest = rest
+                .strip_prefix(' ')
+                .ok_or_else(|| SignedPolicyError(line.into()))?;
+            let bad = || SignedPolicyError(line.into());
+            let (tau, rule) = match rest.split(' ').collect::<Vec<_>>()[..] {
+                [t, r] => (
+                    t.strip_prefix("tau=").ok_or_else(bad)?,
+                    r.strip_prefix("rule=").ok_or_else(bad)?,
+                ),
+                _ => return Err(bad()),
+            };
+            let millionths: u64 = tau.parse().map_err(|_| bad())?;
+            if millionths.to_string() != tau {
+                return Err(bad());
+            }
+            let policy = LabelPolicy {
+                tau: Weight::new(millionths).map_err(|_| bad())?,
+                weak_rule: WeakRule::from_name(rule).ok_or_else(bad)?,
+            };
+            if found.replace(policy).is_some() {
+                return Err(bad());
+            }
+        }
+        Ok(found)
+    }
 }
+
+/// The tag of the checkpoint extension line that signs a ledger's labelling parameters.
+pub const POLICY_LINE: &str = "memlineage/label-policy@v1";
+
+/// A checkpoint extension line tagged [`POLICY_LINE`] that does not parse, or a second one.
+/// Only a holder of the log key can sign one; a ledger that finds it refuses to open.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the checkpoint's label-policy line {0:?} is malformed or repeated")]
+pub struct SignedPolicyError(pub String);
 
 #[cfg(test)]
 mod tests {
@@ -267,5 +325,37 @@ mod tests {
             Some(Label::DerivedUntrusted)
         );
         assert_eq!(Label::from_code(4), None);
+    }
+
+    #[test]
+    fn the_policy_line_round_trips_and_refuses_what_it_does_not_know() {
+        let p = LabelPolicy {
+            tau: w(700_000),
+            weak_rule: WeakRule::FailOpen,
+        };
+        let line = p.extension_line();
+        assert_eq!(
+            line,
+            "memlineage/label-policy@v1 tau=700000 rule=fail-open\n"
+        );
+        assert_eq!(LabelPolicy::from_extension(&line), Ok(Some(p)));
+        assert_eq!(LabelPolicy::from_extension("other line\n"), Ok(None));
+        assert_eq!(LabelPolicy::from_extension(""), Ok(None));
+        for bad in [
+            "memlineage/label-policy@v1 tau=0700000 rule=fail-open",
+            "memlineage/label-policy@v1 tau=1000001 rule=fail-open",
+            "memlineage/label-policy@v1 tau=5 rule=open",
+            "memlineage/label-policy@v1 rule=fail-open tau=5",
+            "memlineage/label-policy@v1 tau=5 rule=fail-open extra=1",
+            "memlineage/label-policy@v1x tau=5 rule=fail-open",
+        ] {
+            assert!(LabelPolicy::from_extension(bad).is_err(), "{bad}");
+        }
+        let twice = format!("{line}{line}");
+        assert!(LabelPolicy::from_extension(&twice).is_err());
+        assert_eq!(
+            SignedPolicyError("x".into()).to_string(),
+            "the checkpoint's label-policy line \"x\" is malformed or repeated"
+        );
     }
 }

@@ -111,14 +111,36 @@ impl LogSigner {
         // INVARIANT: `origin` passed `check_origin` in `new` (non-empty, no white space, `+` or
         // control characters), so the body is a well-formed checkpoint and note text and the key
         // name is valid; the Ed25519 signer never fails. `try_sign` has no other error path.
-        self.try_sign(size, root)
+        self.try_sign(size, root, "")
             .expect("checkpoint signing cannot fail for a validated origin")
     }
 
-    fn try_sign(&self, size: u64, root: &RootHash) -> Result<Vec<u8>, NoteError> {
-        let body = tlog_tiles::Checkpoint::new(&self.origin, size, tlog_tiles::Hash(root.0), "")
-            .map_err(|_| NoteError::MalformedNote)?
-            .to_bytes();
+    /// [`LogSigner::sign`] with extension lines after the root (C2SP tlog-checkpoint: "zero or
+    /// more ... non-empty lines" of application data): `extension` is empty or a sequence of
+    /// non-empty lines, each ending in a newline. A memlineage ledger signs its labelling
+    /// parameters this way (`spec/log.md` §4.2, `spec/lineage.md` §2.1).
+    ///
+    /// # Errors
+    /// [`CheckpointError::MalformedBody`] when `extension` is not such a sequence (an empty
+    /// line, no final newline) or holds a control character.
+    pub fn sign_with(
+        &self,
+        size: u64,
+        root: &RootHash,
+        extension: &str,
+    ) -> Result<Vec<u8>, CheckpointError> {
+        if extension.chars().any(|c| c.is_control() && c != '\n') {
+            return Err(CheckpointError::MalformedBody);
+        }
+        self.try_sign(size, root, extension)
+            .map_err(|_| CheckpointError::MalformedBody)
+    }
+
+    fn try_sign(&self, size: u64, root: &RootHash, extension: &str) -> Result<Vec<u8>, NoteError> {
+        let body =
+            tlog_tiles::Checkpoint::new(&self.origin, size, tlog_tiles::Hash(root.0), extension)
+                .map_err(|_| NoteError::MalformedNote)?
+                .to_bytes();
         let mut note = Note::new(&body, &[])?;
         note.add_sigs(&[&NoteSigner(self)])?;
         Ok(note.to_bytes())
@@ -266,7 +288,8 @@ impl LogVerifier {
     ///    under `verify_strict` over the note text (signatures by other keys, e.g. witness
     ///    cosignatures, are ignored, as C2SP signed-note requires);
     /// 3. the text is a C2SP tlog-checkpoint body: origin, canonical decimal size, canonical
-    ///    base64 of 32 bytes, and no extension lines (memlineage logs never write them);
+    ///    base64 of 32 bytes, then any extension lines (returned as they are:
+    ///    [`VerifiedCheckpoint::extension`]);
     /// 4. the origin line equals this key's name.
     ///
     /// # Errors
@@ -293,9 +316,6 @@ impl LogVerifier {
         if body.to_bytes() != parsed.text() {
             return Err(CheckpointError::MalformedBody);
         }
-        if !body.extension().is_empty() {
-            return Err(CheckpointError::ExtensionLines);
-        }
         if body.origin() != self.origin {
             return Err(CheckpointError::OriginMismatch {
                 got: body.origin().to_owned(),
@@ -306,6 +326,7 @@ impl LogVerifier {
             origin: self.origin.clone(),
             size: body.size(),
             root: RootHash(body.hash().0),
+            extension: body.extension().to_owned(),
             note: note.to_vec(),
         })
     }
@@ -327,6 +348,7 @@ pub struct VerifiedCheckpoint {
     origin: String,
     size: u64,
     root: RootHash,
+    extension: String,
     note: Vec<u8>,
 }
 
@@ -349,6 +371,12 @@ impl VerifiedCheckpoint {
     /// The signed note exactly as verified (including any cosignature lines).
     pub fn note(&self) -> &[u8] {
         &self.note
+    }
+
+    /// The signed extension lines after the root, each ending in a newline (empty when there
+    /// are none). A memlineage ledger's checkpoints carry its labelling parameters here.
+    pub fn extension(&self) -> &str {
+        &self.extension
     }
 }
 
@@ -382,10 +410,6 @@ pub enum CheckpointError {
     /// signed by the log key can trigger it.
     #[error("malformed checkpoint body")]
     MalformedBody,
-    /// The body has extension lines; memlineage checkpoints have none. Untrusted input signed by
-    /// the log key can trigger it.
-    #[error("checkpoint has extension lines")]
-    ExtensionLines,
     /// The origin line differs from the verifier key's name. Untrusted input can trigger it.
     #[error("checkpoint origin {got:?}, want {want:?}")]
     OriginMismatch {
@@ -561,10 +585,6 @@ mod tests {
                 "checkpoint signature verification failed",
             ),
             (CheckpointError::MalformedBody, "malformed checkpoint body"),
-            (
-                CheckpointError::ExtensionLines,
-                "checkpoint has extension lines",
-            ),
             (
                 CheckpointError::OriginMismatch {
                     got: "a".into(),

@@ -17,6 +17,12 @@ pub struct Args {
     /// Print the log's verifier key (C2SP signed-note form) instead.
     #[arg(long)]
     vkey: bool,
+    /// Believe the labelling parameters the ledger file stores although no checkpoint signs
+    /// them, and sign them with this checkpoint: for a ledger written before parameters were
+    /// signed (spec/lineage.md §2.1). Run `memlineage verify --tau T --rule R` first: the
+    /// store's settings are whatever the last writer of the file left.
+    #[arg(long)]
+    adopt_stored_parameters: bool,
 }
 
 /// Runs `memlineage checkpoint`.
@@ -25,7 +31,11 @@ pub fn run(a: Args) -> Res<ExitCode> {
         say!("{}", stored_vkey(&existing_store(&a.ledger)?)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let (mut l, _) = open(&a.ledger)?;
+    let mut l = if a.adopt_stored_parameters {
+        crate::open::open_with(&a.ledger, true)?.0
+    } else {
+        open(&a.ledger)?.0
+    };
     let c = l.checkpoint()?;
     std::io::stdout().write_all(c.note())?;
     Ok(ExitCode::SUCCESS)

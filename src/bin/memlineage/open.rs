@@ -52,11 +52,19 @@ pub fn check_ledger_file(ledger: &Path) -> Res<()> {
 /// Opens an existing ledger with the log key from its key file; warns when the key file is
 /// readable by others.
 pub fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
+    open_with(ledger, false)
+}
+
+/// [`open`], adopting stored labelling parameters no checkpoint signs when `adopt`
+/// (`memlineage checkpoint --adopt-stored-parameters`).
+pub fn open_with(ledger: &Path, adopt: bool) -> Res<(Ledger<SqliteStore>, KeyStore)> {
     check_ledger_file(ledger)?;
     let keys = key_path(ledger);
     crate::hookd::warn_if_readable(&keys);
     let ks = KeyStore::load(&keys)?;
-    let l = Ledger::open(existing_store(ledger)?, ks.log_signer()?)?;
+    let mut opts = memlineage::ledger::OpenOptions::default();
+    opts.adopt_stored_parameters = adopt;
+    let l = Ledger::open_with(existing_store(ledger)?, ks.log_signer()?, opts)?;
     Ok((l, ks))
 }
 

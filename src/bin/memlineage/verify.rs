@@ -39,11 +39,12 @@ pub struct Args {
     /// How many of the witnesses must have cosigned the checkpoint (default: all).
     #[arg(long)]
     quorum: Option<usize>,
-    /// Recompute labels under this τ instead of the ledger's stored setting (which is not
-    /// signed: an auditor should state the policy it expects).
+    /// The τ the auditor expects: it must be the one the checkpoint signs; for a checkpoint
+    /// that signs none (written before parameters were signed), labels are recomputed under it
+    /// (default 0.5), never under the store's unsigned setting.
     #[arg(long)]
     tau: Option<f64>,
-    /// Recompute labels under this weak-parent rule instead of the stored setting.
+    /// The weak-parent rule the auditor expects, as `--tau` (default fail-closed).
     #[arg(long, value_enum)]
     rule: Option<RuleArg>,
 }
@@ -111,9 +112,9 @@ pub fn verify(
         }
     );
     say!(
-        "stored tree hashes at checkpoint size: {}",
+        "stored tree hashes and settings: {}",
         match &stored_tree {
-            Ok(()) => "give its root".to_string(),
+            Ok(()) => "give the checkpoint's root; settings are the signed ones".to_string(),
             Err(why) => format!("MISMATCH ({why})"),
         }
     );
@@ -173,33 +174,49 @@ fn audit_ledger(
                 .1
         }
     };
-    let stored = stored_policy(&store)?;
-    let policy = LabelPolicy {
-        tau: trust
-            .tau
-            .map(Weight::from_f64)
-            .transpose()?
-            .unwrap_or(stored.tau),
-        weak_rule: trust
-            .rule
-            .map(RuleArg::weak_rule)
-            .unwrap_or(stored.weak_rule),
+    // The labelling parameters come from the checkpoint the log key signed, never from the
+    // store (spec/lineage.md §2.1); --tau/--rule must agree with them.
+    let signed = LabelPolicy::from_extension(verifier.verify(&note)?.extension())?;
+    let given = (
+        trust.tau.map(Weight::from_f64).transpose()?,
+        trust.rule.map(RuleArg::weak_rule),
+    );
+    let default = LabelPolicy::default();
+    let (policy, source) = match signed {
+        Some(p) => {
+            if given.0.is_some_and(|t| t != p.tau) || given.1.is_some_and(|r| r != p.weak_rule) {
+                return Err(format!(
+                    "the checkpoint signs tau {} rule {}; --tau/--rule say otherwise",
+                    p.tau,
+                    p.weak_rule.name()
+                )
+                .into());
+            }
+            (p, "signed by the checkpoint")
+        }
+        None => (
+            LabelPolicy {
+                tau: given.0.unwrap_or(default.tau),
+                weak_rule: given.1.unwrap_or(default.weak_rule),
+            },
+            "the checkpoint signs none: given or default, never the store's",
+        ),
     };
     say!(
-        "labels recomputed under tau {} ({}), rule {} ({})",
+        "labels recomputed under tau {}, rule {} ({source})",
         policy.tau,
-        if trust.tau.is_some() {
-            "given"
-        } else {
-            "ledger setting"
-        },
         policy.weak_rule.name(),
-        if trust.rule.is_some() {
-            "given"
-        } else {
-            "ledger setting"
-        },
     );
+    let stored = stored_policy(&store)?;
+    let settings = if stored == policy {
+        Ok(())
+    } else {
+        Err(format!(
+            "the store says tau {} rule {}",
+            stored.tau,
+            stored.weak_rule.name()
+        ))
+    };
     let size = store.tree_size()?;
     let entries = store.audit_items();
     let log_key_id = verifier.key_id();
@@ -249,7 +266,7 @@ fn audit_ledger(
         Ok(root) => Err(format!("they give {root}")),
         Err(e) => Err(e.to_string()),
     };
-    Ok((report, stored_tree))
+    Ok((report, stored_tree.and(settings)))
 }
 
 /// Offers the verified checkpoint to the client state file; a rollback or split view is an

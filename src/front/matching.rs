@@ -37,6 +37,10 @@ pub struct Haystack {
     /// The text's whole fields (§4.3): the trimmed text, JSON string leaves, lines, and the
     /// value of each `key: value` or `- value` line.
     fields: BTreeSet<String>,
+    /// `strings` as runs of words ([`Words`]): a value of at least [`MIN_NORMAL_CHARS`] letters
+    /// and digits whose normal form is a run of whole words here matches whatever spacing,
+    /// case or separators either side wrote (§4.2).
+    normal: Vec<Words>,
     /// The text could not be read or verified: it cannot be proven absent from any value
     /// (`spec/hooks.md` §4.3, fail closed), so it matches every value a text could match.
     unverifiable: bool,
@@ -59,11 +63,13 @@ impl Haystack {
         for s in &strings {
             add_fields(s, &mut fields);
         }
+        let normal = strings.iter().map(|s| Words::of(s)).collect();
         Haystack {
             strings,
             lower,
             ibans,
             fields,
+            normal,
             unverifiable: false,
         }
     }
@@ -99,13 +105,36 @@ impl Haystack {
                 .iter()
                 .any(|r| self.strings.iter().any(|h| contains(h, r))),
             Value::Array(items) => items.iter().any(|v| self.matches(v)),
-            Value::Object(m) => m.values().any(|v| self.matches(v)),
+            // A member's name is as much a value as its value (`{"GB33…": 100}`).
+            Value::Object(m) => m
+                .iter()
+                .any(|(k, v)| self.matches_str(k) || self.matches(v)),
         }
     }
 
     fn matches_str(&self, s: &str) -> bool {
+        if s.is_empty() {
+            return false;
+        }
+        if self.unverifiable {
+            return true;
+        }
+        // An amount written as a string (`"500.00"`, `"5,000"`, `"0500"`) matches as the
+        // number would.
+        if let Some(n) = decimal(s) {
+            if renderings(&n)
+                .iter()
+                .any(|r| self.strings.iter().any(|h| contains(h, r)))
+            {
+                return true;
+            }
+        }
         if s.bytes().all(|b| b.is_ascii_digit()) {
             return self.strings.iter().any(|h| contains(h, s));
+        }
+        let n = normal_form(s);
+        if n.chars().count() >= MIN_NORMAL_CHARS && self.normal.iter().any(|w| w.holds(&n)) {
+            return true;
         }
         let v: String = s.nfc().collect();
         let t = v.trim();
@@ -125,6 +154,79 @@ impl Haystack {
         }
         self.strings.iter().any(|h| at_boundaries(h, t))
     }
+}
+
+/// Shortest normal form ([`normal_form`]) of a string value that is also matched by it
+/// (`spec/hooks.md` §4.2): identifiers such as IBANs are rewritten with other spacing, case or
+/// separators; shorter values are matched as written only.
+pub const MIN_NORMAL_CHARS: usize = 8;
+
+/// `s` with everything but letters and digits removed, [`fold`]ed (NFKC, format characters
+/// dropped, upper case): `gb33-bukb 2020…` → `GB33BUKB2020…`.
+pub fn normal_form(s: &str) -> String {
+    fold(s).chars().filter(|c| c.is_alphanumeric()).collect()
+}
+
+/// A text as its words ([`fold`]ed, split at every character that is not a letter or digit)
+/// written one after the other, with where each word starts and ends.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Words {
+    joined: String,
+    /// Byte offsets in `joined` where a word starts, and where one ends.
+    starts: BTreeSet<usize>,
+    ends: BTreeSet<usize>,
+}
+
+impl Words {
+    fn of(s: &str) -> Self {
+        let mut w = Words::default();
+        for word in fold(s)
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|x| !x.is_empty())
+        {
+            w.starts.insert(w.joined.len());
+            w.joined.push_str(word);
+            w.ends.insert(w.joined.len());
+        }
+        w
+    }
+
+    /// Whether `normal` (a [`normal_form`]) is a run of whole consecutive words: it starts
+    /// where a word starts and ends where one ends (token boundaries, §4.3).
+    fn holds(&self, normal: &str) -> bool {
+        self.joined.match_indices(normal).any(|(start, m)| {
+            self.starts.contains(&start) && self.ends.contains(&(start + m.len()))
+        })
+    }
+}
+
+/// A string that is a decimal number as amounts are written (`500`, `-3`, `500.00`,
+/// `5,000.50`, `+7`), as a JSON number; `None` otherwise (and for anything not finite).
+fn decimal(s: &str) -> Option<serde_json::Number> {
+    let t = s.trim();
+    let t = t.strip_prefix('+').unwrap_or(t);
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let grouped = int.contains(',');
+    let int_ok = !int.is_empty()
+        && if grouped {
+            let mut parts = int.split(',');
+            parts.next().is_some_and(|p| {
+                (1..=3).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit())
+            }) && parts.all(|p| p.len() == 3 && p.bytes().all(|b| b.is_ascii_digit()))
+        } else {
+            int.bytes().all(|b| b.is_ascii_digit())
+        };
+    let frac_ok = if digits.contains('.') {
+        !frac.is_empty() && frac.bytes().all(|b| b.is_ascii_digit())
+    } else {
+        true
+    };
+    if !int_ok || !frac_ok || digits.len() > 40 {
+        return None;
+    }
+    let plain = t.replace(',', "");
+    serde_json::Number::from_f64(plain.parse::<f64>().ok().filter(|x| x.is_finite())?)
 }
 
 /// Whether `needle` occurs in `hay` with no letter, digit or `_` right before it (when it
@@ -459,9 +561,10 @@ mod tests {
         );
         assert!(h.matches(&json!("www.example.com")), "host in any case");
         assert!(
-            !h.matches(&json!("le marais boutique")),
-            "other text is case-sensitive"
+            h.matches(&json!("le marais boutique")),
+            "a value of 8 or more letters and digits matches in any case and spacing"
         );
+        assert!(!h.matches(&json!("marais")), "shorter: case-sensitive");
         assert!(
             h.matches(&json!("DE89370400440532013000")),
             "IBAN without spaces"
@@ -622,5 +725,35 @@ mod tests {
         assert!(h.is_unverifiable());
         assert!(h.matches(&json!("x")) && h.matches(&json!(1)) && h.matches(&json!(["y"])));
         assert!(!h.matches(&json!("")) && !h.matches(&json!(null)) && !h.matches(&json!(false)));
+    }
+
+    #[test]
+    fn decimals_as_amounts_are_written() {
+        let d = |s: &str| decimal(s).map(|n| n.as_f64().unwrap_or(f64::NAN));
+        assert_eq!(d("500"), Some(500.0));
+        assert_eq!(d("0500"), Some(500.0));
+        assert_eq!(d("+7"), Some(7.0));
+        assert_eq!(d("-3.25"), Some(-3.25));
+        assert_eq!(d(" 5,000.50 "), Some(5000.5));
+        assert_eq!(d("12,345,678"), Some(12_345_678.0));
+        for not in ["", "5,00", "1,2345", ",500", "5.", ".5", "5e3", "abc", "5 000", "--5", "1.2.3"] {
+            assert_eq!(d(not), None, "{not:?}");
+        }
+        assert_eq!(d(&"9".repeat(41)), None);
+    }
+
+    #[test]
+    fn normal_forms_close_up_and_fold() {
+        assert_eq!(normal_form("gb33-bukb 2020\u{200b}1555"), "GB33BUKB20201555");
+        assert_eq!(normal_form("ＧＢ３３"), "GB33");
+        let h = Haystack::new("Details: GB33 BUKB2020 1555555555.");
+        assert!(h.matches(&json!("GB33BUKB20201555555555")));
+        assert!(h.matches(&json!("gb33bukb20201555555555")));
+        // Only runs of whole words: not a prefix ending inside a word.
+        assert!(!h.matches(&json!("GB33BUKB202015555")));
+        // Shorter than MIN_NORMAL_CHARS: as written only.
+        let h = Haystack::new("code a-b-c-1");
+        assert!(!h.matches(&json!("ABC1")));
+        assert!(h.matches(&json!({"a-b-c-1": 1})), "an object key is a value");
     }
 }

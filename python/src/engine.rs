@@ -387,11 +387,12 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
             return Err(BindError::misuse("a flag needs a reason (the advisory)"));
         }
         let _held = self.enter()?;
-        let (key, _) = self.front.keys_mut().key(FLAGGER, Role::System)?;
+        // No session names who asks: the reason is tied to no reads (`spec/lineage.md` §4.2).
+        let before = self.front.ledger().quarantine().len() as u64;
+        let f = self
+            .front
+            .flag(&mut Session::new(""), FLAGGER, *id, reach, reason)?;
         let l = self.front.ledger();
-        l.bind(key.key_id(), Role::System, FLAGGER)?;
-        let before = l.quarantine().len() as u64;
-        let f = l.flag(*id, reach, &key, reason)?;
         l.checkpoint()?;
         let now = l.quarantine().len() as u64;
         Ok(json!({
@@ -402,11 +403,11 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
 
     fn tombstone(&mut self, id: &EntryId, reason: &str) -> Result<Value, BindError> {
         let _held = self.enter()?;
-        let agent = self.front.agent().to_string();
-        let (key, _) = self.front.keys_mut().key(&agent, Role::Agent)?;
-        let l = self.front.ledger();
-        l.bind(key.key_id(), Role::Agent, &agent)?;
-        Ok(appended(&l.tombstone(*id, &key, reason)?))
+        Ok(appended(&self.front.tombstone(
+            &mut Session::new(""),
+            *id,
+            reason,
+        )?))
     }
 
     fn checkpoint(&mut self) -> Result<String, BindError> {
@@ -514,16 +515,12 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
     }
 
     fn item_delete(&mut self, session: &str, path: &Path) -> Result<bool, BindError> {
-        self.with_session(session, |c, _| {
+        self.with_session(session, |c, s| {
             c.items.scan(c.front.ledger())?;
             let Some(entry) = c.items.current(path).map(|s| s.entry) else {
                 return Ok(false);
             };
-            let agent = c.front.agent().to_string();
-            let (key, _) = c.front.keys_mut().key(&agent, Role::Agent)?;
-            let l = c.front.ledger();
-            l.bind(key.key_id(), Role::Agent, &agent)?;
-            l.tombstone(entry, &key, "deleted through the store")?;
+            c.front.tombstone(s, entry, "deleted through the store")?;
             c.items.scan(c.front.ledger())?;
             Ok(true)
         })

@@ -510,10 +510,22 @@ fn post_tool_use<S: Store, K: Keys>(
         Err(e) => return failed_in(None, event, Some(&id), &e.to_string()),
     };
     let recorded = str_field(&o, "tool_name").and_then(|tool| {
+        // The memlineage MCP server's retrieval shows verified entries: read them as those
+        // entries, when the output is exactly such a view (`Front::read_retrieved_view`).
+        if event == HookEvent::PostToolUse && tool.ends_with("ledger_retrieve") {
+            if let Some(response) = o.get("tool_response") {
+                match front.read_retrieved_view(&mut session, response) {
+                    Ok(Some(_)) => return Ok(()),
+                    Ok(None) => {}
+                    Err(e) => return Err(format!("{tool}: {e}")),
+                }
+            }
+        }
         let input = o.get("tool_input").cloned().unwrap_or(Value::Null);
         let output = output_text(event, &o);
         front
             .record_tool_result(&mut session, tool, &input, &output)
+            .map(|_| ())
             .map_err(|e| format!("{tool}: {e}"))
     });
     match recorded {

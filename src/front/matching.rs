@@ -736,7 +736,9 @@ mod tests {
         assert_eq!(d("-3.25"), Some(-3.25));
         assert_eq!(d(" 5,000.50 "), Some(5000.5));
         assert_eq!(d("12,345,678"), Some(12_345_678.0));
-        for not in ["", "5,00", "1,2345", ",500", "5.", ".5", "5e3", "abc", "5 000", "--5", "1.2.3"] {
+        for not in [
+            "", "5,00", "1,2345", ",500", "5.", ".5", "5e3", "abc", "5 000", "--5", "1.2.3",
+        ] {
             assert_eq!(d(not), None, "{not:?}");
         }
         assert_eq!(d(&"9".repeat(41)), None);
@@ -744,7 +746,10 @@ mod tests {
 
     #[test]
     fn normal_forms_close_up_and_fold() {
-        assert_eq!(normal_form("gb33-bukb 2020\u{200b}1555"), "GB33BUKB20201555");
+        assert_eq!(
+            normal_form("gb33-bukb 2020\u{200b}1555"),
+            "GB33BUKB20201555"
+        );
         assert_eq!(normal_form("ＧＢ３３"), "GB33");
         let h = Haystack::new("Details: GB33 BUKB2020 1555555555.");
         assert!(h.matches(&json!("GB33BUKB20201555555555")));
@@ -754,6 +759,9 @@ mod tests {
         // Shorter than MIN_NORMAL_CHARS: as written only.
         let h = Haystack::new("code a-b-c-1");
         assert!(!h.matches(&json!("ABC1")));
-        assert!(h.matches(&json!({"a-b-c-1": 1})), "an object key is a value");
+        assert!(
+            h.matches(&json!({"a-b-c-1": 1})),
+            "an object key is a value"
+        );
     }
 }

@@ -28,7 +28,10 @@ pub mod stdio;
 use crate::forensics::receipt::{receipt, Cause};
 use crate::front::hook::Sessions;
 use crate::front::keystore::KeyStore;
-use crate::front::{Front, FrontError, Keys, Refusal, Session, Verdict};
+use crate::front::{
+    Front, FrontError, Keys, Refusal, Session, Verdict, WITHHELD_OVER_BUDGET, WITHHELD_QUARANTINED,
+    WITHHELD_TOMBSTONED,
+};
 use crate::gate::{Decision, Denial, ToolCall};
 use crate::lineage::quarantine::Reach;
 use crate::record::{EntryId, Kind, Parent, Role, Weight, WriterKey};
@@ -53,6 +56,8 @@ pub const MAX_IDS: usize = 1024;
 /// Most bytes of entry text one `ledger_retrieve` result carries; entries past it are withheld
 /// with a reason that says to ask for them again.
 pub const MAX_TEXT_BYTES: usize = 4 << 20;
+// The withheld reason the hooks recognise says this budget (`front::WITHHELD_OVER_BUDGET`).
+const _: () = assert!(MAX_TEXT_BYTES == 4_194_304);
 /// Most bytes of one serialised tool result; a larger one is replaced by a tool error.
 pub const MAX_RESULT_BYTES: usize = 32 << 20;
 /// Most bytes of a caller's string quoted in an error message.
@@ -321,9 +326,9 @@ struct Reads<'a> {
     /// Why the read set cannot be trusted, if it cannot (a damaged session file, an entry
     /// that does not verify): sensitive calls are refused.
     broken: Option<String>,
-    /// Whether `session` is what the agent read (Session mode). In Ledger mode it is every
-    /// entry, which says nothing of the agent's context: a write there is untied
-    /// (`spec/mcp.md` §2.1).
+    /// Whether `session` is what the agent read: Session mode while the session is the one the
+    /// hooks recorded last ([`Front::is_newest_session`]). In Ledger mode it is every entry,
+    /// which says nothing of the agent's context: a write there is untied (`spec/mcp.md` §2.1).
     tied: bool,
 }
 
@@ -493,13 +498,24 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                 };
                 let before = session.reads.len();
                 let intact = broken.is_none() && sealed;
+                // The hooks may have moved on to another session (`/clear`): then the agent's
+                // context is not this session's reads.
+                let tied = st.front.is_newest_session(&session);
+                let broken = match (broken, tied) {
+                    (Some(b), _) => Some(b),
+                    (None, true) => None,
+                    (None, false) => Some(format!(
+                        "the hooks recorded another session after session {id:?} (after \
+                         `/clear`?): the agent's reads are not this server's session's"
+                    )),
+                };
                 let out = f(
                     &mut st.front,
                     Reads {
                         session: &mut session,
                         elsewhere,
                         broken,
-                        tied: true,
+                        tied,
                     },
                 )?;
                 // A damaged or altered session file is left for the hooks to refuse on.
@@ -621,26 +637,20 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             .map(|s| id_arg(s))
             .collect::<Result<Vec<_>, _>>()?;
         self.with(|front, reads| {
-            let outcomes = front.retrieve(reads.session, &ids).map_err(msg)?;
+            // Only what is returned joins the read set (spec/mcp.md §2.2).
+            let outcomes = front
+                .retrieve_within(reads.session, &ids, MAX_TEXT_BYTES)
+                .map_err(msg)?;
             let mut out = Retrieved {
                 entries: Vec::new(),
                 withheld: Vec::new(),
             };
-            let mut budget = MAX_TEXT_BYTES;
-            for o in outcomes {
+            for (o, shown) in outcomes {
                 let (id, reason) = match o {
                     Outcome::Verified(r) => {
-                        let size = r.text.as_ref().map_or(0, String::len);
-                        if size > budget {
-                            (
-                                r.id,
-                                format!(
-                                    "over this response's {MAX_TEXT_BYTES}-byte text budget: \
-                                     retrieve it in another call"
-                                ),
-                            )
+                        if !shown {
+                            (r.id, WITHHELD_OVER_BUDGET.to_string())
                         } else {
-                            budget -= size;
                             out.entries.push(RetrievedEntry {
                                 id: r.id.to_string(),
                                 label: r.label.to_string(),
@@ -652,10 +662,8 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                             continue;
                         }
                     }
-                    Outcome::Tombstoned(id) => (id, "deleted by a tombstone".into()),
-                    Outcome::Quarantined(id) => {
-                        (id, "quarantined: a flagged source reaches it".into())
-                    }
+                    Outcome::Tombstoned(id) => (id, WITHHELD_TOMBSTONED.into()),
+                    Outcome::Quarantined(id) => (id, WITHHELD_QUARANTINED.into()),
                     Outcome::Rejected(id, e) => (id, msg(e)),
                 };
                 out.withheld.push(Withheld {
@@ -781,15 +789,23 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
         if a.reason.trim().is_empty() {
             return Err("a flag needs a reason (the advisory)".into());
         }
-        self.with(|front, _| {
+        self.with(|front, reads| {
             if front.ledger().index_of(&source).is_none() {
                 return Err(format!("unknown entry {source}"));
             }
-            let (key, _) = front.keys_mut().key(FLAGGER, Role::System).map_err(msg)?;
+            let before = front.ledger().quarantine().len() as u64;
+            // The reason is the agent's text: the flag descends from what it read, as an
+            // appended memory does (untied in Ledger mode).
+            let mut untied = Session::new(&reads.session.id);
+            let session = if reads.tied {
+                reads.session
+            } else {
+                &mut untied
+            };
+            let f = front
+                .flag(session, FLAGGER, source, reach, &a.reason)
+                .map_err(msg)?;
             let l = front.ledger();
-            l.bind(key.key_id(), Role::System, FLAGGER).map_err(msg)?;
-            let before = l.quarantine().len() as u64;
-            let f = l.flag(source, reach, &key, &a.reason).map_err(msg)?;
             l.checkpoint().map_err(msg)?;
             let quarantined = l.quarantine().len() as u64;
             Ok(Json(Flagged {

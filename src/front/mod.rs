@@ -45,6 +45,9 @@ pub const UNKNOWN_CONTEXT: &str = "context:unknown";
 /// into a new context entry (`spec/lineage.md` §4.2), so a write costs the same after 10 reads
 /// as after 100,000.
 pub const FOLD_AT: usize = 32;
+/// How many of the newest entries [`Front::is_newest_session`] looks through for the last
+/// prompt or tool output.
+pub const NEWEST_SESSION_WINDOW: u64 = 256;
 
 /// Where the front gets signing keys for its principals.
 pub trait Keys {
@@ -407,6 +410,66 @@ impl<S: Store, K: Keys> Front<S, K> {
         Ok(a)
     }
 
+    /// Flags `source` as a bad source (`spec/forensics.md` §2) with `reason`, signed by the
+    /// system principal `flagger`, on behalf of the agent of `session`: the reason is text the
+    /// agent chose, so the flag entry descends from everything the session read, as a memory
+    /// does ([`Front::remember`], `spec/lineage.md` §4.2). Its quarantine works the same; what
+    /// changes is that its reason, retrieved into another session, is never better labelled
+    /// than what the agent had read.
+    ///
+    /// # Errors
+    /// As [`Ledger::flag`]: an unknown source, a flag the rules refuse.
+    pub fn flag(
+        &mut self,
+        session: &mut Session,
+        flagger: &str,
+        source: EntryId,
+        reach: crate::lineage::quarantine::Reach,
+        reason: &str,
+    ) -> Result<Appended, FrontError> {
+        let intact = self.session_sealed(session);
+        let parents = self.session_parents(session, intact, Vec::new())?;
+        let a = self.write_about(
+            session,
+            flagger,
+            Role::System,
+            reach.kind(),
+            reason,
+            parents,
+            Some(source),
+        )?;
+        self.reseal(session, intact);
+        Ok(a)
+    }
+
+    /// Deletes `target` by a tombstone signed by the agent principal with `reason`, on behalf
+    /// of the agent of `session`: like [`Front::flag`], the tombstone descends from what the
+    /// session read.
+    ///
+    /// # Errors
+    /// As [`Ledger::tombstone`].
+    pub fn tombstone(
+        &mut self,
+        session: &mut Session,
+        target: EntryId,
+        reason: &str,
+    ) -> Result<Appended, FrontError> {
+        let intact = self.session_sealed(session);
+        let parents = self.session_parents(session, intact, Vec::new())?;
+        let agent = self.agent.clone();
+        let a = self.write_about(
+            session,
+            &agent,
+            Role::Agent,
+            Kind::Tombstone,
+            reason,
+            parents,
+            Some(target),
+        )?;
+        self.reseal(session, intact);
+        Ok(a)
+    }
+
     /// The parents of an agent write of `session` (`spec/lineage.md` §4.2): the session's
     /// context entry, its uncovered reads (full weight, or the declared weight under
     /// `read_weights = "declared"`), an External [`UNKNOWN_CONTEXT`] entry when the write
@@ -498,9 +561,93 @@ impl<S: Store, K: Keys> Front<S, K> {
         session: &mut Session,
         ids: &[EntryId],
     ) -> Result<Vec<Outcome>, FrontError> {
+        Ok(self
+            .retrieve_within(session, ids, usize::MAX)?
+            .into_iter()
+            .map(|(o, _)| o)
+            .collect())
+    }
+
+    /// [`Front::retrieve`] for a caller that shows the agent at most `budget` bytes of text:
+    /// verified entries, in order, are shown while their texts fit in what is left of the
+    /// budget (an entry that does not fit is skipped, later smaller ones may still fit), and
+    /// only the shown ones join the read set — the read set is what the agent saw, never more
+    /// (a withheld entry's text cannot justify a value the agent never read; issue 24
+    /// review). Returns each outcome with whether it was shown.
+    ///
+    /// # Errors
+    /// Only when no checkpoint can be produced.
+    pub fn retrieve_within(
+        &mut self,
+        session: &mut Session,
+        ids: &[EntryId],
+        budget: usize,
+    ) -> Result<Vec<(Outcome, bool)>, FrontError> {
         let intact = self.session_sealed(session);
         let out = self.ledger.retrieve(ids)?;
-        for o in &out {
+        let mut left = budget;
+        let mut shown = Vec::with_capacity(out.len());
+        for o in out {
+            let show = match &o {
+                Outcome::Verified(r) => {
+                    let size = r.text.as_ref().map_or(0, String::len);
+                    let fits = size <= left;
+                    if fits {
+                        left -= size;
+                        session.read(r.id);
+                        if let Some(t) = &r.text {
+                            self.haystacks.insert(r.id, Haystack::new(t));
+                        }
+                    }
+                    fits
+                }
+                _ => false,
+            };
+            shown.push((o, show));
+        }
+        self.reseal(session, intact);
+        Ok(shown)
+    }
+
+    /// Reads a tool output that is nothing but a view of verified entries — the result of the
+    /// memlineage MCP server's `ledger_retrieve` (`spec/mcp.md` §2.2), as the agent received it
+    /// (`output`: the JSON object, or a text or content blocks holding it) — as those entries
+    /// instead of as new External text (`spec/hooks.md` §3 item 2): each listed entry must
+    /// verify and render exactly as listed (id, label, kind, writer, text, rendering), and
+    /// every withheld one must carry one of the server's own reasons. Then the listed entries
+    /// join the read set and `Some(ids)` is returned; for anything else (another tool's output,
+    /// a server that only looks like ours, one byte of text not accounted for) `None`, and the
+    /// caller records the output as External as usual. Whatever the tool's name, only verified
+    /// entries' texts are read this way, so nothing it adds can be unrecorded text.
+    ///
+    /// # Errors
+    /// Only when no checkpoint can be produced.
+    pub fn read_retrieved_view(
+        &mut self,
+        session: &mut Session,
+        output: &Value,
+    ) -> Result<Option<Vec<EntryId>>, FrontError> {
+        let Some(listed) = retrieved_view(output) else {
+            return Ok(None);
+        };
+        let ids: Vec<EntryId> = listed.iter().map(|l| l.0).collect();
+        let got = self.ledger.retrieve(&ids)?;
+        for ((id, fields), o) in listed.iter().zip(&got) {
+            let Outcome::Verified(r) = o else {
+                return Ok(None);
+            };
+            let want = [
+                r.label.to_string(),
+                r.kind.name().to_string(),
+                r.writer.clone(),
+                r.render(),
+            ];
+            if r.id != *id || r.text != fields.text || fields.rest != want {
+                return Ok(None);
+            }
+        }
+        let intact = self.session_sealed(session);
+        for o in got {
             if let Outcome::Verified(r) = o {
                 session.read(r.id);
                 if let Some(t) = &r.text {
@@ -509,7 +656,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
         }
         self.reseal(session, intact);
-        Ok(out)
+        Ok(Some(ids))
     }
 
     /// Decides a proposed call of `tool` with `args` (a JSON object). Every argument is
@@ -585,6 +732,30 @@ impl<S: Store, K: Keys> Front<S, K> {
             sensitive,
             verdict,
         })
+    }
+
+    /// Whether `session` is the one whose prompts and tool outputs the ledger recorded last
+    /// (among the newest [`NEWEST_SESSION_WINDOW`] entries; an entry that does not verify
+    /// counts as another session's; one written for no session — its context hash is its
+    /// content hash, as [`ProvEntry::new`] leaves it — is passed over; with no session's entry
+    /// in the window, no other session is known and the answer is yes). A front that holds a fixed session id (the MCP server's
+    /// `--session`) ties an agent write to that session's reads only while this holds: after
+    /// Claude Code's `/clear` the hooks record a new session the server does not read, and a
+    /// memory written then is derived from an unknown context instead (`spec/mcp.md` §2.1).
+    pub fn is_newest_session(&self, session: &Session) -> bool {
+        let want = session_context(&session.id);
+        let len = self.ledger.len();
+        for index in (len.saturating_sub(NEWEST_SESSION_WINDOW)..len).rev() {
+            let Ok(e) = self.ledger.get_by_index(index) else {
+                return false;
+            };
+            let e = e.entry();
+            if matches!(e.kind, Kind::Prompt | Kind::ToolResult) && e.context_hash != e.content_hash
+            {
+                return e.context_hash == want;
+            }
+        }
+        true
     }
 
     /// Seals `session`'s read set under the log key (`spec/hooks.md` §3): call it after
@@ -811,18 +982,34 @@ impl<S: Store, K: Keys> Front<S, K> {
         text: &str,
         parents: Vec<Parent>,
     ) -> Result<Appended, FrontError> {
+        self.write_about(session, name, role, kind, text, parents, None)
+    }
+
+    /// [`Front::write`] of an entry about `target` (a flag, a tombstone).
+    #[allow(clippy::too_many_arguments)]
+    fn write_about(
+        &mut self,
+        session: &Session,
+        name: &str,
+        role: Role,
+        kind: Kind,
+        text: &str,
+        parents: Vec<Parent>,
+        target: Option<EntryId>,
+    ) -> Result<Appended, FrontError> {
         let (key, _) = self.keys.key(name, role)?;
         self.ledger.bind(key.key_id(), role, name)?;
-        let context = Hash32::digest(format!("memlineage/session/{}", session.id).as_bytes());
+        let context = session_context(&session.id);
         let mut attempt = 0;
         let a = loop {
             // Time is strictly increasing per front, so that the same text written twice in
             // one millisecond still makes two entries (an entry's id covers its time).
             self.last_ms = now_ms().max(self.last_ms + 1);
-            let entry = ProvEntry::new(key.key_id(), kind, text.as_bytes())
+            let mut entry = ProvEntry::new(key.key_id(), kind, text.as_bytes())
                 .with_parents(parents.clone())
                 .with_context_hash(context)
                 .with_time_ms(self.last_ms);
+            entry.target = target;
             match self.ledger.append(entry, &key, text.as_bytes()) {
                 // Another process wrote the very same entry in the same millisecond.
                 Err(LedgerError::Admission(AdmissionError::Duplicate(_))) if attempt < 3 => {
@@ -840,6 +1027,86 @@ fn add_all(add: &mut impl FnMut(Parent), parents: impl IntoIterator<Item = Paren
     for p in parents {
         add(p);
     }
+}
+
+/// One entry of a `ledger_retrieve` result: its text and, in order, label, kind, writer and
+/// rendering.
+struct ViewEntry {
+    text: Option<String>,
+    rest: [String; 4],
+}
+
+/// Why the MCP server's `ledger_retrieve` withholds an entry (`spec/mcp.md` §2.2): deleted.
+pub const WITHHELD_TOMBSTONED: &str = "deleted by a tombstone";
+/// … quarantined.
+pub const WITHHELD_QUARANTINED: &str = "quarantined: a flagged source reaches it";
+/// … past the response's text budget of 4 MiB (`front::mcp::MAX_TEXT_BYTES`).
+pub const WITHHELD_OVER_BUDGET: &str =
+    "over this response's 4194304-byte text budget: retrieve it in another call";
+/// The reasons a view of retrieved entries may carry ([`Front::read_retrieved_view`]).
+const WITHHELD_REASONS: [&str; 3] = [
+    WITHHELD_TOMBSTONED,
+    WITHHELD_QUARANTINED,
+    WITHHELD_OVER_BUDGET,
+];
+
+/// The entries a `ledger_retrieve` result lists, if `output` is exactly one (a JSON object
+/// `{"entries": [...], "withheld": [...]}` with no other member, given as is, as a JSON text,
+/// or as content blocks whose texts are all that object); `None` otherwise.
+fn retrieved_view(output: &Value) -> Option<Vec<(EntryId, ViewEntry)>> {
+    let object = match output {
+        Value::Object(_) => output.clone(),
+        Value::String(s) => serde_json::from_str(s).ok()?,
+        Value::Array(blocks) => {
+            let mut one: Option<Value> = None;
+            for b in blocks {
+                let Value::Object(m) = b else { return None };
+                if m.get("type").and_then(Value::as_str) != Some("text") || m.len() != 2 {
+                    return None;
+                }
+                let v: Value = serde_json::from_str(m.get("text")?.as_str()?).ok()?;
+                if one.as_ref().is_some_and(|o| *o != v) {
+                    return None;
+                }
+                one = Some(v);
+            }
+            one?
+        }
+        _ => return None,
+    };
+    let Value::Object(top) = object else {
+        return None;
+    };
+    if top.len() != 2 {
+        return None;
+    }
+    for w in top.get("withheld")?.as_array()? {
+        let w = w.as_object()?;
+        let reason = w.get("reason")?.as_str()?;
+        if w.len() != 2
+            || EntryId::from_hex(w.get("id")?.as_str()?).is_err()
+            || !WITHHELD_REASONS.contains(&reason)
+        {
+            return None;
+        }
+    }
+    let mut out = Vec::new();
+    for e in top.get("entries")?.as_array()? {
+        let e = e.as_object()?;
+        if e.len() != 6 {
+            return None;
+        }
+        let s = |k: &str| e.get(k)?.as_str().map(str::to_string);
+        let text = match e.get("text")? {
+            Value::Null => None,
+            Value::String(t) => Some(t.clone()),
+            _ => return None,
+        };
+        let id = EntryId::from_hex(&s("id")?).ok()?;
+        let rest = [s("label")?, s("kind")?, s("writer")?, s("rendered")?];
+        out.push((id, ViewEntry { text, rest }));
+    }
+    Some(out)
 }
 
 /// Entry ids as 64-hex strings in session files.
@@ -876,6 +1143,12 @@ mod hex_id {
             .map(|h| EntryId::from_hex(&h).map_err(serde::de::Error::custom))
             .transpose()
     }
+}
+
+/// The context hash of the entries a front writes for session `id` (`spec/hooks.md` §3):
+/// `H("memlineage/session/" || id)`.
+pub fn session_context(id: &str) -> Hash32 {
+    Hash32::digest(format!("memlineage/session/{id}").as_bytes())
 }
 
 fn now_ms() -> u64 {

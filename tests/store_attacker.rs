@@ -254,3 +254,43 @@ fn no_checkpoint_is_signed_over_an_edited_tree_when_the_stored_heads_are_deleted
         .unwrap();
     assert_eq!(n, 0, "nothing signed");
 }
+
+/// Class 6: a FIFO where a file should be (the side checkpoint, the session record, the
+/// key-file lock, SQLite's WAL) never hangs a hook: the file is refused at once, and what
+/// still blocks is answered closed by the hook's watchdog before the agent's timeout. The
+/// payment is refused each time, promptly.
+#[cfg(unix)]
+#[test]
+fn a_fifo_where_a_file_should_be_never_hangs_a_hook() {
+    use std::time::{Duration, Instant};
+    let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
+    for place in [
+        "l.db.checkpoint".to_string(),
+        format!("l.db.sessions/{session}.json"),
+        "l.db.key.lock".to_string(),
+        "l.db-wal".to_string(),
+    ] {
+        let r = Recorded::new();
+        let path = r.path(&place);
+        let _ = std::fs::remove_file(&path);
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        for e in &r.events[2..4] {
+            let start = Instant::now();
+            let out = cli_support::run_command(
+                std::process::Command::new(cli_support::BIN)
+                    .args(["hook", &e.hook, "l.db"])
+                    .current_dir(r.dir.path())
+                    .env("MEMLINEAGE_HOOK_SERVER", "off")
+                    .env("MEMLINEAGE_HOOK_WATCHDOG_MS", "3000"),
+                Some(&e.input),
+            );
+            let took = start.elapsed();
+            assert_eq!(out.status.code(), Some(2), "{place}: {out:?}");
+            assert!(took < Duration::from_secs(10), "{place}: {took:?}");
+        }
+    }
+}

@@ -24,6 +24,8 @@ use std::path::PathBuf;
 
 /// The principal that signs flags (role system), as the MCP server's (`spec/mcp.md` §2.5).
 pub const FLAGGER: &str = "advisory";
+/// How long a call waits for the ledger's key-file lock before it fails.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// What a Python `Ledger` handle can do. Results are JSON values the Python layer decodes.
 pub trait Engine: Send {
@@ -132,13 +134,7 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
     fn enter(&mut self) -> Result<Option<std::fs::File>, BindError> {
         let held = match &self.lock {
             Some(p) => {
-                let f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(p)
-                    .map_err(|e| BindError::misuse(format!("lock {}: {e}", p.display())))?;
-                f.lock()
+                let f = memlineage::store::durable::lock_file(p, LOCK_WAIT)
                     .map_err(|e| BindError::misuse(format!("lock {}: {e}", p.display())))?;
                 Some(f)
             }

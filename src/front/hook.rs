@@ -33,6 +33,8 @@ use std::time::{Duration, SystemTime};
 /// §2.2): for PostToolUse it shows the reason to the model, for UserPromptSubmit it blocks the
 /// prompt.
 pub const EXIT_BLOCK: u8 = 2;
+/// Largest session record read, in bytes (about 500,000 reads).
+pub const MAX_SESSION_BYTES: u64 = 64 << 20;
 /// Largest hook event handled, in bytes (16 MiB; a tool's output travels inside it). A longer
 /// event is an unreadable event (`spec/hooks.md` §1).
 pub const MAX_EVENT_BYTES: usize = 16 << 20;
@@ -280,8 +282,9 @@ pub struct Pruned {
 impl Sessions for FileSessions {
     fn load(&mut self, id: &str) -> Result<Session, HookError> {
         let path = self.path(id);
-        match std::fs::read(&path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // A regular file only, never waited on (a FIFO there hung every hook, issue 25).
+        match crate::store::durable::read_regular(&path, MAX_SESSION_BYTES) {
+            Ok(None) => {
                 if self.marker(id).exists() {
                     return Err(HookError::Pruned(id.to_string()));
                 }
@@ -291,7 +294,7 @@ impl Sessions for FileSessions {
                 path.display().to_string(),
                 e.to_string(),
             )),
-            Ok(bytes) => {
+            Ok(Some(bytes)) => {
                 let s: Session = serde_json::from_slice(&bytes)
                     .map_err(|e| HookError::Session(path.display().to_string(), e.to_string()))?;
                 if s.id != id {
@@ -309,11 +312,11 @@ impl Sessions for FileSessions {
         let path = self.path(&session.id);
         let err = |e: std::io::Error| HookError::Session(path.display().to_string(), e.to_string());
         std::fs::create_dir_all(&self.0).map_err(err)?;
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_vec(session)
             .map_err(|e| HookError::Session(path.display().to_string(), e.to_string()))?;
-        std::fs::write(&tmp, text).map_err(err)?;
-        std::fs::rename(&tmp, &path).map_err(err)
+        // A temporary of an unguessable name, renamed over the record (a directory made at a
+        // fixed temporary name used to fail every save, issue 25).
+        crate::store::durable::write_atomic(&path, &text).map_err(err)
     }
 }
 

@@ -36,6 +36,9 @@ struct PrincipalKey {
     public: String,
 }
 
+/// Largest key file read, in bytes (about 10,000 principals).
+pub const MAX_KEY_FILE_BYTES: u64 = 4 << 20;
+
 impl KeyStore {
     /// A new key store with a fresh log key.
     pub fn generate(origin: &str) -> Self {
@@ -53,8 +56,11 @@ impl KeyStore {
     /// # Errors
     /// [`KeyStoreError`] for I/O, JSON or seed problems. Does not panic.
     pub fn load(path: &Path) -> Result<Self, KeyStoreError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| KeyStoreError::Io(path.display().to_string(), e))?;
+        let io = |e| KeyStoreError::Io(path.display().to_string(), e);
+        let bytes = crate::store::durable::read_regular(path, MAX_KEY_FILE_BYTES)
+            .map_err(io)?
+            .ok_or_else(|| io(std::io::ErrorKind::NotFound.into()))?;
+        let text = String::from_utf8(bytes).map_err(|e| KeyStoreError::Format(e.to_string()))?;
         let ks: KeyStore =
             serde_json::from_str(&text).map_err(|e| KeyStoreError::Format(e.to_string()))?;
         check_pair("log", &ks.log_seed, &ks.log_public)?;

@@ -396,18 +396,14 @@ fn too_many(n: usize) -> Result<(), String> {
 }
 
 /// Takes the exclusive lock on the file at `path` (created if absent) until the file is
-/// dropped.
-fn lock(path: &PathBuf) -> Result<std::fs::File, String> {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|e| format!("lock {}: {e}", path.display()))?;
-    f.lock()
-        .map_err(|e| format!("lock {}: {e}", path.display()))?;
-    Ok(f)
+/// dropped, as the hooks do ([`crate::store::durable::lock_file`]).
+fn lock(path: &std::path::Path) -> Result<std::fs::File, String> {
+    crate::store::durable::lock_file(path, LOCK_WAIT)
+        .map_err(|e| format!("lock {}: {e}", path.display()))
 }
+
+/// How long a tool call waits for the key-file lock before it fails.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// The unrecorded count of every session file in `dir`; a file that cannot be read counts as
 /// broken (its session's state is unknown).
@@ -429,8 +425,9 @@ fn unrecorded_everywhere(dir: &std::path::Path) -> (u64, Option<String>) {
         if path.extension().is_none_or(|x| x != "json") {
             continue;
         }
-        match std::fs::read(&path)
+        match crate::store::durable::read_regular(&path, crate::front::hook::MAX_SESSION_BYTES)
             .map_err(|e| e.to_string())
+            .and_then(|b| b.ok_or_else(|| "gone".to_string()))
             .and_then(|b| serde_json::from_slice::<Session>(&b).map_err(|e| e.to_string()))
         {
             // memlineage 0.1's shared "unknown session" is ignored, as the hooks ignore it.
@@ -478,7 +475,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             .lock()
             .map_err(|_| "ledger state poisoned by an earlier failure".to_string())?;
         let st = &mut *g;
-        let _held = st.lock.as_ref().map(lock).transpose()?;
+        let _held = st.lock.as_deref().map(lock).transpose()?;
         st.front.ledger().refresh().map_err(msg)?;
         match &mut st.reads {
             ReadSet::Session { sessions, id } => {

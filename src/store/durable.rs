@@ -1,7 +1,13 @@
 //! Durable file replacement: write a temporary file, `fsync` it, rename it over the target,
 //! then `fsync` the directory, so that after a crash the target holds the old bytes or the
 //! new ones and the rename itself survives (`spec/storage.md` §6). Used for the SQLite
-//! ledger's side checkpoint file, the key file and the CLI's `-o` outputs.
+//! ledger's side checkpoint file, the key file, session records, the pin and the CLI's `-o`
+//! outputs.
+//!
+//! And reading and locking files someone else may have replaced (`spec/storage.md` §6.1): a
+//! store-only attacker can put a FIFO, a device, a directory or a symbolic link where a file
+//! should be, or replace a lock file while it is held. [`read_regular`] and [`lock_file`] never
+//! block on such a thing and never take one for the file.
 //!
 //! (`src/log/state.rs` keeps its own copy of the directory sync: verification code must not
 //! depend on storage, `tests/layering.rs`.)
@@ -60,18 +66,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
     // Unique per process and call: two threads replacing one file must not share a temporary.
     static SERIAL: AtomicU64 = AtomicU64::new(0);
+    // And not guessable: a name someone made a directory or a FIFO at beforehand would fail
+    // (or block) every save.
+    let mut nonce = [0u8; 8];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut nonce);
     let tmp = parent_dir(path).join(format!(
-        ".{}.{}.{}.tmp",
+        ".{}.{}.{}.{}.tmp",
         name.to_string_lossy(),
         std::process::id(),
-        SERIAL.fetch_add(1, Ordering::Relaxed)
+        SERIAL.fetch_add(1, Ordering::Relaxed),
+        u64::from_le_bytes(nonce)
     ));
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
+        let mut opts = OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .mode(0o600);
+        }
+        let mut f = opts.open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         rename_durably(&tmp, path)
@@ -80,6 +95,119 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Reads at most `max` bytes of the regular file at `path`; `None` when there is none. Never
+/// blocks: the file is opened non-blocking and must be a regular file once open (a FIFO, a
+/// device, a socket or a directory is an error, [`io::ErrorKind::InvalidData`]); a symbolic
+/// link is followed (users keep ledgers behind links), but what it leads to must be a
+/// regular file too.
+///
+/// # Errors
+/// I/O errors, a file that is not regular, a file longer than `max` bytes. Does not panic.
+pub fn read_regular(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut opts = OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let f = match opts.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !f.metadata()?.is_file() {
+        return Err(not_regular(path));
+    }
+    let mut bytes = Vec::new();
+    f.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: longer than {max} bytes", path.display()),
+        ));
+    }
+    Ok(Some(bytes))
+}
+
+fn not_regular(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{} is not a regular file (replaced by a FIFO, device or directory?)",
+            path.display()
+        ),
+    )
+}
+
+/// Locks the file at `path` exclusively (created, mode 0600, if absent), waiting at most
+/// `wait`, and returns it; the lock lasts until the file is dropped. The file is opened
+/// non-blocking and must be regular, and once locked it must still be the file at `path`
+/// (same device and inode): a lock file replaced while another process holds the old one is
+/// locked again, never taken as free (two holders would each read-modify-write what the lock
+/// guards; `spec/storage.md` §6.1).
+///
+/// # Errors
+/// I/O errors, a file that is not regular, the lock still held after `wait`. Does not panic.
+pub fn lock_file(path: &Path, wait: std::time::Duration) -> io::Result<File> {
+    let start = std::time::Instant::now();
+    loop {
+        let mut opts = OpenOptions::new();
+        opts.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.custom_flags(libc::O_NONBLOCK).mode(0o600);
+        }
+        let f = opts.open(path)?;
+        if !f.metadata()?.is_file() {
+            return Err(not_regular(path));
+        }
+        match f.try_lock() {
+            Ok(()) if same_file(&f, path)? => return Ok(f),
+            // The path names another file now: lock that one.
+            Ok(()) => continue,
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!(
+                        "{} stayed locked for more than {} s",
+                        path.display(),
+                        wait.as_secs()
+                    ),
+                ))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
+/// Whether the open file `f` is the file at `path` now.
+fn same_file(f: &File, path: &Path) -> io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (a, b) = (
+            f.metadata()?,
+            match std::fs::metadata(path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+                Err(e) => return Err(e),
+            },
+        );
+        Ok(a.dev() == b.dev() && a.ino() == b.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (f, path);
+        Ok(true)
+    }
 }
 
 #[cfg(test)]
@@ -99,5 +227,43 @@ mod tests {
         // A directory that does not exist is an error, never a silent success.
         assert!(sync_parent_dir(&dir.path().join("gone/x")).is_err());
         assert!(write_atomic(&dir.path().join("gone/x"), b"x").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifos_and_directories_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = read_regular(&fifo, 10).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        // Opened for writing with no reader, a FIFO fails at once (ENXIO); never blocks.
+        assert!(lock_file(&fifo, std::time::Duration::ZERO).is_err());
+        assert!(read_regular(dir.path(), 10).is_err(), "a directory");
+        assert_eq!(read_regular(&dir.path().join("none"), 10).unwrap(), None);
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"12345").unwrap();
+        assert_eq!(read_regular(&p, 5).unwrap().unwrap(), b"12345");
+        assert!(read_regular(&p, 4).is_err(), "too long");
+    }
+
+    #[test]
+    fn a_lock_file_replaced_while_held_is_not_taken_as_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.lock");
+        let held = lock_file(&p, std::time::Duration::ZERO).unwrap();
+        // Someone replaces the file while it is held: a new holder locks the new file, and
+        // the old holder no longer guards the path (it would see it when re-checking).
+        std::fs::rename(&p, dir.path().join("old.lock")).unwrap();
+        std::fs::write(&p, b"").unwrap();
+        assert!(!same_file(&held, &p).unwrap());
+        let second = lock_file(&p, std::time::Duration::ZERO).unwrap();
+        assert!(same_file(&second, &p).unwrap());
+        // And while `second` holds it, nobody else gets it.
+        assert!(lock_file(&p, std::time::Duration::from_millis(20)).is_err());
     }
 }

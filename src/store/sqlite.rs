@@ -767,16 +767,8 @@ const MAX_SIDE_BYTES: u64 = 64 * 1024;
 
 /// The side checkpoint file's bytes, `None` when it does not exist.
 fn read_side(path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
-    use std::io::Read as _;
-    match std::fs::File::open(path) {
-        Ok(f) => {
-            let mut bytes = Vec::new();
-            f.take(MAX_SIDE_BYTES).read_to_end(&mut bytes)?;
-            Ok(Some(bytes))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(StoreError::Io(e)),
-    }
+    // A regular file only, never waited on (a FIFO there hung every hook, issue 25).
+    Ok(super::durable::read_regular(path, MAX_SIDE_BYTES)?)
 }
 
 /// The tree size a checkpoint note states (its second line), unverified: used only to keep

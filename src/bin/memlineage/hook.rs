@@ -19,6 +19,10 @@ use std::time::{Duration, Instant, SystemTime};
 /// timeout `hook install` writes, so that the hook answers before the agent gives up on it
 /// (Codex lets a call through when its hook times out).
 const LOCK_WAIT: Duration = Duration::from_secs(20);
+/// How long a hook runs before its watchdog answers closed: less than the 30 s `timeout` that
+/// `hook install` writes, and than the lock wait plus slack. `MEMLINEAGE_HOOK_WATCHDOG_MS` can
+/// only shorten it (tests).
+const WATCHDOG: Duration = Duration::from_secs(25);
 /// How much of an oversized PostToolUse event is scanned for its `session_id`, in bytes.
 const MAX_SCAN_BYTES: u64 = 256 << 20;
 
@@ -97,10 +101,48 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
 /// exit 2, and tool output that could not be recorded marks its session.
 fn hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
     let _telemetry = telemetry::init(false);
+    let answered = std::sync::Arc::new(std::sync::Mutex::new(false));
+    watchdog(event, std::sync::Arc::clone(&answered));
     let outcome = run_hook(event, ledger, policy);
+    // Whoever answers first answers alone: the watchdog may have already.
+    let mut done = answered.lock().unwrap_or_else(|e| e.into_inner());
+    if *done {
+        return Ok(ExitCode::from(memlineage::front::hook::EXIT_BLOCK));
+    }
+    *done = true;
     std::io::stdout().write_all(outcome.stdout.as_bytes())?;
     std::io::stderr().write_all(outcome.stderr.as_bytes())?;
     Ok(ExitCode::from(outcome.code))
+}
+
+/// Answers the event closed (exit 2, spec/hooks.md §5) if the hook has not answered within
+/// [`WATCHDOG`], whatever it is stuck on (a FIFO or device where a file should be, a lock, a
+/// wedged disk): Codex lets a call through when its hook times out, so the hook must answer
+/// first (issue 25).
+fn watchdog(event: HookEvent, answered: std::sync::Arc<std::sync::Mutex<bool>>) {
+    let wait = std::env::var("MEMLINEAGE_HOOK_WATCHDOG_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(WATCHDOG, Duration::from_millis)
+        .min(WATCHDOG);
+    std::thread::spawn(move || {
+        std::thread::sleep(wait);
+        let mut done = answered.lock().unwrap_or_else(|e| e.into_inner());
+        if *done {
+            return;
+        }
+        *done = true;
+        let why = format!(
+            "{} did not finish within {} ms: failing closed",
+            event.event_name(),
+            wait.as_millis()
+        );
+        let outcome = failed_in(None, event, None, &why);
+        let _ = std::io::stdout().write_all(outcome.stdout.as_bytes());
+        let _ = std::io::stderr().write_all(outcome.stderr.as_bytes());
+        let _ = std::io::stderr().flush();
+        std::process::exit(i32::from(outcome.code));
+    });
 }
 
 fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOutcome {
@@ -190,32 +232,8 @@ fn lock_within(ledger: &Path, wait: Duration) -> Res<std::fs::File> {
     let mut p = key_path(ledger).into_os_string();
     p.push(".lock");
     let path = PathBuf::from(p);
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let start = Instant::now();
-    loop {
-        match f.try_lock() {
-            Ok(()) => return Ok(f),
-            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(format!(
-                    "{} stayed locked for more than {} s",
-                    path.display(),
-                    wait.as_secs()
-                )
-                .into())
-            }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(format!("{}: {e}", path.display()).into())
-            }
-        }
-    }
+    Ok(memlineage::store::durable::lock_file(&path, wait)
+        .map_err(|e| format!("{}: {e}", path.display()))?)
 }
 
 /// `memlineage hook prune`: prunes the ledger's sessions older than `days` days.

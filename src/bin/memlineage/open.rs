@@ -10,6 +10,9 @@ use memlineage::store::SqliteStore;
 use memlineage::Ledger;
 use std::path::{Path, PathBuf};
 
+/// How long a command waits for `LEDGER.key.lock` before it fails.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Largest policy file, in bytes.
 const MAX_POLICY_BYTES: u64 = 1 << 20;
 
@@ -73,13 +76,9 @@ pub fn open_with(ledger: &Path, adopt: bool) -> Res<(Ledger<SqliteStore>, KeySto
 pub fn lock_key_file(ledger: &Path) -> Res<std::fs::File> {
     let mut p = key_path(ledger).into_os_string();
     p.push(".lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(PathBuf::from(p))?;
-    f.lock()?;
-    Ok(f)
+    let path = PathBuf::from(p);
+    Ok(memlineage::store::durable::lock_file(&path, LOCK_WAIT)
+        .map_err(|e| format!("{}: {e}", path.display()))?)
 }
 
 /// The key of principal `name`: an existing principal of one of the `allowed` roles, or a new

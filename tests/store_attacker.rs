@@ -294,3 +294,22 @@ fn a_fifo_where_a_file_should_be_never_hangs_a_hook() {
         }
     }
 }
+
+/// Class 3: the session's read set is derived from the ledger, the record beside it is only a
+/// cache (`spec/hooks.md` §6). An older sealed copy of the record put back after the bill was
+/// recorded (or a save that failed) loses no read: the bill, written for the session in the
+/// ledger after what the record had seen, is read again. And a directory made where the save
+/// used to write its temporary no longer stops the save.
+#[test]
+fn a_stale_or_unsavable_session_record_loses_no_read() {
+    let r = Recorded::new_with(1);
+    let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
+    let record = r.path(&format!("l.db.sessions/{session}.json"));
+    let before_bill = std::fs::read(&record).unwrap();
+    std::fs::create_dir(r.path(&format!("l.db.sessions/{session}.json.tmp"))).unwrap();
+    let bill = r.hook(&r.events[1]);
+    assert_eq!(bill.status.code(), Some(0), "{bill:?}");
+    r.assert_payments_refused("the bill recorded");
+    std::fs::write(&record, &before_bill).unwrap();
+    r.assert_payments_refused("the record rolled back to before the bill");
+}

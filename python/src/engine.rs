@@ -155,8 +155,9 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
             return Err(BindError::misuse("a session id is not empty"));
         }
         let _held = self.enter()?;
-        let mut session = self.sessions.load(id)?;
-        let before = session.clone();
+        let before = self.sessions.load(id)?;
+        let mut session = before.clone();
+        self.front.catch_up(&mut session)?;
         let out = f(self, &mut session);
         // What was recorded before a failure stays recorded.
         if session != before {

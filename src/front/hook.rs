@@ -347,14 +347,11 @@ pub fn handle<S: Store, K: Keys>(
         }) {
             Err(why) => HookOutcome::fail(why),
             Ok((id, prompt)) => {
-                let r = sessions
-                    .load(&id)
-                    .map_err(FrontError::from)
-                    .and_then(|mut s| {
-                        front.record_prompt(&mut s, &prompt)?;
-                        sessions.save(&s)?;
-                        Ok(())
-                    });
+                let r = front.load_session(sessions, &id).and_then(|mut s| {
+                    front.record_prompt(&mut s, &prompt)?;
+                    sessions.save(&s)?;
+                    Ok(())
+                });
                 r.map_or_else(
                     |e| HookOutcome::fail(format!("session {id:?}: prompt not recorded: {e}")),
                     |()| HookOutcome::proceed(),
@@ -470,7 +467,7 @@ fn pre_tool_use<S: Store, K: Keys>(
             return unreadable(format!("{tool}: {why} (the session's read set is unknown)"))
         }
     };
-    let session = match sessions.load(id) {
+    let session = match front.load_session(sessions, id) {
         Ok(s) => s,
         Err(e) => return unreadable(format!("{tool}: {e}")),
     };
@@ -506,7 +503,7 @@ fn post_tool_use<S: Store, K: Keys>(
         Ok(id) => id.to_string(),
         Err(why) => return failed_in(None, event, None, &why),
     };
-    let mut session = match sessions.load(&id) {
+    let mut session = match front.load_session(sessions, &id) {
         Ok(s) => s,
         // A session file that cannot be read cannot be marked either; its PreToolUse fails
         // on the same file and blocks.

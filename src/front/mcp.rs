@@ -479,7 +479,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
         st.front.ledger().refresh().map_err(msg)?;
         match &mut st.reads {
             ReadSet::Session { sessions, id } => {
-                let (mut session, broken) = match sessions.load(id) {
+                let (mut session, broken) = match st.front.load_session(&mut **sessions, id) {
                     Ok(s) => (s, None),
                     Err(e) => (Session::new(id), Some(e.to_string())),
                 };

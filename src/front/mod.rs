@@ -142,6 +142,13 @@ pub struct Session {
     /// of the agent's next write one by one.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub covered: u64,
+    /// How many of the ledger's first entries this record has taken into account: the entries
+    /// at later leaf indexes that were written for the session (its context hash) are added
+    /// to `reads` from the ledger itself when the session is next loaded
+    /// ([`Front::catch_up`], `spec/hooks.md` §6), so a record that could not be saved, or an
+    /// older copy of it, loses no read that the ledger holds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seen: u64,
     /// The read set's seal: an HMAC under the log key over `id` and `reads`
     /// ([`Front::seal_session`], `spec/hooks.md` §3). A session with reads whose seal does not
     /// verify refuses every sensitive call: its record was altered outside memlineage.
@@ -170,6 +177,12 @@ impl Session {
         let from =
             usize::try_from(self.covered).map_or(self.reads.len(), |c| c.min(self.reads.len()));
         &self.reads[from..]
+    }
+
+    /// Whether this is a session nothing was recorded for yet (no read, no context, nothing
+    /// seen).
+    pub fn is_fresh(&self) -> bool {
+        self.reads.is_empty() && self.context.is_none() && self.seen == 0
     }
 
     /// Whether the front can tie a write of this session to what it read: it has read
@@ -385,8 +398,9 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// never labelled better than Derived-Untrusted. The label follows from the parents.
     ///
     /// # Errors
-    /// [`FrontError::Kind`] for a kind the agent may not write here (prompt, keyring,
-    /// tombstone, context); [`FrontError`] from keys or the ledger, e.g. an unknown declared
+    /// [`FrontError::Kind`] for a kind other than summary or fact (those are what the ledger
+    /// counts as the agent's memories, [`Front::catch_up`]); [`FrontError`] from keys or the
+    /// ledger, e.g. an unknown declared
     /// parent or more than [`crate::record::MAX_PARENTS`] of them.
     pub fn remember(
         &mut self,
@@ -396,10 +410,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         parents: Vec<Parent>,
     ) -> Result<Appended, FrontError> {
         let intact = self.session_sealed(session);
-        if matches!(
-            kind,
-            Kind::Keyring | Kind::Tombstone | Kind::Prompt | Kind::Context
-        ) {
+        if !matches!(kind, Kind::Summary | Kind::Fact) {
             return Err(FrontError::Kind(kind.name()));
         }
         let parents = self.session_parents(session, intact, parents)?;
@@ -734,6 +745,68 @@ impl<S: Store, K: Keys> Front<S, K> {
         })
     }
 
+    /// Loads session `id` from `sessions` and catches it up with the ledger
+    /// ([`Front::catch_up`]): the one way the fronts load a session.
+    ///
+    /// # Errors
+    /// [`FrontError::Session`] when the record cannot be read (or was pruned); ledger errors.
+    pub fn load_session(
+        &mut self,
+        sessions: &mut dyn hook::Sessions,
+        id: &str,
+    ) -> Result<Session, FrontError> {
+        let mut s = sessions.load(id)?;
+        self.catch_up(&mut s)?;
+        Ok(s)
+    }
+
+    /// Adds to `session`'s reads every entry at leaf index `seen..` that was written for it
+    /// (its context hash) as something it read — a prompt, a tool output, a memory of the agent
+    /// (`spec/hooks.md` §6) — and sets `seen` to the ledger's size. So the read set is derived
+    /// from signed entries, and a record that could not be saved (its directory made
+    /// unwritable, its file replaced by an older sealed copy) loses none of them (issue 25).
+    /// An entry there that does not verify may be one of the session's reads: it is added as
+    /// a read that cannot be shown not to hold any value (fail closed). A fresh session (nothing
+    /// read, nothing seen) starts at the ledger's size. Cost: one verified read per entry the
+    /// session has not seen.
+    ///
+    /// # Errors
+    /// Ledger failures other than an entry that does not verify.
+    pub fn catch_up(&mut self, session: &mut Session) -> Result<(), FrontError> {
+        let len = self.ledger.len();
+        if session.is_fresh() {
+            session.seen = len;
+            return Ok(());
+        }
+        if session.seen >= len {
+            return Ok(());
+        }
+        let intact = self.session_sealed(session);
+        let want = session_context(&session.id);
+        for index in session.seen..len {
+            let read = match self.ledger.get_by_index(index) {
+                Ok(e) => {
+                    let p = e.entry();
+                    (p.context_hash == want
+                        && matches!(
+                            p.kind,
+                            Kind::Prompt | Kind::ToolResult | Kind::Summary | Kind::Fact
+                        ))
+                    .then(|| e.id())
+                }
+                Err(_) => Some(EntryId(
+                    Hash32::digest(format!("memlineage/unverifiable-read/{index}").as_bytes()).0,
+                )),
+            };
+            if let Some(id) = read {
+                session.read(id);
+            }
+        }
+        session.seen = len;
+        self.reseal(session, intact);
+        Ok(())
+    }
+
     /// Whether `session` is the one whose prompts and tool outputs the ledger recorded last
     /// (among the newest [`NEWEST_SESSION_WINDOW`] entries; an entry that does not verify
     /// counts as another session's; one written for no session — its context hash is its
@@ -799,7 +872,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         for id in &session.reads {
             msg.extend_from_slice(&id.0);
         }
-        if session.context.is_none() && session.covered == 0 {
+        if session.context.is_none() && session.covered == 0 && session.seen == 0 {
             return self.ledger.seal_tag(b"memlineage/session-seal@v1", &msg);
         }
         // The reads' count first, so that no split of the bytes between the reads and the
@@ -809,6 +882,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         v2.extend_from_slice(&msg);
         v2.extend_from_slice(&session.context.map_or([0; 32], |c| c.0));
         v2.extend_from_slice(&session.covered.to_be_bytes());
+        v2.extend_from_slice(&session.seen.to_be_bytes());
         self.ledger.seal_tag(b"memlineage/session-seal@v2", &v2)
     }
 
@@ -975,7 +1049,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// Signs and appends one entry as principal `name`, binding its key on first use.
     fn write(
         &mut self,
-        session: &Session,
+        session: &mut Session,
         name: &str,
         role: Role,
         kind: Kind,
@@ -989,7 +1063,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     #[allow(clippy::too_many_arguments)]
     fn write_about(
         &mut self,
-        session: &Session,
+        session: &mut Session,
         name: &str,
         role: Role,
         kind: Kind,
@@ -998,7 +1072,12 @@ impl<S: Store, K: Keys> Front<S, K> {
         target: Option<EntryId>,
     ) -> Result<Appended, FrontError> {
         let (key, _) = self.keys.key(name, role)?;
-        self.ledger.bind(key.key_id(), role, name)?;
+        if session.is_fresh() {
+            // Nothing before now is this session's (spec/hooks.md §6).
+            session.seen = self.ledger.len();
+        }
+        let before = self.ledger.len();
+        let bound = u64::from(self.ledger.bind(key.key_id(), role, name)?.is_some());
         let context = session_context(&session.id);
         let mut attempt = 0;
         let a = loop {
@@ -1019,6 +1098,11 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
         };
         self.haystacks.insert(a.id, Haystack::new(text));
+        // The session has seen everything up to its own new entry when nothing else came in
+        // between (the caller holds the ledger's lock).
+        if session.seen == before && self.ledger.len() == before + bound + 1 {
+            session.seen = self.ledger.len();
+        }
         Ok(a)
     }
 }

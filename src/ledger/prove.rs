@@ -94,8 +94,20 @@ impl<S: Store> Ledger<S> {
                     let forked = || LedgerError::TreeInconsistent {
                         signed_size: old.size(),
                     };
-                    if old.size() > self.size {
-                        return Ok(None);
+                    if old.size() > self.size && self.size > 0 {
+                        // Another handle signed a head past this one meanwhile: this head must
+                        // be a prefix of it (a consistency proof from the stored hashes).
+                        let proof = crate::log::prove_consistency(
+                            self.size,
+                            old.size(),
+                            &StoreSource(&self.store),
+                        );
+                        match proof {
+                            Ok(p) if c.verify_consistency(&old, &p).is_ok() => {}
+                            Ok(_) => return Err(forked()),
+                            // The stored hashes for the newer head are not there yet.
+                            Err(_) => return Ok(None),
+                        }
                     }
                     if old.size() == self.size && old.root() != root {
                         return Err(forked());

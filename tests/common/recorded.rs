@@ -39,13 +39,18 @@ pub struct Recorded {
 
 impl Recorded {
     pub fn new() -> Self {
+        Self::new_with(2)
+    }
+
+    /// A ledger with the first `n` events of the session recorded (1: the prompt only).
+    pub fn new_with(n: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
         ok(&run(&["init", "l.db"], dir.path(), None));
         let r = Recorded {
             dir,
             events: events(),
         };
-        for e in r.events.iter().take(2) {
+        for e in r.events.iter().take(n) {
             let out = r.hook(e);
             assert_eq!(out.status.code(), Some(0), "{out:?}");
         }

@@ -71,8 +71,17 @@ fn examples_are_what_install_writes() {
             &["--binary", "/opt/ml/bin/memlineage"],
         ));
         let written = std::fs::read_to_string(dir.path().join("proj").join(file)).unwrap();
+        // The default state directory under XDG_STATE_HOME (cli_support sets it to the test's
+        // directory).
+        let canonical = std::fs::canonicalize(&ledger).unwrap();
+        let h = memlineage::record::Hash32::digest(canonical.as_os_str().as_encoded_bytes());
+        let state = dir
+            .path()
+            .join(".state/memlineage/ledgers")
+            .join(&hex::encode(h.0)[..16]);
         let generic = written
             .replace("/opt/ml/bin/memlineage", "/path/to/memlineage")
+            .replace(state.to_str().unwrap(), "/path/to/state")
             .replace(ledger.to_str().unwrap(), "/path/to/agent.ledger");
         assert_eq!(
             generic,

@@ -28,6 +28,7 @@ pub mod stdio;
 use crate::forensics::receipt::{receipt, Cause};
 use crate::front::hook::Sessions;
 use crate::front::keystore::KeyStore;
+use crate::front::pin::StateDir;
 use crate::front::{
     Front, FrontError, Keys, Refusal, Session, Verdict, WITHHELD_OVER_BUDGET, WITHHELD_QUARANTINED,
     WITHHELD_TOMBSTONED,
@@ -330,6 +331,21 @@ struct Reads<'a> {
     /// hooks recorded last ([`Front::is_newest_session`]). In Ledger mode it is every entry,
     /// which says nothing of the agent's context: a write there is untied (`spec/mcp.md` §2.1).
     tied: bool,
+    /// The state directory whose pin follows every checkpoint the server signs.
+    pin: Option<&'a StateDir>,
+}
+
+/// Signs the checkpoint after a write and advances the pin, if the server keeps one
+/// (`spec/hooks.md` §6.2).
+fn checkpoint<S: Store, K: Keys>(
+    front: &mut Front<S, K>,
+    pin: Option<&StateDir>,
+) -> Result<(), String> {
+    let c = front.ledger().checkpoint().map_err(msg)?;
+    if let Some(p) = pin {
+        p.advance(&front.ledger().vkey(), &c).map_err(msg)?;
+    }
+    Ok(())
 }
 
 struct State<S: Store, K: Keys> {
@@ -339,6 +355,8 @@ struct State<S: Store, K: Keys> {
     all: Session,
     /// Taken around every tool call (the binary: `LEDGER.key.lock`, as the hooks do).
     lock: Option<PathBuf>,
+    /// The state directory (pin), when the server was given one.
+    pin: Option<StateDir>,
 }
 
 /// The MCP server: a [`Front`] and its [`ReadSet`] behind a mutex (tool calls are short and
@@ -450,9 +468,19 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                 // Also the context of what the server writes in Ledger mode.
                 all: Session::new("mcp"),
                 lock: None,
+                pin: None,
             })),
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// Advances the pin of `state` after every checkpoint the server signs (`spec/hooks.md`
+    /// §6.2); the caller opened the ledger against it.
+    pub fn with_pin(self, state: StateDir) -> Self {
+        if let Ok(mut g) = self.state.lock() {
+            g.pin = Some(state);
+        }
+        self
     }
 
     /// Holds an exclusive lock on the file at `path` during every tool call (the hooks hold
@@ -513,6 +541,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                         elsewhere,
                         broken,
                         tied,
+                        pin: st.pin.as_ref(),
                     },
                 )?;
                 // A damaged or altered session file is left for the hooks to refuse on.
@@ -551,6 +580,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                         elsewhere,
                         broken: unreadable.or(broken),
                         tied: false,
+                        pin: st.pin.as_ref(),
                     },
                 );
                 // What a tool wrote joins the list from the ledger, in log order, next call.
@@ -593,6 +623,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
         self.with(|front, reads| {
             // In Ledger mode the server does not know what the agent read: the memory is
             // written from an empty session, which the front ties to an unknown context.
+            let pin = reads.pin;
             let mut untied = Session::new(&reads.session.id);
             let session = if reads.tied {
                 reads.session
@@ -602,7 +633,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             let out = front
                 .remember(session, kind, &a.text, parents)
                 .map_err(msg)?;
-            front.ledger().checkpoint().map_err(msg)?;
+            checkpoint(front, pin)?;
             Ok(Json(Appended {
                 id: out.id.to_string(),
                 index: out.index,
@@ -793,6 +824,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             let before = front.ledger().quarantine().len() as u64;
             // The reason is the agent's text: the flag descends from what it read, as an
             // appended memory does (untied in Ledger mode).
+            let pin = reads.pin;
             let mut untied = Session::new(&reads.session.id);
             let session = if reads.tied {
                 reads.session
@@ -802,8 +834,8 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             let f = front
                 .flag(session, FLAGGER, source, reach, &a.reason)
                 .map_err(msg)?;
+            checkpoint(front, pin)?;
             let l = front.ledger();
-            l.checkpoint().map_err(msg)?;
             let quarantined = l.quarantine().len() as u64;
             Ok(Json(Flagged {
                 flag: f.id.to_string(),

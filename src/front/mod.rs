@@ -14,6 +14,7 @@ pub mod hook;
 pub mod hookd;
 pub mod keystore;
 pub mod matching;
+pub mod pin;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;

@@ -10,8 +10,16 @@ use std::process::{Command, Output, Stdio};
 pub const BIN: &str = env!("CARGO_BIN_EXE_memlineage");
 
 /// Runs the binary in `dir` with `args`, feeding `stdin` if given; waits for it.
+/// `XDG_STATE_HOME` is the test's directory, so that the state `hook install` pins
+/// (`spec/hooks.md` §6.2) stays in it.
 pub fn run(args: &[&str], dir: &Path, stdin: Option<&[u8]>) -> Output {
-    run_command(Command::new(BIN).args(args).current_dir(dir), stdin)
+    run_command(
+        Command::new(BIN)
+            .args(args)
+            .current_dir(dir)
+            .env("XDG_STATE_HOME", dir.join(".state")),
+        stdin,
+    )
 }
 
 /// Runs `command` with piped standard streams, feeding `stdin` if given; waits for it.

@@ -2,13 +2,14 @@
 //! (`spec/hooks.md`). Logs and traces go to standard error only: a hook's output is read by the
 //! agent.
 
-use crate::open::{key_path, load_policy, open};
+use crate::open::{key_path, load_policy, open_pinned};
 use crate::{hook_install, hookd, io::say, telemetry, Res};
 use clap::Subcommand;
 use memlineage::front::hook::{
     failed, failed_in, handle, session_id_in, FileSessions, HookEvent, HookOutcome,
     MAX_EVENT_BYTES, PRUNE_AFTER,
 };
+use memlineage::front::pin::StateDir;
 use memlineage::front::{Front, KeyFile};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -73,6 +74,11 @@ pub struct EventArgs {
     /// Gate policy (TOML); default: the bundled policy.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// The state directory outside the ledger's (spec/hooks.md §6.2), written by `hook
+    /// install`: the pin (the log's key and newest checkpoint) and the session records.
+    /// Without it, sessions are kept beside the ledger and nothing is pinned.
+    #[arg(long)]
+    state: Option<PathBuf>,
 }
 
 /// Runs `memlineage hook <cmd>`.
@@ -88,22 +94,28 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
         HookCmd::UserPromptSubmit(a) => (HookEvent::UserPromptSubmit, a),
         HookCmd::Install(a) => return hook_install::install(&a),
         HookCmd::Doctor(a) => return hook_install::doctor(&a),
-        HookCmd::Serve(a) => return hookd::serve(&a.ledger, a.policy),
+        HookCmd::Serve(a) => return hookd::serve(&a.ledger, a.policy, a.state),
         HookCmd::Prune {
             ledger,
             older_than_days,
         } => return prune(&ledger, older_than_days),
     };
-    hook(event, &args.ledger, args.policy)
+    let state = args.state.map(StateDir::new);
+    hook(event, &args.ledger, args.policy, state)
 }
 
 /// Handles one hook event from standard input. Every failure fails closed (spec/hooks.md §5):
 /// exit 2, and tool output that could not be recorded marks its session.
-fn hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
+fn hook(
+    event: HookEvent,
+    ledger: &Path,
+    policy: Option<PathBuf>,
+    state: Option<StateDir>,
+) -> Res<ExitCode> {
     let _telemetry = telemetry::init(false);
     let answered = std::sync::Arc::new(std::sync::Mutex::new(false));
     watchdog(event, std::sync::Arc::clone(&answered));
-    let outcome = run_hook(event, ledger, policy);
+    let outcome = run_hook(event, ledger, policy, state.as_ref());
     // Whoever answers first answers alone: the watchdog may have already.
     let mut done = answered.lock().unwrap_or_else(|e| e.into_inner());
     if *done {
@@ -145,7 +157,12 @@ fn watchdog(event: HookEvent, answered: std::sync::Arc<std::sync::Mutex<bool>>) 
     });
 }
 
-fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOutcome {
+fn run_hook(
+    event: HookEvent,
+    ledger: &Path,
+    policy: Option<PathBuf>,
+    state: Option<&StateDir>,
+) -> HookOutcome {
     let mut stdin = std::io::stdin().lock();
     let mut input = Vec::new();
     let read = (&mut stdin)
@@ -163,7 +180,7 @@ fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOut
     let mut unserved = None;
     if read.is_ok() && input.len() <= MAX_EVENT_BYTES && mode != hookd::Mode::Off {
         let start = Instant::now();
-        match hookd::ask(event, ledger, policy.as_deref(), &input, mode) {
+        match hookd::ask(event, ledger, policy.as_deref(), state, &input, mode) {
             Ok(outcome) => return outcome,
             Err(why) => {
                 tracing::debug!(%why, "memlineage hook: handled without the hook server");
@@ -176,7 +193,7 @@ fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOut
             .max(Duration::from_secs(2));
     }
     let oversized = input.len() > MAX_EVENT_BYTES;
-    locked(event, ledger, &input, lock_wait, |sessions| {
+    locked(event, ledger, state, &input, lock_wait, |sessions| {
         if let Err(e) = read {
             failed(sessions, event, &input, &format!("standard input: {e}"))
         } else if oversized {
@@ -192,8 +209,8 @@ fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOut
         } else if let Some(why) = unserved {
             failed(sessions, event, &input, &format!("hook server: {why}"))
         } else {
-            match front(ledger, policy) {
-                Ok(mut front) => handle(&mut front, sessions, event, &input),
+            match front(ledger, policy, state) {
+                Ok(mut front) => decide(&mut front, sessions, state, event, &input),
                 Err(e) => failed(sessions, event, &input, &e.to_string()),
             }
         }
@@ -206,6 +223,7 @@ fn run_hook(event: HookEvent, ledger: &Path, policy: Option<PathBuf>) -> HookOut
 pub fn locked(
     event: HookEvent,
     ledger: &Path,
+    state: Option<&StateDir>,
     input: &[u8],
     wait: Duration,
     decide: impl FnOnce(&mut FileSessions) -> HookOutcome,
@@ -217,7 +235,10 @@ pub fn locked(
             return failed_in(None, event, id.as_deref(), &e.to_string());
         }
     };
-    let mut sessions = FileSessions::beside(ledger);
+    let mut sessions = match state {
+        Some(s) => s.sessions(),
+        None => FileSessions::beside(ledger),
+    };
     let outcome = decide(&mut sessions);
     // Opportunistic pruning never changes the outcome.
     if let Err(e) = sessions.prune_if_due(PRUNE_AFTER, SystemTime::now()) {
@@ -253,16 +274,38 @@ fn prune(ledger: &Path, days: u64) -> Res<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Handles one event on `front` and, when it wrote to the ledger and a state directory is
+/// kept, signs the checkpoint and advances the pin (a failure there fails the event closed).
+pub fn decide<K: memlineage::front::Keys>(
+    front: &mut Front<memlineage::store::SqliteStore, K>,
+    sessions: &mut FileSessions,
+    state: Option<&StateDir>,
+    event: HookEvent,
+    input: &[u8],
+) -> HookOutcome {
+    let outcome = handle(front, sessions, event, input);
+    match state {
+        Some(st) if event != HookEvent::PreToolUse && outcome.allows() => {
+            match crate::open::advance_pin(front.ledger(), st) {
+                Ok(()) => outcome,
+                Err(e) => failed_in(None, event, None, &format!("pin: {e}")),
+            }
+        }
+        _ => outcome,
+    }
+}
+
 fn front(
     ledger: &Path,
     policy: Option<PathBuf>,
+    state: Option<&StateDir>,
 ) -> Res<Front<memlineage::store::SqliteStore, KeyFile>> {
     // The hooks' default is the coding-agent policy (spec/hooks.md §10).
     let policy = match policy {
         Some(p) => load_policy(Some(p))?,
         None => memlineage::gate::Policy::coding(),
     };
-    let (l, store) = open(ledger)?;
+    let (l, store) = open_pinned(ledger, state)?;
     let keys = KeyFile {
         store,
         path: key_path(ledger),

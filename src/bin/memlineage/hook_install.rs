@@ -7,6 +7,7 @@ use crate::Res;
 use clap::{Args, ValueEnum};
 use indexmap::IndexMap;
 use memlineage::front::hook::{HookEvent, EXIT_BLOCK};
+use memlineage::front::pin::StateDir;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::io::{Read, Write};
@@ -105,6 +106,48 @@ enum Json {
     Object(IndexMap<String, Json>),
 }
 
+/// The state directory of `ledger` (`state`, or its default), with the ledger's log key and
+/// newest checkpoint pinned there (`spec/hooks.md` §6.2), and the session records kept beside
+/// the ledger so far copied into it (those it does not hold yet; they carry their seals).
+/// Re-pinning a ledger is what `install` is for: run it again after replacing a ledger on
+/// purpose.
+fn pin(ledger: &Path, state: Option<&Path>) -> Res<StateDir> {
+    let dir = match state {
+        Some(s) => StateDir::new(std::path::absolute(s)?),
+        None => StateDir::default_for(&std::fs::canonicalize(ledger)?).ok_or(
+            "neither XDG_STATE_HOME nor HOME is set: give the hooks' state directory with --state",
+        )?,
+    };
+    let _lock = crate::open::lock_key_file(ledger)?;
+    let (mut l, _) = crate::open::open(ledger)?;
+    let c = l.checkpoint()?;
+    dir.repin(&l.vkey(), &c)?;
+    let beside = memlineage::front::hook::FileSessions::beside(ledger);
+    let into = dir.sessions();
+    if let Ok(entries) = std::fs::read_dir(&beside.0) {
+        std::fs::create_dir_all(&into.0)?;
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let is_record = name.to_str().is_some_and(|n| n.ends_with(".json"));
+            let target = into.0.join(&name);
+            if is_record && !target.exists() {
+                if let Some(bytes) = memlineage::store::durable::read_regular(
+                    &e.path(),
+                    memlineage::front::hook::MAX_SESSION_BYTES,
+                )? {
+                    memlineage::store::durable::write_atomic(&target, &bytes)?;
+                }
+            }
+        }
+    }
+    crate::io::say!(
+        "pinned log key and checkpoint of size {} in {}",
+        c.size(),
+        dir.0.display()
+    );
+    Ok(dir)
+}
+
 /// `memlineage hook install` arguments.
 #[derive(Args)]
 pub struct InstallArgs {
@@ -123,6 +166,11 @@ pub struct InstallArgs {
     /// Gate policy passed to the hooks (default: the bundled policy).
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// The hooks' state directory, outside the ledger's (spec/hooks.md §6.2): the pin and the
+    /// session records. Default: `$XDG_STATE_HOME/memlineage/ledgers/<hash of the ledger
+    /// path>` (else under `~/.local/state`).
+    #[arg(long)]
+    state: Option<PathBuf>,
 }
 
 /// `memlineage hook doctor` arguments.
@@ -152,7 +200,13 @@ fn sh_quote(s: &str) -> String {
 /// The command line the agent runs for `event`. Any exit but 0 and 2 of the hook, including the
 /// shell's 127 for a missing binary and death by a signal, becomes exit 2 with a reason on
 /// stderr (Codex ignores an exit 2 without one): spec/hooks.md §9.1.
-pub fn hook_command(binary: &str, event: HookEvent, ledger: &str, policy: Option<&str>) -> String {
+pub fn hook_command(
+    binary: &str,
+    event: HookEvent,
+    ledger: &str,
+    policy: Option<&str>,
+    state: Option<&str>,
+) -> String {
     let mut c = format!(
         "{} hook {} {}",
         sh_quote(binary),
@@ -161,6 +215,9 @@ pub fn hook_command(binary: &str, event: HookEvent, ledger: &str, policy: Option
     );
     if let Some(p) = policy {
         c.push_str(&format!(" --policy {}", sh_quote(p)));
+    }
+    if let Some(s) = state {
+        c.push_str(&format!(" --state {}", sh_quote(s)));
     }
     c.push_str(
         " || { s=$?; [ \"$s\" -eq 2 ] || echo \"memlineage: hook failed (exit status $s); \
@@ -285,13 +342,16 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
         Some(p) => Some(absolute(p, "policy")?),
         None => None,
     };
+    let state = pin(&a.ledger, a.state.as_deref())?;
+    let state = Some(absolute(&state.0, "state")?);
     let path = a.agent.settings(&dir);
     let existing = match std::fs::read_to_string(&path) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", path.display()).into()),
     };
-    let command = |event| hook_command(&binary, event, &ledger, policy.as_deref());
+    let command =
+        |event| hook_command(&binary, event, &ledger, policy.as_deref(), state.as_deref());
     let text = merge(a.agent, existing.as_deref(), &command).map_err(|e| {
         format!(
             "{}: {e}; not a hook settings file memlineage can merge into: left untouched",
@@ -681,7 +741,7 @@ mod tests {
     #[test]
     fn quoting_survives_quotes_and_spaces() {
         assert_eq!(sh_quote("/a b/it's"), r"'/a b/it'\''s'");
-        let c = hook_command("/x/memlineage", HookEvent::PreToolUse, "/l.db", None);
+        let c = hook_command("/x/memlineage", HookEvent::PreToolUse, "/l.db", None, None);
         assert!(
             c.starts_with("'/x/memlineage' hook pre-tool-use '/l.db' || {"),
             "{c}"

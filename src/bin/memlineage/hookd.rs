@@ -5,12 +5,13 @@
 //! whenever the server cannot answer (fail closed: an answer is believed only when its tag
 //! verifies under the log key, [`memlineage::front::hookd`]).
 
-use crate::open::{key_path, load_policy, open};
+use crate::open::{key_path, load_policy, open_pinned};
 use crate::Res;
-use memlineage::front::hook::{failed, handle, FileSessions, HookEvent, HookOutcome};
+use memlineage::front::hook::{failed, FileSessions, HookEvent, HookOutcome};
 use memlineage::front::hookd::{Request, ServerKey};
 use memlineage::front::keystore::KeyStore;
 use memlineage::front::mcp::SharedKeyFile;
+use memlineage::front::pin::StateDir;
 use memlineage::front::Front;
 use memlineage::store::{SqliteStore, Store};
 use std::io::{BufReader, BufWriter, Read};
@@ -60,9 +61,10 @@ impl Mode {
     }
 }
 
-/// The server's files for a ledger and policy (absolute paths): `LEDGER.hook.sock` and
-/// `LEDGER.hook.lock` with the bundled policy; with `--policy P`,
-/// `LEDGER.hook-<16 hex of SHA-256(P)>.sock` / `.lock`, one server per policy file.
+/// The server's files for a ledger, policy and state directory (absolute paths):
+/// `LEDGER.hook.sock` and `LEDGER.hook.lock` with the bundled policy and no state directory;
+/// with `--policy P`, `LEDGER.hook-<16 hex of SHA-256(P)>.sock` / `.lock`; with `--state S`
+/// too, the hash is of `P NUL S`: one server per policy file and state directory.
 pub struct Paths {
     /// The socket.
     pub socket: PathBuf,
@@ -71,12 +73,20 @@ pub struct Paths {
 }
 
 impl Paths {
-    /// The paths for `ledger` and `policy`, both absolute.
-    pub fn of(ledger: &Path, policy: Option<&Path>) -> Self {
+    /// The paths for `ledger`, `policy` and `state`, all absolute.
+    pub fn of(ledger: &Path, policy: Option<&Path>, state: Option<&StateDir>) -> Self {
         let mut base = ledger.as_os_str().to_owned();
         base.push(".hook");
-        if let Some(p) = policy {
-            let h = memlineage::record::Hash32::digest(p.as_os_str().as_encoded_bytes());
+        if policy.is_some() || state.is_some() {
+            // Without a state directory the name is what it was (the policy path's hash).
+            fn bytes(p: Option<&Path>) -> &[u8] {
+                p.map_or(&b""[..], |p| p.as_os_str().as_encoded_bytes())
+            }
+            let key = match state {
+                None => bytes(policy).to_vec(),
+                Some(s) => [bytes(policy), b"\0", bytes(Some(&s.0))].concat(),
+            };
+            let h = memlineage::record::Hash32::digest(&key);
             base.push(format!("-{}", &hex::encode(h.0)[..16]));
         }
         let with = |ext: &str| {
@@ -131,16 +141,17 @@ pub fn ask(
     event: HookEvent,
     ledger: &Path,
     policy: Option<&Path>,
+    state: Option<&StateDir>,
     input: &[u8],
     mode: Mode,
 ) -> Result<HookOutcome, String> {
     #[cfg(unix)]
     {
-        ask_unix(event, ledger, policy, input, mode).map_err(|e| e.to_string())
+        ask_unix(event, ledger, policy, state, input, mode).map_err(|e| e.to_string())
     }
     #[cfg(not(unix))]
     {
-        let _ = (event, ledger, policy, input, mode);
+        let _ = (event, ledger, policy, state, input, mode);
         Err("the hook server needs unix sockets".into())
     }
 }
@@ -150,12 +161,13 @@ fn ask_unix(
     event: HookEvent,
     ledger: &Path,
     policy: Option<&Path>,
+    state: Option<&StateDir>,
     input: &[u8],
     mode: Mode,
 ) -> Res<HookOutcome> {
     use std::os::unix::net::UnixStream;
     let (ledger, policy) = absolute(ledger, policy)?;
-    let paths = Paths::of(&ledger, policy.as_deref());
+    let paths = Paths::of(&ledger, policy.as_deref(), state);
     if paths.socket.as_os_str().len() > MAX_SOCKET_PATH {
         return Err(format!("{} is too long for a socket path", paths.socket.display()).into());
     }
@@ -165,7 +177,7 @@ fn ask_unix(
         Err(e) => {
             use std::io::ErrorKind::{ConnectionRefused, NotFound};
             if mode == Mode::Auto && matches!(e.kind(), NotFound | ConnectionRefused) {
-                start_server(&ledger, policy.as_deref())?;
+                start_server(&ledger, policy.as_deref(), state)?;
             }
             return Err(format!("{}: {e}", paths.socket.display()).into());
         }
@@ -205,13 +217,16 @@ impl Read for Deadline<'_> {
 /// server's lock makes every start but one exit at once.
 #[cfg(unix)]
 #[allow(clippy::zombie_processes)] // detached on purpose: it outlives this hook process
-fn start_server(ledger: &Path, policy: Option<&Path>) -> Res<()> {
+fn start_server(ledger: &Path, policy: Option<&Path>, state: Option<&StateDir>) -> Res<()> {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let mut cmd = Command::new(std::env::current_exe()?);
     cmd.arg("hook").arg("serve").arg(ledger);
     if let Some(p) = policy {
         cmd.arg("--policy").arg(p);
+    }
+    if let Some(s) = state {
+        cmd.arg("--state").arg(std::path::absolute(&s.0)?);
     }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -224,25 +239,28 @@ fn start_server(ledger: &Path, policy: Option<&Path>) -> Res<()> {
 /// `memlineage hook serve LEDGER [--policy P]`: serves the event hooks of `ledger` until idle
 /// for [`IDLE_EXIT`] or until its ledger file or socket disappears. Exits at once (success)
 /// when another server of the same ledger and policy holds the lock.
-pub fn serve(ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
+pub fn serve(ledger: &Path, policy: Option<PathBuf>, state: Option<PathBuf>) -> Res<ExitCode> {
+    let state = state
+        .map(|s| std::path::absolute(s).map(StateDir::new))
+        .transpose()?;
     #[cfg(unix)]
     {
-        serve_unix(ledger, policy)
+        serve_unix(ledger, policy, state)
     }
     #[cfg(not(unix))]
     {
-        let _ = (ledger, policy);
+        let _ = (ledger, policy, state);
         Err("the hook server needs unix sockets".into())
     }
 }
 
 #[cfg(unix)]
-fn serve_unix(ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
+fn serve_unix(ledger: &Path, policy: Option<PathBuf>, state: Option<StateDir>) -> Res<ExitCode> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
     use std::os::unix::net::UnixListener;
     let (ledger, policy) = absolute(ledger, policy.as_deref())?;
-    let paths = Paths::of(&ledger, policy.as_deref());
+    let paths = Paths::of(&ledger, policy.as_deref(), state.as_ref());
     if paths.socket.as_os_str().len() > MAX_SOCKET_PATH {
         return Err(format!("{} is too long for a socket path", paths.socket.display()).into());
     }
@@ -261,7 +279,7 @@ fn serve_unix(ledger: &Path, policy: Option<PathBuf>) -> Res<ExitCode> {
     }
     lock.set_len(0)?;
     writeln!(lock, "{}", std::process::id())?;
-    let mut state = State::new(ledger.clone(), policy);
+    let mut state = State::new(ledger.clone(), policy, state);
     // Opened before the socket exists, so that no hook waits on a server still opening.
     if let Err(e) = state.front() {
         tracing::warn!(error = %e, "memlineage hook serve: ledger not opened yet");
@@ -336,6 +354,8 @@ fn file_id(path: &Path) -> Option<FileId> {
 struct State {
     ledger: PathBuf,
     policy: Option<PathBuf>,
+    /// The state directory (pin and session records), when the hooks keep one.
+    state: Option<StateDir>,
     front: Option<Front<SqliteStore, SharedKeyFile>>,
     /// The ledger file's (device, inode) when `front` was opened.
     ledger_id: Option<(u64, u64)>,
@@ -346,10 +366,11 @@ struct State {
 }
 
 impl State {
-    fn new(ledger: PathBuf, policy: Option<PathBuf>) -> Self {
+    fn new(ledger: PathBuf, policy: Option<PathBuf>, state: Option<StateDir>) -> Self {
         State {
             ledger,
             policy,
+            state,
             front: None,
             ledger_id: None,
             policy_id: None,
@@ -378,9 +399,15 @@ impl State {
         let req = Request::read(&key, &mut BufReader::new(conn))?;
         let (event, input) = (req.event, req.input.as_slice());
         let ledger = self.ledger.clone();
-        let outcome = crate::hook::locked(event, &ledger, input, SERVER_LOCK_WAIT, |sessions| {
-            self.decide(sessions, event, input)
-        });
+        let dir = self.state.clone();
+        let outcome = crate::hook::locked(
+            event,
+            &ledger,
+            dir.as_ref(),
+            input,
+            SERVER_LOCK_WAIT,
+            |sessions| self.decide(sessions, event, input),
+        );
         req.answer(&key, &outcome, &mut BufWriter::new(conn))?;
         Ok(())
     }
@@ -391,8 +418,9 @@ impl State {
         event: HookEvent,
         input: &[u8],
     ) -> HookOutcome {
+        let state = self.state.clone();
         match self.front() {
-            Ok(front) => handle(front, sessions, event, input),
+            Ok(front) => crate::hook::decide(front, sessions, state.as_ref(), event, input),
             Err(e) => failed(sessions, event, input, &e.to_string()),
         }
     }
@@ -428,7 +456,7 @@ impl State {
                 Some(p) => load_policy(Some(p))?,
                 None => memlineage::gate::Policy::coding(),
             };
-            let (l, _) = open(&self.ledger)?;
+            let (l, _) = open_pinned(&self.ledger, self.state.as_ref())?;
             self.front = Some(Front::new(l, policy, SharedKeyFile(key_path(&self.ledger))));
             self.ledger_id = ledger_id;
             self.policy_id = policy_id;

@@ -1,10 +1,11 @@
 //! `memlineage mcp`: the ledger as an MCP server on standard input/output (`spec/mcp.md`).
 //! Logs and traces go to standard error only: standard output carries the MCP protocol.
 
-use crate::open::{key_path, load_policy, open};
+use crate::open::{key_path, load_policy, open_pinned};
 use crate::{telemetry, Res};
 use memlineage::front::hook::FileSessions;
 use memlineage::front::mcp::{stdio, LedgerServer, ReadSet, SharedKeyFile};
+use memlineage::front::pin::StateDir;
 use memlineage::front::Front;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,11 +26,16 @@ pub struct Args {
     /// gate checks use the reads they recorded. Default: every entry of the ledger.
     #[arg(long)]
     session: Option<String>,
+    /// The hooks' state directory (spec/hooks.md §6.2: the pin and the session records), as
+    /// `hook install` wrote it into the hook commands.
+    #[arg(long)]
+    state: Option<PathBuf>,
 }
 
 /// Runs `memlineage mcp`.
 pub fn run(a: Args) -> Res<ExitCode> {
-    mcp(&a.ledger, a.policy, &a.writer, a.session.as_deref())
+    let state = a.state.map(StateDir::new);
+    mcp(&a.ledger, a.policy, &a.writer, a.session.as_deref(), state)
 }
 
 /// Runs the MCP server on standard input/output until the client closes it. With `session`,
@@ -40,6 +46,7 @@ fn mcp(
     policy: Option<PathBuf>,
     writer: &str,
     session: Option<&str>,
+    state: Option<StateDir>,
 ) -> Res<ExitCode> {
     let _telemetry = telemetry::init(true);
     // The same default as the hooks (spec/hooks.md §10): the coding-agent policy, which also
@@ -48,22 +55,31 @@ fn mcp(
         Some(p) => load_policy(Some(p))?,
         None => memlineage::gate::Policy::coding(),
     };
-    let (l, _) = open(ledger)?;
+    let (l, _) = open_pinned(ledger, state.as_ref())?;
     let keys = SharedKeyFile(key_path(ledger));
     let front = Front::new(l, policy, keys).with_agent(writer);
     let reads = match session {
         Some("") => return Err("--session: a session id is not empty".into()),
         Some(id) => ReadSet::Session {
-            sessions: Box::new(FileSessions(sessions_dir(ledger))),
+            sessions: Box::new(match &state {
+                Some(st) => st.sessions(),
+                None => FileSessions(sessions_dir(ledger)),
+            }),
             id: id.to_string(),
         },
         None => ReadSet::Ledger {
-            sessions_dir: Some(sessions_dir(ledger)),
+            sessions_dir: Some(match &state {
+                Some(st) => st.sessions().0,
+                None => sessions_dir(ledger),
+            }),
         },
     };
     let mut lock = key_path(ledger).into_os_string();
     lock.push(".lock");
-    let server = LedgerServer::new(front, reads).with_lock(PathBuf::from(lock));
+    let mut server = LedgerServer::new(front, reads).with_lock(PathBuf::from(lock));
+    if let Some(st) = state {
+        server = server.with_pin(st);
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

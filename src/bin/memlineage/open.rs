@@ -4,6 +4,7 @@
 use crate::io::read_capped;
 use crate::Res;
 use memlineage::front::keystore::{KeyStore, KeyStoreError};
+use memlineage::front::pin::StateDir;
 use memlineage::gate::Policy;
 use memlineage::record::{Role, WriterKey};
 use memlineage::store::SqliteStore;
@@ -61,14 +62,48 @@ pub fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
 /// [`open`], adopting stored labelling parameters no checkpoint signs when `adopt`
 /// (`memlineage checkpoint --adopt-stored-parameters`).
 pub fn open_with(ledger: &Path, adopt: bool) -> Res<(Ledger<SqliteStore>, KeyStore)> {
+    open_checked(ledger, adopt, None)
+}
+
+/// [`open`] against the pin of the state directory `state` (`spec/hooks.md` §6.2), if any: the
+/// ledger's log key must be the pinned one, and its tree must not be behind or fork from the
+/// pinned checkpoint.
+pub fn open_pinned(
+    ledger: &Path,
+    state: Option<&StateDir>,
+) -> Res<(Ledger<SqliteStore>, KeyStore)> {
+    open_checked(ledger, false, state)
+}
+
+fn open_checked(
+    ledger: &Path,
+    adopt: bool,
+    state: Option<&StateDir>,
+) -> Res<(Ledger<SqliteStore>, KeyStore)> {
     check_ledger_file(ledger)?;
     let keys = key_path(ledger);
     crate::hookd::warn_if_readable(&keys);
     let ks = KeyStore::load(&keys)?;
+    let signer = ks.log_signer()?;
     let mut opts = memlineage::ledger::OpenOptions::default();
     opts.adopt_stored_parameters = adopt;
-    let l = Ledger::open_with(existing_store(ledger)?, ks.log_signer()?, opts)?;
+    if let Some(st) = state {
+        opts.checkpoints = st.pinned_for(&signer.vkey())?;
+    }
+    let l = Ledger::open_with(existing_store(ledger)?, signer, opts)?;
     Ok((l, ks))
+}
+
+/// After a hook or tool wrote to the ledger: signs its checkpoint (consistent with everything
+/// signed before, pin included) and advances the pin of `state` to it, so that the ledger can
+/// never be rolled back behind what the fronts have seen (`spec/hooks.md` §6.2).
+pub fn advance_pin<S: memlineage::store::Store>(
+    ledger: &mut Ledger<S>,
+    state: &StateDir,
+) -> Res<()> {
+    let c = ledger.checkpoint()?;
+    state.advance(&ledger.vkey(), &c)?;
+    Ok(())
 }
 
 /// Takes the exclusive lock beside a ledger's key file (`LEDGER.key.lock`), held until the

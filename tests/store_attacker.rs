@@ -474,3 +474,26 @@ fn a_ledger_rolled_back_behind_the_pin_is_refused() {
         "{out:?}"
     );
 }
+
+/// Class 10: a PreToolUse event with an invalid UTF-8 byte inside a JSON string is refused as
+/// unreadable (it was read with a replacement character, matched nothing, and was allowed).
+#[test]
+fn a_pre_tool_use_event_that_is_not_utf8_is_refused() {
+    let r = Recorded::new();
+    let mut input = r.events[2].input.clone();
+    let at = input
+        .windows(4)
+        .position(|w| w == b"US13")
+        .expect("the IBAN in the event");
+    input[at + 2] = 0xff;
+    let out = run(
+        &["hook", "pre-tool-use", "l.db"],
+        r.dir.path(),
+        Some(&input),
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not UTF-8"),
+        "{out:?}"
+    );
+}

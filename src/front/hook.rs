@@ -568,6 +568,17 @@ fn output_text(event: HookEvent, o: &Map<String, Value>) -> String {
 /// unreadable (`spec/hooks.md` §2.1).
 fn parse(event: HookEvent, input: &[u8]) -> Result<Map<String, Value>, String> {
     let name = event.event_name();
+    // A decision is taken only on the bytes the agent sent: a PreToolUse that is not UTF-8 is
+    // not read with replacement characters (its arguments would match nothing, issue 25). A
+    // tool output is still recorded, as well as it can be read.
+    if event == HookEvent::PreToolUse {
+        if let Err(e) = std::str::from_utf8(input) {
+            return Err(format!(
+                "unparseable {name} event: not UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ));
+        }
+    }
     let text = well_formed(input);
     let v: Value =
         serde_json::from_str(&text).map_err(|e| format!("unparseable {name} event: {e}"))?;

@@ -200,9 +200,14 @@ fn unsigned_parameters_are_believed_only_when_they_are_the_defaults() {
     .unwrap();
     drop(c);
     std::fs::remove_file(r.path("l.db.checkpoint")).unwrap();
-    r.assert_payments_refused("no checkpoint, tau 0.9");
+    // (Before any hook runs: a hook server that opened the ledger before the edit signs a
+    // checkpoint with the parameters it holds, the signed ones, at its next retrieval.)
     let err = fails(&run(&["checkpoint", "l.db"], r.dir.path(), None));
     assert!(err.contains("are signed by no checkpoint"), "{err}");
+    r.assert_payments_refused("no checkpoint, tau 0.9");
+    // The hooks may have signed the parameters they hold again; take them away once more.
+    r.sql("DELETE FROM checkpoints");
+    let _ = std::fs::remove_file(r.path("l.db.checkpoint"));
     // The operator's explicit upgrade signs them.
     ok(&run(
         &["checkpoint", "l.db", "--adopt-stored-parameters"],
@@ -496,4 +501,154 @@ fn a_pre_tool_use_event_that_is_not_utf8_is_refused() {
         String::from_utf8_lossy(&out.stderr).contains("not UTF-8"),
         "{out:?}"
     );
+}
+
+/// Class 8: no schema is trusted. A trigger that drops flags as they are inserted, or deletes
+/// each tool output's content as it is stored, is refused on open (every hook, `flag`,
+/// `verify`): nothing is appended into, or audited from, a store whose schema can change what
+/// it stores.
+#[test]
+fn a_store_with_a_foreign_trigger_or_view_is_refused() {
+    for (what, sql) in [
+        (
+            "drop flags",
+            "CREATE TRIGGER t BEFORE INSERT ON entries WHEN NEW.kind IN (7, 8) \
+             BEGIN SELECT RAISE(IGNORE); END",
+        ),
+        (
+            "delete content",
+            "CREATE TRIGGER t AFTER INSERT ON content BEGIN \
+             DELETE FROM content WHERE hash = NEW.hash; END",
+        ),
+        ("a view", "CREATE VIEW v AS SELECT * FROM entries"),
+    ] {
+        let r = Recorded::new();
+        let bill = r.first(memlineage::record::Kind::ToolResult);
+        Connection::open(r.path("l.db"))
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap();
+        r.assert_payments_refused(what);
+        let err = fails(&run(
+            &["flag", "l.db", &bill, "--reason", "injection"],
+            r.dir.path(),
+            None,
+        ));
+        assert!(err.contains("did not create"), "{what}: {err}");
+        let err = fails(&run(&["verify", "l.db"], r.dir.path(), None));
+        assert!(err.contains("did not create"), "{what}: {err}");
+    }
+}
+
+/// Class 9: nothing is written into a store whose rows do not chain. After one row is deleted
+/// from the middle, `memlineage append` (and every other writing command, the MCP server and
+/// the hook server when they open it) refuses; the deleted entry is absent, so the payment
+/// stays refused.
+#[test]
+fn nothing_is_appended_into_a_store_whose_rows_do_not_chain() {
+    let r = Recorded::new();
+    r.cli(&["checkpoint", "l.db"]);
+    assert_eq!(r.sql("DELETE FROM entries WHERE idx = 1"), 1);
+    let memo = serde_json::json!({"writer": "agent", "role": "agent", "kind": "summary",
+        "content": "a note"});
+    let err = fails(&run(
+        &["append", "l.db"],
+        r.dir.path(),
+        Some(format!("{memo}\n").as_bytes()),
+    ));
+    assert!(err.contains("rows were deleted"), "{err}");
+    r.assert_payments_refused("a deleted row");
+}
+
+#[cfg(feature = "postgres")]
+#[path = "common/pg_support.rs"]
+mod pg_support;
+
+/// The same classes on PostgreSQL, against a real server (`DATABASE_URL`): edited parameters
+/// (class 2), a foreign trigger or a replaced sequencer function (class 8), and a rollback by
+/// lowering `tree_state.size` under an older seal (rows past it become invisible, nothing is
+/// deleted), refused by the store's own checkpoints or, with those deleted too, by the pin.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_refuses_the_same_store_attacks() {
+    use memlineage::ledger::{OpenOptions, ParametersError};
+    use memlineage::lineage::LabelPolicy;
+    use memlineage::log::LogSigner;
+    use memlineage::record::{Kind, ProvEntry, Role, WriterKey};
+    use memlineage::store::PgStore;
+    use memlineage::{Ledger, LedgerError};
+    let Some(url) = pg_support::database_url("postgres_refuses_the_same_store_attacks") else {
+        return;
+    };
+    let log = || LogSigner::new("test.example/pg-attack", WriterKey::for_label("pga/log")).unwrap();
+    let tool = WriterKey::for_label("pga/tool");
+    let psql = |sql: &str| {
+        pg_support::run_ok(std::process::Command::new("psql").args([
+            url.as_str(),
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ]))
+    };
+    let build = |schema: &str| -> Vec<u8> {
+        let store = PgStore::connect(&url, schema).unwrap();
+        let mut l = Ledger::create(store, log(), LabelPolicy::default()).unwrap();
+        l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
+        for i in 0..3 {
+            let text = format!("page {i}");
+            let e = ProvEntry::new(tool.key_id(), Kind::ToolResult, text.as_bytes());
+            l.append(e, &tool, text.as_bytes()).unwrap();
+        }
+        l.checkpoint().unwrap().note().to_vec()
+    };
+    // Class 2.
+    let schema = pg_support::fresh_ledger("pgattack_tau");
+    build(&schema);
+    psql(&format!(
+        "UPDATE \"{schema}\".meta SET value = '1000000' WHERE key = 'tau_millionths'"
+    ));
+    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()) {
+        Err(LedgerError::Parameters(ParametersError::Changed { .. })) => {}
+        Err(e) => panic!("refused, but not for the parameters: {e}"),
+        Ok(_) => panic!("an edited tau on PostgreSQL was believed"),
+    }
+    // Class 8.
+    for (i, sql) in [
+        "CREATE FUNCTION \"{s}\".drop_row() RETURNS trigger LANGUAGE plpgsql AS \
+         $f$ BEGIN RETURN NULL; END $f$; CREATE TRIGGER t BEFORE INSERT ON \"{s}\".entries \
+         FOR EACH ROW EXECUTE FUNCTION \"{s}\".drop_row()",
+        "CREATE VIEW \"{s}\".v AS SELECT * FROM \"{s}\".entries",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let schema = pg_support::fresh_ledger(&format!("pgattack_schema{i}"));
+        build(&schema);
+        psql(&sql.replace("{s}", &schema));
+        let Err(e) = PgStore::connect(&url, &schema) else {
+            panic!("a foreign trigger or view on PostgreSQL was not refused")
+        };
+        assert!(
+            e.to_string().contains("did not create") || e.to_string().contains("not the one"),
+            "{e}"
+        );
+    }
+    // Rollback by lowering tree_state.size.
+    let schema = pg_support::fresh_ledger("pgattack_rollback");
+    let newest = build(&schema);
+    psql(&format!("UPDATE \"{schema}\".tree_state SET size = 2"));
+    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()) {
+        Err(LedgerError::BehindSignedCheckpoint { .. }) => {}
+        Err(e) => panic!("refused, but not as behind: {e}"),
+        Ok(_) => panic!("a rolled-back tree_state was believed"),
+    }
+    psql(&format!("DELETE FROM \"{schema}\".checkpoints"));
+    let mut opts = OpenOptions::default();
+    opts.checkpoints = vec![newest];
+    match Ledger::open_with(PgStore::connect(&url, &schema).unwrap(), log(), opts) {
+        Err(LedgerError::BehindSignedCheckpoint { .. }) => {}
+        Err(e) => panic!("refused, but not as behind the pin: {e}"),
+        Ok(_) => panic!("a rolled-back tree_state was believed against the pin"),
+    }
 }

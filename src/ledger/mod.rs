@@ -501,6 +501,26 @@ impl<S: Store> Ledger<S> {
         Ok(LogVerifier::from_vkey(&self.signer.vkey())?)
     }
 
+    /// Checks that the store's entry rows chain: as many rows as entries, none missing in the
+    /// middle (a store-only attacker's deleted row). O(n): the long-lived fronts (the hook
+    /// server, the MCP server) and the CLI's writing commands run it once when they open a
+    /// ledger, so that nothing is appended into a store whose rows do not chain (issue 25).
+    ///
+    /// # Errors
+    /// [`crate::store::StoreError::Corrupt`] naming the counts; store errors.
+    pub fn check_rows_chain(&self) -> Result<(), LedgerError> {
+        let rows = self.store.entry_count()?;
+        let size = self.store.tree_size()?;
+        if rows != size {
+            return Err(crate::store::StoreError::Corrupt(format!(
+                "the store holds {rows} entry rows for a log of {size}: rows were deleted \
+                 without the key (run `memlineage verify`); refusing to write into it"
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
     /// Number of entries (tree size).
     pub fn len(&self) -> u64 {
         self.size

@@ -126,6 +126,16 @@ pub trait Store {
     /// [`StoreError`] on I/O failure.
     fn tree_size(&self) -> Result<u64, StoreError>;
 
+    /// How many entry rows the store holds: [`Store::tree_size`] when they chain (indexes
+    /// `0..size`, none missing). O(n); the default reads every row's metadata, SQLite and
+    /// PostgreSQL count.
+    ///
+    /// # Errors
+    /// [`StoreError`] on I/O failure.
+    fn entry_count(&self) -> Result<u64, StoreError> {
+        Ok(self.metas_from(0).map_or(0, |m| m.len() as u64))
+    }
+
     /// Appends a batch atomically. For `SqliteStore` the batch is durable when this returns.
     ///
     /// # Errors

@@ -288,7 +288,41 @@ impl SqliteStore {
         out.and(end.map_err(StoreError::from))
     }
 
+    /// Compares the file's schema (`sqlite_schema`) with `src/store/schema.sql`: the five
+    /// tables and the effects index as memlineage creates them (comments and spacing aside;
+    /// a file upgraded from memlineage 0.1 has the same `entries` once its `tag` column was
+    /// added), SQLite's own indexes and statistics, and nothing else — no trigger, no view,
+    /// no altered table (issue 25: a trigger could drop a flag as it is inserted, or delete
+    /// each tool output's content as it is stored).
+    fn check_schema(&self) -> Result<(), StoreError> {
+        let expected = expected_schema();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT type, name, tbl_name, sql FROM sqlite_schema")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let (kind, name): (String, String) = (row.get(0)?, row.get(1)?);
+            let sql: Option<String> = row.get(3)?;
+            let ok = match (kind.as_str(), sql.as_deref()) {
+                ("index", None) => name.starts_with("sqlite_autoindex_"),
+                ("table", _) if name.starts_with("sqlite_stat") => true,
+                (_, Some(sql)) => expected
+                    .get(name.as_str())
+                    .is_some_and(|want| *want == normal_sql(sql)),
+                _ => false,
+            };
+            if !ok {
+                return Err(StoreError::Corrupt(format!(
+                    "the file's schema has a {kind} `{name}` that memlineage did not create (or \
+                     changed): refusing to use a store whose schema can change what it stores"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn check_shape_in_snapshot(&self) -> Result<(), StoreError> {
+        self.check_schema()?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
         )?;
@@ -401,6 +435,14 @@ impl Store for SqliteStore {
     /// `max(idx) + 1` over `entries`: one indexed lookup, O(log n).
     fn tree_size(&self) -> Result<u64, StoreError> {
         tree_size_of(&self.conn)
+    }
+
+    /// `count(*)` over `entries`.
+    fn entry_count(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM entries", [], |r| r.get(0))?;
+        to_u64(n, "count(entries)")
     }
 
     /// Appends a batch in one `BEGIN IMMEDIATE` transaction, durable when it returns `Ok`.
@@ -639,6 +681,48 @@ impl Store for SqliteStore {
 }
 
 /// `max(idx) + 1` over `entries`, through a connection or an open transaction.
+/// The objects of `src/store/schema.sql` by name, each `CREATE` statement in [`normal_sql`]
+/// form (the entries table with its `tag` column, however it got it).
+fn expected_schema() -> std::collections::HashMap<String, String> {
+    let mut out = std::collections::HashMap::new();
+    for stmt in strip_comments(SCHEMA).split(';') {
+        let s = normal_sql(stmt);
+        let mut words = s.split([' ', '(']);
+        let (Some("CREATE"), Some(_), Some(name)) = (words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        out.insert(name.to_string(), s.clone());
+    }
+    out
+}
+
+/// `sql` without `--` comments, white space runs as one space, none around `(`, `)` and `,`.
+fn normal_sql(sql: &str) -> String {
+    let flat = strip_comments(sql)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = String::with_capacity(flat.len());
+    for c in flat.chars() {
+        if c == ' ' && out.ends_with(['(', ')', ',']) {
+            continue;
+        }
+        if matches!(c, '(' | ')' | ',') && out.ends_with(' ') {
+            out.pop();
+        }
+        out.push(c);
+    }
+    out.trim().to_string()
+}
+
+fn strip_comments(sql: &str) -> String {
+    sql.lines()
+        .map(|l| l.split_once("--").map_or(l, |(code, _)| code))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn tree_size_of(conn: &Connection) -> Result<u64, StoreError> {
     match max_idx(conn, "SELECT max(idx) FROM entries")? {
         Some(max) => max.checked_add(1).ok_or_else(|| corrupt("entries.idx")),
@@ -816,7 +900,7 @@ impl SqliteStore {
                 tx.prepare_cached("INSERT INTO tree_hashes (idx, hash) VALUES (?1, ?2)")?;
             for e in batch {
                 let content_hash = e.content.as_ref().map(|(h, _)| &h.0[..]);
-                ins_entry
+                let n = ins_entry
                     .execute(params![
                         to_i64(e.index)?,
                         &e.id.0[..],
@@ -827,12 +911,24 @@ impl SqliteStore {
                         e.tag.as_ref().map(|t| &t[..]),
                     ])
                     .map_err(|err| duplicate_or(err, e.id))?;
+                // Every insert inserted: a trigger with RAISE(IGNORE) drops a row silently
+                // (issue 25; the schema check refuses foreign triggers too).
+                if n != 1 {
+                    return Err(StoreError::Corrupt(format!(
+                        "entry {} was not inserted ({n} rows): the schema was changed",
+                        e.index
+                    )));
+                }
                 if let Some((h, bytes)) = e.content {
                     ins_content.execute(params![&h.0[..], bytes])?;
                 }
                 // Leaf e.index's hashes go at consecutive indexes from stored_hash_index(0, n).
                 for (at, h) in (leaf_hash_index(e.index)?..).zip(&e.hashes) {
-                    ins_hash.execute(params![to_i64(at)?, &h[..]])?;
+                    if ins_hash.execute(params![to_i64(at)?, &h[..]])? != 1 {
+                        return Err(StoreError::Corrupt(format!(
+                            "tree hash {at} was not inserted: the schema was changed"
+                        )));
+                    }
                 }
             }
         }

@@ -457,6 +457,8 @@ impl State {
                 None => memlineage::gate::Policy::coding(),
             };
             let (l, _) = open_pinned(&self.ledger, self.state.as_ref())?;
+            // Once per (re)open of the long-lived server: the rows must chain.
+            l.check_rows_chain()?;
             self.front = Some(Front::new(l, policy, SharedKeyFile(key_path(&self.ledger))));
             self.ledger_id = ledger_id;
             self.policy_id = policy_id;

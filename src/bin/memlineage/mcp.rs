@@ -56,6 +56,7 @@ fn mcp(
         None => memlineage::gate::Policy::coding(),
     };
     let (l, _) = open_pinned(ledger, state.as_ref())?;
+    l.check_rows_chain()?;
     let keys = SharedKeyFile(key_path(ledger));
     let front = Front::new(l, policy, keys).with_agent(writer);
     let reads = match session {

@@ -56,7 +56,10 @@ pub fn check_ledger_file(ledger: &Path) -> Res<()> {
 /// Opens an existing ledger with the log key from its key file; warns when the key file is
 /// readable by others.
 pub fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
-    open_with(ledger, false)
+    let (l, ks) = open_with(ledger, false)?;
+    // A command is not the hot path: check that the rows chain (O(n)) before anything.
+    l.check_rows_chain()?;
+    Ok((l, ks))
 }
 
 /// [`open`], adopting stored labelling parameters no checkpoint signs when `adopt`

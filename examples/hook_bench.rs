@@ -6,7 +6,7 @@
 //! ```text
 //! cargo build --release --bin memlineage
 //! cargo run --release --example hook_bench -- [--bin target/release/memlineage]
-//!     [--sizes 1000,100000,1000000] [--runs 201] [--alone-runs 11] [--dir DIR]
+//!     [--sizes 1000,100000,1000000] [--runs 201] [--alone-runs 11] [--dir DIR] [--state]
 //! ```
 //!
 //! Per size N, `DIR/N/l.db` is made with `memlineage init` and filled to N entries (prompt,
@@ -60,6 +60,9 @@ fn opts() -> Res<Opts> {
             "--runs" => o.runs = v()?.parse()?,
             "--alone-runs" => o.alone_runs = v()?.parse()?,
             "--dir" => o.dir = PathBuf::from(v()?),
+            "--state" => {
+                let _ = STATE.set(true);
+            }
             _ => return Err(format!("unknown argument {a}").into()),
         }
     }
@@ -68,10 +71,24 @@ fn opts() -> Res<Opts> {
 }
 
 /// Runs `bin hook <hook> l.db` in `dir` with `input` on stdin; returns exit code and time.
+/// With `--state`: every hook and server runs with `--state DIR/N/state`, as `hook install`
+/// writes them (the pin and the session records outside the ledger's directory).
+static STATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// `["--state", "state"]` when the hooks keep a state directory (relative to the size's dir).
+fn state_args() -> Vec<&'static str> {
+    if STATE.get().copied().unwrap_or(false) {
+        vec!["--state", "state"]
+    } else {
+        Vec::new()
+    }
+}
+
 fn hook(bin: &Path, dir: &Path, mode: &str, hook: &str, input: &[u8]) -> Res<(i32, Duration)> {
     let start = Instant::now();
     let mut child = Command::new(bin)
         .args(["hook", hook, "l.db"])
+        .args(state_args())
         .current_dir(dir)
         .env("MEMLINEAGE_HOOK_SERVER", mode)
         .stdin(Stdio::piped())
@@ -258,6 +275,7 @@ fn main() -> Res<()> {
         let start = Instant::now();
         let server = Command::new(&o.bin)
             .args(["hook", "serve", "l.db"])
+            .args(state_args())
             .current_dir(&dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -100,7 +100,11 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
             older_than_days,
         } => return prune(&ledger, older_than_days),
     };
-    let state = args.state.map(StateDir::new);
+    // Absolute, as the server's socket name hashes it (`hookd::Paths::of`).
+    let state = args
+        .state
+        .map(|s| std::path::absolute(s).map(StateDir::new))
+        .transpose()?;
     hook(event, &args.ledger, args.policy, state)
 }
 

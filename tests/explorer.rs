@@ -533,3 +533,81 @@ fn a_call_with_unreadable_arguments_is_shown_denied() {
         assert!(!body.contains("allow"), "{call}: {body}");
     }
 }
+
+/// Issue 31: a filter, sort or page the explorer does not know is a `400`, never "no filter";
+/// the short ids the CLI prints and `#LEAF` find their entry; a text's leading newline and a
+/// writer with CR/LF/NUL in its name survive.
+#[test]
+fn queries_are_typed_and_short_ids_resolve() {
+    let dir = tempfile::tempdir().unwrap();
+    let [prompt, hostile, _, _] = setup(dir.path());
+    let odd = append(
+        dir.path(),
+        &[
+            serde_json::json!({"writer": "tool:a\r\nb\u{0}c", "role": "tool", "kind": "tool_result",
+                             "content": "\nfirst line was empty"}),
+        ],
+    )[0]
+    .clone();
+    let s = Serve::start(dir.path(), &[]);
+    let a = agent();
+    for bad in [
+        "/entries?quarantined=maybe",
+        "/entries?label=bogus",
+        "/entries?kind=bogus",
+        "/entries?writer=agent",
+        "/entries?page=18446744073709551615",
+        "/entries?page=0",
+        "/entries?page=x",
+        "/quarantine?page=2",
+        "/?sort=bogus",
+        "/?page=99",
+        "/calls?page=18446744073709551616",
+        "/find?id=xyz",
+        "/find?id=%23x",
+    ] {
+        let (status, h, body) = get(&a, &s.url(bad));
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert_eq!(h["content-security-policy"], CSP, "{bad}");
+    }
+    // Short ids, as the CLI prints them, and leaf numbers.
+    let r = a
+        .get(&s.url(&format!("/entry/{}", &prompt[..8])))
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(r.headers()["location"], format!("/entry/{prompt}").as_str());
+    let r = a
+        .get(&s.url(&format!("/find?id={}", hostile[..8].to_uppercase())))
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(
+        r.headers()["location"],
+        format!("/entry/{hostile}").as_str()
+    );
+    let r = a.get(&s.url("/find?id=%232")).call().unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(get(&a, &s.url("/find?id=%2399999")).0, 404);
+    // The text keeps its leading newline (HTML drops the first one after <pre>).
+    let (_, _, body) = get(&a, &s.url(&format!("/entry/{odd}")));
+    assert!(
+        body.contains("<pre class=\"text\">\n\nfirst line was empty</pre>"),
+        "{body}"
+    );
+    // The writer filter takes the key; the odd name is a quoted literal, its controls marked.
+    let (_, _, body) = get(&a, &s.url("/entries"));
+    assert!(body.contains("`tool:a\\r\\nb\\u{0000}c`"), "{body}");
+    assert!(!body.contains('\u{0}'));
+    let key = body
+        .split("<option value=\"")
+        .filter_map(|o| o.split_once("\">"))
+        .find(|(_, text)| text.starts_with("`tool:a\\r"))
+        .map(|(v, _)| v.to_string())
+        .unwrap();
+    assert_eq!(key.len(), 64, "{key}");
+    let (status, _, body) = get(&a, &s.url(&format!("/entries?writer={key}")));
+    assert_eq!(status, 200);
+    assert_eq!(body.matches("<tr><td>").count(), 1, "{body}");
+    assert!(body.contains(&format!("/entry/{odd}\"")), "{body}");
+}

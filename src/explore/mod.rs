@@ -125,6 +125,9 @@ impl Explorer {
         let index = EntryIndex::build(&ledger)?;
         let head = overview::Head::read(&ledger);
         let poison = poison::Poison::build(&ledger, &index);
+        // The landing page's first rows are what everyone opens first: their receipts are
+        // made now rather than on that first request.
+        poison.warm(&ledger, PAGE_SIZE);
         Ok(Explorer {
             ledger,
             path: path.to_path_buf(),

@@ -151,6 +151,19 @@ impl Poison {
         g
     }
 
+    /// Makes and keeps the receipts of the first `rows` rows of the landing page (default
+    /// order).
+    pub fn warm<S: Store>(&self, ledger: &Ledger<S>, rows: usize) {
+        for g in self.sorted(Sort::default()) {
+            for (_, id) in &g.members {
+                if self.receipts.len() >= rows {
+                    return;
+                }
+                let _ = self.receipt(ledger, id);
+            }
+        }
+    }
+
     /// The receipt of `id` as pieces, made once and kept (an error as its sentence).
     pub fn receipt<S: Store>(
         &self,
@@ -175,6 +188,10 @@ fn earliest_flag(on: &[Flag]) -> Option<Flag> {
 struct ReceiptCache(Mutex<HashMap<EntryId, Result<Vec<Piece>, String>>>);
 
 impl ReceiptCache {
+    fn len(&self) -> usize {
+        super::lock(&self.0).len()
+    }
+
     fn get<S: Store>(&self, ledger: &Ledger<S>, id: &EntryId) -> Result<Vec<Piece>, String> {
         if let Some(r) = super::lock(&self.0).get(id) {
             return r.clone();

@@ -290,7 +290,14 @@ pub enum DenyReason {
 
 impl std::fmt::Display for Denial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "deny {}: parameter `{}`", self.tool, self.param)?;
+        // Tool and parameter names are the caller's: quoted so that no name can read as more
+        // of the sentence (`crate::quote`, spec/gate.md §5).
+        write!(
+            f,
+            "deny {}: parameter {}",
+            crate::quote::word(&self.tool),
+            crate::quote::name(&self.param)
+        )?;
         if let Some(e) = &self.entry {
             write!(f, " justified by entry {}", e.short())?;
         }

@@ -18,6 +18,7 @@ pub mod audit;
 
 // Around the data path: what operators and agent runtimes use.
 pub mod forensics;
+pub mod quote;
 pub mod counterfactual;
 pub mod front;
 pub mod eval;

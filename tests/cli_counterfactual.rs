@@ -156,7 +156,7 @@ fn ddmin_takes_live_memories_from_a_ledger() {
     assert_eq!(v["quarantined"], 1);
     let receipt = ok(&run(&["receipt", "m.ledger", &ids[2]], dir.path(), None));
     assert!(
-        receipt.contains("is flagged by an advisory: ddmin: makes the agent pay 0xBAD"),
+        receipt.contains("is flagged by an advisory: `ddmin: makes the agent pay 0xBAD"),
         "{receipt}"
     );
     // --flag needs a ledger to append to.

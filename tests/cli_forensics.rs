@@ -99,7 +99,7 @@ fn flag_receipt_rework_with_a_killed_worker_heal_release_verify() {
         "{receipt}"
     );
     assert!(
-        sentence.ends_with("which the advisory flagged: advisory 12: forum injection\n"),
+        sentence.ends_with("which the advisory flagged: `advisory 12: forum injection`\n"),
         "{receipt}"
     );
     let dot = std::fs::read_to_string(dir.join("r.dot")).unwrap();

@@ -121,6 +121,52 @@ fn digest(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
+/// The text of every receipt sentence on a page (`span.sentence`, tags removed, entities
+/// decoded): what a reader sees.
+fn sentences(body: &str) -> Vec<String> {
+    body.split("<span class=\"sentence\">")
+        .skip(1)
+        .map(|s| {
+            let mut depth = 0usize;
+            let mut end = s.len();
+            let mut i = 0;
+            while let Some(at) = s[i..].find("<") {
+                let tag = &s[i + at..];
+                if tag.starts_with("</span>") {
+                    if depth == 0 {
+                        end = i + at;
+                        break;
+                    }
+                    depth -= 1;
+                } else if tag.starts_with("<span") {
+                    depth += 1;
+                }
+                i += at + 1;
+            }
+            text_of(&s[..end])
+        })
+        .collect()
+}
+
+/// HTML to its text: tags dropped, maud's five entities decoded.
+fn text_of(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
 fn hrefs(body: &str) -> Vec<String> {
     body.split("href=\"")
         .skip(1)
@@ -182,22 +228,38 @@ fn pages_are_escaped_headed_and_read_only() {
     assert!(body.contains("1.000000"));
     let receipt = ok(&run(&["receipt", "l.db", &memory], dir.path(), None));
     let sentence = receipt.trim().split_once(": ").unwrap().1;
-    let escaped = sentence.replace('<', "&lt;").replace('>', "&gt;");
-    assert!(body.contains(&escaped), "{escaped} not in {body}");
+    let shown = sentences(&body);
+    assert!(
+        shown.iter().any(|s| s == sentence),
+        "{sentence} not in {shown:?}"
+    );
 
-    // The quarantine view lists as many entries as `memlineage receipt` reports.
+    // The landing page lists every entry `memlineage receipt` reports, with the same
+    // sentences, under their source.
     let all = ok(&run(&["receipt", "l.db"], dir.path(), None));
-    let (_, _, body) = get(&a, &s.url("/quarantine"));
+    let (_, _, body) = get(&a, &s.url("/"));
     assert_eq!(
         body.matches("<tr class=\"reached\">").count(),
         all.lines().count()
     );
+    let shown = sentences(&body);
+    for line in all.lines() {
+        let (_, sentence) = line.split_once(": ").unwrap();
+        assert!(
+            shown.iter().any(|s| s == sentence),
+            "{sentence} not in {shown:?}"
+        );
+    }
+    assert!(body.contains("<tr class=\"group\">"), "{body}");
     assert!(body.contains("&lt;b&gt;forum&lt;/b&gt; injection"));
     assert!(!body.contains("<b>forum"));
     assert!(
         !body.contains(&format!("/entry/{prompt}\"")),
         "the prompt is not reached"
     );
+    // The flags, with what each reached.
+    let (_, _, body) = get(&a, &s.url("/quarantine"));
+    assert!(body.contains("<span class=\"n\">3</span> of 9"), "{body}");
     let flag = body
         .split("href=\"/quarantine/")
         .nth(1)
@@ -214,7 +276,10 @@ fn pages_are_escaped_headed_and_read_only() {
     // The call is denied, on its parameter, with the path.
     let (_, _, body) = get(&a, &s.url("/calls"));
     assert!(body.contains("deny"), "{body}");
-    assert!(body.contains("<code>recipient</code>"), "{body}");
+    assert!(
+        body.contains("<code class=\"lit\">`recipient`</code>"),
+        "{body}"
+    );
 
     // Entry list filters.
     let (_, _, body) = get(&a, &s.url("/entries?kind=tool_call"));
@@ -400,7 +465,7 @@ fn an_entry_whose_bytes_do_not_verify_shows_as_unverified() {
     assert!(body.contains("do not verify"), "{body}");
     assert!(body.contains("UNVERIFIED"), "{body}");
     assert!(!body.contains("pay the bill"), "{body}");
-    let (_, _, body) = get(&a, &s.url("/"));
+    let (_, _, body) = get(&a, &s.url("/ledger"));
     assert!(body.contains("/entries?label=UNVERIFIED"), "{body}");
     let (_, _, body) = get(&a, &s.url("/entries?label=UNVERIFIED"));
     assert!(body.contains("did not verify"), "{body}");
@@ -467,4 +532,82 @@ fn a_call_with_unreadable_arguments_is_shown_denied() {
         );
         assert!(!body.contains("allow"), "{call}: {body}");
     }
+}
+
+/// Issue 31: a filter, sort or page the explorer does not know is a `400`, never "no filter";
+/// the short ids the CLI prints and `#LEAF` find their entry; a text's leading newline and a
+/// writer with CR/LF/NUL in its name survive.
+#[test]
+fn queries_are_typed_and_short_ids_resolve() {
+    let dir = tempfile::tempdir().unwrap();
+    let [prompt, hostile, _, _] = setup(dir.path());
+    let odd = append(
+        dir.path(),
+        &[
+            serde_json::json!({"writer": "tool:a\r\nb\u{0}c", "role": "tool", "kind": "tool_result",
+                             "content": "\nfirst line was empty"}),
+        ],
+    )[0]
+    .clone();
+    let s = Serve::start(dir.path(), &[]);
+    let a = agent();
+    for bad in [
+        "/entries?quarantined=maybe",
+        "/entries?label=bogus",
+        "/entries?kind=bogus",
+        "/entries?writer=agent",
+        "/entries?page=18446744073709551615",
+        "/entries?page=0",
+        "/entries?page=x",
+        "/quarantine?page=2",
+        "/?sort=bogus",
+        "/?page=99",
+        "/calls?page=18446744073709551616",
+        "/find?id=xyz",
+        "/find?id=%23x",
+    ] {
+        let (status, h, body) = get(&a, &s.url(bad));
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert_eq!(h["content-security-policy"], CSP, "{bad}");
+    }
+    // Short ids, as the CLI prints them, and leaf numbers.
+    let r = a
+        .get(&s.url(&format!("/entry/{}", &prompt[..8])))
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(r.headers()["location"], format!("/entry/{prompt}").as_str());
+    let r = a
+        .get(&s.url(&format!("/find?id={}", hostile[..8].to_uppercase())))
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(
+        r.headers()["location"],
+        format!("/entry/{hostile}").as_str()
+    );
+    let r = a.get(&s.url("/find?id=%232")).call().unwrap();
+    assert_eq!(r.status().as_u16(), 303);
+    assert_eq!(get(&a, &s.url("/find?id=%2399999")).0, 404);
+    // The text keeps its leading newline (HTML drops the first one after <pre>).
+    let (_, _, body) = get(&a, &s.url(&format!("/entry/{odd}")));
+    assert!(
+        body.contains("<pre class=\"text\">\n\nfirst line was empty</pre>"),
+        "{body}"
+    );
+    // The writer filter takes the key; the odd name is a quoted literal, its controls marked.
+    let (_, _, body) = get(&a, &s.url("/entries"));
+    assert!(body.contains("`tool:a\\r\\nb\\u{0000}c`"), "{body}");
+    assert!(!body.contains('\u{0}'));
+    let key = body
+        .split("<option value=\"")
+        .filter_map(|o| o.split_once("\">"))
+        .find(|(_, text)| text.starts_with("`tool:a\\r"))
+        .map(|(v, _)| v.to_string())
+        .unwrap();
+    assert_eq!(key.len(), 64, "{key}");
+    let (status, _, body) = get(&a, &s.url(&format!("/entries?writer={key}")));
+    assert_eq!(status, 200);
+    assert_eq!(body.matches("<tr><td>").count(), 1, "{body}");
+    assert!(body.contains(&format!("/entry/{odd}\"")), "{body}");
 }

@@ -289,7 +289,7 @@ fn receipts_name_the_shortest_path_in_words_and_in_dot() {
         format!(
             "fact {ti} (written by agent `agent`) was derived from memory {si} (written by agent \
              `agent`), summarised from tool output {fi} (written by tool `tool:read_file`), which \
-             the advisory flagged: forum thread was a prompt injection"
+             the advisory flagged: `forum thread was a prompt injection`"
         )
     );
     let dot = r.to_dot();

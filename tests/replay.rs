@@ -255,7 +255,7 @@ fn flagging_injected_outputs_quarantines_every_attack_justification_with_a_recei
         for (_, mode, sentence) in &r.receipts {
             println!("{mode:?}: {sentence}");
             assert!(sentence.starts_with("the "), "names the call: {sentence}");
-            assert!(sentence.contains("which the advisory flagged: AgentDojo injection_task_"));
+            assert!(sentence.contains("which the advisory flagged: `AgentDojo injection_task_"));
             if *mode == Mode::ViaMemory {
                 assert!(
                     sentence.contains(") was justified by memory "),

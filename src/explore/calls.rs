@@ -7,8 +7,10 @@
 //! is checked against every parent (stricter than the call as it was made, never looser).
 
 use super::page::{self, MAX_SHORT_CHARS};
-use super::{Explorer, PAGE_SIZE};
+use super::routes::PageError;
+use super::Explorer;
 use crate::gate::{Decision, ToolCall};
+use crate::quote;
 use crate::record::EntryId;
 use maud::{html, Markup};
 
@@ -90,7 +92,7 @@ fn cells(x: &Explorer, id: &EntryId) -> (Markup, Markup, Markup, Markup) {
             sensitive,
             decision,
         } => {
-            let tool_cell = html! { (page::hostile(&tool, MAX_SHORT_CHARS)) };
+            let tool_cell = html! { (page::quoted(&quote::word(&tool))) };
             match decision {
                 Decision::Allow => (
                     tool_cell,
@@ -101,7 +103,7 @@ fn cells(x: &Explorer, id: &EntryId) -> (Markup, Markup, Markup, Markup) {
                 Decision::Deny(d) => (
                     tool_cell,
                     html! { span.bad { (page::hostile(&d.to_string(), 2 * MAX_SHORT_CHARS)) } },
-                    html! { code { (page::hostile(&d.param, MAX_SHORT_CHARS)) } },
+                    html! { (page::quoted(&quote::name(&d.param))) },
                     html! {
                         @for (n, hop) in denial_path(x, &d).iter().enumerate() {
                             @if n > 0 { " → " }
@@ -127,16 +129,16 @@ fn denial_path(x: &Explorer, d: &crate::gate::Denial) -> Vec<EntryId> {
 }
 
 /// The `/calls` page: every tool-call entry, a page at a time.
-pub(super) fn render(x: &Explorer, page_no: usize) -> Markup {
+pub(super) fn render(x: &Explorer, asked: Option<&str>) -> Result<Markup, PageError> {
     let calls = x.index.tool_calls();
-    let page_no = page_no.max(1);
-    let shown = calls.iter().skip((page_no - 1) * PAGE_SIZE).take(PAGE_SIZE);
+    let (page_no, rows) = page::page_of(asked, calls.len())?;
+    let shown = &calls[rows];
     let body = html! {
         p { "The gate's decision on each recorded tool call, made now under the explorer's \
              policy from the verified labels and quarantine state. The ledger records which \
              entries justified a call but not which justified each parameter: each parameter \
              is checked against all of them." }
-        (page::pager("/calls", page_no, calls.len(), PAGE_SIZE))
+        (page::pager("/calls", page_no, calls.len()))
         table {
             tr { th { "Call" } th { "Tool" } th { "Decision" } th { "Parameter" } th { "Path (source first)" } }
             @for i in shown {
@@ -146,7 +148,7 @@ pub(super) fn render(x: &Explorer, page_no: usize) -> Markup {
                 }
             }
         }
-        (page::pager("/calls", page_no, calls.len(), PAGE_SIZE))
+        (page::pager("/calls", page_no, calls.len()))
     };
-    page::layout("Gate decisions", body)
+    Ok(page::layout("Gate decisions", body))
 }

@@ -1,21 +1,35 @@
 //! The entry list: paged, filterable by kind, writer, label and quarantine
-//! (`spec/explorer.md` §2.2).
+//! (`spec/explorer.md` §2.2). A filter value the explorer does not know is refused (`400`),
+//! never read as "no filter".
 
 use super::index::{ledger_label, writer_name, Row};
-use super::page::{self, MAX_SHORT_CHARS};
-use super::{Explorer, PAGE_SIZE};
+use super::page::{self, BadQuery};
+use super::routes::PageError;
+use super::Explorer;
 use crate::lineage::Label;
-use crate::record::Kind;
+use crate::quote;
+use crate::record::{KeyId, Kind};
 use maud::{html, Markup};
 
-/// The filters of `/entries`, from its query string; empty fields do not filter.
+/// The filters of `/entries`, from its query string, as given; empty fields do not filter.
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 pub(super) struct Filter {
     kind: Option<String>,
     writer: Option<String>,
     label: Option<String>,
     quarantined: Option<String>,
-    page: Option<usize>,
+    page: Option<String>,
+}
+
+/// The filters, parsed.
+#[derive(Default)]
+struct Parsed {
+    kind: Option<Kind>,
+    /// A writer's key (the query gives its 64 hex digits).
+    writer: Option<KeyId>,
+    /// A label; `None` inside: `UNVERIFIED`.
+    label: Option<Option<Label>>,
+    quarantined: Option<bool>,
 }
 
 /// Every kind, for the filter's choices: the registry's codes are contiguous from 0
@@ -24,37 +38,49 @@ fn kinds() -> impl Iterator<Item = Kind> {
     (0..).map_while(Kind::from_code)
 }
 
-impl Filter {
-    fn given(v: &Option<String>) -> Option<&str> {
-        v.as_deref().filter(|s| !s.is_empty())
-    }
+fn given(v: &Option<String>) -> Option<&str> {
+    v.as_deref().filter(|s| !s.is_empty())
+}
 
-    fn keeps(&self, x: &Explorer, row: &Row) -> bool {
-        if let Some(k) = Self::given(&self.kind) {
-            if row.shape.as_ref().map(|s| s.kind.name()) != Some(k) {
-                return false;
-            }
-        }
-        if let Some(w) = Self::given(&self.writer) {
-            match &row.shape {
-                Some(s) if writer_name(&x.ledger, &s.writer) == w => {}
-                _ => return false,
-            }
-        }
-        if let Some(l) = Self::given(&self.label) {
-            let shown = ledger_label(&x.ledger, row).map_or("UNVERIFIED", Label::name);
-            if !shown.eq_ignore_ascii_case(l) {
-                return false;
-            }
-        }
-        if let Some(q) = Self::given(&self.quarantined) {
-            // An unverified row counts as quarantined (fail closed).
-            let is_q = row.shape.is_none() || x.ledger.is_quarantined(&row.id);
-            if (q == "yes") != is_q {
-                return false;
-            }
-        }
-        true
+impl Filter {
+    fn parse(&self) -> Result<Parsed, BadQuery> {
+        let bad = |what: &str| BadQuery(what.to_string());
+        let kind = given(&self.kind)
+            .map(|k| {
+                kinds()
+                    .find(|x| x.name() == k)
+                    .ok_or_else(|| bad("kind is a kind name (spec/record.md §4)"))
+            })
+            .transpose()?;
+        let writer = given(&self.writer)
+            .map(|w| {
+                let mut key = [0u8; 32];
+                hex::decode_to_slice(w, &mut key)
+                    .map(|()| KeyId(key))
+                    .map_err(|_| bad("writer is a writer's key, 64 hex digits"))
+            })
+            .transpose()?;
+        let label = given(&self.label)
+            .map(|l| match Label::from_name(&l.to_ascii_uppercase()) {
+                Some(l) => Ok(Some(l)),
+                None if l.eq_ignore_ascii_case("UNVERIFIED") => Ok(None),
+                None => Err(bad(
+                    "label is TRUSTED, DERIVED_TRUSTED, DERIVED_UNTRUSTED, EXTERNAL or UNVERIFIED",
+                )),
+            })
+            .transpose()?;
+        let quarantined = match given(&self.quarantined) {
+            None => None,
+            Some("yes") => Some(true),
+            Some("no") => Some(false),
+            Some(_) => return Err(bad("quarantined is yes or no")),
+        };
+        Ok(Parsed {
+            kind,
+            writer,
+            label,
+            quarantined,
+        })
     }
 
     /// The query string of these filters without the page.
@@ -66,7 +92,7 @@ impl Filter {
             ("label", &self.label),
             ("quarantined", &self.quarantined),
         ] {
-            if let Some(v) = Self::given(v) {
+            if let Some(v) = given(v) {
                 parts.push(format!("{k}={}", url_encode(v)));
             }
         }
@@ -78,33 +104,61 @@ impl Filter {
     }
 }
 
+impl Parsed {
+    fn keeps(&self, x: &Explorer, row: &Row) -> bool {
+        if let Some(k) = self.kind {
+            if row.shape.as_ref().map(|s| s.kind) != Some(k) {
+                return false;
+            }
+        }
+        if let Some(w) = &self.writer {
+            if row.shape.as_ref().map(|s| &s.writer) != Some(w) {
+                return false;
+            }
+        }
+        if let Some(l) = self.label {
+            if ledger_label(&x.ledger, row) != l {
+                return false;
+            }
+        }
+        if let Some(q) = self.quarantined {
+            // An unverified row counts as quarantined (fail closed).
+            let is_q = row.shape.is_none() || x.ledger.is_quarantined(&row.id);
+            if q != is_q {
+                return false;
+            }
+        }
+        true
+    }
+}
+
 /// Percent-encodes a query value (everything but unreserved characters).
 fn url_encode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 /// The `/entries` page.
-pub(super) fn render(x: &Explorer, f: &Filter) -> Markup {
+pub(super) fn render(x: &Explorer, f: &Filter) -> Result<Markup, PageError> {
+    let p = f.parse()?;
     let rows: Vec<(u64, &Row)> = x
         .index
         .rows()
         .iter()
         .enumerate()
         .map(|(i, r)| (i as u64, r))
-        .filter(|(_, r)| f.keeps(x, r))
+        .filter(|(_, r)| p.keeps(x, r))
         .collect();
-    let page_no = f.page.unwrap_or(1).max(1);
-    let shown = rows.iter().skip((page_no - 1) * PAGE_SIZE).take(PAGE_SIZE);
+    let (page_no, shown) = page::page_of(f.page.as_deref(), rows.len())?;
     let body = html! {
         (form(x, f))
-        (page::pager(&f.query(), page_no, rows.len(), PAGE_SIZE))
+        (page::pager(&f.query(), page_no, rows.len()))
         table.entries {
-            tr { th { "Leaf" } th { "Id" } th { "Writer" } th { "Role" } th { "Kind" } th { "Label" } th { "Quarantined" } th { "Time (UTC)" } }
-            @for (i, r) in shown { (row(x, *i, r)) }
+            tr { th { "Leaf" } th { "Id" } th { "Writer" } th { "Role" } th { "Kind" } th { "Label" } th { "Quarantined" } th { "Time (writer's claim, UTC)" } }
+            @for (i, r) in &rows[shown] { (row(x, *i, r)) }
         }
-        (page::pager(&f.query(), page_no, rows.len(), PAGE_SIZE))
+        (page::pager(&f.query(), page_no, rows.len()))
     };
-    page::layout("Entries", body)
+    Ok(page::layout("Entries", body))
 }
 
 fn row(x: &Explorer, i: u64, r: &Row) -> Markup {
@@ -125,7 +179,7 @@ fn row(x: &Explorer, i: u64, r: &Row) -> Markup {
                 tr {
                     td { (i) }
                     td { (page::entry_link(&r.id, None)) }
-                    td { (page::hostile(&name, MAX_SHORT_CHARS)) }
+                    td { (page::quoted(&quote::name(&name))) }
                     td { (role) }
                     td { (s.kind.name()) }
                     td { (page::label(label)) }
@@ -138,17 +192,20 @@ fn row(x: &Explorer, i: u64, r: &Row) -> Markup {
 }
 
 fn form(x: &Explorer, f: &Filter) -> Markup {
-    let sel = |v: &Option<String>, o: &str| Filter::given(v) == Some(o);
+    let sel = |v: &Option<String>, o: &str| given(v).is_some_and(|g| g.eq_ignore_ascii_case(o));
     html! {
         form.filters method="get" action="/entries" {
             label { "Kind " select name="kind" {
                 option value="" { "any" }
                 @for k in kinds() { option value=(k.name()) selected[sel(&f.kind, k.name())] { (k.name()) } }
             } }
+            // The option's value is the writer's key (hex), never its name: a name may hold
+            // NUL, CR, LF or anything else (spec/explorer.md §2.2).
             label { "Writer " select name="writer" {
                 option value="" { "any" }
-                @for (w, n) in x.index.writers() {
-                    option value=(w) selected[sel(&f.writer, w)] { (page::hostile(w, MAX_SHORT_CHARS)) " (" (n) ")" }
+                @for (key, (w, n)) in x.index.writers() {
+                    @let hex = key.to_string();
+                    option value=(hex) selected[sel(&f.writer, &hex)] { (quote::name(w).to_string()) " (" (n) ")" }
                 }
             } }
             label { "Label " select name="label" {

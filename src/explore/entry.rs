@@ -3,10 +3,10 @@
 use super::index::{ledger_label, writer_name, Row};
 use super::page::{self, MAX_SHORT_CHARS, MAX_TEXT_CHARS};
 use super::Explorer;
-use crate::forensics::receipt::receipt;
 use crate::ledger::StoreSource;
 use crate::lineage::quarantine::{Flag, Reach};
 use crate::log::{prove_inclusion, ProofBundle};
+use crate::quote;
 use crate::record::{EntryId, Kind};
 use maud::{html, Markup};
 use std::collections::{HashSet, VecDeque};
@@ -41,7 +41,7 @@ pub(super) fn render(x: &Explorer, i: u64, row: &Row) -> Markup {
             tr { th { "Id" } td { code { (id.to_string()) } } }
             tr { th { "Leaf index" } td { (i) } }
             tr { th { "Kind" } td { (shape.kind.name()) } }
-            tr { th { "Writer" } td { (page::hostile(&name, MAX_SHORT_CHARS)) " (" (role) ") key " code { (shape.writer.short()) } } }
+            tr { th { "Writer" } td { (page::quoted(&quote::name(&name))) " (" (role) ") key " code { (shape.writer.short()) } } }
             tr { th { "Time (writer's claim)" } td { (page::time(shape.time_ms)) } }
             tr { th { "Label" } td { (page::label(label)) } }
             tr { th { "State" } td {
@@ -60,6 +60,7 @@ pub(super) fn render(x: &Explorer, i: u64, row: &Row) -> Markup {
         (text(x, &id, tombstoned, quarantined))
         h2 { "Why this label" }
         (why(x, &id, label))
+        (super::lineage::picture(x, i))
         @if quarantined { (flags_reaching(x, i)) }
         @if shape.kind == Kind::ToolCall {
             h2 { "Gate decision" }
@@ -112,14 +113,15 @@ fn text(x: &Explorer, id: &EntryId, tombstoned: bool, quarantined: bool) -> Mark
         }
         p { "Verified against the signed content hash. " (text.len()) " bytes; shown as text, \
              never as markup or links." }
-        pre.text { (page::hostile(&text, MAX_TEXT_CHARS)) }
+        // A newline right after <pre> is dropped by HTML parsers: this one, not the text's.
+        pre.text { "\n" (page::hostile(&text, MAX_TEXT_CHARS)) }
     }
 }
 
 /// The explanation path of the label and, when there is one, the receipt sentence.
 fn why(x: &Explorer, id: &EntryId, label: Option<crate::lineage::Label>) -> Markup {
     let path = x.ledger.untrusted_path(id).unwrap_or_default();
-    let sentence = receipt(&x.ledger, id).map(|r| r.sentence());
+    let sentence = x.poison.receipt(&x.ledger, id);
     html! {
         @match label {
             Some(l) if !l.is_untrusted() => p { "No untrusted ancestor reaches it over \
@@ -137,7 +139,7 @@ fn why(x: &Explorer, id: &EntryId, label: Option<crate::lineage::Label>) -> Mark
             },
         }
         @if let Ok(s) = &sentence {
-            p.receipt { "Receipt: " span.sentence { (page::hostile(s, MAX_TEXT_CHARS)) } }
+            p.receipt { "Receipt: " (page::sentence(s)) }
         }
     }
 }

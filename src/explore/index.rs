@@ -3,10 +3,11 @@
 //! (`spec/explorer.md` §3).
 
 use crate::ledger::{Ledger, LedgerError};
-use crate::lineage::Label;
-use crate::record::{EntryId, KeyId, Kind, Weight};
+use crate::lineage::quarantine::Reach;
+use crate::lineage::{Label, LabelPolicy};
+use crate::record::{EntryId, KeyId, Kind, Parent, Weight};
 use crate::store::Store;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Entries verified per batch while indexing.
 const CHUNK: u64 = 4096;
@@ -45,8 +46,10 @@ pub struct EntryIndex {
     label_counts: [u64; 4],
     /// Entries that did not verify (each also counted as External in `label_counts`' stead).
     unverified: u64,
-    /// Entries per writer name.
-    writers: BTreeMap<String, u64>,
+    /// Entries per writer key, with the writer's name.
+    writers: BTreeMap<KeyId, (String, u64)>,
+    /// Verified ids with their leaf, sorted by id (exact and prefix look-ups).
+    by_id: Vec<(EntryId, u64)>,
     /// Leaf indexes of tool-call entries.
     tool_calls: Vec<u64>,
 }
@@ -94,6 +97,7 @@ impl EntryIndex {
             }
             from = to;
         }
+        ix.by_id.sort_unstable();
         Ok(ix)
     }
 
@@ -101,8 +105,12 @@ impl EntryIndex {
         match (&row.shape, ledger_label(ledger, &row)) {
             (Some(s), Some(label)) => {
                 self.label_counts[usize::from(label.code())] += 1;
-                let name = writer_name(ledger, &s.writer);
-                *self.writers.entry(name).or_default() += 1;
+                let w = self
+                    .writers
+                    .entry(s.writer)
+                    .or_insert_with(|| (writer_name(ledger, &s.writer), 0));
+                w.1 += 1;
+                self.by_id.push((row.id, i));
                 if s.kind == Kind::ToolCall {
                     self.tool_calls.push(i);
                 }
@@ -153,15 +161,103 @@ impl EntryIndex {
         (self.label_counts, self.unverified)
     }
 
-    /// Writer names with their entry counts.
-    pub fn writers(&self) -> &BTreeMap<String, u64> {
+    /// Writer keys with their names and entry counts.
+    pub fn writers(&self) -> &BTreeMap<KeyId, (String, u64)> {
         &self.writers
+    }
+
+    /// The leaf of the verified entry `id`.
+    pub fn leaf_of(&self, id: &EntryId) -> Option<u64> {
+        let at = self.by_id.binary_search_by(|(e, _)| e.cmp(id)).ok()?;
+        self.by_id.get(at).map(|(_, l)| *l)
+    }
+
+    /// The verified entries whose id starts with the hex digits `prefix` (lower case), in id
+    /// order, at most `max`.
+    pub fn with_prefix(&self, prefix: &str, max: usize) -> Vec<(EntryId, u64)> {
+        let start = self
+            .by_id
+            .partition_point(|(e, _)| e.to_string().as_str() < prefix);
+        self.by_id[start..]
+            .iter()
+            .take_while(|(e, _)| e.to_string().starts_with(prefix))
+            .take(max)
+            .copied()
+            .collect()
+    }
+
+    /// The verified parents of leaf `i`, as stored (ascending id order), for the lineage
+    /// searches that would otherwise read them from the store.
+    pub fn parents(&self, id: &EntryId) -> Vec<Parent> {
+        self.leaf_of(id)
+            .and_then(|l| self.row(l))
+            .and_then(|r| r.shape.as_ref())
+            .map(|s| {
+                s.parents
+                    .iter()
+                    .map(|(id, _, weight)| Parent {
+                        id: *id,
+                        weight: *weight,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// What a flag on leaf `source` with `reach` covers: (leaf, depth from the source)
+    /// breadth-first from the source, and the edges (parent, child, strong) that carry it,
+    /// walking the verified children: over any edge (reach all) or strong edges (reach strong).
+    pub fn reach(&self, source: u64, reach: Reach, policy: &LabelPolicy) -> Reached {
+        let mut depth: HashMap<u64, u32> = HashMap::from([(source, 0)]);
+        let mut nodes = vec![(source, 0)];
+        let mut edges = Vec::new();
+        let mut queue = VecDeque::from([source]);
+        while let Some(cur) = queue.pop_front() {
+            let d = depth.get(&cur).copied().unwrap_or(0);
+            for c in self.children(cur) {
+                let Some(strong) = self.edge(cur, *c, policy) else {
+                    continue;
+                };
+                if reach == Reach::Strong && !strong {
+                    continue;
+                }
+                edges.push((cur, *c, strong));
+                if !depth.contains_key(c) {
+                    depth.insert(*c, d + 1);
+                    nodes.push((*c, d + 1));
+                    queue.push_back(*c);
+                }
+            }
+        }
+        Reached { nodes, edges }
+    }
+
+    /// Whether the edge from leaf `parent` to its verified child `child` is strong (`None`:
+    /// the child did not verify).
+    pub fn edge(&self, parent: u64, child: u64, policy: &LabelPolicy) -> Option<bool> {
+        let shape = self.row(child)?.shape.as_ref()?;
+        Some(
+            shape
+                .parents
+                .iter()
+                .filter(|(_, leaf, _)| *leaf == Some(parent))
+                .any(|(_, _, w)| policy.is_strong(*w)),
+        )
     }
 
     /// Leaf indexes of tool-call entries, in leaf order.
     pub fn tool_calls(&self) -> &[u64] {
         &self.tool_calls
     }
+}
+
+/// What one flag reaches: (leaf, depth from the source) breadth-first from the source, and
+/// the edges (parent, child, strong) that carry it.
+pub struct Reached {
+    /// Reached leaves with their depth, source first.
+    pub nodes: Vec<(u64, u32)>,
+    /// Edges (parent leaf, child leaf, strong) between reached entries.
+    pub edges: Vec<(u64, u64, bool)>,
 }
 
 /// The label to show for `row`: the sealed, verified one, or `None` (shown `UNVERIFIED`,

@@ -30,11 +30,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 mod calls;
 mod entries;
 mod entry;
+mod find;
 mod graph;
 mod guard;
 mod index;
+mod landing;
+mod lineage;
 mod overview;
 mod page;
+mod poison;
 mod quarantine;
 mod routes;
 mod verify;
@@ -44,6 +48,9 @@ pub use index::EntryIndex;
 
 /// Entries shown per page of the entry list, the quarantine lists and the gate decisions.
 pub const PAGE_SIZE: usize = 100;
+
+/// Threads rendering pages at most; past the read handles they wait for one.
+const MAX_RENDER_THREADS: usize = 32;
 
 /// The explorer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +68,18 @@ pub enum ExploreError {
          who can reach it could read the ledger)"
     )]
     NotLoopback(SocketAddr),
+    /// A second read handle ([`Explorer::add_reader`]) does not see the ledger the first one
+    /// indexed: another process appended in between (start again).
+    #[error(
+        "the ledger changed while the explorer opened it ({indexed} entries indexed, a reader \
+         sees {seen}): start it again"
+    )]
+    Changed {
+        /// Entries the index holds.
+        indexed: u64,
+        /// Entries the new handle sees.
+        seen: u64,
+    },
     /// Binding the listening socket or running the HTTP server failed.
     #[error("serving on {addr}: {source}")]
     Io {
@@ -75,20 +94,25 @@ pub enum ExploreError {
 ///
 /// The explorer shows the ledger as it was when [`Explorer::open`] ran (entries appended later
 /// by other processes appear after a restart); the on-demand audit reads the file as it is.
+/// Pages are rendered by read handles of their own ([`Explorer::add_reader`]) sharing one
+/// index, so that one slow page does not hold up the others.
 pub struct Explorer {
     ledger: Ledger<SqliteStore>,
     path: PathBuf,
-    policy: Policy,
-    index: EntryIndex,
-    head: overview::Head,
+    policy: Arc<Policy>,
+    index: Arc<EntryIndex>,
+    head: Arc<overview::Head>,
+    poison: Arc<poison::Poison>,
+    readers: Vec<Ledger<SqliteStore>>,
 }
 
 impl Explorer {
     /// Opens the explorer over `ledger`, already opened with its log key, stored at `path`
     /// (the on-demand audit opens its own read connection there), deciding tool calls under
     /// `policy`. Verifies every entry's signature once (in batches over all cores) to build the
-    /// index of kinds, writers, parents and children, and verifies the latest stored
-    /// checkpoint against the log key.
+    /// index of kinds, writers, parents and children, verifies the latest stored checkpoint
+    /// against the log key, and computes what is poisoned (each flag's reach size, each
+    /// quarantined entry's receipt source) once.
     ///
     /// # Errors
     /// Store errors while reading entries. An entry that does not verify is no error: it is
@@ -100,18 +124,59 @@ impl Explorer {
     ) -> Result<Self, ExploreError> {
         let index = EntryIndex::build(&ledger)?;
         let head = overview::Head::read(&ledger);
+        let poison = poison::Poison::build(&ledger, &index);
+        // The landing page's first rows are what everyone opens first: their receipts are
+        // made now rather than on that first request.
+        poison.warm(&ledger, PAGE_SIZE);
         Ok(Explorer {
             ledger,
             path: path.to_path_buf(),
-            policy,
-            index,
-            head,
+            policy: Arc::new(policy),
+            index: Arc::new(index),
+            head: Arc::new(head),
+            poison: Arc::new(poison),
+            readers: Vec::new(),
         })
+    }
+
+    /// Adds a read handle on the same file (opened as the first was, with its log key): pages
+    /// are rendered on as many handles at once as the explorer has.
+    ///
+    /// # Errors
+    /// [`ExploreError::Changed`] when the handle does not see the entries the index holds.
+    pub fn add_reader(&mut self, ledger: Ledger<SqliteStore>) -> Result<(), ExploreError> {
+        if ledger.len() != self.index.len() || ledger.vkey() != self.ledger.vkey() {
+            return Err(ExploreError::Changed {
+                indexed: self.index.len(),
+                seen: ledger.len(),
+            });
+        }
+        self.readers.push(ledger);
+        Ok(())
     }
 
     /// The verified index of the ledger's entries.
     pub fn index(&self) -> &EntryIndex {
         &self.index
+    }
+
+    /// This explorer and one sibling per added reader, sharing the index.
+    fn split(mut self) -> Vec<Explorer> {
+        let readers = std::mem::take(&mut self.readers);
+        let mut all = Vec::with_capacity(readers.len() + 1);
+        for ledger in readers {
+            all.push(Explorer {
+                ledger,
+                path: self.path.clone(),
+                policy: Arc::clone(&self.policy),
+                index: Arc::clone(&self.index),
+                head: Arc::clone(&self.head),
+                poison: Arc::clone(&self.poison),
+                readers: Vec::new(),
+            });
+        }
+        all.insert(0, self);
+        all
     }
 }
 
@@ -142,11 +207,14 @@ impl Server {
         // Timers too: hyper's header-read timeout and axum's back-off after a failed `accept`
         // (too many open files) sleep on the runtime; without timers the first panics the
         // server and the second is off, so idle half-sent requests were held forever.
+        // Pages render on the blocking pool, one per read handle at a time (routes::Pool); the
+        // runtime's own thread only moves bytes, so /style.css never waits for a page.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            .max_blocking_threads(MAX_RENDER_THREADS)
             .build()
             .map_err(io)?;
-        let app = Arc::new(routes::App::new(explorer, access));
+        let app = Arc::new(routes::App::new(explorer.split(), access));
         Ok(Server {
             listener,
             app,

@@ -2,7 +2,9 @@
 //! and times are shown (`spec/explorer.md` §4.1). All markup is maud's, which escapes every
 //! interpolated string.
 
+use crate::forensics::receipt::Piece;
 use crate::lineage::Label;
+use crate::quote::Quoted;
 use crate::record::EntryId;
 use maud::{html, Markup, DOCTYPE};
 
@@ -28,10 +30,16 @@ pub fn layout(title: &str, body: Markup) -> Markup {
             }
             body {
                 nav {
-                    a href="/" { "Overview" }
+                    a href="/" { "Poisoned" }
+                    a href="/quarantine" { "Flags" }
                     a href="/entries" { "Entries" }
-                    a href="/quarantine" { "Quarantine" }
                     a href="/calls" { "Gate decisions" }
+                    a href="/ledger" { "Ledger" }
+                    form.find method="get" action="/find" {
+                        label { "Entry " input type="search" name="id" size="18"
+                            placeholder="id, short id or #leaf" required; }
+                        button type="submit" { "Go" }
+                    }
                 }
                 main { h1 { (title) } (body) }
             }
@@ -124,34 +132,113 @@ pub fn entry_link(id: &EntryId, index: Option<u64>) -> Markup {
     }
 }
 
-/// An entry time (writer-asserted, milliseconds since the Unix epoch) in UTC, or the raw
-/// number when it is beyond what a calendar date shows (after the year 9999).
+/// An entry time (writer-asserted, milliseconds since the Unix epoch) in UTC to the
+/// millisecond, `2025-01-01 00:00:00.017Z`, or the raw number when it is beyond what a
+/// calendar date shows (after the year 9999).
 pub fn time(ms: u64) -> String {
     const MAX_MS: u64 = 253_402_300_799_999;
     if ms > MAX_MS {
         return format!("{ms} ms");
     }
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
-    httpdate::fmt_http_date(t)
+    let (secs, milli) = (ms / 1000, ms % 1000);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{milli:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The proleptic Gregorian date of `days` after 1970-01-01 (H. Hinnant's `civil_from_days`,
+/// for days >= 0).
+fn civil(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
 }
 
 /// "N of SIZE" with the share in percent.
 pub fn n_of(n: u64, size: u64) -> String {
+    format!("{n} of {size}{}", share(n, size))
+}
+
+/// The share of `n` in `size` as " (p %)", or nothing when `size` is 0.
+pub fn share(n: u64, size: u64) -> String {
     if size == 0 {
-        return format!("{n} of {size}");
+        return String::new();
     }
-    format!("{n} of {size} ({:.1} %)", n as f64 * 100.0 / size as f64)
+    format!(" ({:.1} %)", n as f64 * 100.0 / size as f64)
+}
+
+/// A query the explorer refuses (`400`), with the reason shown.
+#[derive(Debug)]
+pub struct BadQuery(pub String);
+
+/// The page asked for by `?page=` (from 1; absent: 1) of a list of `total` rows: its number
+/// and the range of rows it shows.
+///
+/// # Errors
+/// [`BadQuery`] for a page that is not a number, is 0, or is past the last page (an empty
+/// list has one, empty, page).
+pub fn page_of(
+    asked: Option<&str>,
+    total: usize,
+) -> Result<(usize, std::ops::Range<usize>), BadQuery> {
+    let pages = total.div_ceil(super::PAGE_SIZE).max(1);
+    let n = match asked.filter(|s| !s.is_empty()) {
+        None => 1,
+        Some(s) => s
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=pages).contains(n))
+            .ok_or_else(|| BadQuery(format!("page must be a number from 1 to {pages}")))?,
+    };
+    let start = (n - 1) * super::PAGE_SIZE;
+    Ok((n, start..total.min(start + super::PAGE_SIZE)))
 }
 
 /// Links to the pages of a paged list: `base` is the path and query without `page`.
-pub fn pager(base: &str, page: usize, total: usize, per: usize) -> Markup {
-    let pages = total.div_ceil(per).max(1);
+pub fn pager(base: &str, page: usize, total: usize) -> Markup {
+    let pages = total.div_ceil(super::PAGE_SIZE).max(1);
     let sep = if base.contains('?') { '&' } else { '?' };
     html! {
         p.pager {
             @if page > 1 { a rel="prev" href=(format!("{base}{sep}page={}", page - 1)) { "← previous" } " " }
             "page " (page) " of " (pages) " (" (total) " in all)"
             @if page < pages { " " a rel="next" href=(format!("{base}{sep}page={}", page + 1)) { "next →" } }
+        }
+    }
+}
+
+/// A quoted name or reason (`crate::quote`): the literal in a `code.lit`, its notes in a
+/// `span.note`. The text content is exactly the quote's `Display`.
+pub fn quoted(q: &Quoted) -> Markup {
+    html! {
+        code.lit { (q.literal()) }
+        @if !q.notes.is_empty() { span.note { (q.notes_text()) } }
+    }
+}
+
+/// A receipt sentence, its names and reason shown as quoted literals. The text content is
+/// exactly `Receipt::sentence`.
+pub fn sentence(pieces: &[Piece]) -> Markup {
+    html! {
+        span.sentence {
+            @for p in pieces {
+                @match p {
+                    Piece::Words(w) => (w),
+                    Piece::Literal(q) => (quoted(q)),
+                }
+            }
         }
     }
 }
@@ -182,7 +269,10 @@ mod tests {
 
     #[test]
     fn times() {
-        assert_eq!(time(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(time(0), "1970-01-01 00:00:00.000Z");
+        assert_eq!(time(1_735_689_600_017), "2025-01-01 00:00:00.017Z");
+        assert_eq!(time(951_782_400_000), "2000-02-29 00:00:00.000Z");
+        assert_eq!(time(253_402_300_799_999), "9999-12-31 23:59:59.999Z");
         assert_eq!(time(u64::MAX), format!("{} ms", u64::MAX));
     }
 }

@@ -1,124 +1,86 @@
-//! The quarantine views (`spec/explorer.md` §2.4): the active flags with what each reached
-//! ("N of SIZE"), every quarantined entry with its receipt sentence, and one flag's reach
-//! with its receipts and lineage graph.
+//! The flag views (`spec/explorer.md` §2.4): every active flag with what it reached
+//! ("N of SIZE", counted once at start), paged; and one flag's reach with its receipts and
+//! lineage graph.
 
 use super::graph;
 use super::index::ledger_label;
-use super::page::{self, n_of, MAX_SHORT_CHARS, MAX_TEXT_CHARS};
-use super::{Explorer, PAGE_SIZE};
-use crate::forensics::receipt::receipt;
+use super::page::{self, n_of};
+use super::routes::PageError;
+use super::Explorer;
 use crate::lineage::quarantine::{Flag, Reach};
+use crate::quote;
 use crate::record::EntryId;
 use maud::{html, Markup};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashSet;
 
-/// What one flag reaches: (leaf, depth from the source) breadth-first from the source, and
-/// the edges (parent, child, strong) that carry it.
-pub(super) struct Reached {
-    pub nodes: Vec<(u64, u32)>,
-    pub edges: Vec<(u64, u64, bool)>,
-}
-
-/// The entries `flag` reaches: its source and every descendant over any edge (reach all) or
-/// over strong edges (reach strong), walking the verified index's children.
-pub(super) fn reach(x: &Explorer, flag: &Flag) -> Reached {
-    let policy = x.ledger.policy();
-    let mut depth: HashMap<u64, u32> = HashMap::from([(flag.source_index, 0)]);
-    let mut nodes = vec![(flag.source_index, 0)];
-    let mut edges = Vec::new();
-    let mut queue = VecDeque::from([flag.source_index]);
-    while let Some(cur) = queue.pop_front() {
-        let d = depth.get(&cur).copied().unwrap_or(0);
-        for c in x.index.children(cur) {
-            let Some(shape) = x.index.row(*c).and_then(|r| r.shape.as_ref()) else {
-                continue;
-            };
-            let strong = shape
-                .parents
-                .iter()
-                .filter(|(_, leaf, _)| *leaf == Some(cur))
-                .any(|(_, _, w)| policy.is_strong(*w));
-            if flag.reach == Reach::Strong && !strong {
-                continue;
-            }
-            edges.push((cur, *c, strong));
-            if !depth.contains_key(c) {
-                depth.insert(*c, d + 1);
-                nodes.push((*c, d + 1));
-                queue.push_back(*c);
-            }
-        }
-    }
-    Reached { nodes, edges }
-}
-
-/// The recorded reason of a flag (its entry's verified text).
-fn reason(x: &Explorer, flag: &EntryId) -> String {
+/// The recorded reason of a flag (its entry's verified text), quoted.
+pub(super) fn reason(x: &Explorer, flag: &EntryId) -> Markup {
     match x.ledger.verified_text(flag) {
-        Ok(Some(t)) => t,
-        Ok(None) => "(redacted)".into(),
-        Err(_) => "(does not verify)".into(),
+        Ok(Some(t)) => page::quoted(&quote::reason(&t)),
+        Ok(None) => html! { "(redacted)" },
+        Err(_) => html! { span.bad { "(does not verify)" } },
     }
 }
 
-/// The `/quarantine` page: flags, then every quarantined entry with its receipt, paged.
-pub(super) fn render_all(x: &Explorer, page_no: usize) -> Markup {
+/// The `/quarantine` page: the active flags, largest reach first, paged.
+pub(super) fn render_all(x: &Explorer, asked: Option<&str>) -> Result<Markup, PageError> {
     let size = x.ledger.len();
-    let mut entries: Vec<(u64, EntryId)> = x
-        .ledger
-        .quarantine()
-        .entries()
-        .into_iter()
-        .filter_map(|id| Some((x.ledger.index_of(&id)?, id)))
-        .collect();
-    entries.sort_unstable();
-    let flags: Vec<&Flag> = x.ledger.quarantine().flags().collect();
-    let page_no = page_no.max(1);
+    let flags = &x.poison.flags;
+    let (page_no, rows) = page::page_of(asked, flags.len())?;
     let body = html! {
-        h2 { "Active flags" }
+        p { (flags.len()) " active flags, largest reach first. "
+            a href="/" { "What they quarantined, with receipts" } "." }
         @if flags.is_empty() { p { "No active flag: nothing is quarantined." } } @else {
+            (page::pager("/quarantine", page_no, flags.len()))
             table.flags {
                 tr { th { "Flag" } th { "Source" } th { "Reach" } th { "Reason" } th { "Reached" } }
-                @for f in &flags {
+                @for f in &flags[rows] {
                     tr {
-                        td { a href=(format!("/quarantine/{}", f.entry)) { "flag #" (f.index) } }
-                        td { (page::entry_link(&f.source, Some(f.source_index))) }
-                        td { (f.reach.name()) }
-                        td { (page::hostile(&reason(x, &f.entry), MAX_SHORT_CHARS)) }
-                        td { (n_of(reach(x, f).nodes.len() as u64, size)) }
+                        td { a href=(format!("/quarantine/{}", f.flag.entry)) { "flag #" (f.flag.index) } }
+                        td { (page::entry_link(&f.flag.source, Some(f.flag.source_index))) }
+                        td { (f.flag.reach.name()) }
+                        td.reason { (reason(x, &f.flag.entry)) }
+                        td { span.n { (f.reached) } " of " (size) }
                     }
                 }
             }
+            (page::pager("/quarantine", page_no, flags.len()))
         }
-        h2 { "Quarantined entries" }
-        p.count { span.reached-count { (entries.len()) } " of " (size) " entries are quarantined." }
-        (page::pager("/quarantine", page_no, entries.len(), PAGE_SIZE))
-        (receipt_table(x, entries.iter().skip((page_no - 1) * PAGE_SIZE).take(PAGE_SIZE).map(|(i, id)| (*i, *id))))
-        (page::pager("/quarantine", page_no, entries.len(), PAGE_SIZE))
     };
-    page::layout("Quarantine", body)
+    Ok(page::layout("Flags", body))
 }
 
 /// The `/quarantine/FLAG` page.
-pub(super) fn render_flag(x: &Explorer, flag: &Flag, page_no: usize) -> Markup {
+pub(super) fn render_flag(
+    x: &Explorer,
+    flag: &Flag,
+    asked: Option<&str>,
+) -> Result<Markup, PageError> {
     let size = x.ledger.len();
-    let r = reach(x, flag);
-    let page_no = page_no.max(1);
+    let r = x
+        .index
+        .reach(flag.source_index, flag.reach, &x.ledger.policy());
     let mut leaves: Vec<u64> = r.nodes.iter().map(|(l, _)| *l).collect();
     leaves.sort_unstable();
-    let rows = leaves
+    let (page_no, shown) = page::page_of(asked, leaves.len())?;
+    let rows = leaves[shown]
         .iter()
-        .skip((page_no - 1) * PAGE_SIZE)
-        .take(PAGE_SIZE)
         .filter_map(|l| Some((*l, x.index.row(*l)?.id)));
     let base = format!("/quarantine/{}", flag.entry);
+    let drawn: Vec<(u64, i32)> = r
+        .nodes
+        .iter()
+        .take(graph::MAX_NODES)
+        .map(|(l, d)| (*l, i32::try_from(*d).unwrap_or(i32::MAX)))
+        .collect();
+    let sources = HashSet::from([flag.source_index]);
     let body = html! {
         table {
             tr { th { "Flag entry" } td { (page::entry_link(&flag.entry, Some(flag.index))) } }
             tr { th { "Source" } td { (page::entry_link(&flag.source, Some(flag.source_index))) } }
             tr { th { "Reach" } td { (flag.reach.name())
                 @if flag.reach == Reach::All { " (every recorded edge)" } @else { " (strong edges, w > τ, only)" } } }
-            tr { th { "Reason" } td { (page::hostile(&reason(x, &flag.entry), MAX_TEXT_CHARS)) } }
+            tr { th { "Reason" } td.reason { (reason(x, &flag.entry)) } }
             tr { th { "Reached" } td.reached-count { (n_of(r.nodes.len() as u64, size)) } }
         }
         h2 { "Lineage graph of the reach" }
@@ -126,32 +88,41 @@ pub(super) fn render_flag(x: &Explorer, flag: &Flag, page_no: usize) -> Markup {
             p.warn { "The first " (graph::MAX_NODES) " entries nearest the source are drawn; the \
                       list below has them all." }
         }
-        (graph::svg(x, flag.source_index, &r.nodes, &r.edges))
+        (graph::svg(x, &drawn, &r.edges, None, &sources))
         h2 { "Reached entries and their receipts" }
-        (page::pager(&base, page_no, leaves.len(), PAGE_SIZE))
+        (page::pager(&base, page_no, leaves.len()))
         (receipt_table(x, rows))
-        (page::pager(&base, page_no, leaves.len(), PAGE_SIZE))
+        (page::pager(&base, page_no, leaves.len()))
     };
-    page::layout(&format!("Quarantine of flag #{}", flag.index), body)
+    Ok(page::layout(
+        &format!("Quarantine of flag #{}", flag.index),
+        body,
+    ))
 }
 
-/// One row per entry: link, kind, label and receipt sentence.
-fn receipt_table(x: &Explorer, rows: impl Iterator<Item = (u64, EntryId)>) -> Markup {
+/// One row per entry: link, kind, label, receipt sentence and a link to its picture.
+pub(super) fn receipt_table(x: &Explorer, rows: impl Iterator<Item = (u64, EntryId)>) -> Markup {
     html! {
         table.receipts {
-            tr { th { "Entry" } th { "Kind" } th { "Label" } th { "Receipt" } }
-            @for (i, id) in rows {
-                @let row = x.index.row(i);
-                tr.reached {
-                    td { (page::entry_link(&id, Some(i))) }
-                    td { (row.and_then(|r| r.shape.as_ref()).map_or("unverified", |s| s.kind.name())) }
-                    td { (page::label(row.and_then(|r| ledger_label(&x.ledger, r)))) }
-                    td.receipt { @match receipt(&x.ledger, &id) {
-                        Ok(r) => span.sentence { (page::hostile(&r.sentence(), MAX_TEXT_CHARS)) },
-                        Err(e) => span.bad { "no receipt: " (page::hostile(&e.to_string(), MAX_SHORT_CHARS)) },
-                    } }
-                }
-            }
+            tr { th { "Entry" } th { "Kind" } th { "Label" } th { "Receipt" } th {} }
+            @for (i, id) in rows { (receipt_row(x, i, &id)) }
+        }
+    }
+}
+
+/// One row of a receipt table.
+pub(super) fn receipt_row(x: &Explorer, i: u64, id: &EntryId) -> Markup {
+    let row = x.index.row(i);
+    html! {
+        tr.reached {
+            td { (page::entry_link(id, Some(i))) }
+            td { (row.and_then(|r| r.shape.as_ref()).map_or("unverified", |s| s.kind.name())) }
+            td { (page::label(row.and_then(|r| ledger_label(&x.ledger, r)))) }
+            td.receipt { @match x.poison.receipt(&x.ledger, id) {
+                Ok(p) => (page::sentence(&p)),
+                Err(e) => span.bad { "no receipt: " (page::hostile(&e, page::MAX_SHORT_CHARS)) },
+            } }
+            td { a.picture href=(format!("/entry/{id}#lineage")) { "picture" } }
         }
     }
 }

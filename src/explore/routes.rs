@@ -1,8 +1,12 @@
 //! The routes (`spec/explorer.md` §2) and the shared state behind them.
+//!
+//! Every page is rendered on the runtime's blocking pool by one of the explorer's read handles
+//! ([`Pool`]): a slow page holds one handle, the others keep answering, and the stylesheet and
+//! refusals never wait for a page.
 
 use super::entries::Filter;
 use super::guard::{guard, Access};
-use super::page;
+use super::page::{self, BadQuery};
 use super::verify::{self, Job, VerifyState};
 use super::{lock, Explorer};
 use crate::record::EntryId;
@@ -12,30 +16,94 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
 use maud::{html, Markup};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// What every handler shares.
 pub(super) struct App {
-    explorer: Mutex<Explorer>,
+    pool: Pool,
     verify: Arc<Mutex<VerifyState>>,
     access: Arc<Access>,
 }
 
 impl App {
-    pub(super) fn new(explorer: Explorer, access: Access) -> App {
+    pub(super) fn new(explorers: Vec<Explorer>, access: Access) -> App {
         App {
-            explorer: Mutex::new(explorer),
+            pool: Pool {
+                free: Mutex::new(explorers),
+                back: Condvar::new(),
+            },
             verify: Arc::new(Mutex::new(VerifyState::Idle)),
             access: Arc::new(access),
         }
     }
+}
 
-    /// Renders a page from the explorer's state.
-    fn page(&self, f: impl FnOnce(&Explorer) -> Result<Markup, PageError>) -> Response {
-        match f(&lock(&self.explorer)) {
-            Ok(m) => html_response(StatusCode::OK, m),
-            Err(e) => error_page(e.status, e.title, &e.why),
+/// The read handles: a page takes one, renders, and gives it back (also if it panicked).
+struct Pool {
+    free: Mutex<Vec<Explorer>>,
+    back: Condvar,
+}
+
+impl Pool {
+    fn with<R>(&self, f: impl FnOnce(&Explorer) -> R) -> R {
+        let mut free = lock(&self.free);
+        let x = loop {
+            if let Some(x) = free.pop() {
+                break x;
+            }
+            free = match self.back.wait(free) {
+                Ok(g) => g,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+        };
+        drop(free);
+        let held = Held {
+            pool: self,
+            x: Some(x),
+        };
+        match &held.x {
+            Some(x) => f(x),
+            // INVARIANT: `held.x` is `Some` until `held` is dropped.
+            None => unreachable!("a held reader is present until dropped"),
         }
+    }
+}
+
+/// A reader out of the pool, put back on drop.
+struct Held<'p> {
+    pool: &'p Pool,
+    x: Option<Explorer>,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(x) = self.x.take() {
+            lock(&self.pool.free).push(x);
+            self.pool.back.notify_one();
+        }
+    }
+}
+
+/// Runs `f` on a read handle on the blocking pool.
+async fn on_reader(
+    app: Arc<App>,
+    f: impl FnOnce(&Explorer) -> Response + Send + 'static,
+) -> Response {
+    match tokio::task::spawn_blocking(move || app.pool.with(f)).await {
+        Ok(r) => r,
+        Err(_) => error_page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Page failed",
+            "rendering this page failed",
+        ),
+    }
+}
+
+/// A rendered page or its error page.
+fn page(r: Result<Markup, PageError>) -> Response {
+    match r {
+        Ok(m) => html_response(StatusCode::OK, m),
+        Err(e) => error_page(e.status, e.title, &e.why),
     }
 }
 
@@ -43,11 +111,13 @@ impl App {
 pub(super) fn router(app: Arc<App>) -> Router {
     let access = Arc::clone(&app.access);
     Router::new()
-        .route("/", get(overview))
+        .route("/", get(landing))
+        .route("/ledger", get(overview))
         .route("/verify", get(verify_status).post(verify_start))
         .route("/entries", get(entries))
         .route("/entry/{id}", get(entry))
         .route("/entry/{id}/proof", get(proof))
+        .route("/find", get(find_box))
         .route("/quarantine", get(quarantine_all))
         .route("/quarantine/{flag}", get(quarantine_flag))
         .route("/calls", get(calls))
@@ -58,14 +128,14 @@ pub(super) fn router(app: Arc<App>) -> Router {
 }
 
 /// A page that cannot be shown: its status, title and reason.
-struct PageError {
+pub(super) struct PageError {
     status: StatusCode,
     title: &'static str,
     why: String,
 }
 
 impl PageError {
-    fn new(status: StatusCode, title: &'static str, why: impl Into<String>) -> PageError {
+    pub(super) fn new(status: StatusCode, title: &'static str, why: impl Into<String>) -> Self {
         PageError {
             status,
             title,
@@ -74,27 +144,40 @@ impl PageError {
     }
 }
 
+impl From<BadQuery> for PageError {
+    fn from(b: BadQuery) -> Self {
+        PageError::new(StatusCode::BAD_REQUEST, "Bad query", b.0)
+    }
+}
+
+/// `?page=` (and `?sort=` where a page is sortable), as given: parsed by the page.
 #[derive(serde::Deserialize)]
-struct PageNo {
-    page: Option<usize>,
+pub(super) struct PageQuery {
+    pub page: Option<String>,
+    pub sort: Option<String>,
+}
+
+async fn landing(State(app): State<Arc<App>>, Query(q): Query<PageQuery>) -> Response {
+    on_reader(app, move |x| page(super::landing::render(x, &q))).await
 }
 
 async fn overview(State(app): State<Arc<App>>) -> Response {
     let v = lock(&app.verify).clone();
-    app.page(|x| Ok(super::overview::render(x, &v)))
+    on_reader(app, move |x| page(Ok(super::overview::render(x, &v)))).await
 }
 
 async fn verify_start(State(app): State<Arc<App>>) -> Response {
-    let job = {
-        let x = lock(&app.explorer);
-        Job {
+    let verify = Arc::clone(&app.verify);
+    let job = on_reader(app, move |x| {
+        let job = Job {
             path: x.path.clone(),
             vkey: x.ledger.vkey(),
             policy: x.ledger.policy(),
-        }
-    };
-    verify::start(&app.verify, job);
-    Redirect::to("/verify").into_response()
+        };
+        verify::start(&verify, job);
+        Redirect::to("/verify").into_response()
+    });
+    job.await
 }
 
 async fn verify_status(State(app): State<Arc<App>>) -> Response {
@@ -103,66 +186,105 @@ async fn verify_status(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn entries(State(app): State<Arc<App>>, Query(f): Query<Filter>) -> Response {
-    app.page(|x| Ok(super::entries::render(x, &f)))
+    on_reader(app, move |x| page(super::entries::render(x, &f))).await
 }
 
 async fn entry(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    app.page(|x| {
-        let (i, row) = find(x, &id)?;
-        Ok(super::entry::render(x, i, row))
+    on_reader(app, move |x| match find_entry(x, &id) {
+        Ok(Found::One(i)) => match x.index.row(i) {
+            // A full id is shown as asked (the row of an entry that did not verify holds the
+            // hash of the bytes stored, not the id asked for); a short one is sent on to it.
+            Some(row) if id.len() == 64 => {
+                html_response(StatusCode::OK, super::entry::render(x, i, row))
+            }
+            Some(row) => Redirect::to(&format!("/entry/{}", row.id)).into_response(),
+            None => page(Err(unknown())),
+        },
+        Ok(Found::Many(m)) => page(Ok(super::find::ambiguous(&id, &m))),
+        Err(e) => page(Err(e)),
     })
+    .await
+}
+
+#[derive(serde::Deserialize)]
+struct FindQuery {
+    id: Option<String>,
+}
+
+async fn find_box(State(app): State<Arc<App>>, Query(q): Query<FindQuery>) -> Response {
+    let asked = q.id.unwrap_or_default();
+    on_reader(app, move |x| match find_entry(x, &asked) {
+        Ok(Found::One(i)) => match x.index.row(i) {
+            Some(row) => Redirect::to(&format!("/entry/{}", row.id)).into_response(),
+            None => page(Err(unknown())),
+        },
+        Ok(Found::Many(m)) => page(Ok(super::find::ambiguous(&asked, &m))),
+        Err(e) => page(Err(e)),
+    })
+    .await
 }
 
 async fn proof(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    let x = lock(&app.explorer);
-    let (_, row) = match find(&x, &id) {
-        Ok(found) => found,
-        Err(e) => return error_page(e.status, e.title, &e.why),
-    };
-    match super::entry::bundle(&x, &row.id) {
-        Ok(b) => (
-            StatusCode::OK,
-            [
-                (
-                    header::CONTENT_TYPE,
-                    "text/plain; charset=utf-8".to_string(),
-                ),
-                (
-                    header::CONTENT_DISPOSITION,
-                    format!("attachment; filename=\"{}.proof\"", row.id.short()),
-                ),
-            ],
-            b.to_text(),
-        )
-            .into_response(),
-        Err(e) => error_page(StatusCode::CONFLICT, "No proof bundle", &e),
-    }
+    on_reader(app, move |x| {
+        let row = match find(x, &id) {
+            Ok((_, row)) => row,
+            Err(e) => return error_page(e.status, e.title, &e.why),
+        };
+        match super::entry::bundle(x, &row.id) {
+            Ok(b) => (
+                StatusCode::OK,
+                [
+                    (
+                        header::CONTENT_TYPE,
+                        "text/plain; charset=utf-8".to_string(),
+                    ),
+                    (
+                        header::CONTENT_DISPOSITION,
+                        format!("attachment; filename=\"{}.proof\"", row.id.short()),
+                    ),
+                ],
+                b.to_text(),
+            )
+                .into_response(),
+            Err(e) => error_page(StatusCode::CONFLICT, "No proof bundle", &e),
+        }
+    })
+    .await
 }
 
-async fn quarantine_all(State(app): State<Arc<App>>, Query(p): Query<PageNo>) -> Response {
-    app.page(|x| Ok(super::quarantine::render_all(x, p.page.unwrap_or(1))))
+async fn quarantine_all(State(app): State<Arc<App>>, Query(q): Query<PageQuery>) -> Response {
+    on_reader(app, move |x| {
+        page(super::quarantine::render_all(x, q.page.as_deref()))
+    })
+    .await
 }
 
 async fn quarantine_flag(
     State(app): State<Arc<App>>,
     Path(flag): Path<String>,
-    Query(p): Query<PageNo>,
+    Query(q): Query<PageQuery>,
 ) -> Response {
-    app.page(|x| {
-        let id = parse_id(&flag)?;
-        let Some(f) = x.ledger.quarantine().flag(&id).copied() else {
-            return Err(PageError::new(
-                StatusCode::NOT_FOUND,
-                "No such flag",
-                "no active flag has this id (it may have been released)",
-            ));
-        };
-        Ok(super::quarantine::render_flag(x, &f, p.page.unwrap_or(1)))
+    on_reader(app, move |x| {
+        page((|| {
+            let id = parse_id(&flag)?;
+            let Some(f) = x.ledger.quarantine().flag(&id).copied() else {
+                return Err(PageError::new(
+                    StatusCode::NOT_FOUND,
+                    "No such flag",
+                    "no active flag has this id (it may have been released)",
+                ));
+            };
+            super::quarantine::render_flag(x, &f, q.page.as_deref())
+        })())
     })
+    .await
 }
 
-async fn calls(State(app): State<Arc<App>>, Query(p): Query<PageNo>) -> Response {
-    app.page(|x| Ok(super::calls::render(x, p.page.unwrap_or(1))))
+async fn calls(State(app): State<Arc<App>>, Query(q): Query<PageQuery>) -> Response {
+    on_reader(app, move |x| {
+        page(super::calls::render(x, q.page.as_deref()))
+    })
+    .await
 }
 
 async fn style() -> Response {
@@ -182,16 +304,70 @@ fn parse_id(s: &str) -> Result<EntryId, PageError> {
         .map_err(|e| PageError::new(StatusCode::BAD_REQUEST, "Bad id", e.to_string()))
 }
 
+fn unknown() -> PageError {
+    PageError::new(
+        StatusCode::NOT_FOUND,
+        "Unknown entry",
+        "no entry has this id",
+    )
+}
+
+/// What an id box or an `/entry/` path names.
+enum Found {
+    /// One leaf.
+    One(u64),
+    /// Several entries whose ids start with the digits given (up to a page of them).
+    Many(Vec<(EntryId, u64)>),
+}
+
+/// Resolves a full id, a short id (4 to 63 hex digits, as the CLI prints 8) or a leaf number
+/// (`#12`; a bare number is read as hex digits, which a short id may be made of).
+fn find_entry(x: &Explorer, s: &str) -> Result<Found, PageError> {
+    let s = s.trim();
+    if let Some(n) = s.strip_prefix('#') {
+        let i = n.parse::<u64>().map_err(|_| {
+            PageError::new(
+                StatusCode::BAD_REQUEST,
+                "Bad leaf",
+                "#N takes a leaf number",
+            )
+        })?;
+        return match x.index.row(i) {
+            Some(_) => Ok(Found::One(i)),
+            None => Err(PageError::new(
+                StatusCode::NOT_FOUND,
+                "Unknown entry",
+                format!("the log has {} leaves, numbered from 0", x.index.len()),
+            )),
+        };
+    }
+    if s.len() == 64 {
+        return find(x, s).map(|(i, _)| Found::One(i));
+    }
+    let hex = s.to_ascii_lowercase();
+    if !(4..64).contains(&hex.len()) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(PageError::new(
+            StatusCode::BAD_REQUEST,
+            "Bad id",
+            "give an entry id (64 hex digits), a short id (at least 4 of its first hex \
+             digits, as the CLI prints 8) or a leaf number (#12)",
+        ));
+    }
+    let m = x.index.with_prefix(&hex, super::PAGE_SIZE + 1);
+    match m.as_slice() {
+        [] => Err(PageError::new(
+            StatusCode::NOT_FOUND,
+            "Unknown entry",
+            "no verified entry's id starts with these digits",
+        )),
+        [(_, i)] => Ok(Found::One(*i)),
+        _ => Ok(Found::Many(m)),
+    }
+}
+
 /// The leaf and row of the entry named by the hex id `s`.
 fn find<'x>(x: &'x Explorer, s: &str) -> Result<(u64, &'x super::index::Row), PageError> {
     let id = parse_id(s)?;
-    let unknown = || {
-        PageError::new(
-            StatusCode::NOT_FOUND,
-            "Unknown entry",
-            "no entry has this id",
-        )
-    };
     let i = x.ledger.index_of(&id).ok_or_else(unknown)?;
     let row = x.index.row(i).ok_or_else(unknown)?;
     Ok((i, row))

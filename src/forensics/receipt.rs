@@ -4,7 +4,9 @@
 //!
 //! Example sentence: "the send_money call (parameter `recipient`) was justified by memory 41
 //! (written by agent `agent`), summarised from tool output 17 (written by tool
-//! `tool:read_file`), which the advisory flagged: forum thread was a prompt injection".
+//! `tool:read_file`), which the advisory flagged: `forum thread was a prompt injection`". Names
+//! and the reason are quoted literals ([`crate::quote`]): no name can read as more of the
+//! sentence.
 //!
 //! Tie rule: see [`crate::lineage::quarantine::Quarantine::path_to_source`] (one reach per path,
 //! breadth-first, parents in ascending id order) and [`Ledger::untrusted_path`]. The flag
@@ -13,6 +15,7 @@
 use crate::gate::Denial;
 use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::Label;
+use crate::quote::{self, Quoted};
 use crate::record::{EntryId, Kind};
 use crate::store::Store;
 use std::fmt::Write as _;
@@ -185,60 +188,84 @@ fn verb(kind: Kind) -> &'static str {
 }
 
 impl Hop {
-    fn phrase(&self) -> String {
-        format!(
-            "{} {} (written by {} `{}`)",
+    fn phrase(&self, out: &mut Vec<Piece>) {
+        out.push(Piece::Words(format!(
+            "{} {} (written by {} ",
             noun(self.kind),
             self.index,
-            self.writer.0,
-            self.writer.1
-        )
+            self.writer.0
+        )));
+        out.push(Piece::Literal(quote::name(&self.writer.1)));
+        out.push(Piece::Words(")".into()));
+    }
+}
+
+/// A piece of a receipt sentence: the sentence's own words, or a name or reason as a quoted
+/// literal (`crate::quote`, `spec/forensics.md` §3.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Words of the sentence itself.
+    Words(String),
+    /// A name or reason, quoted.
+    Literal(Quoted),
+}
+
+impl std::fmt::Display for Piece {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Piece::Words(w) => f.write_str(w),
+            Piece::Literal(q) => write!(f, "{q}"),
+        }
     }
 }
 
 impl Receipt {
     /// The path as one sentence, tip first, e.g. "memory 41 (written by agent `agent`) was
     /// summarised from tool output 17 (written by tool `tool:read_file`), which the advisory
-    /// flagged: …".
+    /// flagged: `…`". Names and the reason are quoted literals ([`crate::quote`]).
     pub fn sentence(&self) -> String {
-        let mut s = String::new();
+        self.pieces().iter().map(Piece::to_string).collect()
+    }
+
+    /// The sentence of [`Receipt::sentence`] as pieces, its quoted literals apart (for a
+    /// page that shows them as such).
+    pub fn pieces(&self) -> Vec<Piece> {
+        let mut s = Vec::new();
         let mut hops = self.path.iter().rev();
         let Some(tip) = hops.next() else {
             return s;
         };
-        match &self.call {
-            Some((tool, param)) => {
-                let _ = write!(
-                    s,
-                    "the {tool} call (parameter `{param}`) was justified by {}",
-                    tip.phrase()
-                );
-            }
-            None => s.push_str(&tip.phrase()),
+        if let Some((tool, param)) = &self.call {
+            s.push(Piece::Words("the ".into()));
+            s.push(Piece::Literal(quote::word(tool)));
+            s.push(Piece::Words(" call (parameter ".into()));
+            s.push(Piece::Literal(quote::name(param)));
+            s.push(Piece::Words(") was justified by ".into()));
         }
+        tip.phrase(&mut s);
         let mut child = tip;
         let mut first = self.call.is_none();
         for hop in hops {
-            if first {
-                let _ = write!(s, " was {} {}", verb(child.kind), hop.phrase());
-                first = false;
-            } else {
-                let _ = write!(s, ", {} {}", verb(child.kind), hop.phrase());
-            }
+            let sep = if first { " was" } else { "," };
+            first = false;
+            s.push(Piece::Words(format!("{sep} {} ", verb(child.kind))));
+            hop.phrase(&mut s);
             child = hop;
         }
         let single = self.path.len() == 1 && self.call.is_none();
         let ending = match (&self.cause, single) {
-            (Cause::Flagged { reason, .. }, true) => {
-                format!(" is flagged by an advisory{}", because(reason))
-            }
-            (Cause::Flagged { reason, .. }, false) => {
-                format!(", which the advisory flagged{}", because(reason))
-            }
-            (Cause::External, true) => " is External (untrusted input)".to_string(),
-            (Cause::External, false) => ", which is External (untrusted input)".to_string(),
+            (Cause::Flagged { .. }, true) => " is flagged by an advisory",
+            (Cause::Flagged { .. }, false) => ", which the advisory flagged",
+            (Cause::External, true) => " is External (untrusted input)",
+            (Cause::External, false) => ", which is External (untrusted input)",
         };
-        s.push_str(&ending);
+        s.push(Piece::Words(ending.into()));
+        if let Cause::Flagged { reason, .. } = &self.cause {
+            if !reason.is_empty() {
+                s.push(Piece::Words(": ".into()));
+                s.push(Piece::Literal(quote::reason(reason)));
+            }
+        }
         s
     }
 
@@ -291,15 +318,6 @@ impl Receipt {
         }
         s.push_str("}\n");
         s
-    }
-}
-
-/// `: reason`, or nothing for an empty (redacted) reason.
-fn because(reason: &str) -> String {
-    if reason.is_empty() {
-        String::new()
-    } else {
-        format!(": {reason}")
     }
 }
 

@@ -7,7 +7,8 @@
 //
 // Environment: MEMLINEAGE_BIN (default target/debug/memlineage), PLAYWRIGHT_CORE (the
 // installed playwright-core directory), CHROMIUM (default /usr/bin/chromium), SCREENSHOT (a
-// PNG path: write the quarantine view's screenshot there too).
+// PNG path: write the quarantine view's screenshot there too), SCREENSHOT_LANDING and
+// SCREENSHOT_ENTRY (the landing page and a poisoned memory's picture).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,13 +94,17 @@ async function open(path) {
   return page;
 }
 
-test('the quarantine view lists as many reached entries as `memlineage receipt`', async () => {
-  const page = await open('/quarantine');
+test('the landing page lists, over its pages, every receipt `memlineage receipt` prints', async () => {
+  const page = await open('/');
   const total = Number(await page.locator('.reached-count').first().textContent());
   assert.equal(total, receipts.size);
   let listed = 0;
   for (;;) {
-    listed += await page.locator('tr.reached').count();
+    for (const tr of await page.locator('tr.reached').all()) {
+      const id = (await tr.locator('a').first().getAttribute('href')).split('/').pop();
+      assert.equal(await tr.locator('.sentence').textContent(), receipts.get(id), id);
+      listed += 1;
+    }
     const next = page.locator('a[rel=next]').first();
     if (await next.count() === 0) break;
     await next.click();
@@ -108,20 +113,47 @@ test('the quarantine view lists as many reached entries as `memlineage receipt`'
   await page.close();
 });
 
-test("a reached entry's page shows its receipt sentence", async () => {
-  const page = await open('/quarantine');
-  const href = await page.locator('tr.reached a').first().getAttribute('href');
+test("from the README's commands, a poisoned memory's receipt and picture in two clicks", async () => {
+  // The README: replay with --flag-injections, then serve; the browser opens the address.
+  const page = await open('/');
+  let clicks = 0;
+  // The landing page already shows every receipt: the first memory's row is the answer.
+  const row = page.locator('tr.reached', { has: page.locator('td', { hasText: /^summary$/ }) }).first();
+  const href = await row.locator('a').first().getAttribute('href');
   const id = href.split('/').pop();
-  assert.ok(receipts.has(id), id);
-  await page.goto(base + href);
-  const sentence = await page.locator('.receipt .sentence').first().textContent();
-  assert.equal(sentence, receipts.get(id));
+  assert.equal(await row.locator('.sentence').textContent(), receipts.get(id));
+  if (process.env.SCREENSHOT_LANDING) {
+    await page.screenshot({ path: process.env.SCREENSHOT_LANDING, fullPage: false });
+  }
+  // One click: its picture, on its page, with its receipt again.
+  await row.locator('a.picture').click();
+  clicks += 1;
+  await page.waitForURL(`**/entry/${id}#lineage`);
+  assert.equal(await page.locator('.receipt .sentence').first().textContent(), receipts.get(id));
+  assert.equal(await page.locator('svg.reach rect.n-focus').count(), 1);
+  assert.ok(await page.locator('svg.reach rect.n-source').count() >= 1);
+  assert.ok(await page.locator('ul.legend li').count() >= 8);
+  assert.ok(clicks <= 2);
+  if (process.env.SCREENSHOT_ENTRY) {
+    await page.screenshot({ path: process.env.SCREENSHOT_ENTRY, fullPage: false });
+  }
+  await page.close();
+});
+
+test('the id box takes the short ids the CLI prints', async () => {
+  const id = [...receipts.keys()][0];
+  const page = await open('/');
+  await page.locator('nav input[name=id]').fill(id.slice(0, 8));
+  await page.locator('nav form.find button').click();
+  await page.waitForURL(`**/entry/${id}`);
+  assert.ok((await page.locator('h1').textContent()).startsWith('Entry #'));
   await page.close();
 });
 
 test('hostile text renders as text: no script runs, no request leaves', async () => {
   const page = await open(`/entry/${hostileId}`);
   const text = await page.locator('pre.text').textContent();
+  assert.ok(text.startsWith('<img'), text);
   assert.ok(text.includes('<img src=x onerror=alert(1)><script>window.__pwned = 1; alert(2)</script>'), text);
   assert.ok(text.includes('\\u{202E}txt.exe'), text);
   assert.equal(await page.locator('main img, main script, main link, main a[href^="javascript"]').count(), 0);
@@ -136,12 +168,12 @@ test('hostile text renders as text: no script runs, no request leaves', async ()
 
 test('the quarantine view of one flag draws its reach', async () => {
   const page = await open('/quarantine');
-  // The flag with the largest reach on the first page of flags.
+  // The flags come largest reach first.
   const rows = await page.locator('table.flags tr').evaluateAll((trs) => trs.slice(1).map((tr) => ({
     href: tr.querySelector('a').getAttribute('href'),
-    n: Number(tr.lastElementChild.textContent.split(' ')[0]),
+    n: Number(tr.querySelector('.n').textContent),
   })));
-  rows.sort((a, b) => b.n - a.n);
+  for (let i = 1; i < rows.length; i++) assert.ok(rows[i - 1].n >= rows[i].n);
   await page.goto(base + rows[0].href);
   assert.equal(await page.locator('svg.reach rect').count(), rows[0].n);
   assert.equal(await page.locator('tr.reached').count(), Math.min(rows[0].n, 100));

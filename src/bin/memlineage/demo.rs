@@ -98,6 +98,11 @@ pub fn run(a: Args) -> Res<ExitCode> {
         Decision::Allow => say!("gate: allow"),
     }
     explain(&ledger, &id.to_string())?;
+    say!("\n== explore it in a browser: what is poisoned, and why ==");
+    say!(
+        "memlineage serve {}    # then open http://127.0.0.1:8080/",
+        ledger.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

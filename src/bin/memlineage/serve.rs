@@ -11,6 +11,9 @@ use std::process::ExitCode;
 /// Largest token file, in bytes.
 const MAX_TOKEN_FILE: u64 = 4096;
 
+/// Read handles rendering pages at once (one page slow on one of them leaves the others).
+const READERS: usize = 3;
+
 /// Arguments of `memlineage serve`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,7 +25,9 @@ pub struct Args {
     addr: SocketAddr,
     /// Access token (16 to 256 characters of A-Z a-z 0-9 - . _ ~): every request must carry
     /// it (open /?token=TOKEN once, or send Authorization: Bearer TOKEN). Visible to local
-    /// users in the process list: prefer --token-file.
+    /// users in the process list: prefer --token-file. The cookie that /?token= sets is sent
+    /// by browsers to every port of this host (cookies ignore ports): other servers on the
+    /// host can read it; send the Authorization header, or give the explorer a host of its own.
     #[arg(long, conflicts_with = "token_file")]
     token: Option<String>,
     /// Read the access token from this file (surrounding whitespace ignored).
@@ -50,8 +55,18 @@ pub fn run(args: Args) -> Res<ExitCode> {
         return Err(memlineage::explore::ExploreError::NotLoopback(args.addr).into());
     }
     let policy = load_policy(args.policy)?;
-    let (ledger, _) = open(&args.ledger)?;
-    let explorer = Explorer::open(ledger, &args.ledger, policy)?;
+    // Every handle is opened before the index is built, so that all of them see one state
+    // (an append by another process in between is caught by `add_reader`).
+    let mut ledgers = Vec::with_capacity(READERS);
+    for _ in 0..READERS {
+        ledgers.push(open(&args.ledger)?.0);
+    }
+    let mut ledgers = ledgers.into_iter();
+    let first = ledgers.next().ok_or("no ledger handle")?;
+    let mut explorer = Explorer::open(first, &args.ledger, policy)?;
+    for l in ledgers {
+        explorer.add_reader(l)?;
+    }
     let server = Server::bind(explorer, args.addr, access)?;
     say!(
         "serving http://{}/ (read only; Ctrl-C stops)",

@@ -17,7 +17,7 @@
 //! [`handle`] does all of it on bytes, so it can be tested without a process; the binary only
 //! reads standard input, takes the lock and writes the [`HookOutcome`].
 
-use crate::front::{Front, FrontError, Keys, Refusal, Session, Verdict};
+use crate::front::{Front, FrontError, Keys, Refusal, Screen, Session, Verdict};
 use crate::record::Hash32;
 use crate::store::Store;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
@@ -446,20 +446,17 @@ fn pre_tool_use<S: Store, K: Keys>(
         Ok(t) => t.to_string(),
         Err(why) => return unreadable(why),
     };
-    let probe = crate::gate::ToolCall {
-        tool: front.policy_name(&tool).to_string(),
-        ..Default::default()
-    };
-    if !front.policy().is_sensitive(&probe) {
-        return HookOutcome::proceed();
-    }
     let args = match event.get("tool_input") {
         Some(Value::Object(m)) => m.clone(),
         _ => return unreadable(format!("{tool}: tool_input is not a JSON object")),
     };
-    // A tool gated only for some paths (a Write outside CI workflows, spec/hooks.md §10.2).
-    if !crate::front::extract::applies(front.policy(), &probe.tool, &args) {
-        return HookOutcome::proceed();
+    front.set_project(event.get("cwd").and_then(Value::as_str));
+    // The guard's own files first, in every session; then only gated calls read the session
+    // (a Write outside the sensitive paths is not gated, spec/hooks.md §10.2).
+    match front.screen(&tool, &args) {
+        Screen::Protected(touch) => return HookOutcome::block(&Refusal::Protected { tool, touch }),
+        Screen::NotGated => return HookOutcome::proceed(),
+        Screen::Gated => {}
     }
     let id = match str_field(&event, "session_id") {
         Ok(id) => id,
@@ -478,7 +475,6 @@ fn pre_tool_use<S: Store, K: Keys>(
             session.unrecorded
         ));
     }
-    front.set_project(event.get("cwd").and_then(Value::as_str));
     match front.check(&session, &tool, &args, &HashMap::new()) {
         Err(e) => unreadable(format!("{tool}: session {id:?}: {e}")),
         Ok(c) => match c.verdict {

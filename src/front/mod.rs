@@ -15,6 +15,7 @@ pub mod hookd;
 pub mod keystore;
 pub mod matching;
 pub mod pin;
+pub mod protect;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
@@ -34,6 +35,7 @@ use matching::Haystack;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 /// The principal name prompts are recorded under (role user).
 pub const USER: &str = "user";
@@ -222,6 +224,14 @@ pub enum Refusal {
     Unrecorded(u64),
     /// The event or arguments could not be read (fail closed for sensitive tools).
     Unreadable(String),
+    /// The call touches one of the guard's own resources (`spec/hooks.md` §13): refused in
+    /// every session, whatever its lineage.
+    Protected {
+        /// The tool, as the agent named it.
+        tool: String,
+        /// What it touches, and how.
+        touch: protect::Touch,
+    },
 }
 
 impl std::fmt::Display for Refusal {
@@ -234,6 +244,12 @@ impl std::fmt::Display for Refusal {
                  so argument provenance is unknown"
             ),
             Refusal::Unreadable(why) => write!(f, "memlineage: deny: {why}"),
+            Refusal::Protected { tool, touch } => write!(
+                f,
+                "memlineage: deny {}: it {touch}, which no tool call may touch in any session \
+                 (spec/hooks.md §13)",
+                crate::quote::word(tool)
+            ),
         }
     }
 }
@@ -262,6 +278,19 @@ pub struct Front<S: Store, K: Keys> {
     /// The agent's working directory, if known: paths under it are not specific tokens
     /// (`spec/hooks.md` §4.5).
     project: Option<String>,
+    /// The guard's own resources, refused to every call (`spec/hooks.md` §13).
+    protected: protect::Protected,
+}
+
+/// What [`Front::screen`] makes of a call before any lineage is looked at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Screen {
+    /// It touches a protected resource: refused in every session.
+    Protected(protect::Touch),
+    /// The policy does not gate it: allowed without reading the session.
+    NotGated,
+    /// The policy gates it: its arguments' lineage decides ([`Front::check`]).
+    Gated,
 }
 
 impl<S: Store, K: Keys> Front<S, K> {
@@ -274,6 +303,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             keys,
             agent: AGENT.to_string(),
             project: None,
+            protected: protect::Protected::default(),
             last_ms: 0,
             haystacks: HashMap::new(),
         }
@@ -315,6 +345,32 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// paths under it are not specific tokens of a command (`spec/hooks.md` §4.5).
     pub fn set_project(&mut self, dir: Option<&str>) {
         self.project = dir.map(str::to_string);
+    }
+
+    /// Refuses every call that touches `protected` (`spec/hooks.md` §13); default: nothing
+    /// is protected (a front embedded without files of its own).
+    pub fn set_protected(&mut self, protected: protect::Protected) {
+        self.protected = protected;
+    }
+
+    /// The first step of every decision, shared by [`Front::check`] and the hooks' PreToolUse:
+    /// a call that touches a protected resource (in the working directory set by
+    /// [`Front::set_project`]) is [`Screen::Protected`]; else the policy says whether it is
+    /// gated (`spec/gate.md` §2, `spec/hooks.md` §10.2).
+    pub fn screen(&self, tool: &str, args: &serde_json::Map<String, Value>) -> Screen {
+        let cwd = self.project.as_deref().map(Path::new);
+        if let Some(t) = self.protected.touch(tool, args, cwd) {
+            return Screen::Protected(t);
+        }
+        let call = ToolCall {
+            tool: self.policy_name(tool).to_string(),
+            ..Default::default()
+        };
+        if self.policy.is_sensitive(&call) && extract::applies(&self.policy, &call.tool, args) {
+            Screen::Gated
+        } else {
+            Screen::NotGated
+        }
     }
 
     /// Records a user prompt (principal [`USER`], role user: Trusted) and adds it to the read
@@ -691,8 +747,20 @@ impl<S: Store, K: Keys> Front<S, K> {
             sensitive: false,
             args: Vec::new(),
         };
-        let sensitive =
-            self.policy.is_sensitive(&call) && extract::applies(&self.policy, &call.tool, args);
+        let sensitive = match self.screen(tool, args) {
+            Screen::Protected(touch) => {
+                return Ok(Checked {
+                    call,
+                    sensitive: true,
+                    verdict: Verdict::Deny(Refusal::Protected {
+                        tool: tool.to_string(),
+                        touch,
+                    }),
+                })
+            }
+            Screen::NotGated => false,
+            Screen::Gated => true,
+        };
         if !sensitive {
             return Ok(Checked {
                 call,

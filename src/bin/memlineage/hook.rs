@@ -305,6 +305,7 @@ fn front(
     state: Option<&StateDir>,
 ) -> Res<Front<memlineage::store::SqliteStore, KeyFile>> {
     // The hooks' default is the coding-agent policy (spec/hooks.md §10).
+    let protected = crate::open::protected(ledger, policy.as_deref(), state.map(|s| s.0.as_path()));
     let policy = match policy {
         Some(p) => load_policy(Some(p))?,
         None => memlineage::gate::Policy::coding(),
@@ -314,5 +315,7 @@ fn front(
         store,
         path: key_path(ledger),
     };
-    Ok(Front::new(l, policy, keys))
+    let mut front = Front::new(l, policy, keys);
+    front.set_protected(protected);
+    Ok(front)
 }

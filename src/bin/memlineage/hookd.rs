@@ -459,7 +459,13 @@ impl State {
             let (l, _) = open_pinned(&self.ledger, self.state.as_ref())?;
             // Once per (re)open of the long-lived server: the rows must chain.
             l.check_rows_chain()?;
-            self.front = Some(Front::new(l, policy, SharedKeyFile(key_path(&self.ledger))));
+            let mut front = Front::new(l, policy, SharedKeyFile(key_path(&self.ledger)));
+            front.set_protected(crate::open::protected(
+                &self.ledger,
+                self.policy.as_deref(),
+                self.state.as_ref().map(|s| s.0.as_path()),
+            ));
+            self.front = Some(front);
             self.ledger_id = ledger_id;
             self.policy_id = policy_id;
         }

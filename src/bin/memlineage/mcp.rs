@@ -51,6 +51,7 @@ fn mcp(
     let _telemetry = telemetry::init(true);
     // The same default as the hooks (spec/hooks.md §10): the coding-agent policy, which also
     // names the AgentDojo sinks, so that the advice matches what the hooks enforce.
+    let policy_path = policy.clone();
     let policy = match policy {
         Some(p) => load_policy(Some(p))?,
         None => memlineage::gate::Policy::coding(),
@@ -58,7 +59,13 @@ fn mcp(
     let (l, _) = open_pinned(ledger, state.as_ref())?;
     l.check_rows_chain()?;
     let keys = SharedKeyFile(key_path(ledger));
-    let front = Front::new(l, policy, keys).with_agent(writer);
+    let protected = crate::open::protected(
+        ledger,
+        policy_path.as_deref(),
+        state.as_ref().map(|s| s.0.as_path()),
+    );
+    let mut front = Front::new(l, policy, keys).with_agent(writer);
+    front.set_protected(protected);
     let reads = match session {
         Some("") => return Err("--session: a session id is not empty".into()),
         Some(id) => ReadSet::Session {

@@ -21,6 +21,26 @@ const MAX_POLICY_BYTES: u64 = 1 << 20;
 pub const ADVISORY_ROLES: [Role; 2] = [Role::User, Role::System];
 
 /// The key file of `ledger`: `LEDGER.key`.
+/// The guard's own resources for a front over `ledger` (`spec/hooks.md` §13): the ledger and
+/// its side files, the policy file and state directory if any, this binary, and the agents'
+/// settings under `$HOME`.
+pub fn protected(
+    ledger: &Path,
+    policy: Option<&Path>,
+    state: Option<&Path>,
+) -> memlineage::front::protect::Protected {
+    let binary = std::env::current_exe().ok();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    memlineage::front::protect::Protected::for_ledger(
+        ledger,
+        policy,
+        state,
+        binary.as_deref(),
+        home.as_deref(),
+    )
+}
+
+/// The key file of the ledger at `ledger`: `LEDGER.key`.
 pub fn key_path(ledger: &Path) -> PathBuf {
     let mut p = ledger.as_os_str().to_owned();
     p.push(".key");

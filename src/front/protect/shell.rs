@@ -1,0 +1,538 @@
+//! The words of a shell command as the guard needs them (`spec/hooks.md` §13.3): where each
+//! word's characters come from (literal, glob, or an expansion whose value this process cannot
+//! know), the operators between them, and the text of every command nested in them (`$(…)`,
+//! backticks, `<(…)`, `${…}`), which is analysed as a command of its own.
+//!
+//! This is a lexer, not a parser: it never rejects input. An unterminated quote or
+//! substitution runs to the end of the text; what cannot be known becomes
+//! [`Piece::Unknown`], which the path checks treat as "any characters" (fail closed). It
+//! follows POSIX *Shell Command Language* §2.3 (token recognition) and §2.2 (quoting), and
+//! bash's `$'…'` (ANSI-C quoting) and `{a,b}` (brace expansion). Why not a parser crate:
+//! `spec/dependencies.md` (brush-parser).
+
+/// One character source inside a word.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// A character the shell passes as it is (quoted or not).
+    Lit(char),
+    /// An unquoted `*`: any characters but `/`.
+    Star,
+    /// An unquoted `?` or bracket expression `[…]`: one character but `/`.
+    One,
+    /// An unquoted `~` at the start of a word (the home directory when followed by `/` or the
+    /// end of the word; another user's otherwise, which is [`Piece::Unknown`]).
+    Home,
+    /// `$NAME` or `${NAME}` (a simple parameter).
+    Var(String),
+    /// An expansion whose value is unknown: command substitution, arithmetic, special
+    /// parameters, `${…}` with operators, brace expansion, process substitution.
+    Unknown,
+}
+
+/// A shell word: its pieces and the text of the commands nested in it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Word {
+    /// The characters, in order.
+    pub pieces: Vec<Piece>,
+}
+
+impl Word {
+    /// The word's literal characters alone (expansions dropped): `agent.led${X}ger` gives
+    /// `agent.ledger`.
+    pub fn squeezed(&self) -> String {
+        self.pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Lit(c) => Some(*c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The word as plain text when every piece is a literal character.
+    pub fn literal(&self) -> Option<String> {
+        self.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Lit(c) => Some(*c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether no piece is a literal character (`$F`, `$(cat list)`).
+    pub fn all_unknown(&self) -> bool {
+        !self.pieces.iter().any(|p| matches!(p, Piece::Lit(_)))
+    }
+}
+
+/// A token of a command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Token {
+    /// A word.
+    Word(Word),
+    /// A control operator (`;`, `&`, `&&`, `|`, `||`, `|&`, `(`, `)`, newline).
+    Control,
+    /// A redirection operator (`<`, `>`, `>>`, `>|`, `<>`, `<&`, `>&`, `&>`, `&>>`); the next
+    /// word is a file.
+    Redirect,
+    /// A here-document (`<<`, `<<-`) or here-string (`<<<`) operator; the next word is not a
+    /// file.
+    HereDoc,
+}
+
+/// A lexed command: its tokens and the nested commands' texts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lexed {
+    /// The tokens, in order.
+    pub tokens: Vec<Token>,
+    /// The text of each nested command, for separate analysis.
+    pub nested: Vec<String>,
+}
+
+/// Lexes `text` (never fails; see the module docs).
+pub fn lex(text: &str) -> Lexed {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Lexed::default();
+    let mut word = Word::default();
+    let mut in_word = false;
+    let mut i = 0;
+    let flush = |out: &mut Lexed, word: &mut Word, in_word: &mut bool| {
+        if *in_word {
+            out.tokens.push(Token::Word(std::mem::take(word)));
+            *in_word = false;
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match c {
+            ' ' | '\t' | '\r' => {
+                flush(&mut out, &mut word, &mut in_word);
+                i += 1;
+            }
+            '#' if !in_word => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '\n' | ';' | '(' | ')' => {
+                flush(&mut out, &mut word, &mut in_word);
+                out.tokens.push(Token::Control);
+                i += 1;
+            }
+            '&' | '|' => {
+                flush(&mut out, &mut word, &mut in_word);
+                if c == '&' && next == Some('>') {
+                    i += if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
+                    out.tokens.push(Token::Redirect);
+                } else {
+                    i += if next == Some(c) || (c == '|' && next == Some('&')) {
+                        2
+                    } else {
+                        1
+                    };
+                    out.tokens.push(Token::Control);
+                }
+            }
+            '<' | '>' if next == Some('(') => {
+                // Process substitution: a nested command whose value is a file name.
+                let (inner, end) = balanced(&chars, i + 2, '(', ')');
+                out.nested.push(inner);
+                word.pieces.push(Piece::Unknown);
+                in_word = true;
+                i = end;
+            }
+            '<' | '>' => {
+                // A file-descriptor number just before (`2>`) belongs to the operator.
+                if in_word
+                    && word
+                        .literal()
+                        .is_some_and(|w| w.chars().all(|d| d.is_ascii_digit()))
+                {
+                    word = Word::default();
+                    in_word = false;
+                }
+                flush(&mut out, &mut word, &mut in_word);
+                if c == '<' && next == Some('<') {
+                    i += 2;
+                    if chars.get(i) == Some(&'<') || chars.get(i) == Some(&'-') {
+                        i += 1;
+                    }
+                    out.tokens.push(Token::HereDoc);
+                } else {
+                    i += 1;
+                    if matches!(chars.get(i), Some('>' | '|' | '&'))
+                        || (c == '<' && chars.get(i) == Some(&'>'))
+                    {
+                        i += 1;
+                    }
+                    out.tokens.push(Token::Redirect);
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match next {
+                    Some('\n') => {}
+                    Some(n) => word.pieces.push(Piece::Lit(n)),
+                    None => {}
+                }
+                i += 2;
+            }
+            '\'' => {
+                in_word = true;
+                i += 1;
+                while i < chars.len() && chars[i] != '\'' {
+                    word.pieces.push(Piece::Lit(chars[i]));
+                    i += 1;
+                }
+                i += 1;
+            }
+            '"' => {
+                in_word = true;
+                i = double_quoted(&chars, i + 1, &mut word, &mut out.nested);
+            }
+            '$' => {
+                in_word = true;
+                i = dollar(&chars, i, &mut word, &mut out.nested, false);
+            }
+            '`' => {
+                in_word = true;
+                let (inner, end) = backticked(&chars, i + 1);
+                out.nested.push(inner);
+                word.pieces.push(Piece::Unknown);
+                i = end;
+            }
+            '*' => {
+                in_word = true;
+                word.pieces.push(Piece::Star);
+                i += 1;
+            }
+            '?' => {
+                in_word = true;
+                word.pieces.push(Piece::One);
+                i += 1;
+            }
+            '[' => {
+                in_word = true;
+                match chars[i + 1..].iter().position(|&x| x == ']') {
+                    Some(n) if n > 0 => {
+                        word.pieces.push(Piece::One);
+                        i += n + 2;
+                    }
+                    _ => {
+                        word.pieces.push(Piece::Lit('['));
+                        i += 1;
+                    }
+                }
+            }
+            '{' => {
+                // Brace expansion (`{a,b}`, `{1..3}`): its values are several words; count
+                // it as unknown characters, keeping the literals for the name scan.
+                let close = chars[i + 1..].iter().position(|&x| x == '}');
+                match close {
+                    Some(n) => {
+                        let inner: String = chars[i + 1..i + 1 + n].iter().collect();
+                        if inner.contains(',') || inner.contains("..") {
+                            in_word = true;
+                            word.pieces.push(Piece::Unknown);
+                            out.nested.push(inner.replace(',', " "));
+                            i += n + 2;
+                        } else {
+                            in_word = true;
+                            word.pieces.push(Piece::Lit('{'));
+                            i += 1;
+                        }
+                    }
+                    None => {
+                        in_word = true;
+                        word.pieces.push(Piece::Lit('{'));
+                        i += 1;
+                    }
+                }
+            }
+            '~' if !in_word => {
+                in_word = true;
+                if matches!(
+                    next,
+                    None | Some('/' | ' ' | '\t' | '\n' | ';' | '|' | '&' | ':')
+                ) {
+                    word.pieces.push(Piece::Home);
+                } else {
+                    word.pieces.push(Piece::Unknown);
+                    // `~user`: skip the user name.
+                    i += 1;
+                    while i < chars.len()
+                        && (chars[i].is_alphanumeric() || "._-".contains(chars[i]))
+                    {
+                        i += 1;
+                    }
+                    continue;
+                }
+                i += 1;
+            }
+            _ => {
+                in_word = true;
+                word.pieces.push(Piece::Lit(c));
+                i += 1;
+            }
+        }
+    }
+    flush(&mut out, &mut word, &mut in_word);
+    out
+}
+
+/// The inside of `"…"` starting at `i`; returns the index after the closing quote.
+fn double_quoted(chars: &[char], mut i: usize, word: &mut Word, nested: &mut Vec<String>) -> usize {
+    while i < chars.len() {
+        match chars[i] {
+            '"' => return i + 1,
+            '\\' if matches!(chars.get(i + 1), Some('$' | '`' | '"' | '\\' | '\n')) => {
+                if chars[i + 1] != '\n' {
+                    word.pieces.push(Piece::Lit(chars[i + 1]));
+                }
+                i += 2;
+            }
+            '$' => i = dollar(chars, i, word, nested, true),
+            '`' => {
+                let (inner, end) = backticked(chars, i + 1);
+                nested.push(inner);
+                word.pieces.push(Piece::Unknown);
+                i = end;
+            }
+            c => {
+                word.pieces.push(Piece::Lit(c));
+                i += 1;
+            }
+        }
+    }
+    i
+}
+
+/// A `$` expansion at `i`; returns the index after it.
+fn dollar(
+    chars: &[char],
+    i: usize,
+    word: &mut Word,
+    nested: &mut Vec<String>,
+    quoted: bool,
+) -> usize {
+    match chars.get(i + 1).copied() {
+        Some('(') => {
+            let (inner, end) = balanced(chars, i + 2, '(', ')');
+            nested.push(inner.trim_start_matches('(').to_string());
+            word.pieces.push(Piece::Unknown);
+            end
+        }
+        Some('{') => {
+            let (inner, end) = balanced(chars, i + 2, '{', '}');
+            if is_name(&inner) {
+                word.pieces.push(Piece::Var(inner));
+            } else {
+                nested.push(inner);
+                word.pieces.push(Piece::Unknown);
+            }
+            end
+        }
+        Some('\'') if !quoted => ansi_c(chars, i + 2, word),
+        Some(c) if c == '_' || c.is_ascii_alphabetic() => {
+            let mut j = i + 1;
+            while j < chars.len() && (chars[j] == '_' || chars[j].is_ascii_alphanumeric()) {
+                j += 1;
+            }
+            word.pieces
+                .push(Piece::Var(chars[i + 1..j].iter().collect()));
+            j
+        }
+        Some(c) if c.is_ascii_digit() || "@*#?$!-".contains(c) => {
+            word.pieces.push(Piece::Unknown);
+            i + 2
+        }
+        _ => {
+            word.pieces.push(Piece::Lit('$'));
+            i + 1
+        }
+    }
+}
+
+/// `$'…'` from `i` (after the opening quote): ANSI-C escapes decoded; returns the index after
+/// the closing quote.
+fn ansi_c(chars: &[char], mut i: usize, word: &mut Word) -> usize {
+    while i < chars.len() {
+        match chars[i] {
+            '\'' => return i + 1,
+            '\\' => {
+                let (c, used) = escape(&chars[i + 1..]);
+                if let Some(c) = c {
+                    word.pieces.push(Piece::Lit(c));
+                } else {
+                    word.pieces.push(Piece::Unknown);
+                }
+                i += 1 + used;
+            }
+            c => {
+                word.pieces.push(Piece::Lit(c));
+                i += 1;
+            }
+        }
+    }
+    i
+}
+
+/// One ANSI-C escape after its backslash: the character (`None` if not one) and how many
+/// characters it used.
+fn escape(s: &[char]) -> (Option<char>, usize) {
+    let digits = |radix: u32, max: usize, from: usize| -> (Option<char>, usize) {
+        let n = s[from..]
+            .iter()
+            .take(max)
+            .take_while(|c| c.is_digit(radix))
+            .count();
+        let text: String = s[from..from + n].iter().collect();
+        let c = u32::from_str_radix(&text, radix)
+            .ok()
+            .and_then(char::from_u32);
+        (c, from + n.max(1).min(s.len().saturating_sub(from)))
+    };
+    match s.first() {
+        None => (None, 0),
+        Some('x') => digits(16, 2, 1),
+        Some('u') => digits(16, 4, 1),
+        Some('U') => digits(16, 8, 1),
+        Some(c) if c.is_digit(8) => digits(8, 3, 0),
+        Some('n') => (Some('\n'), 1),
+        Some('t') => (Some('\t'), 1),
+        Some('r') => (Some('\r'), 1),
+        Some('a') => (Some('\u{7}'), 1),
+        Some('b') => (Some('\u{8}'), 1),
+        Some('e' | 'E') => (Some('\u{1b}'), 1),
+        Some('f') => (Some('\u{c}'), 1),
+        Some('v') => (Some('\u{b}'), 1),
+        Some('c') => (None, 2),
+        Some(c) => (Some(*c), 1),
+    }
+}
+
+/// The text from `i` up to the `close` that balances an already-open `open` (quotes
+/// respected), and the index after it; to the end when unbalanced.
+fn balanced(chars: &[char], mut i: usize, open: char, close: char) -> (String, usize) {
+    let start = i;
+    let mut depth = 1usize;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '\'' => {
+                i += 1;
+                while i < chars.len() && chars[i] != '\'' {
+                    i += 1;
+                }
+            }
+            '"' => {
+                i += 1;
+                while i < chars.len() && chars[i] != '"' {
+                    if chars[i] == '\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            c if c == open => depth += 1,
+            c if c == close => {
+                depth -= 1;
+                if depth == 0 {
+                    return (chars[start..i].iter().collect(), i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (chars[start..].iter().collect(), chars.len())
+}
+
+/// The text of a backticked command from `i`, and the index after its closing backtick.
+fn backticked(chars: &[char], mut i: usize) -> (String, usize) {
+    let mut inner = String::new();
+    while i < chars.len() {
+        match chars[i] {
+            '`' => return (inner, i + 1),
+            '\\' if i + 1 < chars.len() => {
+                inner.push(chars[i + 1]);
+                i += 2;
+            }
+            c => {
+                inner.push(c);
+                i += 1;
+            }
+        }
+    }
+    (inner, i)
+}
+
+fn is_name(s: &str) -> bool {
+    let mut cs = s.chars();
+    cs.next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && cs.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        lex(text)
+            .tokens
+            .into_iter()
+            .filter_map(|t| match t {
+                Token::Word(w) => Some(w.squeezed()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn quotes_escapes_and_expansions_are_squeezed() {
+        assert_eq!(words(r#"cat 'a b'"c"\d e"#), ["cat", "a bcd", "e"]);
+        assert_eq!(
+            words("cat agent.led${X}ger.key"),
+            ["cat", "agent.ledger.key"]
+        );
+        assert_eq!(words(r"cat $'\x61gent\056ledger'"), ["cat", "agent.ledger"]);
+        assert_eq!(words("cat agent.led\"\"ger"), ["cat", "agent.ledger"]);
+    }
+
+    #[test]
+    fn operators_split_words_and_mark_redirections() {
+        let l = lex("a&&b|c;d>e 2>>f <g <<EOF");
+        let kinds: Vec<&str> = l
+            .tokens
+            .iter()
+            .map(|t| match t {
+                Token::Word(_) => "w",
+                Token::Control => "c",
+                Token::Redirect => "r",
+                Token::HereDoc => "h",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["w", "c", "w", "c", "w", "c", "w", "r", "w", "r", "w", "r", "w", "h", "w"]
+        );
+    }
+
+    #[test]
+    fn nested_commands_are_collected() {
+        let l = lex("echo $(cat k) `id` <(ls) \"${x:-$(pwd)}\"");
+        assert_eq!(l.nested, ["cat k", "id", "ls", "x:-$(pwd)"]);
+    }
+
+    #[test]
+    fn unterminated_input_never_fails() {
+        for t in [
+            "'abc", "\"abc", "$(abc", "`abc", "${abc", "abc\\", "$'\\x", "[", "{a,",
+        ] {
+            let _ = lex(t);
+        }
+    }
+}

@@ -453,7 +453,8 @@ fn pre_tool_use<S: Store, K: Keys>(
     front.set_project(event.get("cwd").and_then(Value::as_str));
     // The guard's own files first, in every session; then only gated calls read the session
     // (a Write outside the sensitive paths is not gated, spec/hooks.md §10.2).
-    match front.screen(&tool, &args) {
+    let screen = front.screen(&tool, &args);
+    match screen {
         Screen::Protected(touch) => return HookOutcome::block(&Refusal::Protected { tool, touch }),
         Screen::NotGated => return HookOutcome::proceed(),
         Screen::Gated => {}
@@ -475,7 +476,7 @@ fn pre_tool_use<S: Store, K: Keys>(
             session.unrecorded
         ));
     }
-    match front.check(&session, &tool, &args, &HashMap::new()) {
+    match front.check_screened(screen, &session, &tool, &args, &HashMap::new()) {
         Err(e) => unreadable(format!("{tool}: session {id:?}: {e}")),
         Ok(c) => match c.verdict {
             Verdict::Allow => HookOutcome::proceed(),

@@ -742,12 +742,27 @@ impl<S: Store, K: Keys> Front<S, K> {
         args: &serde_json::Map<String, Value>,
         given: &HashMap<String, Vec<EntryId>>,
     ) -> Result<Checked, FrontError> {
+        let screen = self.screen(tool, args);
+        self.check_screened(screen, session, tool, args, given)
+    }
+
+    /// [`Front::check`] of a call already screened by [`Front::screen`] (the hooks screen
+    /// first, to read the session only for gated calls). Crate-private: a screen not made by
+    /// `screen` for this very call would be a second door.
+    pub(crate) fn check_screened(
+        &mut self,
+        screen: Screen,
+        session: &Session,
+        tool: &str,
+        args: &serde_json::Map<String, Value>,
+        given: &HashMap<String, Vec<EntryId>>,
+    ) -> Result<Checked, FrontError> {
         let mut call = ToolCall {
             tool: self.policy_name(tool).to_string(),
             sensitive: false,
             args: Vec::new(),
         };
-        let sensitive = match self.screen(tool, args) {
+        let sensitive = match screen {
             Screen::Protected(touch) => {
                 return Ok(Checked {
                     call,

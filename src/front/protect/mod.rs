@@ -290,15 +290,18 @@ impl Protected {
             })
             .or_else(|| cwd.map(Path::to_path_buf));
         let cwd = cwd_owned.as_deref();
+        let vars = Default::default();
         let ctx = Ctx {
             p: self,
             cwd,
             project: cwd,
-            vars: Default::default(),
+            vars: &vars,
         };
         // Every string anywhere in the call: the names of protected files.
         let mut leaves = Vec::new();
-        leaves_of(&Value::Object(args.clone()), None, &mut leaves);
+        for (k, v) in args {
+            leaves_of(v, Some(k), &mut leaves);
+        }
         for (_, s) in &leaves {
             if let Some(t) = ctx.name_in(s) {
                 return Some(t);
@@ -394,7 +397,7 @@ struct Ctx<'a> {
     p: &'a Protected,
     cwd: Option<&'a Path>,
     project: Option<&'a Path>,
-    vars: std::cell::RefCell<std::collections::HashMap<String, String>>,
+    vars: &'a std::cell::RefCell<std::collections::HashMap<String, String>>,
 }
 
 /// Programs that read or write the files they are given (for arguments whose value is
@@ -597,13 +600,19 @@ impl Ctx<'_> {
 
     /// Every protected path known: the resources' and the agent settings of the project and
     /// working directories.
-    fn known(&self) -> Vec<(PathBuf, Resource)> {
-        let mut known = self.p.concrete.clone();
+    fn known(&self) -> Vec<(std::borrow::Cow<'_, Path>, Resource)> {
+        use std::borrow::Cow;
+        let mut known: Vec<(Cow<'_, Path>, Resource)> = self
+            .p
+            .concrete
+            .iter()
+            .map(|(p, r)| (Cow::Borrowed(p.as_path()), *r))
+            .collect();
         for d in [self.project, self.cwd].into_iter().flatten() {
             known.extend(
                 SETTINGS
                     .iter()
-                    .map(|x| (d.join(x), Resource::AgentSettings)),
+                    .map(|x| (Cow::Owned(d.join(x)), Resource::AgentSettings)),
             );
         }
         known
@@ -649,8 +658,7 @@ impl Ctx<'_> {
     fn holds(&self, dir: &Path, secrets: bool) -> Option<Touch> {
         for d in [dir.to_path_buf(), resolved(dir)] {
             let s = lower(&d);
-            let known = self.known();
-            for (path, r) in &known {
+            for (path, r) in &self.known() {
                 let ps = lower(path);
                 if (!secrets || *r == Resource::Key) && ps != s && under(&ps, &s) && path.exists() {
                     return Some(Touch {
@@ -721,7 +729,7 @@ impl Ctx<'_> {
             p: self.p,
             cwd,
             project: self.project,
-            vars: self.vars.clone(),
+            vars: self.vars,
         };
         let c = candidate_with(w, cwd, self.p.home.as_deref(), &self.vars.borrow());
         match c {

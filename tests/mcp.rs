@@ -180,3 +180,41 @@ async fn rmcp_client_lists_and_calls_every_tool() {
     assert_eq!(hops, ["tool:read_file (tool)", "agent (agent)"]);
     client.cancel().await.unwrap();
 }
+
+/// The MCP gate shares the hooks' first step (`Front::screen`, spec/hooks.md §13): a call that
+/// touches the guard's own files is denied, whatever its lineage — even with a justification
+/// from the user's own prompt — and a harmless command is not.
+#[tokio::test(flavor = "current_thread")]
+async fn the_mcp_gate_refuses_calls_that_touch_the_guard() {
+    let dir = tempfile::tempdir().unwrap();
+    let (prompt, _) = seed(dir.path());
+    let cmd = tokio::process::Command::new(cli_support::BIN).configure(|c| {
+        c.args(["mcp", "l.db"]).current_dir(dir.path());
+    });
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let key = std::fs::canonicalize(dir.path().join("l.db.key")).unwrap();
+    for args in [
+        json!({"tool": "Bash", "args": {"command": format!("cat {}", key.display())}}),
+        json!({"tool": "Write", "args": {"file_path": "/p/.claude/settings.json", "content": "{}"},
+               "justifications": {"content": [prompt]}}),
+        json!({"tool": "Bash", "args": {"command": "pkill -f 'hook serve'"}}),
+    ] {
+        let got = call(&client, "ledger_gate_check", args.clone()).await;
+        assert_eq!(got["decision"], "deny", "{args}: {got}");
+        assert!(
+            got["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("no tool call may touch"),
+            "{args}: {got}"
+        );
+    }
+    let ok = call(
+        &client,
+        "ledger_gate_check",
+        json!({"tool": "Bash", "args": {"command": "cargo test"}}),
+    )
+    .await;
+    assert_eq!(ok["decision"], "allow", "{ok}");
+    client.cancel().await.unwrap();
+}

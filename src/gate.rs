@@ -69,6 +69,41 @@ pub struct Policy {
     /// Whether a weight the agent declares for a parent can lower the edge to an entry its
     /// session read (`spec/lineage.md` §4.2). Default [`ReadWeights::Full`].
     pub read_weights: ReadWeights,
+    /// Where secrets come from and where they may go (`spec/hooks.md` §16; policy table
+    /// `[secrets]`). Default: empty, no secrecy rule.
+    pub secrets: Secrets,
+}
+
+/// The secrecy rule's settings (`spec/hooks.md` §16): which reads produce secret data and
+/// which calls send data off the machine. Path patterns are globs over absolute paths: `~/`
+/// is the home directory, a pattern without a leading `/` or `~/` matches at any depth, `*`
+/// and `?` stand for characters other than `/`, `**` for any characters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Secrets {
+    /// Files whose contents are secret (`~/.aws/**`, `.env`, `*.pem`).
+    pub paths: Vec<String>,
+    /// Exceptions to `paths` (`.env.example`, `*.pub`).
+    pub public_paths: Vec<String>,
+    /// Tools whose results are secret (compared after [`principal_stem`]).
+    pub tools: BTreeSet<String>,
+    /// Commands that print the environment (`env`, `printenv`): their output is secret.
+    pub environment_commands: Vec<String>,
+    /// Command prefixes (words) that send data off the machine (`curl`, `git push`).
+    pub egress_commands: Vec<String>,
+    /// Per tool that sends data off the machine, the parameters naming where to
+    /// (`WebFetch` → `url`); an empty list: the destination is unknown.
+    pub egress_tools: BTreeMap<String, Vec<String>>,
+    /// Hosts secrets may go to (a host, or `.domain` for it and its subdomains).
+    pub open_destinations: Vec<String>,
+    /// Git remotes secrets may be pushed to (`origin`).
+    pub open_git_remotes: Vec<String>,
+}
+
+impl Secrets {
+    /// Whether the policy has a secrecy rule at all.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty() && self.tools.is_empty() && self.environment_commands.is_empty()
+    }
 }
 
 /// How a front weighs the edges from an agent write to what its session read
@@ -380,6 +415,10 @@ impl Policy {
                 Some("declared") => ReadWeights::Declared,
                 Some(other) => return Err(PolicyError::UnknownLabel(other.to_string())),
             },
+            secrets: raw
+                .secrets
+                .map(RawSecrets::into_secrets)
+                .unwrap_or_default(),
         })
     }
 
@@ -427,6 +466,7 @@ impl Policy {
             tools: BTreeMap::new(),
             shared_writable: default_shared_writable(),
             read_weights: ReadWeights::Full,
+            secrets: Secrets::default(),
         }
     }
 
@@ -755,6 +795,47 @@ struct RawPolicy {
     tools: BTreeMap<String, RawTool>,
     shared_writable: Option<Vec<String>>,
     read_weights: Option<String>,
+    secrets: Option<RawSecrets>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSecrets {
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    public_paths: Vec<String>,
+    #[serde(default)]
+    tools: Vec<String>,
+    #[serde(default)]
+    environment_commands: Vec<String>,
+    #[serde(default)]
+    egress_commands: Vec<String>,
+    #[serde(default)]
+    egress_tools: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    open_destinations: Vec<String>,
+    #[serde(default)]
+    open_git_remotes: Vec<String>,
+}
+
+impl RawSecrets {
+    fn into_secrets(self) -> Secrets {
+        Secrets {
+            paths: self.paths,
+            public_paths: self.public_paths,
+            tools: self.tools.iter().map(|t| principal_stem(t)).collect(),
+            environment_commands: self.environment_commands,
+            egress_commands: self.egress_commands,
+            egress_tools: self.egress_tools,
+            open_destinations: self
+                .open_destinations
+                .iter()
+                .map(|d| d.to_lowercase())
+                .collect(),
+            open_git_remotes: self.open_git_remotes,
+        }
+    }
 }
 
 #[derive(Deserialize)]

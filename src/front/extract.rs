@@ -170,7 +170,8 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
     }
 }
 
-fn string_leaves<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
+/// Every string anywhere in `v`, in order.
+pub(crate) fn string_leaves<'v>(v: &'v Value, out: &mut Vec<&'v str>) {
     match v {
         Value::String(s) => out.push(s),
         Value::Array(items) => items.iter().for_each(|i| string_leaves(i, out)),

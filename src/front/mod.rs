@@ -16,6 +16,7 @@ pub mod keystore;
 pub mod matching;
 pub mod pin;
 pub mod protect;
+pub mod secrets;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
@@ -232,6 +233,21 @@ pub enum Refusal {
         /// What it touches, and how.
         touch: protect::Touch,
     },
+    /// The call would send a secret to a destination neither the policy nor the user opened
+    /// (`spec/hooks.md` §16.3).
+    Secret {
+        /// The tool, as the agent named it.
+        tool: String,
+        /// The secret: a file, a pattern of files, a tool's result or the environment.
+        secret: String,
+        /// The entry whose lineage holds the secret read; `None` when the call reads it
+        /// itself.
+        entry: Option<EntryId>,
+        /// How the call sends (`curl`, `git push`, `WebFetch`).
+        via: String,
+        /// The first destination nobody opened (or "an unnamed destination").
+        destination: String,
+    },
 }
 
 impl std::fmt::Display for Refusal {
@@ -250,6 +266,32 @@ impl std::fmt::Display for Refusal {
                  (spec/hooks.md §13)",
                 crate::quote::word(tool)
             ),
+            Refusal::Secret {
+                tool,
+                secret,
+                entry,
+                via,
+                destination,
+            } => {
+                write!(
+                    f,
+                    "memlineage: deny {}: it would send data through {} to {}, which neither \
+                     the policy nor the user opened for secrets, ",
+                    crate::quote::word(tool),
+                    crate::quote::name(via),
+                    crate::quote::name(destination)
+                )?;
+                match entry {
+                    None => write!(f, "and it reads {} itself", crate::quote::name(secret))?,
+                    Some(e) => write!(
+                        f,
+                        "in a session that has read {} (entry {})",
+                        crate::quote::name(secret),
+                        e.short()
+                    )?,
+                }
+                write!(f, " (spec/hooks.md §16)")
+            }
         }
     }
 }
@@ -367,6 +409,9 @@ impl<S: Store, K: Keys> Front<S, K> {
             ..Default::default()
         };
         if self.policy.is_sensitive(&call) && extract::applies(&self.policy, &call.tool, args) {
+            Screen::Gated
+        } else if self.secret_rules().egress(tool, args, cwd).is_some() {
+            // An egress call is judged by the secrecy rule (§16), gated or not.
             Screen::Gated
         } else {
             Screen::NotGated
@@ -818,7 +863,10 @@ impl<S: Store, K: Keys> Front<S, K> {
             )))
         } else {
             match self.ledger.gate_values(&self.policy, &call, args) {
-                Decision::Allow => Verdict::Allow,
+                Decision::Allow => match self.secret_flow(session, tool, args) {
+                    Some(r) => Verdict::Deny(r),
+                    None => Verdict::Allow,
+                },
                 Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
             }
         };
@@ -827,6 +875,112 @@ impl<S: Store, K: Keys> Front<S, K> {
             sensitive,
             verdict,
         })
+    }
+
+    /// The policy's secrecy rule for the home directory of this process (`$HOME`).
+    fn secret_rules(&self) -> secrets::SecretRules<'_> {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        secrets::SecretRules::new(&self.policy.secrets, home.as_deref())
+    }
+
+    /// The flow rule of `spec/hooks.md` §16.3 for a call the gate allowed: an egress call
+    /// with a destination neither the policy nor a statement of the user opened is refused
+    /// when it reads a secret itself, or when the session's reads descend from one.
+    fn secret_flow(
+        &mut self,
+        session: &Session,
+        tool: &str,
+        args: &serde_json::Map<String, Value>,
+    ) -> Option<Refusal> {
+        if self.policy.secrets.is_empty() {
+            return None;
+        }
+        let cwd = self.project.clone();
+        let cwd = cwd.as_deref().map(Path::new);
+        let rules = self.secret_rules();
+        let egress = rules.egress(tool, args, cwd)?;
+        let itself = rules.read_by(tool, args, cwd);
+        let mut closed: Vec<String> = egress
+            .destinations
+            .iter()
+            .filter(|d| !rules.is_open(d))
+            .cloned()
+            .collect();
+        if egress.destinations.is_empty() {
+            closed.push("an unnamed destination".to_string());
+        }
+        drop(rules);
+        // A destination the user stated in this session is opened by that statement.
+        closed.retain(|d| !self.stated_by_user(session, d));
+        let destination = closed.into_iter().next()?;
+        let (secret, entry) = match itself {
+            Some(s) => (s, None),
+            None => {
+                let (id, s) = self.session_secret(session)?;
+                (s, Some(id))
+            }
+        };
+        Some(Refusal::Secret {
+            tool: tool.to_string(),
+            secret,
+            entry,
+            via: egress.via,
+            destination,
+        })
+    }
+
+    /// Whether a statement of the user among the session's reads holds `dest`
+    /// (`spec/hooks.md` §4.4).
+    fn stated_by_user(&self, session: &Session, dest: &str) -> bool {
+        let v = Value::String(dest.to_string());
+        session.reads.iter().any(|id| {
+            self.is_statement(id, None) && self.haystacks.get(id).is_some_and(|h| h.matches(&v))
+        })
+    }
+
+    /// The first secret source in the lineage of the session's reads, every recorded edge
+    /// followed (§16.1): a result of a secret tool, or a call entry of the agent whose signed
+    /// content reads a secret; an entry that cannot be verified counts as one (fail closed).
+    fn session_secret(&self, session: &Session) -> Option<(EntryId, String)> {
+        use crate::gate::OriginView;
+        let cwd = self.project.as_deref().map(Path::new);
+        let rules = self.secret_rules();
+        let mut seen: HashSet<EntryId> = HashSet::new();
+        let mut stack: Vec<(EntryId, EntryId)> = session.reads.iter().map(|r| (*r, *r)).collect();
+        while let Some((id, read)) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let node = self.ledger.origin_node(&id);
+            let (Some((role, name)), Some(text)) = (&node.writer, &node.text) else {
+                return Some((
+                    read,
+                    format!("entry {} that cannot be verified", id.short()),
+                ));
+            };
+            match role {
+                crate::record::Role::Tool => {
+                    let tool = name.strip_prefix("tool:").unwrap_or(name);
+                    if rules.policy_tools_contain(tool) {
+                        return Some((read, format!("the result of {tool}")));
+                    }
+                }
+                crate::record::Role::Agent => {
+                    if let Ok(Value::Object(call)) = serde_json::from_str::<Value>(text) {
+                        if let (Some(Value::String(t)), Some(Value::Object(a))) =
+                            (call.get("tool"), call.get("args"))
+                        {
+                            if let Some(s) = rules.read_by(t, a, cwd) {
+                                return Some((read, s));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+            stack.extend(node.parents.iter().map(|p| (*p, read)));
+        }
+        None
     }
 
     /// Loads session `id` from `sessions` and catches it up with the ledger

@@ -307,24 +307,12 @@ impl Protected {
                 return Some(t);
             }
         }
-        let shell_tool = matches!(
-            bare,
-            "Bash" | "shell" | "exec_command" | "local_shell" | "unified_exec" | "container.exec"
-        );
+        let shell_tool = shell::is_shell_tool(bare);
         for (key, value) in args {
             let command_key = matches!(key.as_str(), "command" | "cmd");
             if shell_tool && command_key {
-                let text = match value {
-                    Value::String(s) => s.clone(),
-                    Value::Array(a) => a
-                        .iter()
-                        .map(|v| {
-                            let s = v.as_str().unwrap_or("");
-                            shlex::try_quote(s).map_or_else(|_| s.to_string(), |q| q.into_owned())
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    _ => continue,
+                let Some(text) = shell::command_text(value) else {
+                    continue;
                 };
                 if let Some(t) = ctx.command(&text, cwd.map(Path::to_path_buf), 0) {
                     return Some(t);
@@ -507,12 +495,12 @@ const READ_TREE_PROGRAMS: &[&str] = &[
 const SEARCH_PROGRAMS: &[&str] = &["rg", "ag", "ack", "find"];
 
 /// Shells whose `-c` argument is a command.
-const SHELLS: &[&str] = &[
+pub(crate) const SHELLS: &[&str] = &[
     "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox",
 ];
 
 /// Words before a command that run it (their own options skipped).
-const WRAPPERS: &[&str] = &[
+pub(crate) const WRAPPERS: &[&str] = &[
     "sudo",
     "doas",
     "env",

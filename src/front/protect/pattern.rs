@@ -201,6 +201,89 @@ pub fn matches(pattern: &[Pat], path: &str) -> bool {
     reach[s.len()]
 }
 
+/// A policy glob (`spec/hooks.md` §16.1) as a pattern over absolute paths: `~/` is `home`
+/// (any characters when the home directory is unknown), a glob without a leading `/` or `~/`
+/// matches at any depth, `**` stands for any characters, `*` and `?` for characters other
+/// than `/`.
+pub fn glob(text: &str, home: Option<&Path>) -> Vec<Pat> {
+    let mut pats = Vec::new();
+    let rest = if let Some(r) = text.strip_prefix("~/") {
+        match home {
+            Some(h) => pats.extend(h.to_string_lossy().chars().map(Pat::Ch)),
+            None => pats.push(Pat::Any),
+        }
+        pats.push(Pat::Ch('/'));
+        r
+    } else if text.starts_with('/') {
+        text
+    } else {
+        pats.push(Pat::Any);
+        pats.push(Pat::Ch('/'));
+        text
+    };
+    let chars: Vec<char> = rest.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '*' if chars.get(i + 1) == Some(&'*') => {
+                // `**` is any characters; `**/` also matches no directory at all, so its `/`
+                // is dropped (`a/**/b` matches `a/b`, and also `a/xb`: wider, never narrower).
+                pats.push(Pat::Any);
+                i += 1;
+                if chars.get(i + 1) == Some(&'/') {
+                    i += 1;
+                }
+            }
+            '*' => pats.push(Pat::Star),
+            '?' => pats.push(Pat::One),
+            c => pats.push(Pat::Ch(c)),
+        }
+        i += 1;
+    }
+    pats
+}
+
+/// Whether some path matches both `a` and `b` (case-insensitively): the intersection of two
+/// patterns is not empty. A reachability search over pairs of positions, O(|a|·|b|).
+pub fn overlaps(a: &[Pat], b: &[Pat]) -> bool {
+    let star = |p: &Pat| matches!(p, Pat::Star | Pat::Any);
+    // Whether one character can be produced by both elements.
+    let joint = |x: &Pat, y: &Pat| match (x, y) {
+        (Pat::Ch(c), Pat::Ch(d)) => c.to_lowercase().eq(d.to_lowercase()),
+        (Pat::Ch(_), Pat::Any) | (Pat::Any, Pat::Ch(_)) => true,
+        (Pat::Ch(c), _) | (_, Pat::Ch(c)) => *c != '/',
+        _ => true,
+    };
+    let (n, m) = (a.len(), b.len());
+    let mut seen = vec![false; (n + 1) * (m + 1)];
+    let mut stack = vec![(0usize, 0usize)];
+    while let Some((i, j)) = stack.pop() {
+        if std::mem::replace(&mut seen[i * (m + 1) + j], true) {
+            continue;
+        }
+        if i == n && j == m {
+            return true;
+        }
+        let mut push = |i: usize, j: usize| {
+            if !seen[i * (m + 1) + j] {
+                stack.push((i, j));
+            }
+        };
+        if i < n && star(&a[i]) {
+            push(i + 1, j);
+        }
+        if j < m && star(&b[j]) {
+            push(i, j + 1);
+        }
+        if i < n && j < m && joint(&a[i], &b[j]) {
+            let ni = if star(&a[i]) { i } else { i + 1 };
+            let nj = if star(&b[j]) { j } else { j + 1 };
+            push(ni, nj);
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,5 +328,47 @@ mod tests {
             panic!()
         };
         assert!(matches(&r, "/s/agent.ledger.key"));
+    }
+
+    #[test]
+    fn policy_globs_match_at_any_depth_or_under_home() {
+        let home = Some(Path::new("/home/u"));
+        let aws = glob("~/.aws/**", home);
+        assert!(matches(&aws, "/home/u/.aws/credentials"));
+        assert!(!matches(&aws, "/home/v/.aws/credentials"));
+        let env = glob(".env", home);
+        assert!(matches(&env, "/p/q/.env"));
+        assert!(!matches(&env, "/p/q/.env.example"));
+        let pem = glob("*.pem", home);
+        assert!(matches(&pem, "/etc/ssl/x.pem"));
+        let deep = glob("/srv/**/secret", home);
+        assert!(matches(&deep, "/srv/secret"));
+        assert!(matches(&deep, "/srv/a/b/secret"));
+        assert!(!matches(&deep, "/srv/a/b/secret2"));
+    }
+
+    #[test]
+    fn patterns_overlap_when_one_path_matches_both() {
+        let home = Some(Path::new("/home/u"));
+        let aws = glob("~/.aws/**", home);
+        let Candidate::Pattern(w) = candidate(&word("~/.aws/cred*"), None, home) else {
+            panic!()
+        };
+        assert!(overlaps(&aws, &w));
+        let Candidate::Pattern(x) = candidate(&word("$D/id_rsa"), None, home) else {
+            panic!()
+        };
+        assert!(overlaps(&glob("id_rsa*", home), &x));
+        assert!(!overlaps(&glob("*.pem", home), &glob("*.key", home)));
+        let Candidate::Pattern(y) = candidate(&word("/tmp/*.txt"), None, home) else {
+            panic!()
+        };
+        assert!(!overlaps(&aws, &y));
+        // A `*` never crosses a `/`: `/a/*` and `/a/b/c` share no path.
+        let star: Vec<Pat> = "/a/".chars().map(Pat::Ch).chain([Pat::Star]).collect();
+        let abc: Vec<Pat> = "/a/b/c".chars().map(Pat::Ch).collect();
+        assert!(!overlaps(&star, &abc));
+        let any: Vec<Pat> = "/a/".chars().map(Pat::Ch).chain([Pat::Any]).collect();
+        assert!(overlaps(&any, &abc));
     }
 }

@@ -10,6 +10,34 @@
 //! bash's `$'…'` (ANSI-C quoting) and `{a,b}` (brace expansion). Why not a parser crate:
 //! `spec/dependencies.md` (brush-parser).
 
+/// Whether `bare` (a tool name without its `mcp__<server>__` prefix) is a shell tool whose
+/// `command` or `cmd` argument is a command: Claude Code's `Bash`, Codex's shell tools.
+pub fn is_shell_tool(bare: &str) -> bool {
+    matches!(
+        bare,
+        "Bash" | "shell" | "exec_command" | "local_shell" | "unified_exec" | "container.exec"
+    )
+}
+
+/// The command text of a shell tool's `command`/`cmd` value: the string, or an argv array
+/// joined with shell quoting (so that its words lex back as given); `None` for anything else.
+pub fn command_text(value: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) => Some(
+            a.iter()
+                .map(|v| {
+                    let s = v.as_str().unwrap_or("");
+                    shlex::try_quote(s).map_or_else(|_| s.to_string(), |q| q.into_owned())
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    }
+}
+
 /// One character source inside a word.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Piece {

@@ -33,6 +33,8 @@ fn plant_secrets(f: &Fixture) {
         std::fs::write(p, text).unwrap();
     }
     std::fs::write(f.project.join(".env"), "STRIPE_KEY=sk_live_x\n").unwrap();
+    // An innocent name for the credentials directory (`ln -s ~/.aws ~/notes`, made earlier).
+    std::os::unix::fs::symlink(f.home.join(".aws"), f.home.join("notes")).unwrap();
     std::fs::write(f.project.join(".env.example"), "STRIPE_KEY=\n").unwrap();
 }
 

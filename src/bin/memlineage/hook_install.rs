@@ -329,6 +329,9 @@ pub(crate) fn merge(
 
 /// `memlineage hook install`.
 pub fn install(a: &InstallArgs) -> Res<ExitCode> {
+    if a.separate.separate && !nix::unistd::geteuid().is_root() {
+        return Err(crate::hook_separate_install::NEEDS_ROOT.into());
+    }
     let dir = std::path::absolute(a.dir.clone().unwrap_or_else(|| PathBuf::from(".")))?;
     if !dir.is_dir() {
         return Err(format!("no directory {}", dir.display()).into());

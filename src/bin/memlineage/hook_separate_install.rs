@@ -37,6 +37,11 @@ pub struct SeparateArgs {
     pub name: Option<String>,
 }
 
+/// Why `install --separate` refuses to run as another user than root.
+pub const NEEDS_ROOT: &str = "hook install --separate must run as root, once: it creates a system \
+     user (useradd --system), a guard root owned by root and by that user, and moves the \
+     signing key there (spec/hooks.md §14.4)";
+
 /// What `install --separate` was given besides [`SeparateArgs`].
 pub struct Given<'a> {
     /// Which agent's settings.
@@ -74,11 +79,7 @@ fn user(spec: &str) -> Res<Option<Account>> {
 /// `memlineage hook install --separate`.
 pub fn install(g: &Given<'_>, s: &SeparateArgs) -> Res<ExitCode> {
     if !nix::unistd::geteuid().is_root() {
-        return Err(
-            "hook install --separate must run as root, once: it creates a system user, \
-                    a guard root owned by it and root, and moves the signing key there"
-                .into(),
-        );
+        return Err(NEEDS_ROOT.into());
     }
     let spec = s
         .agent_user

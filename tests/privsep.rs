@@ -409,6 +409,17 @@ fn only_the_agent_is_served_and_only_the_guard_is_believed() {
     let b2 = String::from_utf8_lossy(&bash.1).replace("9a7e33f2-claude-injected", "p2");
     let out = as_user(f.agent, &f.project, &command, b2.as_bytes());
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // A call that names the guard's socket (to speak the protocol itself) is screened out.
+    let mut talk: Value = serde_json::from_str(&b2).unwrap();
+    talk["tool_input"]["command"] = Value::String(format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{real}')\""
+    ));
+    let out = as_user(f.agent, &f.project, &command, talk.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the separated guard's directory"),
+        "{out:?}"
+    );
 }
 
 #[test]

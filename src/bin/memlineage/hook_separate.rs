@@ -274,6 +274,7 @@ pub fn serve(layout_path: &Path) -> Res<ExitCode> {
         Some(layout.policy.clone()),
         Some(dir),
     );
+    state.protect_guard_root(layout.root.clone());
     if let Err(e) = state.front() {
         eprintln!("memlineage hook serve --separated: ledger not opened yet: {e}");
     }

@@ -506,15 +506,15 @@ fn attempts(l: &Layout) -> Vec<Attempt<'_>> {
             Box::new(move || io(write_to(&l.ledger))),
         ),
         (
-            format!("open the ledger read-write with SQLite and take its write lock"),
+            "open the ledger read-write with SQLite and take its write lock".to_string(),
             Box::new(move || sqlite_write(&l.ledger)),
         ),
         (
-            format!("create a file beside the ledger (a checkpoint, a -wal)"),
+            "create a file beside the ledger (a checkpoint, a -wal)".to_string(),
             Box::new(move || io(create_in(ledger_dir))),
         ),
         (
-            format!("make the ledger's directory writable (chmod 0777)"),
+            "make the ledger's directory writable (chmod 0777)".to_string(),
             Box::new(move || {
                 io(std::fs::set_permissions(
                     ledger_dir,
@@ -559,7 +559,7 @@ fn attempts(l: &Layout) -> Vec<Attempt<'_>> {
             Box::new(move || io(write_to(&l.binary))),
         ),
         (
-            format!("put another binary beside it"),
+            "put another binary beside it".to_string(),
             Box::new(move || io(create_in(l.binary.parent().unwrap_or(&l.root)))),
         ),
         (
@@ -569,7 +569,7 @@ fn attempts(l: &Layout) -> Vec<Attempt<'_>> {
     ];
     v.push((
         "signal the hook server (kill -0 its pid, from SO_PEERCRED)".into(),
-        Box::new(move || server_pid(l).map_or_else(Tried::Untried, |pid| signal(pid))),
+        Box::new(move || server_pid(l).map_or_else(Tried::Untried, signal)),
     ));
     v.push((
         "read the hook server's memory (/proc/PID/mem)".into(),

@@ -366,6 +366,9 @@ pub(crate) struct State {
     policy_id: Option<FileId>,
     /// The key file's identity when `key` was derived, and the key.
     key: Option<(Option<FileId>, ServerKey)>,
+    /// The separated guard's root, protected besides the ledger's files (`spec/hooks.md`
+    /// §14.4).
+    guard_root: Option<PathBuf>,
 }
 
 impl State {
@@ -379,7 +382,14 @@ impl State {
             ledger_id: None,
             policy_id: None,
             key: None,
+            guard_root: None,
         }
+    }
+
+    /// Protects the separated guard's root `root` too, in every call the front screens.
+    pub(crate) fn protect_guard_root(&mut self, root: PathBuf) {
+        self.guard_root = Some(root);
+        self.front = None;
     }
 
     /// The server key, derived again whenever the key file changed.
@@ -490,11 +500,16 @@ impl State {
             // Once per (re)open of the long-lived server: the rows must chain.
             l.check_rows_chain()?;
             let mut front = Front::new(l, policy, SharedKeyFile(key_path(&self.ledger)));
-            front.set_protected(crate::open::protected(
+            let mut protected = crate::open::protected(
                 &self.ledger,
                 self.policy.as_deref(),
                 self.state.as_ref().map(|s| s.0.as_path()),
-            ));
+            );
+            if let Some(root) = &self.guard_root {
+                protected =
+                    protected.with_tree(root, memlineage::front::protect::Resource::GuardRoot);
+            }
+            front.set_protected(protected);
             self.front = Some(front);
             self.ledger_id = ledger_id;
             self.policy_id = policy_id;

@@ -54,6 +54,9 @@ pub enum Resource {
     AgentSettings,
     /// The resident hook server's process.
     HookServer,
+    /// The separated guard's root directory (`spec/hooks.md` §14.4): the socket, the layout
+    /// and the files the guard user owns.
+    GuardRoot,
 }
 
 impl std::fmt::Display for Resource {
@@ -69,6 +72,7 @@ impl std::fmt::Display for Resource {
             Resource::Binary => "the memlineage binary",
             Resource::AgentSettings => "the agent's hook settings",
             Resource::HookServer => "the hook server",
+            Resource::GuardRoot => "the separated guard's directory",
         })
     }
 }
@@ -258,6 +262,19 @@ impl Protected {
         )
         .to_lowercase();
         p
+    }
+
+    /// These resources and the directory `dir` with everything under it, as `what` (the
+    /// separated guard's root, `spec/hooks.md` §14.4, which holds the socket and the layout).
+    pub fn with_tree(mut self, dir: &Path, what: Resource) -> Self {
+        for d in variants(&absolute(dir)) {
+            self.items.push((Item::Tree(d.clone()), what));
+            self.concrete.push((d.clone(), what));
+            children(&d, what, &mut self.concrete);
+            self.names
+                .push((d.to_string_lossy().to_lowercase(), what, d.clone()));
+        }
+        self
     }
 
     /// Whether nothing is protected.

@@ -360,6 +360,15 @@ fn write_settings(g: &Given<'_>, l: &Layout, agent: &Account) -> Res<()> {
 fn report(g: &Given<'_>, l: &Layout) {
     let root = l.root.display();
     crate::io::say!(
+        "privilege separation needs: root once (this run), the system user {} (uid {}) that \
+         owns the key, the ledger and the state and runs the hook server, and the modes below; \
+         the agent runs as {} (uid {}), never as root",
+        l.guard_user,
+        l.guard_uid,
+        l.agent_user,
+        l.agent_uid
+    );
+    crate::io::say!(
         "guard root {root} (root, 0711): ledger/ (0700) with the ledger and its key (0600), \
          state/ (0700, pin and sessions), all owned by {}; run/ (0755, {}) for the socket \
          (0666: the server checks each peer's uid with SO_PEERCRED, the hooks check that the \

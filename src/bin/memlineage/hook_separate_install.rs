@@ -703,3 +703,54 @@ pub fn as_agent(l: &Layout, program: &Path) -> Command {
         .arg(program);
     c
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout() -> Layout {
+        let root = PathBuf::from("/var/lib/memlineage/it's");
+        Layout {
+            format: LAYOUT_FORMAT.into(),
+            name: "x".into(),
+            root: root.clone(),
+            guard_user: "memlineage-x".into(),
+            guard_uid: 990,
+            guard_gid: 990,
+            agent_user: "dev".into(),
+            agent_uid: 1000,
+            agent_gid: 1000,
+            ledger: root.join("ledger/a.ledger"),
+            key: root.join("ledger/a.ledger.key"),
+            policy: root.join("policy.toml"),
+            state: root.join("state"),
+            socket: root.join("run/hook.sock"),
+            binary: root.join("bin/memlineage"),
+            start: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_guarded_command_holds_no_ledger_and_fails_closed() {
+        let c = guarded_command(&layout(), HookEvent::PreToolUse);
+        assert!(
+            c.starts_with(concat!(
+                r"'/var/lib/memlineage/it'\''s/bin/memlineage' hook pre-tool-use --guarded ",
+                r"'/var/lib/memlineage/it'\''s/run/hook.sock' --guard-user 990 || {"
+            )),
+            "{c}"
+        );
+        assert!(c.ends_with("exit 2; }"), "{c}");
+        assert!(!c.contains("ledger"), "{c}");
+    }
+
+    #[test]
+    fn default_names_are_plain() {
+        assert_eq!(
+            default_name(Path::new("/a/Agent Ledger.db")),
+            "agent-ledger"
+        );
+        assert_eq!(default_name(Path::new("/")), "ledger");
+        assert_eq!(default_name(Path::new("/a/ééé")), "---");
+    }
+}

@@ -755,6 +755,19 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
         }
         for h in ours {
             let cmd = h["command"].as_str().unwrap_or_default();
+            if let Some(l) = &layout {
+                // A hook that opens the ledger itself would need the key the agent must not
+                // read: with separation, every memlineage hook must ask the guard's socket.
+                let socket = l.socket.display().to_string();
+                if !(cmd.contains("--guarded") && cmd.contains(&socket)) {
+                    ok = false;
+                    crate::io::say!(
+                        "FAIL {}: the hook does not use the separated server on {socket} \
+                         (rerun hook install --separate)",
+                        event.event_name()
+                    );
+                }
+            }
             if !cmd.contains("exit 2") {
                 notes.push(format!(
                     "{}: the command does not turn a failure into exit 2 (rerun hook install)",

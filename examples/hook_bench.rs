@@ -22,6 +22,13 @@
 //! Also timed, in this process: `Ledger::open` of a fresh `SqliteStore` handle on the file
 //! (`--alone-runs` times; the key is loaded once), which issue 19 asks not to grow with the
 //! ledger's size.
+//!
+//! With `--separated` (as root; `spec/hooks.md` §14), each size's ledger is also copied and
+//! installed with `memlineage hook install --separate` (agent user `nobody`, a guard user
+//! `mlbench-<pid>-<i>` made for the run and deleted after it), its separated server is started
+//! as the guard user, the session is recorded through the guarded hooks, and the same payment
+//! is timed through `hook pre-tool-use --guarded SOCKET --guard-user UID` (this process is root,
+//! which the server serves), interleaved with the other served samples.
 
 use memlineage::front::keystore::KeyStore;
 use memlineage::record::{Kind, Parent, ProvEntry, Role, SignedEntry, Weight};
@@ -63,6 +70,9 @@ fn opts() -> Res<Opts> {
             "--state" => {
                 let _ = STATE.set(true);
             }
+            "--separated" => {
+                let _ = SEPARATED.set(true);
+            }
             _ => return Err(format!("unknown argument {a}").into()),
         }
     }
@@ -74,6 +84,141 @@ fn opts() -> Res<Opts> {
 /// With `--state`: every hook and server runs with `--state DIR/N/state`, as `hook install`
 /// writes them (the pin and the session records outside the ledger's directory).
 static STATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+/// `--separated`: time the separated install too.
+static SEPARATED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// A separated install of one size: its guarded command, server and guard user.
+struct Separated {
+    bin: PathBuf,
+    socket: String,
+    guard_uid: String,
+    server: std::process::Child,
+    user: String,
+    /// The payment of the session recorded through this install.
+    pay: Vec<u8>,
+    served: Vec<Duration>,
+}
+
+/// Runs `bin hook <hook> --guarded SOCKET --guard-user UID` with `input`; exit code and time.
+fn guarded(s: &Separated, hook: &str, input: &[u8]) -> Res<(i32, Duration)> {
+    let start = Instant::now();
+    let mut child = Command::new(&s.bin)
+        .args([
+            "hook",
+            hook,
+            "--guarded",
+            &s.socket,
+            "--guard-user",
+            &s.guard_uid,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    child.stdin.take().ok_or("stdin")?.write_all(input)?;
+    let status = child.wait()?;
+    Ok((status.code().unwrap_or(-1), start.elapsed()))
+}
+
+/// Copies `dir/l.db` (and its key) to `DIR/N-separated/`, installs it separated, starts its
+/// server as the guard user and records `evs[..2]` through the guarded hooks.
+fn separate(o: &Opts, dir: &Path, n: u64, evs: &[(String, Vec<u8>, i64)]) -> Res<Separated> {
+    use std::os::unix::fs::PermissionsExt;
+    let top = o.dir.join(format!("{n}-separated"));
+    let _ = std::fs::remove_dir_all(&top);
+    std::fs::create_dir_all(top.join("src"))?;
+    std::fs::create_dir_all(top.join("proj"))?;
+    std::fs::set_permissions(&top, std::fs::Permissions::from_mode(0o711))?;
+    for f in ["l.db", "l.db-wal", "l.db.key"] {
+        if dir.join(f).exists() {
+            std::fs::copy(dir.join(f), top.join("src").join(f))?;
+        }
+    }
+    let user = format!("mlbench-{}-{n}", std::process::id());
+    let out = Command::new(&o.bin)
+        .args(["hook", "install", "--agent", "claude-code", "--separate"])
+        .arg("--ledger")
+        .arg(top.join("src/l.db"))
+        .arg("--dir")
+        .arg(top.join("proj"))
+        .args([
+            "--agent-user",
+            "nobody",
+            "--guard-user",
+            &user,
+            "--name",
+            &format!("b{n}"),
+        ])
+        .arg("--guard-root")
+        .arg(top.join("guard"))
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "install --separate: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let layout: Value =
+        serde_json::from_str(&std::fs::read_to_string(top.join("guard/layout.json"))?)?;
+    let field = |k: &str| layout[k].to_string().trim_matches('"').to_string();
+    let server = Command::new("setpriv")
+        .arg(format!("--reuid={}", field("guard_uid")))
+        .arg(format!("--regid={}", field("guard_gid")))
+        .args(["--init-groups", "--"])
+        .arg(field("binary"))
+        .args(["hook", "serve", "--separated"])
+        .arg(top.join("guard/layout.json"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let s = Separated {
+        bin: PathBuf::from(field("binary")),
+        socket: field("socket"),
+        guard_uid: field("guard_uid"),
+        server,
+        user,
+        pay: evs[2].1.clone(),
+        served: Vec::new(),
+    };
+    // The timed call must be the gate's refusal, not a fail-closed one.
+    let check = |input: &[u8]| -> Res<String> {
+        let mut child = Command::new(&s.bin)
+            .args([
+                "hook",
+                "pre-tool-use",
+                "--guarded",
+                &s.socket,
+                "--guard-user",
+                &s.guard_uid,
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        child.stdin.take().ok_or("stdin")?.write_all(input)?;
+        Ok(String::from_utf8_lossy(&child.wait_with_output()?.stderr).into_owned())
+    };
+    let start = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&s.socket).is_err() {
+        if start.elapsed() > Duration::from_secs(600) {
+            return Err("the separated server did not come up".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (h, input, want) in &evs[..2] {
+        let (code, _) = guarded(&s, h, input)?;
+        if i64::from(code) != *want {
+            return Err(format!("separated {h}: exit {code}, want {want}").into());
+        }
+    }
+    let why = check(&s.pay)?;
+    if !why.contains("labelled EXTERNAL") {
+        return Err(format!("separated payment not refused by the gate: {why}").into());
+    }
+    Ok(s)
+}
 
 /// `["--state", "state"]` when the hooks keep a state directory (relative to the size's dir).
 fn state_args() -> Vec<&'static str> {
@@ -234,6 +379,7 @@ fn main() -> Res<()> {
         server: std::process::Child,
         server_up: Duration,
         served: Vec<Duration>,
+        separated: Option<Separated>,
     }
     let mut sizes = Vec::new();
     for &n in &o.sizes {
@@ -287,7 +433,14 @@ fn main() -> Res<()> {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        let separated = if SEPARATED.get().copied().unwrap_or(false) {
+            let sep_session = format!("{session}-separated");
+            Some(separate(&o, &dir, n, &events(&sep_session)?)?)
+        } else {
+            None
+        };
         sizes.push(Size {
+            separated,
             n,
             dir,
             pay: (h.clone(), pay.clone(), *want),
@@ -302,18 +455,38 @@ fn main() -> Res<()> {
     // sees the same machine: on a shared VM the load drifts within seconds.
     for _ in 0..o.runs {
         for sz in &mut sizes {
-            let (h, pay, want) = &sz.pay;
-            let (code, t) = hook(&o.bin, &sz.dir, "only", h, pay)?;
-            if i64::from(code) != *want {
+            let (h, pay, want) = sz.pay.clone();
+            let (code, t) = hook(&o.bin, &sz.dir, "only", &h, &pay)?;
+            if i64::from(code) != want {
                 return Err(format!("served: exit {code}, want {want}").into());
             }
             sz.served.push(t);
+            if let Some(sep) = sz.separated.as_mut() {
+                let sep_pay = sep.pay.clone();
+                let (code, t) = guarded(sep, &h, &sep_pay)?;
+                if i64::from(code) != want {
+                    return Err(format!("separated: exit {code}, want {want}").into());
+                }
+                sep.served.push(t);
+            }
         }
     }
     let mut rows = Vec::new();
+    let mut separated_rows = Vec::new();
     for mut sz in sizes {
         sz.server.kill()?;
         sz.server.wait()?;
+        if let Some(mut sep) = sz.separated.take() {
+            sep.server.kill()?;
+            sep.server.wait()?;
+            let _ = Command::new("userdel").arg(&sep.user).output();
+            let _ = Command::new("groupdel").arg(&sep.user).output();
+            separated_rows.push((
+                sz.n,
+                quantile(&mut sep.served, 0.5),
+                quantile(&mut sep.served, 0.9),
+            ));
+        }
         let row = (
             sz.n,
             quantile(&mut sz.served, 0.5),
@@ -344,6 +517,16 @@ fn main() -> Res<()> {
             med * 1e3 / verify,
             open * 1e3 / verify
         );
+    }
+    if !separated_rows.is_empty() {
+        println!();
+        println!(
+            "| entries | separated (--guarded) median (ms) | p90 (ms) | separated / verify_strict |"
+        );
+        println!("|---:|---:|---:|---:|");
+        for (n, med, p90) in &separated_rows {
+            println!("| {n} | {med:.2} | {p90:.2} | {:.0}× |", med * 1e3 / verify);
+        }
     }
     if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
         println!();

@@ -15,6 +15,7 @@ pub mod hookd;
 pub mod keystore;
 pub mod matching;
 pub mod pin;
+pub mod privsep;
 pub mod protect;
 pub mod secrets;
 #[cfg(feature = "mcp")]

@@ -3,7 +3,7 @@
 //! agent.
 
 use crate::open::{key_path, load_policy, open_pinned};
-use crate::{hook_install, hookd, io::say, telemetry, Res};
+use crate::{hook_install, hook_separate, hookd, io::say, telemetry, Res};
 use clap::Subcommand;
 use memlineage::front::hook::{
     failed, failed_in, handle, session_id_in, FileSessions, HookEvent, HookOutcome,
@@ -25,7 +25,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(20);
 /// only shorten it (tests).
 const WATCHDOG: Duration = Duration::from_secs(25);
 /// How much of an oversized PostToolUse event is scanned for its `session_id`, in bytes.
-const MAX_SCAN_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_SCAN_BYTES: u64 = 256 << 20;
 
 /// Command hooks for Claude Code and Codex (one JSON event on standard input; exit 2 blocks)
 /// and their set-up: install, doctor, prune (spec/hooks.md).
@@ -53,9 +53,18 @@ enum HookCmd {
     /// and a benign one allowed? Exits 1 if not.
     Doctor(hook_install::DoctorArgs),
     /// The resident per-ledger hook server (spec/hooks.md §11), started on demand by the event
-    /// hooks: serves them on `LEDGER.hook.sock` until idle.
+    /// hooks: serves them on `LEDGER.hook.sock` until idle. With `--separated LAYOUT`, the
+    /// separated server (spec/hooks.md §14), run as the guard user.
     #[command(hide = true)]
-    Serve(EventArgs),
+    Serve(ServeArgs),
+    /// As the agent's user: try to read, write or replace each of the guard's files and to
+    /// signal the server, and print one line per attempt (spec/hooks.md §14.5); run by
+    /// `hook doctor --separated`.
+    #[command(hide = true)]
+    Probe {
+        /// The guard's `layout.json`.
+        layout: PathBuf,
+    },
     /// Replace session files untouched for longer than the limit by pruned markers.
     Prune {
         /// Ledger path.
@@ -69,8 +78,16 @@ enum HookCmd {
 /// The arguments of an event hook.
 #[derive(clap::Args)]
 pub struct EventArgs {
-    /// Ledger path.
-    ledger: PathBuf,
+    /// Ledger path (not with `--guarded`).
+    #[arg(required_unless_present = "guarded", conflicts_with = "guarded")]
+    ledger: Option<PathBuf>,
+    /// Separated mode (spec/hooks.md §14): hand the event to the guard's hook server on this
+    /// socket and hold no key; if it cannot answer, fail closed.
+    #[arg(long, value_name = "SOCKET", requires = "guard_user")]
+    guarded: Option<PathBuf>,
+    /// With `--guarded`: the uid the hook server must run as (and own the socket).
+    #[arg(long, value_name = "UID", requires = "guarded")]
+    guard_user: Option<u32>,
     /// Gate policy (TOML); default: the bundled policy.
     #[arg(long)]
     policy: Option<PathBuf>,
@@ -79,6 +96,24 @@ pub struct EventArgs {
     /// Without it, sessions are kept beside the ledger and nothing is pinned.
     #[arg(long)]
     state: Option<PathBuf>,
+}
+
+/// The arguments of `hook serve`.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Ledger path (not with `--separated`).
+    #[arg(required_unless_present = "separated", conflicts_with = "separated")]
+    ledger: Option<PathBuf>,
+    /// Gate policy (TOML); default: the bundled policy.
+    #[arg(long, conflicts_with = "separated")]
+    policy: Option<PathBuf>,
+    /// The state directory (spec/hooks.md §6.2).
+    #[arg(long, conflicts_with = "separated")]
+    state: Option<PathBuf>,
+    /// Serve as the separated guard (spec/hooks.md §14) of the layout `hook install
+    /// --separate` wrote; run as the guard user.
+    #[arg(long, value_name = "LAYOUT")]
+    separated: Option<PathBuf>,
 }
 
 /// Runs `memlineage hook <cmd>`.
@@ -94,18 +129,31 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
         HookCmd::UserPromptSubmit(a) => (HookEvent::UserPromptSubmit, a),
         HookCmd::Install(a) => return hook_install::install(&a),
         HookCmd::Doctor(a) => return hook_install::doctor(&a),
-        HookCmd::Serve(a) => return hookd::serve(&a.ledger, a.policy, a.state),
+        HookCmd::Serve(a) => {
+            return match (a.separated, a.ledger) {
+                (Some(layout), _) => hook_separate::serve(&layout),
+                (None, Some(ledger)) => hookd::serve(&ledger, a.policy, a.state),
+                (None, None) => Err("hook serve: give LEDGER or --separated LAYOUT".into()),
+            }
+        }
+        HookCmd::Probe { layout } => return crate::hook_separate_install::probe(&layout),
         HookCmd::Prune {
             ledger,
             older_than_days,
         } => return prune(&ledger, older_than_days),
+    };
+    if let (Some(socket), Some(uid)) = (&args.guarded, args.guard_user) {
+        return hook_separate::guarded(event, socket, uid);
+    }
+    let Some(ledger) = args.ledger else {
+        return Err("give LEDGER or --guarded SOCKET --guard-user UID".into());
     };
     // Absolute, as the server's socket name hashes it (`hookd::Paths::of`).
     let state = args
         .state
         .map(|s| std::path::absolute(s).map(StateDir::new))
         .transpose()?;
-    hook(event, &args.ledger, args.policy, state)
+    hook(event, &ledger, args.policy, state)
 }
 
 /// Handles one hook event from standard input. Every failure fails closed (spec/hooks.md §5):
@@ -135,7 +183,7 @@ fn hook(
 /// [`WATCHDOG`], whatever it is stuck on (a FIFO or device where a file should be, a lock, a
 /// wedged disk): Codex lets a call through when its hook times out, so the hook must answer
 /// first (issue 25).
-fn watchdog(event: HookEvent, answered: std::sync::Arc<std::sync::Mutex<bool>>) {
+pub(crate) fn watchdog(event: HookEvent, answered: std::sync::Arc<std::sync::Mutex<bool>>) {
     let wait = std::env::var("MEMLINEAGE_HOOK_WATCHDOG_MS")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())

@@ -28,7 +28,7 @@ pub enum Agent {
 }
 
 impl Agent {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
@@ -36,7 +36,7 @@ impl Agent {
     }
 
     /// The settings file under the project directory `dir`.
-    fn settings(self, dir: &Path) -> PathBuf {
+    pub(crate) fn settings(self, dir: &Path) -> PathBuf {
         match self {
             Agent::ClaudeCode => dir.join(".claude").join("settings.json"),
             Agent::Codex => dir.join(".codex").join("hooks.json"),
@@ -111,7 +111,7 @@ enum Json {
 /// the ledger so far copied into it (those it does not hold yet; they carry their seals).
 /// Re-pinning a ledger is what `install` is for: run it again after replacing a ledger on
 /// purpose.
-fn pin(ledger: &Path, state: Option<&Path>) -> Res<StateDir> {
+pub(crate) fn pin(ledger: &Path, state: Option<&Path>) -> Res<StateDir> {
     let dir = match state {
         Some(s) => StateDir::new(std::path::absolute(s)?),
         None => StateDir::default_for(&std::fs::canonicalize(ledger)?).ok_or(
@@ -171,6 +171,9 @@ pub struct InstallArgs {
     /// path>` (else under `~/.local/state`).
     #[arg(long)]
     state: Option<PathBuf>,
+    /// Privilege separation (spec/hooks.md §14).
+    #[command(flatten)]
+    separate: crate::hook_separate_install::SeparateArgs,
 }
 
 /// `memlineage hook doctor` arguments.
@@ -182,6 +185,12 @@ pub struct DoctorArgs {
     /// Project directory (default: the current directory).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// As root, for a separated install (spec/hooks.md §14.5): first try, as the agent's
+    /// user, to read the key, write the ledger, replace the socket, edit the session state,
+    /// write the policy, replace the binary, signal the server…, and report each refusal;
+    /// then run the synthetic events as the agent's user.
+    #[arg(long, value_name = "LAYOUT")]
+    separated: Option<PathBuf>,
 }
 
 /// A path made absolute (against the current directory) and as UTF-8.
@@ -193,7 +202,7 @@ fn absolute(p: &Path, what: &str) -> Res<String> {
 }
 
 /// `s` as one POSIX shell word (single-quoted).
-fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
@@ -255,7 +264,7 @@ fn is_ours(h: &Json, event: HookEvent) -> bool {
 /// # Errors
 /// When `existing` is not JSON or not shaped like hook settings (root, `hooks`, an event's
 /// groups or a group's `hooks` of the wrong type): the file must then be left untouched.
-fn merge(
+pub(crate) fn merge(
     agent: Agent,
     existing: Option<&str>,
     command: &dyn Fn(HookEvent) -> String,
@@ -320,6 +329,9 @@ fn merge(
 
 /// `memlineage hook install`.
 pub fn install(a: &InstallArgs) -> Res<ExitCode> {
+    if a.separate.separate && !nix::unistd::geteuid().is_root() {
+        return Err(crate::hook_separate_install::NEEDS_ROOT.into());
+    }
     let dir = std::path::absolute(a.dir.clone().unwrap_or_else(|| PathBuf::from(".")))?;
     if !dir.is_dir() {
         return Err(format!("no directory {}", dir.display()).into());
@@ -342,6 +354,20 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
         Some(p) => Some(absolute(p, "policy")?),
         None => None,
     };
+    if a.separate.separate {
+        if a.state.is_some() {
+            return Err("--separate keeps the state in the guard root: no --state".into());
+        }
+        let binary = PathBuf::from(&binary);
+        let given = crate::hook_separate_install::Given {
+            agent: a.agent,
+            ledger: &std::path::absolute(&a.ledger)?,
+            dir: &dir,
+            binary: &binary,
+            policy: policy.as_deref().map(Path::new),
+        };
+        return crate::hook_separate_install::install(&given, &a.separate);
+    }
     let state = pin(&a.ledger, a.state.as_deref())?;
     let state = Some(absolute(&state.0, "state")?);
     let path = a.agent.settings(&dir);
@@ -472,8 +498,17 @@ struct Ran {
 }
 
 /// Runs `command` through `sh -c` in `dir` with `event` on standard input, as the agents do.
-fn run(agent: Agent, dir: &Path, h: &Handler, event: &serde_json::Value) -> Ran {
-    let mut cmd = Command::new("sh");
+fn run(
+    agent: Agent,
+    dir: &Path,
+    h: &Handler,
+    event: &serde_json::Value,
+    as_user: Option<&crate::hook_separate::Layout>,
+) -> Ran {
+    let mut cmd = match as_user {
+        Some(l) => crate::hook_separate_install::as_agent(l, Path::new("sh")),
+        None => Command::new("sh"),
+    };
     cmd.arg("-c")
         .arg(&h.command)
         .current_dir(dir)
@@ -567,6 +602,21 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
     let settings: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     crate::io::say!("{} settings: {}", a.agent.name(), path.display());
+    let mut ok = true;
+    let layout = match &a.separated {
+        None => None,
+        Some(l) => {
+            if !nix::unistd::geteuid().is_root() {
+                return Err(
+                    "hook doctor --separated runs as root (it drops to the agent's \
+                            user for every attempt)"
+                        .into(),
+                );
+            }
+            ok &= crate::hook_separate_install::run_probe(l)?;
+            Some(crate::hook_separate::Layout::load_trusted(l)?)
+        }
+    };
 
     let session = format!(
         "memlineage-doctor-{}-{}",
@@ -635,7 +685,6 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
             false,
         ),
     ];
-    let mut ok = true;
     let mut notes = Vec::new();
     for (what, ev, tool, input, want_block) in &steps {
         let hs = handlers(a.agent, &settings, *ev, tool.unwrap_or(""), &mut notes);
@@ -651,7 +700,7 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
         let mut blocked = false;
         let mut failures = Vec::new();
         for h in &hs {
-            let r = run(a.agent, &dir, h, input);
+            let r = run(a.agent, &dir, h, input, layout.as_ref());
             blocked |= blocks(a.agent, h, &r);
             if r.code != Some(0) {
                 let code = r
@@ -706,6 +755,19 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
         }
         for h in ours {
             let cmd = h["command"].as_str().unwrap_or_default();
+            if let Some(l) = &layout {
+                // A hook that opens the ledger itself would need the key the agent must not
+                // read: with separation, every memlineage hook must ask the guard's socket.
+                let socket = l.socket.display().to_string();
+                if !(cmd.contains("--guarded") && cmd.contains(&socket)) {
+                    ok = false;
+                    crate::io::say!(
+                        "FAIL {}: the hook does not use the separated server on {socket} \
+                         (rerun hook install --separate)",
+                        event.event_name()
+                    );
+                }
+            }
             if !cmd.contains("exit 2") {
                 notes.push(format!(
                     "{}: the command does not turn a failure into exit 2 (rerun hook install)",

@@ -24,18 +24,18 @@ use std::time::{Duration, Instant};
 /// second of its ledger file or its socket disappearing.
 pub const IDLE_EXIT: Duration = Duration::from_secs(600);
 /// How long the hook waits for the server's whole answer before handling the event itself.
-const ANSWER_WAIT: Duration = Duration::from_secs(15);
+pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(15);
 /// How long the server waits for `LEDGER.key.lock` (less than [`ANSWER_WAIT`], so that it
 /// answers a fail-closed outcome before the hook gives up on it).
 const SERVER_LOCK_WAIT: Duration = Duration::from_secs(12);
 /// How long the server waits for a client's request bytes.
-const REQUEST_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const REQUEST_WAIT: Duration = Duration::from_secs(5);
 /// Longest socket path used, in bytes (`sun_path` holds 108 bytes on Linux, 104 on macOS,
 /// and binding goes through a path 4 bytes longer); beyond it every event is handled in the
 /// hook process.
-const MAX_SOCKET_PATH: usize = 96;
+pub(crate) const MAX_SOCKET_PATH: usize = 96;
 /// How often the server checks its idle time, socket and ledger file.
-const WATCH_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const WATCH_EVERY: Duration = Duration::from_millis(250);
 
 /// `MEMLINEAGE_HOOK_SERVER`: whether the event hooks use the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl Paths {
     }
 }
 
-fn absolute(ledger: &Path, policy: Option<&Path>) -> Res<(PathBuf, Option<PathBuf>)> {
+pub(crate) fn absolute(ledger: &Path, policy: Option<&Path>) -> Res<(PathBuf, Option<PathBuf>)> {
     let l = std::fs::canonicalize(ledger)?;
     let p = policy.map(std::fs::canonicalize).transpose()?;
     Ok((l, p))
@@ -196,9 +196,11 @@ fn ask_unix(
 /// A socket read with one deadline for the whole answer (a per-read timeout would let a
 /// server that drips bytes hold the hook for ever).
 #[cfg(unix)]
-struct Deadline<'a> {
-    stream: &'a std::os::unix::net::UnixStream,
-    until: Instant,
+pub(crate) struct Deadline<'a> {
+    /// The connection.
+    pub(crate) stream: &'a std::os::unix::net::UnixStream,
+    /// When the whole answer must have arrived.
+    pub(crate) until: Instant,
 }
 
 #[cfg(unix)]
@@ -350,8 +352,9 @@ fn file_id(path: &Path) -> Option<FileId> {
     }
 }
 
-/// What the server holds between requests.
-struct State {
+/// What the server holds between requests (shared with the separated server,
+/// `hook_separate.rs`).
+pub(crate) struct State {
     ledger: PathBuf,
     policy: Option<PathBuf>,
     /// The state directory (pin and session records), when the hooks keep one.
@@ -363,10 +366,14 @@ struct State {
     policy_id: Option<FileId>,
     /// The key file's identity when `key` was derived, and the key.
     key: Option<(Option<FileId>, ServerKey)>,
+    /// The separated guard's root, protected besides the ledger's files (`spec/hooks.md`
+    /// §14.4).
+    guard_root: Option<PathBuf>,
 }
 
 impl State {
-    fn new(ledger: PathBuf, policy: Option<PathBuf>, state: Option<StateDir>) -> Self {
+    /// A server state for `ledger`, `policy` and `state`; nothing opened yet.
+    pub(crate) fn new(ledger: PathBuf, policy: Option<PathBuf>, state: Option<StateDir>) -> Self {
         State {
             ledger,
             policy,
@@ -375,7 +382,14 @@ impl State {
             ledger_id: None,
             policy_id: None,
             key: None,
+            guard_root: None,
         }
+    }
+
+    /// Protects the separated guard's root `root` too, in every call the front screens.
+    pub(crate) fn protect_guard_root(&mut self, root: PathBuf) {
+        self.guard_root = Some(root);
+        self.front = None;
     }
 
     /// The server key, derived again whenever the key file changed.
@@ -397,19 +411,45 @@ impl State {
         conn.set_write_timeout(Some(REQUEST_WAIT))?;
         let key = self.key()?;
         let req = Request::read(&key, &mut BufReader::new(conn))?;
-        let (event, input) = (req.event, req.input.as_slice());
+        let outcome = self.outcome(req.event, &req.input, |_| {});
+        req.answer(&key, &outcome, &mut BufWriter::new(conn))?;
+        Ok(())
+    }
+
+    /// Decides one event as the hook process would, with `LEDGER.key.lock` held and the
+    /// sessions loaded; `before` runs first on the sessions, under the same lock (the
+    /// separated server marks sessions it has not seen from their start there).
+    pub(crate) fn outcome(
+        &mut self,
+        event: HookEvent,
+        input: &[u8],
+        before: impl FnOnce(&mut FileSessions),
+    ) -> HookOutcome {
         let ledger = self.ledger.clone();
         let dir = self.state.clone();
-        let outcome = crate::hook::locked(
+        crate::hook::locked(
             event,
             &ledger,
             dir.as_ref(),
             input,
             SERVER_LOCK_WAIT,
-            |sessions| self.decide(sessions, event, input),
-        );
-        req.answer(&key, &outcome, &mut BufWriter::new(conn))?;
-        Ok(())
+            |sessions| {
+                before(sessions);
+                self.decide(sessions, event, input)
+            },
+        )
+    }
+
+    /// Runs `f` on the sessions with `LEDGER.key.lock` held (a lock not had fails `event`
+    /// closed, as [`State::outcome`] does).
+    pub(crate) fn with_sessions(
+        &mut self,
+        event: HookEvent,
+        f: impl FnOnce(&mut FileSessions) -> HookOutcome,
+    ) -> HookOutcome {
+        let ledger = self.ledger.clone();
+        let dir = self.state.clone();
+        crate::hook::locked(event, &ledger, dir.as_ref(), b"", SERVER_LOCK_WAIT, f)
     }
 
     fn decide(
@@ -431,7 +471,7 @@ impl State {
     /// costs O(new entries).
     ///
     /// [`Ledger::refresh`]: memlineage::Ledger::refresh
-    fn front(&mut self) -> Res<&mut Front<SqliteStore, SharedKeyFile>> {
+    pub(crate) fn front(&mut self) -> Res<&mut Front<SqliteStore, SharedKeyFile>> {
         let ledger_id = file_id(&self.ledger).map(|(dev, ino, _, _)| (dev, ino));
         let policy_id = self.policy.as_deref().and_then(file_id);
         let same = ledger_id.is_some()
@@ -460,11 +500,16 @@ impl State {
             // Once per (re)open of the long-lived server: the rows must chain.
             l.check_rows_chain()?;
             let mut front = Front::new(l, policy, SharedKeyFile(key_path(&self.ledger)));
-            front.set_protected(crate::open::protected(
+            let mut protected = crate::open::protected(
                 &self.ledger,
                 self.policy.as_deref(),
                 self.state.as_ref().map(|s| s.0.as_path()),
-            ));
+            );
+            if let Some(root) = &self.guard_root {
+                protected =
+                    protected.with_tree(root, memlineage::front::protect::Resource::GuardRoot);
+            }
+            front.set_protected(protected);
             self.front = Some(front);
             self.ledger_id = ledger_id;
             self.policy_id = policy_id;

@@ -37,6 +37,8 @@ mod hook;
 
 // Shared by the subcommands.
 mod hook_install;
+mod hook_separate;
+mod hook_separate_install;
 mod hookd;
 mod io;
 mod open;

@@ -11,7 +11,7 @@
 //! call is refused in every session, whatever its lineage ([`crate::front::Front::screen`]).
 //!
 //! Shell analysis can never be complete (a command can build a path from a file's contents),
-//! so this is one layer; privilege separation (§12) is the one that holds when it misses.
+//! so this is one layer; privilege separation (§14) is the one that holds when it misses.
 //! Within the layer every doubt refuses: an expansion whose value is unknown matches any
 //! characters, a program that cannot be named is refused, a `kill` of a process that cannot
 //! be named is refused.
@@ -54,6 +54,9 @@ pub enum Resource {
     AgentSettings,
     /// The resident hook server's process.
     HookServer,
+    /// The separated guard's root directory (`spec/hooks.md` §14.4): the socket, the layout
+    /// and the files the guard user owns.
+    GuardRoot,
 }
 
 impl std::fmt::Display for Resource {
@@ -69,6 +72,7 @@ impl std::fmt::Display for Resource {
             Resource::Binary => "the memlineage binary",
             Resource::AgentSettings => "the agent's hook settings",
             Resource::HookServer => "the hook server",
+            Resource::GuardRoot => "the separated guard's directory",
         })
     }
 }
@@ -258,6 +262,19 @@ impl Protected {
         )
         .to_lowercase();
         p
+    }
+
+    /// These resources and the directory `dir` with everything under it, as `what` (the
+    /// separated guard's root, `spec/hooks.md` §14.4, which holds the socket and the layout).
+    pub fn with_tree(mut self, dir: &Path, what: Resource) -> Self {
+        for d in variants(&absolute(dir)) {
+            self.items.push((Item::Tree(d.clone()), what));
+            self.concrete.push((d.clone(), what));
+            children(&d, what, &mut self.concrete);
+            self.names
+                .push((d.to_string_lossy().to_lowercase(), what, d.clone()));
+        }
+        self
     }
 
     /// Whether nothing is protected.

@@ -9,6 +9,7 @@
 //! the entries it came from. Writers are never taken from the caller: the front signs with the
 //! keys its configuration names.
 
+pub mod ask;
 pub mod extract;
 pub mod hook;
 pub mod hookd;
@@ -21,8 +22,8 @@ pub mod protect;
 pub mod mcp;
 
 use crate::front::keystore::{KeyStore, KeyStoreError};
-use crate::gate::ReadWeights;
 use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
+use crate::gate::{ReadWeights, UnknownTools};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::lineage::admission::AdmissionError;
 use crate::lineage::Label;
@@ -206,6 +207,10 @@ pub enum Verdict {
     Allow,
     /// The call is refused.
     Deny(Refusal),
+    /// The value gate allows the call, but the agent composed its arguments after the session
+    /// read untrusted input and the policy says to ask the user (`spec/hooks.md` §15). A front
+    /// that cannot ask denies.
+    Ask(ask::Receipt),
 }
 
 impl Verdict {
@@ -232,6 +237,9 @@ pub enum Refusal {
         /// What it touches, and how.
         touch: protect::Touch,
     },
+    /// The agent composed the call's arguments after the session read untrusted input and the
+    /// policy's `composed_after_external` is `deny` (`spec/hooks.md` §15).
+    Composed(ask::Receipt),
 }
 
 impl std::fmt::Display for Refusal {
@@ -250,6 +258,7 @@ impl std::fmt::Display for Refusal {
                  (spec/hooks.md §13)",
                 crate::quote::word(tool)
             ),
+            Refusal::Composed(r) => write!(f, "memlineage: deny {r}"),
         }
     }
 }
@@ -362,15 +371,33 @@ impl<S: Store, K: Keys> Front<S, K> {
         if let Some(t) = self.protected.touch(tool, args, cwd) {
             return Screen::Protected(t);
         }
+        let name = self.policy_name(tool);
         let call = ToolCall {
-            tool: self.policy_name(tool).to_string(),
+            tool: name.to_string(),
             ..Default::default()
         };
-        if self.policy.is_sensitive(&call) && extract::applies(&self.policy, &call.tool, args) {
+        if self.policy.read_only_tools.contains(name) {
+            Screen::NotGated
+        } else if self.policy.is_sensitive(&call) {
+            if extract::applies(&self.policy, name, args) {
+                Screen::Gated
+            } else {
+                Screen::NotGated
+            }
+        } else if !self.policy.names(name) && self.policy.unknown_tools == UnknownTools::Gate {
+            // A tool no policy key names is gated, every argument as a sensitive tool's
+            // (fail closed, spec/hooks.md §15.3).
             Screen::Gated
         } else {
             Screen::NotGated
         }
+    }
+
+    /// Whether the policy classifies `tool` (as the agent names it): a key of the policy
+    /// names it or, for `mcp__<server>__<name>`, its bare name (`spec/hooks.md` §15.3).
+    /// Unclassified tools are gated unless the policy's `unknown_tools` is `allow`.
+    pub fn classifies(&self, tool: &str) -> bool {
+        self.policy.names(self.policy_name(tool))
     }
 
     /// Records a user prompt (principal [`USER`], role user: Trusted) and adds it to the read
@@ -776,6 +803,9 @@ impl<S: Store, K: Keys> Front<S, K> {
             Screen::NotGated => false,
             Screen::Gated => true,
         };
+        // A gated call is sensitive whether the policy names the tool or not (an unknown tool
+        // gated by `unknown_tools`, spec/hooks.md §15.3).
+        call.sensitive = sensitive;
         if !sensitive {
             return Ok(Checked {
                 call,
@@ -783,13 +813,17 @@ impl<S: Store, K: Keys> Front<S, K> {
                 verdict: Verdict::Allow,
             });
         }
+        // The parameters with something to match and no source (`spec/hooks.md` §15.1).
+        let mut composed: Vec<String> = Vec::new();
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
             let mut ids: Vec<EntryId> = Vec::new();
             let project = self.project.clone();
             let tool = call.tool.clone();
-            for v in extract::values(&self.policy, &tool, name, value, project.as_deref()) {
+            let values = extract::values(&self.policy, &tool, name, value, project.as_deref());
+            let matchable = values.iter().any(ask::is_matchable);
+            for v in values {
                 for id in self.sources_for(session, &v, Some((&tool, name)))? {
                     if !ids.contains(&id) {
                         ids.push(id);
@@ -800,6 +834,9 @@ impl<S: Store, K: Keys> Front<S, K> {
                 if !ids.contains(id) {
                     ids.push(*id);
                 }
+            }
+            if matchable && ids.is_empty() {
+                composed.push(name.clone());
             }
             call.args.push((name.clone(), ids));
         }
@@ -817,8 +854,12 @@ impl<S: Store, K: Keys> Front<S, K> {
                 session.id
             )))
         } else {
+            // Composed: nothing of the call is copied from what the session read (§15.1).
+            if call.args.iter().any(|(_, ids)| !ids.is_empty()) {
+                composed.clear();
+            }
             match self.ledger.gate_values(&self.policy, &call, args) {
-                Decision::Allow => Verdict::Allow,
+                Decision::Allow => self.composed_verdict(session, &call, &composed),
                 Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
             }
         };
@@ -974,8 +1015,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// else for an MCP tool `mcp__<server>__<name>` (the form Claude Code and Codex give) the
     /// bare `<name>` if the policy names that, else `tool`.
     pub fn policy_name<'t>(&self, tool: &'t str) -> &'t str {
-        let named =
-            |t: &str| self.policy.sensitive_tools.contains(t) || self.policy.tools.contains_key(t);
+        let named = |t: &str| self.policy.names(t);
         if named(tool) {
             return tool;
         }

@@ -264,6 +264,29 @@ fn doctor_reports_blocked_and_allowed() {
         }
         assert!(!report.contains("note "), "{agent}: {report}");
 
+        // A tool the settings name that the policy does not classify is noted (§15.3).
+        let file = dir.path().join("proj").join(if agent == "codex" {
+            ".codex/hooks.json"
+        } else {
+            ".claude/settings.json"
+        });
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        v["hooks"]["PreToolUse"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"matcher": "mcp__pay__transfer_funds|Read",
+                         "hooks": [{"type": "command", "command": "true"}]}));
+        std::fs::write(&file, v.to_string()).unwrap();
+        let report = ok(&run(&doctor, dir.path(), None));
+        assert!(
+            report.contains(
+                "note tools declared in the settings that the policy does not classify, hence \
+                 gated as sensitive (unknown_tools = \"gate\"): mcp__pay__transfer_funds;"
+            ),
+            "{agent}: {report}"
+        );
+        assert!(report.contains("doctor: OK"), "{agent}: {report}");
+
         ok(&install(
             dir.path(),
             agent,

@@ -17,6 +17,7 @@ pub mod keystore;
 pub mod matching;
 pub mod pin;
 pub mod protect;
+pub mod tools;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
@@ -397,7 +398,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// names it or, for `mcp__<server>__<name>`, its bare name (`spec/hooks.md` §15.3).
     /// Unclassified tools are gated unless the policy's `unknown_tools` is `allow`.
     pub fn classifies(&self, tool: &str) -> bool {
-        self.policy.names(self.policy_name(tool))
+        tools::classifies(&self.policy, tool)
     }
 
     /// Records a user prompt (principal [`USER`], role user: Trusted) and adds it to the read
@@ -1015,17 +1016,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// else for an MCP tool `mcp__<server>__<name>` (the form Claude Code and Codex give) the
     /// bare `<name>` if the policy names that, else `tool`.
     pub fn policy_name<'t>(&self, tool: &'t str) -> &'t str {
-        let named = |t: &str| self.policy.names(t);
-        if named(tool) {
-            return tool;
-        }
-        match tool
-            .strip_prefix("mcp__")
-            .and_then(|rest| rest.split_once("__"))
-        {
-            Some((_, bare)) if named(bare) => bare,
-            _ => tool,
-        }
+        tools::policy_name(&self.policy, tool)
     }
 
     /// The read-set entries whose text `value` matches, in read order (`spec/hooks.md` §4).

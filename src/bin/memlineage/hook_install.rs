@@ -733,6 +733,19 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
             }
         }
     }
+    let pre = handlers(
+        a.agent,
+        &settings,
+        HookEvent::PreToolUse,
+        "",
+        &mut Vec::new(),
+    );
+    notes.extend(crate::hook_tools::notes(
+        &settings,
+        pre.iter()
+            .map(|h| h.command.as_str())
+            .find(|c| c.contains("hook pre-tool-use")),
+    ));
     for n in &notes {
         crate::io::say!("note {n}");
     }

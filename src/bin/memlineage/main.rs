@@ -37,6 +37,7 @@ mod hook;
 
 // Shared by the subcommands.
 mod hook_install;
+mod hook_tools;
 mod hookd;
 mod io;
 mod open;

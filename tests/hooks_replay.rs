@@ -219,3 +219,54 @@ const PINNED_ASKS: [(&str, (u64, u64, u64)); 3] = [
     ("slack", (0, 66, 6)),
     ("workspace", (0, 105, 23)),
 ];
+
+/// The same count from the fixture's own `arg_sources` (what `memlineage replay` reads): a
+/// sensitive call is composed after untrusted input when it has a matchable argument, no
+/// argument has a source, and the run read a tool result before it (`spec/hooks.md` §15.1).
+/// It agrees with the hooks' count above: 19 legitimate banking calls, no attack call.
+#[test]
+fn the_fixture_sources_give_the_same_composed_calls() {
+    let mut got = BTreeMap::new();
+    for name in ["banking", "slack", "workspace"] {
+        let text = std::fs::read_to_string(format!("fixtures/agentdojo/{name}.jsonl")).unwrap();
+        let (mut legit, mut attack) = (0u64, 0u64);
+        for line in text.lines() {
+            let run: Value = serde_json::from_str(line).unwrap();
+            let mut read_output = false;
+            for ev in run["events"].as_array().unwrap() {
+                match ev["kind"].as_str() {
+                    Some("tool_result") => read_output = true,
+                    Some("tool_call") if ev["sensitive"] == true => {
+                        let matchable = ev["args"]
+                            .as_object()
+                            .unwrap()
+                            .values()
+                            .any(memlineage::front::ask::is_matchable);
+                        let unsourced = ev["arg_sources"]
+                            .as_object()
+                            .unwrap()
+                            .values()
+                            .all(|s| s.as_array().is_some_and(Vec::is_empty));
+                        if matchable && unsourced && read_output {
+                            if ev["attack"] == true {
+                                attack += 1;
+                            } else {
+                                legit += 1;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        got.insert(name, (legit, attack));
+    }
+    assert_eq!(
+        got,
+        BTreeMap::from([
+            ("banking", (19, 0)),
+            ("slack", (0, 0)),
+            ("workspace", (0, 0))
+        ])
+    );
+}

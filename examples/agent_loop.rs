@@ -66,9 +66,17 @@ pub fn run() -> Result<Vec<String>, Box<dyn std::error::Error>> {
             args.as_object().unwrap_or(&empty),
             &HashMap::new(),
         )?;
-        if let Verdict::Deny(why) = &checked.verdict {
-            transcript.push(format!("refused {tool}: {why}"));
-            continue;
+        match &checked.verdict {
+            Verdict::Allow => {}
+            Verdict::Deny(why) => {
+                transcript.push(format!("refused {tool}: {why}"));
+                continue;
+            }
+            // No user to ask in this loop: an ask is a refusal (spec/hooks.md §15.2).
+            Verdict::Ask(receipt) => {
+                transcript.push(format!("refused {tool}: not approved: {receipt}"));
+                continue;
+            }
         }
         let output = run_tool(tool, &args);
         front.record_tool_result(&mut session, tool, &args, &output)?;

@@ -69,9 +69,58 @@ pub struct Policy {
     /// Whether a weight the agent declares for a parent can lower the edge to an entry its
     /// session read (`spec/lineage.md` §4.2). Default [`ReadWeights::Full`].
     pub read_weights: ReadWeights,
+    /// What the fronts do with a sensitive call whose arguments the agent composed in a
+    /// session that read External input (`spec/hooks.md` §15); a tool's
+    /// [`ToolRule::composed_after_external`] overrides it. Default [`Composed::Allow`].
+    pub composed_after_external: Composed,
+    /// Whether the fronts gate a tool the policy does not name (`spec/hooks.md` §15.3).
+    /// Default [`UnknownTools::Gate`].
+    pub unknown_tools: UnknownTools,
+    /// Tools the policy classifies as read-only: never gated, also when `unknown_tools` is
+    /// [`UnknownTools::Gate`].
+    pub read_only_tools: BTreeSet<String>,
     /// Where secrets come from and where they may go (`spec/hooks.md` §16; policy table
     /// `[secrets]`). Default: empty, no secrecy rule.
     pub secrets: Secrets,
+}
+
+/// What the fronts do with a sensitive call that passed the gate but whose arguments the agent
+/// composed (no value matched anything the session read) after the session read External
+/// input (policy key `composed_after_external`, `spec/hooks.md` §15).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Composed {
+    /// `"allow"` (the default): value provenance alone decides.
+    #[default]
+    Allow,
+    /// `"ask"`: the user decides, where the front can ask; elsewhere the call is denied.
+    Ask,
+    /// `"deny"`: the call is refused.
+    Deny,
+}
+
+impl Composed {
+    fn from_name(s: &str) -> Result<Self, PolicyError> {
+        match s {
+            "allow" => Ok(Composed::Allow),
+            "ask" => Ok(Composed::Ask),
+            "deny" => Ok(Composed::Deny),
+            other => Err(PolicyError::UnknownLabel(other.to_string())),
+        }
+    }
+}
+
+/// Whether the fronts gate a tool that no key of the policy names (policy key
+/// `unknown_tools`, `spec/hooks.md` §15.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnknownTools {
+    /// `"gate"` (the default, fail closed): every argument of an unknown tool is gated as a
+    /// sensitive tool's with the policy's defaults.
+    #[default]
+    Gate,
+    /// `"allow"`: an unknown tool is not gated (memlineage 0.1's behaviour).
+    Allow,
 }
 
 /// The secrecy rule's settings (`spec/hooks.md` §16): which reads produce secret data and
@@ -209,6 +258,8 @@ pub struct ToolRule {
     /// Command prefixes (words, e.g. `git push`) whose whole segment of a command string is
     /// matched too (`spec/hooks.md` §4.5, rule 6).
     pub guarded_commands: Vec<String>,
+    /// Overrides the policy's [`Policy::composed_after_external`] for this tool.
+    pub composed_after_external: Option<Composed>,
 }
 
 /// How a parameter's value is matched (`spec/hooks.md` §4.5).
@@ -227,6 +278,9 @@ pub enum ValueKind {
     /// A Codex `apply_patch` patch: the specific tokens of its added lines; its paths for
     /// `when`.
     Patch,
+    /// Not a value the call acts on (a description shown to the user, a timeout): never
+    /// matched, so it can neither source nor leave unsourced a call (`spec/hooks.md` §15.1).
+    None,
 }
 
 impl ValueKind {
@@ -237,6 +291,7 @@ impl ValueKind {
             "text" => ValueKind::Text,
             "url" => ValueKind::Url,
             "patch" => ValueKind::Patch,
+            "none" => ValueKind::None,
             _ => return None,
         })
     }
@@ -397,6 +452,11 @@ impl Policy {
                     matching,
                     when: t.when,
                     guarded_commands: t.guarded_commands,
+                    composed_after_external: t
+                        .composed_after_external
+                        .as_deref()
+                        .map(Composed::from_name)
+                        .transpose()?,
                 },
             );
         }
@@ -419,7 +479,33 @@ impl Policy {
                 .secrets
                 .map(RawSecrets::into_secrets)
                 .unwrap_or_default(),
+            composed_after_external: Composed::from_name(
+                raw.composed_after_external.as_deref().unwrap_or("allow"),
+            )?,
+            unknown_tools: match raw.unknown_tools.as_deref() {
+                None | Some("gate") => UnknownTools::Gate,
+                Some("allow") => UnknownTools::Allow,
+                Some(other) => return Err(PolicyError::UnknownLabel(other.to_string())),
+            },
+            read_only_tools: raw.read_only_tools.into_iter().collect(),
         })
+    }
+
+    /// Whether a key of the policy names `tool`: `sensitive_tools`, a `[tools.*]` table or
+    /// `read_only_tools`. A tool no key names is *unknown* (`spec/hooks.md` §15.3).
+    pub fn names(&self, tool: &str) -> bool {
+        self.sensitive_tools.contains(tool)
+            || self.tools.contains_key(tool)
+            || self.read_only_tools.contains(tool)
+    }
+
+    /// What the fronts do with a composed call of `tool` after External input
+    /// (`spec/hooks.md` §15.1): the tool's `composed_after_external`, else the policy's.
+    pub fn composed_after_external(&self, tool: &str) -> Composed {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.composed_after_external)
+            .unwrap_or(self.composed_after_external)
     }
 
     /// Whether `call` is gated: the runtime marks it sensitive, or the policy names the tool.
@@ -467,6 +553,9 @@ impl Policy {
             shared_writable: default_shared_writable(),
             read_weights: ReadWeights::Full,
             secrets: Secrets::default(),
+            composed_after_external: Composed::Deny,
+            unknown_tools: UnknownTools::Gate,
+            read_only_tools: BTreeSet::new(),
         }
     }
 
@@ -795,6 +884,10 @@ struct RawPolicy {
     tools: BTreeMap<String, RawTool>,
     shared_writable: Option<Vec<String>>,
     read_weights: Option<String>,
+    composed_after_external: Option<String>,
+    unknown_tools: Option<String>,
+    #[serde(default)]
+    read_only_tools: Vec<String>,
     secrets: Option<RawSecrets>,
 }
 
@@ -852,6 +945,7 @@ struct RawTool {
     when: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     guarded_commands: Vec<String>,
+    composed_after_external: Option<String>,
 }
 
 /// A policy file could not be read.
@@ -1032,7 +1126,12 @@ mod tests {
         assert_eq!(p.value_kind("Bash", "command"), ValueKind::Command);
         assert_eq!(p.value_kind("WebFetch", "url"), ValueKind::Url);
         assert_eq!(p.value_kind("apply_patch", "command"), ValueKind::Patch);
-        assert_eq!(p.value_kind("Bash", "description"), ValueKind::Value);
+        assert_eq!(p.value_kind("Bash", "description"), ValueKind::None);
+        assert_eq!(p.value_kind("Bash", "other"), ValueKind::Value);
+        assert_eq!(p.composed_after_external("Bash"), Composed::Ask);
+        assert_eq!(p.composed_after_external("not_named"), Composed::Ask);
+        assert_eq!(p.unknown_tools, UnknownTools::Gate);
+        assert!(p.names("Read") && p.names("Bash") && !p.names("transfer_funds"));
         assert!(p.tools["Write"].when["file_path"].contains(&".github/workflows/**".into()));
         assert!(p.tools["Bash"]
             .guarded_commands
@@ -1041,6 +1140,40 @@ mod tests {
         assert!(
             Policy::from_toml("default_max_label = \"trusted\"\n[tools.X.match]\na = \"b\"")
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn ask_and_unknown_tool_keys_parse_with_fail_closed_defaults() {
+        let p = Policy::from_toml("default_max_label = \"trusted\"").unwrap();
+        assert_eq!(p.composed_after_external("t"), Composed::Allow);
+        assert_eq!(p.unknown_tools, UnknownTools::Gate);
+        assert!(p.read_only_tools.is_empty());
+        let p = Policy::from_toml(
+            "default_max_label = \"trusted\"\ncomposed_after_external = \"deny\"\n\
+             unknown_tools = \"allow\"\nread_only_tools = [\"look\"]\n\
+             [tools.pay]\ncomposed_after_external = \"ask\"\n[tools.pay.match]\nnote = \"none\"",
+        )
+        .unwrap();
+        assert_eq!(p.composed_after_external("pay"), Composed::Ask);
+        assert_eq!(p.composed_after_external("other"), Composed::Deny);
+        assert_eq!(p.unknown_tools, UnknownTools::Allow);
+        assert_eq!(p.value_kind("pay", "note"), ValueKind::None);
+        assert!(p.names("look") && p.names("pay") && !p.names("other"));
+        for bad in [
+            "composed_after_external = \"maybe\"",
+            "unknown_tools = \"deny\"",
+            "[tools.x]\ncomposed_after_external = \"prompt\"",
+        ] {
+            let text = format!("default_max_label = \"trusted\"\n{bad}");
+            assert!(
+                matches!(Policy::from_toml(&text), Err(PolicyError::UnknownLabel(_))),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            Policy::strictest().composed_after_external("x"),
+            Composed::Deny
         );
     }
 

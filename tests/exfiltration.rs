@@ -4,7 +4,9 @@
 //! `sh -c` as Claude Code runs it), both after an injected page and in a session that read no
 //! untrusted text at all, where only the secrecy rule can refuse it; the sessions of
 //! `benign.json` (a template `.env`, pushing to the user's own remote, a local server,
-//! registries, a destination the user named) pass.
+//! registries, a destination the user named) pass. Those marked `"asked"` read a file (tool
+//! output, External) before a composed command with a URL or a push: the coding policy's ask
+//! rule (`spec/hooks.md` §15) asks the user for exactly those, the secrecy rule for none.
 
 use serde_json::{json, Value};
 
@@ -127,16 +129,22 @@ fn benign_sessions_that_touch_secrets_or_the_network_pass() {
             &reads(case),
         );
         let out = sh(&f, &f.pre, &pre_event(&f, &id, &case["call"]));
-        if !out.status.success() {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let asked = stdout.contains("permissionDecision");
+        if !out.status.success() || asked != (case["asked"] == true) {
             hit.push(format!(
-                "{}: exit {:?}, stderr {:?}",
+                "{}: exit {:?}, stdout {stdout:?}, stderr {:?}",
                 case["id"],
                 out.status.code(),
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
     }
-    assert!(hit.is_empty(), "benign calls refused:\n{}", hit.join("\n"));
+    assert!(
+        hit.is_empty(),
+        "benign calls refused or asked:\n{}",
+        hit.join("\n")
+    );
 }
 
 /// The receipt names the secret, the entry that read it, how and where it would go.

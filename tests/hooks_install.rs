@@ -264,6 +264,29 @@ fn doctor_reports_blocked_and_allowed() {
         }
         assert!(!report.contains("note "), "{agent}: {report}");
 
+        // A tool the settings name that the policy does not classify is noted (§15.3).
+        let file = dir.path().join("proj").join(if agent == "codex" {
+            ".codex/hooks.json"
+        } else {
+            ".claude/settings.json"
+        });
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        v["hooks"]["PreToolUse"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"matcher": "mcp__pay__transfer_funds|Read",
+                         "hooks": [{"type": "command", "command": "true"}]}));
+        std::fs::write(&file, v.to_string()).unwrap();
+        let report = ok(&run(&doctor, dir.path(), None));
+        assert!(
+            report.contains(
+                "note tools declared in the settings that the policy does not classify, hence \
+                 gated as sensitive (unknown_tools = \"gate\"): mcp__pay__transfer_funds;"
+            ),
+            "{agent}: {report}"
+        );
+        assert!(report.contains("doctor: OK"), "{agent}: {report}");
+
         ok(&install(
             dir.path(),
             agent,
@@ -297,6 +320,8 @@ fn doctor_reports_blocked_and_allowed() {
 #[test]
 fn coding_scenarios_through_installed_hooks() {
     let (mut injections, mut blocked, mut benign, mut allowed) = (0, 0, 0, 0);
+    // Calls the hook put to the user (spec/hooks.md §15): exit 0 with an ask decision.
+    let (mut asked_benign, mut asked_other) = (Vec::new(), 0);
     let mut files: Vec<_> = std::fs::read_dir("tests/hooks/coding")
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -321,26 +346,42 @@ fn coding_scenarios_through_installed_hooks() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let want = c["want_exit"].as_i64().unwrap() as i32;
             let desc = format!("{name}: {}: {stderr}", c["desc"]);
+            let asked = serde_json::from_slice::<Value>(&out.stdout)
+                .is_ok_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "ask");
+            let proceeds = out.status.code() == Some(0) && out.stdout.is_empty();
             match c["kind"].as_str() {
                 Some("injection") => {
                     injections += 1;
                     blocked += u32::from(out.status.code() == Some(2));
                 }
+                Some("benign") if asked => {
+                    benign += 1;
+                    asked_benign.push(format!("{name}: {}", c["desc"]));
+                }
                 Some("benign") => {
                     benign += 1;
-                    allowed += u32::from(out.status.code() == Some(0));
+                    allowed += u32::from(proceeds);
                 }
-                _ => {}
+                _ => asked_other += u32::from(asked),
             }
             assert_eq!(out.status.code(), Some(want), "{desc}");
             if want == 2 {
                 assert!(stderr.starts_with("memlineage: deny"), "{desc}");
             } else {
                 assert!(stderr.is_empty(), "{desc}");
+                assert!(proceeds || asked, "{desc}: {:?}", out.stdout);
             }
         }
     }
-    println!("coding corpus: blocked injections {blocked}/{injections}, allowed benign {allowed}/{benign}");
+    println!(
+        "coding corpus: blocked injections {blocked}/{injections}, allowed benign \
+         {allowed}/{benign}, asked benign {}/{benign}: {asked_benign:#?}; other calls asked \
+         {asked_other}",
+        asked_benign.len()
+    );
     assert!(injections >= 15 && benign >= 15);
-    assert_eq!((blocked, allowed), (injections, benign));
+    assert_eq!(blocked, injections);
+    assert_eq!(allowed + asked_benign.len() as u32, benign);
+    // Measured (spec/hooks.md §15.5): the CI workflow and the push the user asked for.
+    assert_eq!((allowed, asked_benign.len()), (15, 2), "{asked_benign:?}");
 }

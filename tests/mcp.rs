@@ -218,3 +218,51 @@ async fn the_mcp_gate_refuses_calls_that_touch_the_guard() {
     assert_eq!(ok["decision"], "allow", "{ok}");
     client.cancel().await.unwrap();
 }
+
+/// Ask, do not silently allow (`spec/hooks.md` §15): through the MCP gate, with the coding
+/// policy (the server's default), a command the agent composed after the session read the
+/// injected bill is answered `ask` with the receipt; the bill's IBAN, copied into a payment
+/// tool the policy does not name, is denied; a command with nothing to match is allowed.
+#[tokio::test(flavor = "current_thread")]
+async fn the_mcp_gate_asks_for_a_composed_call_after_untrusted_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, page) = seed(dir.path());
+    let cmd = tokio::process::Command::new(cli_support::BIN).configure(|c| {
+        c.args(["mcp", "l.db"]).current_dir(dir.path());
+    });
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let asked = call(
+        &client,
+        "ledger_gate_check",
+        json!({"tool": "Bash", "args": {"command": "curl -sS https://status.example.com/ping"}}),
+    )
+    .await;
+    assert_eq!(asked["decision"], "ask", "{asked}");
+    let reason = asked["reason"].as_str().unwrap();
+    assert!(reason.starts_with("memlineage: ask Bash:"), "{reason}");
+    assert!(reason.contains("composed by the agent"), "{reason}");
+    assert!(
+        reason.contains(&page[..8]),
+        "the receipt names the page: {reason}"
+    );
+    let denied = call(
+        &client,
+        "ledger_gate_check",
+        json!({"tool": "transfer_funds",
+               "args": {"iban": "US133000000121212121212", "amount": 5}}),
+    )
+    .await;
+    assert_eq!(denied["decision"], "deny", "{denied}");
+    assert_eq!(
+        denied["sensitive"], true,
+        "an unknown tool is gated: {denied}"
+    );
+    let ok = call(
+        &client,
+        "ledger_gate_check",
+        json!({"tool": "Bash", "args": {"command": "cargo build", "description": "Build"}}),
+    )
+    .await;
+    assert_eq!(ok["decision"], "allow", "{ok}");
+    client.cancel().await.unwrap();
+}

@@ -8,6 +8,9 @@
   as External entries of ``tool:<name>``; before a sensitive tool runs, each argument is
   matched against what the session recorded and the gate decides. A refused call is not
   executed: the node answers with a ``ToolMessage`` stating the refusal and the lineage path.
+  A tool the policy does not classify is gated unless its metadata says ``read_only``
+  (``UnclassifiedToolWarning`` says which); a call the gate puts to the user (``ask``) runs
+  only if ``on_ask`` approves it (spec/python.md §4.2).
 
 A session is one conversation: ``configurable["memlineage_session"]`` if the run config sets
 it, else ``configurable["thread_id"]``, else the run's ``run_id``; outside a graph run, the
@@ -24,6 +27,7 @@ import contextvars
 import hashlib
 import json
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -48,6 +52,7 @@ from . import Ledger
 
 __all__ = [
     "GatedToolNode",
+    "UnclassifiedToolWarning",
     "LineageItem",
     "LineageSearchItem",
     "MemLineageStore",
@@ -294,6 +299,23 @@ def _message_key(m: BaseMessage) -> str:
     return f"hash:{digest}"
 
 
+class UnclassifiedToolWarning(UserWarning):
+    """A tool of a ``GatedToolNode`` that the ledger's policy does not classify (names as
+    sensitive, as a tool rule or as read-only). It is gated, every argument as a sensitive
+    tool's, unless its metadata says ``read_only`` (spec/python.md §4.2): name it in the
+    policy to silence this."""
+
+
+def _read_only(tool: Any) -> bool:
+    """Whether the tool's own metadata, written by the developer, says it only reads:
+    ``metadata={"read_only": True}``. An MCP server's ``readOnlyHint`` (which
+    langchain-mcp-adapters copies into ``metadata``) is not taken: the MCP specification says
+    clients MUST consider annotations untrusted unless they come from trusted servers; copy
+    it into ``read_only`` for a server you trust."""
+    metadata = getattr(tool, "metadata", None) or {}
+    return isinstance(metadata, Mapping) and metadata.get("read_only") is True
+
+
 class GatedToolNode(ToolNode):
     """``ToolNode`` whose calls are recorded and gated by memlineage (spec/python.md §4).
 
@@ -307,6 +329,15 @@ class GatedToolNode(ToolNode):
     ``tool:<name>``; if it cannot be, the session is marked so that its later sensitive calls
     are refused, and the output is withheld if even that fails.
 
+    A tool the ledger's policy does not classify is gated like a sensitive tool (fail closed),
+    unless its metadata says ``read_only`` (``metadata={"read_only": True}``), in which case it
+    is not gated; either way an ``UnclassifiedToolWarning`` names it when the node is built.
+
+    When the gate answers ``ask`` (the agent composed every argument after the session read
+    untrusted input and the policy's ``composed_after_external`` is ``ask``), the call runs
+    only if ``on_ask(verdict)`` returns ``True``; ``verdict`` is the gate's dict, its
+    ``reason`` the receipt naming the untrusted read. Without ``on_ask``, an ask is a refusal.
+
     ``ledger`` is the ``Ledger`` (or a ``MemLineageStore``'s); ``session`` the default
     session outside graph runs. Other arguments are ``ToolNode``'s.
     """
@@ -317,6 +348,7 @@ class GatedToolNode(ToolNode):
         *,
         ledger: Ledger,
         session: str | None = None,
+        on_ask: Callable[[Mapping[str, Any]], bool] | None = None,
         **kwargs: Any,
     ) -> None:
         if "wrap_tool_call" in kwargs or "awrap_tool_call" in kwargs:
@@ -331,6 +363,23 @@ class GatedToolNode(ToolNode):
         super().__init__(tools, wrap_tool_call=gate, awrap_tool_call=agate, **kwargs)
         self._ledger = ledger
         self._default_session = session
+        self._on_ask = on_ask
+        # Tools the policy does not classify but whose own metadata says read-only: not gated.
+        self._exempt: set[str] = set()
+        for name, t in self.tools_by_name.items():
+            if ledger.classifies(name):
+                continue
+            if _read_only(t):
+                self._exempt.add(name)
+                how = "its metadata says read_only, so it is not gated"
+            else:
+                how = "it is gated, every argument as a sensitive tool's"
+            warnings.warn(
+                f"memlineage: the policy does not classify tool {name!r}: {how}; name it in "
+                "the policy (sensitive_tools, [tools.*] or read_only_tools)",
+                UnclassifiedToolWarning,
+                stacklevel=2,
+            )
         self._seen: dict[str, set[str]] = {}
         # Parallel calls of one step sync the same messages: one at a time.
         self._sync_lock = threading.Lock()
@@ -364,9 +413,14 @@ class GatedToolNode(ToolNode):
         with self._sync_lock:
             seen = self._seen.setdefault(session, set())
             self._sync(session, seen, request.state)
+        if name in self._exempt:
+            return session, None
         verdict = self._ledger.check(session, name, args)
         if verdict["allowed"]:
             return session, None
+        if verdict.get("decision") == "ask" and self._on_ask is not None:
+            if self._on_ask(verdict) is True:
+                return session, None
         seen.add(f"tool:{call_id}")
         return session, ToolMessage(
             content=refusal_text(verdict),
@@ -434,10 +488,13 @@ class GatedToolNode(ToolNode):
 def refusal_text(verdict: Mapping[str, Any]) -> str:
     """The text of a refusal ``ToolMessage``: the gate's reason, the lineage path (source
     first) with each hop's kind, writer and label, and that the call was not executed."""
+    asked = verdict.get("decision") == "ask"
     lines = [
         f"memlineage refused this call of {verdict['tool']}; it was not executed.",
         str(verdict.get("reason") or "denied"),
     ]
+    if asked:
+        lines.insert(1, "It needs the user's approval, which was not given.")
     path = verdict.get("path") or []
     if path:
         hops = " -> ".join(

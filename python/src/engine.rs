@@ -58,6 +58,8 @@ pub trait Engine: Send {
         tool: &str,
         args: &Map<String, Value>,
     ) -> Result<Value, BindError>;
+    /// Whether the policy classifies `tool` (`spec/hooks.md` §15.3).
+    fn classifies(&mut self, tool: &str) -> bool;
     /// The session's read set.
     fn reads(&mut self, session: &str) -> Result<Value, BindError>;
     /// An entry's label, writer, kind, parents, untrusted path and receipt.
@@ -304,10 +306,22 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                 "tool": checked.call.tool,
                 "sensitive": checked.sensitive,
                 "allowed": checked.verdict.is_allow(),
+                "decision": match &checked.verdict {
+                    Verdict::Allow => "allow",
+                    Verdict::Ask(_) => "ask",
+                    Verdict::Deny(_) => "deny",
+                },
+                "classified": c.front.classifies(tool),
                 "sources": sources,
                 "reason": Value::Null, "param": Value::Null, "entry": Value::Null,
                 "deny": Value::Null, "path": [],
             });
+            if let Verdict::Ask(r) = &checked.verdict {
+                out["reason"] = json!(format!("memlineage: ask {r}"));
+                out["param"] = json!(r.param);
+                out["entry"] = json!(r.read.to_string());
+                out["path"] = json!([c.hop(&r.read)]);
+            }
             if let Verdict::Deny(r) = &checked.verdict {
                 out["reason"] = json!(r.to_string());
                 match r {
@@ -330,10 +344,20 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                     }
                     Refusal::Unrecorded(_) => out["deny"] = json!("unrecorded"),
                     Refusal::Unreadable(_) => out["deny"] = json!("unreadable"),
+                    Refusal::Protected { .. } => out["deny"] = json!("protected"),
+                    Refusal::Composed(r) => {
+                        out["deny"] = json!("composed");
+                        out["param"] = json!(r.param);
+                        out["entry"] = json!(r.read.to_string());
+                    }
                 }
             }
             Ok(out)
         })
+    }
+
+    fn classifies(&mut self, tool: &str) -> bool {
+        self.front.classifies(tool)
     }
 
     fn reads(&mut self, session: &str) -> Result<Value, BindError> {

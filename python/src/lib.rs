@@ -330,9 +330,10 @@ impl PyLedger {
     }
 
     /// Decides a proposed call of `tool` with `args` (a dict) in `session`, as the
-    /// PreToolUse hook does. Returns `{"allowed", "sensitive", "tool", "sources", "reason",
-    /// "deny", "param", "entry", "path"}`; `path` lists the lineage hops (source first) as
-    /// `{"id", "kind", "writer", "label"}`.
+    /// PreToolUse hook does. Returns `{"allowed", "decision", "classified", "sensitive", "tool",
+    /// "sources", "reason", "deny", "param", "entry", "path"}`; `decision` is `allow`, `deny` or
+    /// `ask` (spec/hooks.md §15: `allowed` is false, the user must approve); `path` lists the
+    /// lineage hops (source first) as `{"id", "kind", "writer", "label"}`.
     fn check(
         &self,
         py: Python<'_>,
@@ -344,6 +345,13 @@ impl PyLedger {
             return Err(BindError::misuse("a tool call's arguments are a dict").into());
         };
         self.run_json(py, |e| e.check(session, tool, &args))
+    }
+
+    /// Whether the ledger's policy classifies `tool`: a policy key names it (sensitive, a
+    /// tool rule, or read-only). A tool it does not classify is gated, every argument as a
+    /// sensitive tool's, unless the policy says `unknown_tools = "allow"` (spec/hooks.md §15.3).
+    fn classifies(&self, py: Python<'_>, tool: &str) -> PyResult<bool> {
+        self.run(py, |e| Ok(e.classifies(tool)))
     }
 
     /// The session's read set: `{"reads": [ids…], "unrecorded": n}`.

@@ -24,8 +24,12 @@ def test_prompt_then_tool_output_decides_the_gate():
     assert bad["param"] == "recipient" and bad["entry"] == bill["id"]
     assert bad["deny"] == "untrusted"
     assert "labelled EXTERNAL, worse than DERIVED_TRUSTED" in bad["reason"]
-    # A tool the policy does not name is not gated.
-    assert led.check("s", "read_bill", {"x": IBAN})["sensitive"] is False
+    # A tool the policy does not name is gated (spec/hooks.md §15.3); one it names read-only
+    # is not.
+    unknown = led.check("s", "pay_vendor", {"x": IBAN})
+    assert unknown["sensitive"] is True and unknown["classified"] is False
+    assert not unknown["allowed"] and unknown["decision"] == "deny"
+    assert led.check("s", "read_file", {"file_path": IBAN})["sensitive"] is False
 
 
 def test_memory_derived_from_tool_output_is_untrusted_and_explained():

@@ -35,6 +35,10 @@ pub fn values(
     project: Option<&str>,
 ) -> Vec<Value> {
     let kind = policy.value_kind(tool, param);
+    if kind == ValueKind::None {
+        // Not a value the call acts on: nothing to match (spec/hooks.md §15.1).
+        return Vec::new();
+    }
     if kind == ValueKind::Value {
         // The value itself, and the specific tokens of its strings: a URL copied into a
         // composed message body is found (rule 7).
@@ -63,7 +67,7 @@ pub fn values(
     let mut out: Vec<String> = Vec::new();
     for s in leaves {
         match kind {
-            ValueKind::Value => {}
+            ValueKind::Value | ValueKind::None => {}
             ValueKind::Command => command_tokens(s, project, guarded, &mut out),
             ValueKind::Text => {
                 text_tokens(s, project, &mut out);

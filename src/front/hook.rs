@@ -92,8 +92,9 @@ impl HookEvent {
 pub struct HookOutcome {
     /// 0 = proceed, [`EXIT_BLOCK`] = block (PreToolUse) or failed (any event).
     pub code: u8,
-    /// Standard output (empty: memlineage never emits an `allow` decision, which would skip the
-    /// agent's own permission prompts).
+    /// Standard output: empty, but for an ask (`ask::ask_outcome`), Claude Code's ask decision
+    /// (memlineage never emits an `allow` decision, which would skip the agent's own
+    /// permission prompts).
     pub stdout: String,
     /// Standard error: the reason for a block or failure, one line.
     pub stderr: String,
@@ -457,7 +458,7 @@ fn pre_tool_use<S: Store, K: Keys>(
     match screen {
         Screen::Protected(touch) => return HookOutcome::block(&Refusal::Protected { tool, touch }),
         Screen::NotGated => return HookOutcome::proceed(),
-        Screen::Gated => {}
+        Screen::Gated | Screen::Egress => {}
     }
     let id = match str_field(&event, "session_id") {
         Ok(id) => id,
@@ -481,6 +482,9 @@ fn pre_tool_use<S: Store, K: Keys>(
         Ok(c) => match c.verdict {
             Verdict::Allow => HookOutcome::proceed(),
             Verdict::Deny(r) => HookOutcome::block(&r),
+            // Denies until the hook process renders it for an agent that can ask
+            // (`ask::for_agent`, spec/hooks.md §15.2).
+            Verdict::Ask(r) => crate::front::ask::ask_outcome(&r),
         },
     }
 }

@@ -190,12 +190,14 @@ pub struct Withheld {
 /// Result of `ledger_gate_check`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct GateResult {
-    /// `allow` or `deny`.
+    /// `allow`, `deny`, or `ask`: the value gate allows the call but the agent composed its
+    /// arguments after the session read untrusted input, and the policy says to ask the user
+    /// (`spec/hooks.md` §15); the client MUST NOT run the call without the user's approval.
     pub decision: String,
     /// Whether the policy treats the tool as a sensitive sink (non-sensitive calls are
     /// allowed without checks).
     pub sensitive: bool,
-    /// On denial: why, as a sentence.
+    /// On denial or ask: why, as a sentence (for an ask, the receipt naming the untrusted read).
     pub reason: Option<String>,
     /// On a gate denial: the offending parameter.
     pub param: Option<String>,
@@ -752,7 +754,11 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             } else if let Verdict::Deny(r) = found.verdict {
                 Verdict::Deny(r)
             } else {
-                cited_verdict(front, &found.call.tool, &cited)?
+                // A cited entry that fails denies; otherwise an ask stays an ask.
+                match cited_verdict(front, &found.call.tool, &cited)? {
+                    Verdict::Allow => found.verdict,
+                    worse => worse,
+                }
             };
             Ok(Json(gate_result(verdict, found.sensitive, justifications)))
         })
@@ -943,7 +949,12 @@ fn gate_result(
     justifications: BTreeMap<String, Vec<String>>,
 ) -> GateResult {
     let mut out = GateResult {
-        decision: if verdict.is_allow() { "allow" } else { "deny" }.into(),
+        decision: match verdict {
+            Verdict::Allow => "allow",
+            Verdict::Ask(_) => "ask",
+            Verdict::Deny(_) => "deny",
+        }
+        .into(),
         sensitive,
         reason: None,
         param: None,
@@ -951,6 +962,9 @@ fn gate_result(
         path: Vec::new(),
         justifications,
     };
+    if let Verdict::Ask(r) = &verdict {
+        out.reason = Some(msg(format!("memlineage: ask {r}")));
+    }
     if let Verdict::Deny(r) = &verdict {
         out.reason = Some(msg(r));
         if let Refusal::Gate(Denial {

@@ -9,6 +9,7 @@
 //! the entries it came from. Writers are never taken from the caller: the front signs with the
 //! keys its configuration names.
 
+pub mod ask;
 pub mod extract;
 pub mod hook;
 pub mod hookd;
@@ -18,13 +19,14 @@ pub mod pin;
 pub mod privsep;
 pub mod protect;
 pub mod secrets;
+pub mod tools;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 
 use crate::front::keystore::{KeyStore, KeyStoreError};
-use crate::gate::ReadWeights;
 use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
+use crate::gate::{ReadWeights, UnknownTools};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::lineage::admission::AdmissionError;
 use crate::lineage::Label;
@@ -208,6 +210,10 @@ pub enum Verdict {
     Allow,
     /// The call is refused.
     Deny(Refusal),
+    /// The value gate allows the call, but the agent composed its arguments after the session
+    /// read untrusted input and the policy says to ask the user (`spec/hooks.md` §15). A front
+    /// that cannot ask denies.
+    Ask(ask::Receipt),
 }
 
 impl Verdict {
@@ -249,6 +255,9 @@ pub enum Refusal {
         /// The first destination nobody opened (or "an unnamed destination").
         destination: String,
     },
+    /// The agent composed the call's arguments after the session read untrusted input and the
+    /// policy's `composed_after_external` is `deny` (`spec/hooks.md` §15).
+    Composed(ask::Receipt),
 }
 
 impl std::fmt::Display for Refusal {
@@ -293,6 +302,7 @@ impl std::fmt::Display for Refusal {
                 }
                 write!(f, " (spec/hooks.md §16)")
             }
+            Refusal::Composed(r) => write!(f, "memlineage: deny {r}"),
         }
     }
 }
@@ -334,6 +344,9 @@ pub enum Screen {
     NotGated,
     /// The policy gates it: its arguments' lineage decides ([`Front::check`]).
     Gated,
+    /// The policy does not gate it, but it sends data off the machine: the secrecy rule of
+    /// `spec/hooks.md` §16 alone judges it, on the session's reads.
+    Egress,
 }
 
 impl<S: Store, K: Keys> Front<S, K> {
@@ -405,18 +418,36 @@ impl<S: Store, K: Keys> Front<S, K> {
         if let Some(t) = self.protected.touch(tool, args, cwd) {
             return Screen::Protected(t);
         }
+        let name = self.policy_name(tool);
         let call = ToolCall {
-            tool: self.policy_name(tool).to_string(),
+            tool: name.to_string(),
             ..Default::default()
         };
-        if self.policy.is_sensitive(&call) && extract::applies(&self.policy, &call.tool, args) {
+        let gated = if self.policy.read_only_tools.contains(name) {
+            false
+        } else if self.policy.is_sensitive(&call) {
+            extract::applies(&self.policy, name, args)
+        } else {
+            // A tool no policy key names is gated, every argument as a sensitive tool's
+            // (fail closed, spec/hooks.md §15.3).
+            !self.policy.names(name) && self.policy.unknown_tools == UnknownTools::Gate
+        };
+        if gated {
             Screen::Gated
         } else if self.secret_rules().egress(tool, args, cwd).is_some() {
-            // An egress call is judged by the secrecy rule (§16), gated or not.
-            Screen::Gated
+            // A read-only or ungated call that sends data off the machine (`WebSearch`) is
+            // still judged by the secrecy rule (§16).
+            Screen::Egress
         } else {
             Screen::NotGated
         }
+    }
+
+    /// Whether the policy classifies `tool` (as the agent names it): a key of the policy
+    /// names it or, for `mcp__<server>__<name>`, its bare name (`spec/hooks.md` §15.3).
+    /// Unclassified tools are gated unless the policy's `unknown_tools` is `allow`.
+    pub fn classifies(&self, tool: &str) -> bool {
+        tools::classifies(&self.policy, tool)
     }
 
     /// Records a user prompt (principal [`USER`], role user: Trusted) and adds it to the read
@@ -821,7 +852,30 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
             Screen::NotGated => false,
             Screen::Gated => true,
+            Screen::Egress => {
+                // Not gated: only the secrecy rule, on reads that must be known (fail closed).
+                let verdict = if session.unrecorded > 0 {
+                    Verdict::Deny(Refusal::Unrecorded(session.unrecorded))
+                } else if !self.session_sealed(session) {
+                    Verdict::Deny(Refusal::Unreadable(format!(
+                        "the read record of session {:?} was altered outside memlineage, so \
+                         what it read is unknown",
+                        session.id
+                    )))
+                } else {
+                    self.secret_flow(session, tool, args)
+                        .map_or(Verdict::Allow, Verdict::Deny)
+                };
+                return Ok(Checked {
+                    call,
+                    sensitive: true,
+                    verdict,
+                });
+            }
         };
+        // A gated call is sensitive whether the policy names the tool or not (an unknown tool
+        // gated by `unknown_tools`, spec/hooks.md §15.3).
+        call.sensitive = sensitive;
         if !sensitive {
             return Ok(Checked {
                 call,
@@ -829,13 +883,17 @@ impl<S: Store, K: Keys> Front<S, K> {
                 verdict: Verdict::Allow,
             });
         }
+        // The parameters with something to match and no source (`spec/hooks.md` §15.1).
+        let mut composed: Vec<String> = Vec::new();
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
             let mut ids: Vec<EntryId> = Vec::new();
             let project = self.project.clone();
             let tool = call.tool.clone();
-            for v in extract::values(&self.policy, &tool, name, value, project.as_deref()) {
+            let values = extract::values(&self.policy, &tool, name, value, project.as_deref());
+            let matchable = values.iter().any(ask::is_matchable);
+            for v in values {
                 for id in self.sources_for(session, &v, Some((&tool, name)))? {
                     if !ids.contains(&id) {
                         ids.push(id);
@@ -846,6 +904,9 @@ impl<S: Store, K: Keys> Front<S, K> {
                 if !ids.contains(id) {
                     ids.push(*id);
                 }
+            }
+            if matchable && ids.is_empty() {
+                composed.push(name.clone());
             }
             call.args.push((name.clone(), ids));
         }
@@ -863,10 +924,15 @@ impl<S: Store, K: Keys> Front<S, K> {
                 session.id
             )))
         } else {
+            // Composed: nothing of the call is copied from what the session read (§15.1).
+            if call.args.iter().any(|(_, ids)| !ids.is_empty()) {
+                composed.clear();
+            }
             match self.ledger.gate_values(&self.policy, &call, args) {
+                // The worst decides: a secret leaving is refused before the ask rule runs.
                 Decision::Allow => match self.secret_flow(session, tool, args) {
                     Some(r) => Verdict::Deny(r),
-                    None => Verdict::Allow,
+                    None => self.composed_verdict(session, &call, &composed),
                 },
                 Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
             }
@@ -1129,18 +1195,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// else for an MCP tool `mcp__<server>__<name>` (the form Claude Code and Codex give) the
     /// bare `<name>` if the policy names that, else `tool`.
     pub fn policy_name<'t>(&self, tool: &'t str) -> &'t str {
-        let named =
-            |t: &str| self.policy.sensitive_tools.contains(t) || self.policy.tools.contains_key(t);
-        if named(tool) {
-            return tool;
-        }
-        match tool
-            .strip_prefix("mcp__")
-            .and_then(|rest| rest.split_once("__"))
-        {
-            Some((_, bare)) if named(bare) => bare,
-            _ => tool,
-        }
+        tools::policy_name(&self.policy, tool)
     }
 
     /// The read-set entries whose text `value` matches, in read order (`spec/hooks.md` §4).

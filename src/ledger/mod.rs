@@ -560,6 +560,20 @@ impl<S: Store> Ledger<S> {
         self.state.principal(key).map(|p| (p.role, p.name.as_str()))
     }
 
+    /// The names of the principals bound with `role`, sorted (`hook doctor` lists the tools a
+    /// ledger has seen: principals `tool:<name>`).
+    pub fn principal_names(&self, role: Role) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .state
+            .principals()
+            .filter(|p| p.role == role)
+            .map(|p| p.name.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// The label of `id`, `None` if the entry is not in the log (as this handle last saw it).
     /// O(1): one indexed store read and one HMAC the first time, memory afterwards. A stored
     /// row whose tag does not verify counts as External (fail closed, `spec/lineage.md` §5.1).

@@ -232,6 +232,11 @@ impl LineageState {
         self.keyring.get(key)
     }
 
+    /// Every bound principal, in no particular order.
+    pub fn principals(&self) -> impl Iterator<Item = &Principal> {
+        self.keyring.values()
+    }
+
     /// The role bound to `key`, if any.
     pub fn role_of(&self, key: &KeyId) -> Option<Role> {
         self.keyring.get(key).map(|p| p.role)

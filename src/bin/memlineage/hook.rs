@@ -5,6 +5,7 @@
 use crate::open::{key_path, load_policy, open_pinned};
 use crate::{hook_install, hook_separate, hookd, io::say, telemetry, Res};
 use clap::Subcommand;
+use memlineage::front::ask;
 use memlineage::front::hook::{
     failed, failed_in, handle, session_id_in, FileSessions, HookEvent, HookOutcome,
     MAX_EVENT_BYTES, PRUNE_AFTER,
@@ -96,6 +97,11 @@ pub struct EventArgs {
     /// Without it, sessions are kept beside the ledger and nothing is pinned.
     #[arg(long)]
     state: Option<PathBuf>,
+    /// The agent that runs the hook (`hook install` writes it into PreToolUse): how an ask is
+    /// answered (spec/hooks.md §15.2). Claude Code asks the user; Codex, or no `--agent`,
+    /// denies with the receipt.
+    #[arg(long, value_enum)]
+    agent: Option<hook_install::Agent>,
 }
 
 /// The arguments of `hook serve`.
@@ -142,8 +148,12 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
             older_than_days,
         } => return prune(&ledger, older_than_days),
     };
+    let agent = args.agent.map(|a| match a {
+        hook_install::Agent::ClaudeCode => ask::Agent::ClaudeCode,
+        hook_install::Agent::Codex => ask::Agent::Codex,
+    });
     if let (Some(socket), Some(uid)) = (&args.guarded, args.guard_user) {
-        return hook_separate::guarded(event, socket, uid);
+        return hook_separate::guarded(event, socket, uid, agent);
     }
     let Some(ledger) = args.ledger else {
         return Err("give LEDGER or --guarded SOCKET --guard-user UID".into());
@@ -153,7 +163,7 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
         .state
         .map(|s| std::path::absolute(s).map(StateDir::new))
         .transpose()?;
-    hook(event, &ledger, args.policy, state)
+    hook(event, &ledger, args.policy, state, agent)
 }
 
 /// Handles one hook event from standard input. Every failure fails closed (spec/hooks.md §5):
@@ -163,11 +173,13 @@ fn hook(
     ledger: &Path,
     policy: Option<PathBuf>,
     state: Option<StateDir>,
+    agent: Option<ask::Agent>,
 ) -> Res<ExitCode> {
     let _telemetry = telemetry::init(false);
     let answered = std::sync::Arc::new(std::sync::Mutex::new(false));
     watchdog(event, std::sync::Arc::clone(&answered));
-    let outcome = run_hook(event, ledger, policy, state.as_ref());
+    // In process or from the hook server, an ask is rendered here, for the agent alone.
+    let outcome = ask::for_agent(run_hook(event, ledger, policy, state.as_ref()), agent);
     // Whoever answers first answers alone: the watchdog may have already.
     let mut done = answered.lock().unwrap_or_else(|e| e.into_inner());
     if *done {

@@ -208,13 +208,15 @@ pub(crate) fn sh_quote(s: &str) -> String {
 
 /// The command line the agent runs for `event`. Any exit but 0 and 2 of the hook, including the
 /// shell's 127 for a missing binary and death by a signal, becomes exit 2 with a reason on
-/// stderr (Codex ignores an exit 2 without one): spec/hooks.md §9.1.
+/// stderr (Codex ignores an exit 2 without one): spec/hooks.md §9.1. PreToolUse names the
+/// agent (`--agent`), which decides how an ask is answered (spec/hooks.md §15.2).
 pub fn hook_command(
     binary: &str,
     event: HookEvent,
     ledger: &str,
     policy: Option<&str>,
     state: Option<&str>,
+    agent: Agent,
 ) -> String {
     let mut c = format!(
         "{} hook {} {}",
@@ -222,6 +224,9 @@ pub fn hook_command(
         event.subcommand(),
         sh_quote(ledger)
     );
+    if event == HookEvent::PreToolUse {
+        c.push_str(&format!(" --agent {}", agent.name()));
+    }
     if let Some(p) = policy {
         c.push_str(&format!(" --policy {}", sh_quote(p)));
     }
@@ -376,8 +381,16 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", path.display()).into()),
     };
-    let command =
-        |event| hook_command(&binary, event, &ledger, policy.as_deref(), state.as_deref());
+    let command = |event| {
+        hook_command(
+            &binary,
+            event,
+            &ledger,
+            policy.as_deref(),
+            state.as_deref(),
+            a.agent,
+        )
+    };
     let text = merge(a.agent, existing.as_deref(), &command).map_err(|e| {
         format!(
             "{}: {e}; not a hook settings file memlineage can merge into: left untouched",
@@ -782,6 +795,19 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
             }
         }
     }
+    let pre = handlers(
+        a.agent,
+        &settings,
+        HookEvent::PreToolUse,
+        "",
+        &mut Vec::new(),
+    );
+    notes.extend(crate::hook_tools::notes(
+        &settings,
+        pre.iter()
+            .map(|h| h.command.as_str())
+            .find(|c| c.contains("hook pre-tool-use")),
+    ));
     for n in &notes {
         crate::io::say!("note {n}");
     }
@@ -803,9 +829,16 @@ mod tests {
     #[test]
     fn quoting_survives_quotes_and_spaces() {
         assert_eq!(sh_quote("/a b/it's"), r"'/a b/it'\''s'");
-        let c = hook_command("/x/memlineage", HookEvent::PreToolUse, "/l.db", None, None);
+        let c = hook_command(
+            "/x/memlineage",
+            HookEvent::PreToolUse,
+            "/l.db",
+            None,
+            None,
+            Agent::Codex,
+        );
         assert!(
-            c.starts_with("'/x/memlineage' hook pre-tool-use '/l.db' || {"),
+            c.starts_with("'/x/memlineage' hook pre-tool-use '/l.db' --agent codex || {"),
             "{c}"
         );
     }

@@ -113,11 +113,18 @@ impl Layout {
 /// server cannot answer — not running, killed, socket not a socket or not owned by `guard_uid`,
 /// listener not running as `guard_uid`, malformed answer, 15 s passed — the event fails closed
 /// (PreToolUse blocks, exit 2, with the reason and how to start the server).
-pub fn guarded(event: HookEvent, socket: &Path, guard_uid: u32) -> Res<ExitCode> {
+pub fn guarded(
+    event: HookEvent,
+    socket: &Path,
+    guard_uid: u32,
+    agent: Option<memlineage::front::ask::Agent>,
+) -> Res<ExitCode> {
     let _telemetry = crate::telemetry::init(false);
     let answered = Arc::new(Mutex::new(false));
     crate::hook::watchdog(event, Arc::clone(&answered));
-    let outcome = guarded_outcome(event, socket, guard_uid);
+    // An ask from the server is rendered here, for the agent alone, as in process.
+    let outcome =
+        memlineage::front::ask::for_agent(guarded_outcome(event, socket, guard_uid), agent);
     let mut done = answered.lock().unwrap_or_else(|e| e.into_inner());
     if *done {
         return Ok(ExitCode::from(memlineage::front::hook::EXIT_BLOCK));

@@ -316,11 +316,17 @@ fn lay_out(
     Ok(l)
 }
 
-/// The command the agent runs for `event` in separated mode (with the fail-closed wrapping
-/// of `spec/hooks.md` §9.2).
-pub fn guarded_command(l: &Layout, event: HookEvent) -> String {
+/// The command `agent` runs for `event` in separated mode (with the fail-closed wrapping
+/// of `spec/hooks.md` §9.2); PreToolUse names the agent, so that an ask is rendered for it
+/// (§15.2).
+pub fn guarded_command(l: &Layout, event: HookEvent, agent: Agent) -> String {
+    let named = if event == HookEvent::PreToolUse {
+        format!(" --agent {}", agent.name())
+    } else {
+        String::new()
+    };
     format!(
-        "{} hook {} --guarded {} --guard-user {} || {{ s=$?; [ \"$s\" -eq 2 ] || echo \
+        "{} hook {}{named} --guarded {} --guard-user {} || {{ s=$?; [ \"$s\" -eq 2 ] || echo \
          \"memlineage: hook failed (exit status $s); failing closed\" >&2; exit 2; }}",
         sh_quote(&l.binary.display().to_string()),
         event.subcommand(),
@@ -336,7 +342,7 @@ fn write_settings(g: &Given<'_>, l: &Layout, agent: &Account) -> Res<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", path.display()).into()),
     };
-    let command = |event| guarded_command(l, event);
+    let command = |event| guarded_command(l, event, g.agent);
     let text = merge(g.agent, existing.as_deref(), &command).map_err(|e| {
         format!(
             "{}: {e}; not a hook settings file memlineage can merge into",
@@ -732,10 +738,10 @@ mod tests {
 
     #[test]
     fn the_guarded_command_holds_no_ledger_and_fails_closed() {
-        let c = guarded_command(&layout(), HookEvent::PreToolUse);
+        let c = guarded_command(&layout(), HookEvent::PreToolUse, Agent::ClaudeCode);
         assert!(
             c.starts_with(concat!(
-                r"'/var/lib/memlineage/it'\''s/bin/memlineage' hook pre-tool-use --guarded ",
+                r"'/var/lib/memlineage/it'\''s/bin/memlineage' hook pre-tool-use --agent claude-code --guarded ",
                 r"'/var/lib/memlineage/it'\''s/run/hook.sock' --guard-user 990 || {"
             )),
             "{c}"

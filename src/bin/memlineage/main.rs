@@ -39,6 +39,7 @@ mod hook;
 mod hook_install;
 mod hook_separate;
 mod hook_separate_install;
+mod hook_tools;
 mod hookd;
 mod io;
 mod open;

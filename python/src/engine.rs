@@ -350,6 +350,10 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                         out["param"] = json!(r.param);
                         out["entry"] = json!(r.read.to_string());
                     }
+                    Refusal::Secret { entry, .. } => {
+                        out["deny"] = json!("secret");
+                        out["entry"] = json!(entry.map(|e| e.to_string()));
+                    }
                 }
             }
             Ok(out)

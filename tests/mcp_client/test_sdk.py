@@ -135,11 +135,14 @@ async def test_a_justification_lie_is_denied_on_what_the_hooks_recorded(ledger):
             "ledger_gate_check",
             {"tool": "send_money", "args": {}, "justifications": {"recipient": ["nope"]}},
         )
-        # A value the session never saw, justified by nothing: the default policy allows it.
+        # A value the session never saw, justified by nothing, composed after the session read
+        # the injected bill: the server's default (coding) policy asks the user
+        # (composed_after_external = "ask", spec/hooks.md section 15), it does not allow.
         clean = await call(
             s, "ledger_gate_check", {"tool": "send_money", "args": {"recipient": "UK12345678901234567890"}}
         )
-        assert clean["decision"] == "allow", clean
+        assert clean["decision"] == "ask", clean
+        assert clean["reason"].startswith("memlineage: ask send_money"), clean
 
 
 @pytest.mark.parametrize("mode", [["--session", INJECTED_SESSION], []], ids=["hook-session", "whole-ledger"])
@@ -149,10 +152,13 @@ async def test_a_fresh_connection_is_denied_what_the_hooks_recorded(ledger, mode
         for args in ({"recipient": ATTACKER_IBAN}, {"amount": 98.7, "recipient": "UK12345678901234567890"}):
             d = await call(s, "ledger_gate_check", {"tool": "mcp__bank__send_money", "args": args})
             assert d["decision"] == "deny" and d["entry"] == bill, d
-        # A tool the policy does not gate is allowed, whatever its arguments hold. (Bash is
-        # gated: the server's default is the hooks' coding-agent policy.)
-        harmless = await call(s, "ledger_gate_check", {"tool": "get_balance", "args": {"note": ATTACKER_IBAN}})
+        # A tool the policy classifies read-only is allowed, whatever its arguments hold; a tool
+        # the policy does not name at all is gated (unknown_tools = "gate", spec/hooks.md
+        # section 15.3). (Bash is gated: the server's default is the hooks' coding-agent policy.)
+        harmless = await call(s, "ledger_gate_check", {"tool": "Grep", "args": {"pattern": ATTACKER_IBAN}})
         assert harmless["decision"] == "allow" and not harmless["sensitive"], harmless
+        unknown = await call(s, "ledger_gate_check", {"tool": "get_balance", "args": {"note": ATTACKER_IBAN}})
+        assert unknown["decision"] == "deny" and unknown["sensitive"], unknown
         shell = await call(s, "ledger_gate_check", {"tool": "Bash", "args": {"command": f"pay {ATTACKER_IBAN}"}})
         assert shell["decision"] == "deny" and shell["sensitive"], shell
 

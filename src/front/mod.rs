@@ -333,6 +333,12 @@ pub struct Front<S: Store, K: Keys> {
     project: Option<String>,
     /// The guard's own resources, refused to every call (`spec/hooks.md` §13).
     protected: protect::Protected,
+    /// Verified entries the secrecy rule has judged (`spec/hooks.md` §16.1): each one's own
+    /// secret source, if any, and its parents; entries are immutable, so a verdict holds
+    /// for the working directory it was made in ([`Front::set_project`] clears it on change).
+    secret_nodes: HashMap<EntryId, (Option<String>, Vec<EntryId>)>,
+    /// The working directory of `secret_nodes`' verdicts.
+    secret_nodes_cwd: Option<String>,
 }
 
 /// What [`Front::screen`] makes of a call before any lineage is looked at.
@@ -360,6 +366,8 @@ impl<S: Store, K: Keys> Front<S, K> {
             agent: AGENT.to_string(),
             project: None,
             protected: protect::Protected::default(),
+            secret_nodes: HashMap::new(),
+            secret_nodes_cwd: None,
             last_ms: 0,
             haystacks: HashMap::new(),
         }
@@ -1000,52 +1008,64 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// (`spec/hooks.md` §4.4).
     fn stated_by_user(&self, session: &Session, dest: &str) -> bool {
         let v = Value::String(dest.to_string());
+        // The text first: only a read that holds the destination is looked up as a statement.
         session.reads.iter().any(|id| {
-            self.is_statement(id, None) && self.haystacks.get(id).is_some_and(|h| h.matches(&v))
+            self.haystacks.get(id).is_some_and(|h| h.matches(&v)) && self.is_statement(id, None)
         })
     }
 
     /// The first secret source in the lineage of the session's reads, every recorded edge
     /// followed (§16.1): a result of a secret tool, or a call entry of the agent whose signed
     /// content reads a secret; an entry that cannot be verified counts as one (fail closed).
-    fn session_secret(&self, session: &Session) -> Option<(EntryId, String)> {
+    fn session_secret(&mut self, session: &Session) -> Option<(EntryId, String)> {
         use crate::gate::OriginView;
+        if self.secret_nodes_cwd != self.project {
+            self.secret_nodes.clear();
+            self.secret_nodes_cwd = self.project.clone();
+        }
         let cwd = self.project.as_deref().map(Path::new);
-        let rules = self.secret_rules();
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let rules = secrets::SecretRules::new(&self.policy.secrets, home.as_deref());
         let mut seen: HashSet<EntryId> = HashSet::new();
         let mut stack: Vec<(EntryId, EntryId)> = session.reads.iter().map(|r| (*r, *r)).collect();
         while let Some((id, read)) = stack.pop() {
             if !seen.insert(id) {
                 continue;
             }
-            let node = self.ledger.origin_node(&id);
-            let (Some((role, name)), Some(text)) = (&node.writer, &node.text) else {
-                return Some((
-                    read,
-                    format!("entry {} that cannot be verified", id.short()),
-                ));
-            };
-            match role {
-                crate::record::Role::Tool => {
-                    let tool = name.strip_prefix("tool:").unwrap_or(name);
-                    if rules.policy_tools_contain(tool) {
-                        return Some((read, format!("the result of {tool}")));
+            if !self.secret_nodes.contains_key(&id) {
+                let node = self.ledger.origin_node(&id);
+                let (Some((role, name)), Some(text)) = (&node.writer, &node.text) else {
+                    // Not verified: secret, and never remembered (fail closed).
+                    return Some((
+                        read,
+                        format!("entry {} that cannot be verified", id.short()),
+                    ));
+                };
+                let source = match role {
+                    crate::record::Role::Tool => {
+                        let tool = name.strip_prefix("tool:").unwrap_or(name);
+                        rules
+                            .policy_tools_contain(tool)
+                            .then(|| format!("the result of {tool}"))
                     }
-                }
-                crate::record::Role::Agent => {
-                    if let Ok(Value::Object(call)) = serde_json::from_str::<Value>(text) {
-                        if let (Some(Value::String(t)), Some(Value::Object(a))) =
-                            (call.get("tool"), call.get("args"))
-                        {
-                            if let Some(s) = rules.read_by(t, a, cwd) {
-                                return Some((read, s));
+                    crate::record::Role::Agent => match serde_json::from_str::<Value>(text) {
+                        Ok(Value::Object(call)) => match (call.get("tool"), call.get("args")) {
+                            (Some(Value::String(t)), Some(Value::Object(a))) => {
+                                rules.read_by(t, a, cwd)
                             }
-                        }
-                    }
-                }
-                _ => {}
+                            _ => None,
+                        },
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                self.secret_nodes.insert(id, (source, node.parents));
             }
-            stack.extend(node.parents.iter().map(|p| (*p, read)));
+            let (source, parents) = &self.secret_nodes[&id];
+            if let Some(s) = source {
+                return Some((read, s.clone()));
+            }
+            stack.extend(parents.iter().map(|p| (*p, read)));
         }
         None
     }

@@ -67,9 +67,32 @@ pub struct Egress {
 /// The secrecy rule of one policy, for one home directory.
 pub struct SecretRules<'p> {
     policy: &'p Secrets,
-    secret: Vec<(String, Vec<Pat>)>,
-    public: Vec<Vec<Pat>>,
+    /// Each secret glob: as written, as a pattern, and its longest literal run (lower case),
+    /// which a path must contain to match (a cheap test before the pattern's).
+    secret: Vec<(String, Vec<Pat>, String)>,
+    public: Vec<(Vec<Pat>, String)>,
     home: Option<PathBuf>,
+}
+
+/// The longest run of literal characters of `pat`, lower case.
+fn literal_run(pat: &[Pat]) -> String {
+    let mut best = String::new();
+    let mut cur = String::new();
+    for p in pat {
+        match p {
+            Pat::Ch(c) => cur.extend(c.to_lowercase()),
+            _ => {
+                if cur.len() > best.len() {
+                    best = std::mem::take(&mut cur);
+                }
+                cur.clear();
+            }
+        }
+    }
+    if cur.len() > best.len() {
+        best = cur;
+    }
+    best
 }
 
 /// What one shell command does, as far as secrets go.
@@ -93,9 +116,21 @@ impl<'p> SecretRules<'p> {
             secret: policy
                 .paths
                 .iter()
-                .map(|p| (p.clone(), glob(p, home)))
+                .map(|p| {
+                    let g = glob(p, home);
+                    let run = literal_run(&g);
+                    (p.clone(), g, run)
+                })
                 .collect(),
-            public: policy.public_paths.iter().map(|p| glob(p, home)).collect(),
+            public: policy
+                .public_paths
+                .iter()
+                .map(|p| {
+                    let g = glob(p, home);
+                    let run = literal_run(&g);
+                    (g, run)
+                })
+                .collect(),
             home: home.map(Path::to_path_buf),
         }
     }
@@ -109,10 +144,12 @@ impl<'p> SecretRules<'p> {
                 // As named and as the file system would open it (symbolic links resolved).
                 for q in [p.clone(), resolved(p)] {
                     let s = q.to_string_lossy();
-                    if self.public.iter().any(|g| matches(g, &s)) {
+                    let lower = s.to_lowercase();
+                    let hit = |g: &[Pat], run: &str| lower.contains(run) && matches(g, &s);
+                    if self.public.iter().any(|(g, run)| hit(g, run)) {
                         continue;
                     }
-                    if self.secret.iter().any(|(_, g)| matches(g, &s)) {
+                    if self.secret.iter().any(|(_, g, run)| hit(g, run)) {
                         return Some(s.into_owned());
                     }
                 }
@@ -121,8 +158,8 @@ impl<'p> SecretRules<'p> {
             Candidate::Pattern(pat) => self
                 .secret
                 .iter()
-                .find(|(_, g)| overlaps(g, pat))
-                .map(|(name, _)| format!("a file matching {name}")),
+                .find(|(_, g, _)| overlaps(g, pat))
+                .map(|(name, _, _)| format!("a file matching {name}")),
         }
     }
 
@@ -463,14 +500,14 @@ impl<'p> SecretRules<'p> {
         if self
             .public
             .iter()
-            .any(|g| matches(g, &dir.to_string_lossy()))
+            .any(|(g, _)| matches(g, &dir.to_string_lossy()))
         {
             return None;
         }
         let mut under: Vec<Pat> = dir.to_string_lossy().chars().map(Pat::Ch).collect();
         under.push(Pat::Ch('/'));
         under.push(Pat::Any);
-        for (name, g) in &self.secret {
+        for (name, g, _) in &self.secret {
             let anchored = name.starts_with('/') || name.starts_with("~/");
             if anchored && overlaps(g, &under) {
                 return Some(format!("{} (under {})", name, dir.display()));

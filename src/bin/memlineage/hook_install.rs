@@ -601,6 +601,24 @@ fn blocks(agent: Agent, h: &Handler, r: &Ran) -> bool {
     }
 }
 
+/// Whether a hook's answer asks the user (Claude Code's `permissionDecision: "ask"`,
+/// `spec/hooks.md` §15.2): exit 0, so not a block, but not a silent allow either.
+fn asks(r: &Ran) -> bool {
+    r.code == Some(0)
+        && serde_json::from_str::<serde_json::Value>(&r.stdout)
+            .is_ok_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "ask")
+}
+
+/// How doctor names a PreToolUse outcome: a block, an ask (the call runs only if the user
+/// says so) or an allow.
+fn pre_verdict(blocked: bool, asked: bool) -> &'static str {
+    match (blocked, asked) {
+        (true, _) => "blocked",
+        (false, true) => "asked (the user decides)",
+        (false, false) => "allowed",
+    }
+}
+
 /// `memlineage hook doctor`.
 pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
     let dir = std::path::absolute(a.dir.clone().unwrap_or_else(|| PathBuf::from(".")))?;
@@ -711,10 +729,12 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
             continue;
         }
         let mut blocked = false;
+        let mut asked = false;
         let mut failures = Vec::new();
         for h in &hs {
             let r = run(a.agent, &dir, h, input, layout.as_ref());
             blocked |= blocks(a.agent, h, &r);
+            asked |= asks(&r);
             if r.code != Some(0) {
                 let code = r
                     .code
@@ -731,10 +751,7 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
         };
         ok &= pass;
         let (verdict, want) = match (*ev == HookEvent::PreToolUse, blocked, *want_block) {
-            (true, b, w) => (
-                if b { "blocked" } else { "allowed" },
-                if w { "blocked" } else { "allowed" },
-            ),
+            (true, b, w) => (pre_verdict(b, asked), if w { "blocked" } else { "allowed" }),
             (false, _, _) if pass => ("recorded", "recorded"),
             (false, _, _) => ("not recorded", "recorded"),
         };
@@ -825,6 +842,22 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doctor_names_an_ask_as_an_ask_not_an_allow() {
+        let ran = |code, stdout: &str| Ran {
+            code,
+            stdout: stdout.to_string(),
+            stderr: String::new(),
+        };
+        let ask = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"r"}}"#;
+        assert!(asks(&ran(Some(0), ask)));
+        assert!(!asks(&ran(Some(0), "")));
+        assert!(!asks(&ran(Some(2), ask)));
+        assert_eq!(pre_verdict(false, true), "asked (the user decides)");
+        assert_eq!(pre_verdict(false, false), "allowed");
+        assert_eq!(pre_verdict(true, true), "blocked");
+    }
 
     #[test]
     fn quoting_survives_quotes_and_spaces() {

@@ -310,8 +310,9 @@ impl Request {
     }
 }
 
-/// `s` cut to at most `max` bytes at a character boundary.
-fn cut(s: &str, max: usize) -> &str {
+/// `s` cut to at most `max` bytes at a character boundary (shared with the separated
+/// frames, `front::privsep`).
+pub(crate) fn cut(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }

@@ -23,7 +23,7 @@
 //! authenticator (whoever the client accepts as its peer is the guard user already).
 
 use crate::front::hook::{HookEvent, HookOutcome, MAX_EVENT_BYTES};
-use crate::front::hookd::{event_code, MAX_OUTPUT_BYTES};
+use crate::front::hookd::{cut, event_code, MAX_OUTPUT_BYTES};
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -283,18 +283,6 @@ impl Request {
             stderr,
         })
     }
-}
-
-/// `s` cut to at most `max` bytes at a character boundary.
-fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 #[cfg(test)]

@@ -175,12 +175,23 @@ fn hook(
     state: Option<StateDir>,
     agent: Option<ask::Agent>,
 ) -> Res<ExitCode> {
+    answer(event, agent, || {
+        run_hook(event, ledger, policy, state.as_ref())
+    })
+}
+
+/// Answers `event` with what `decide` gives, rendered for `agent` (an ask becomes Claude
+/// Code's ask, or a deny elsewhere: `spec/hooks.md` §15.2), under the [`watchdog`]: whoever
+/// answers first answers alone. Shared by the in-process, served and guarded hooks.
+pub(crate) fn answer(
+    event: HookEvent,
+    agent: Option<ask::Agent>,
+    decide: impl FnOnce() -> HookOutcome,
+) -> Res<ExitCode> {
     let _telemetry = telemetry::init(false);
     let answered = std::sync::Arc::new(std::sync::Mutex::new(false));
     watchdog(event, std::sync::Arc::clone(&answered));
-    // In process or from the hook server, an ask is rendered here, for the agent alone.
-    let outcome = ask::for_agent(run_hook(event, ledger, policy, state.as_ref()), agent);
-    // Whoever answers first answers alone: the watchdog may have already.
+    let outcome = ask::for_agent(decide(), agent);
     let mut done = answered.lock().unwrap_or_else(|e| e.into_inner());
     if *done {
         return Ok(ExitCode::from(memlineage::front::hook::EXIT_BLOCK));
@@ -195,7 +206,7 @@ fn hook(
 /// [`WATCHDOG`], whatever it is stuck on (a FIFO or device where a file should be, a lock, a
 /// wedged disk): Codex lets a call through when its hook times out, so the hook must answer
 /// first (issue 25).
-pub(crate) fn watchdog(event: HookEvent, answered: std::sync::Arc<std::sync::Mutex<bool>>) {
+fn watchdog(event: HookEvent, answered: std::sync::Arc<std::sync::Mutex<bool>>) {
     let wait = std::env::var("MEMLINEAGE_HOOK_WATCHDOG_MS")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())

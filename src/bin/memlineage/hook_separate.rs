@@ -25,7 +25,6 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The `format` of a `layout.json`.
@@ -119,20 +118,8 @@ pub fn guarded(
     guard_uid: u32,
     agent: Option<memlineage::front::ask::Agent>,
 ) -> Res<ExitCode> {
-    let _telemetry = crate::telemetry::init(false);
-    let answered = Arc::new(Mutex::new(false));
-    crate::hook::watchdog(event, Arc::clone(&answered));
     // An ask from the server is rendered here, for the agent alone, as in process.
-    let outcome =
-        memlineage::front::ask::for_agent(guarded_outcome(event, socket, guard_uid), agent);
-    let mut done = answered.lock().unwrap_or_else(|e| e.into_inner());
-    if *done {
-        return Ok(ExitCode::from(memlineage::front::hook::EXIT_BLOCK));
-    }
-    *done = true;
-    std::io::stdout().write_all(outcome.stdout.as_bytes())?;
-    std::io::stderr().write_all(outcome.stderr.as_bytes())?;
-    Ok(ExitCode::from(outcome.code))
+    crate::hook::answer(event, agent, || guarded_outcome(event, socket, guard_uid))
 }
 
 fn guarded_outcome(event: HookEvent, socket: &Path, guard_uid: u32) -> HookOutcome {

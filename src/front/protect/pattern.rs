@@ -138,26 +138,82 @@ pub fn normalise(p: &Path) -> PathBuf {
 /// `p` with symbolic links resolved in the longest prefix of it that exists (the rest kept):
 /// what the file system would open. `p` itself when nothing of it resolves.
 pub fn resolved(p: &Path) -> PathBuf {
-    let mut prefix = p.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(c) = std::fs::canonicalize(&prefix) {
-            let mut out = c;
-            for r in rest.iter().rev() {
-                out.push(r);
+    Resolver::default().resolved(p)
+}
+
+/// [`resolved`] for the paths of one call's analysis, each prefix's canonical form asked of
+/// the file system once (a command names the same directories many times). The file system
+/// changes between calls, so a resolver lives for one analysis and is never shared.
+#[derive(Debug, Default)]
+pub struct Resolver {
+    known: std::cell::RefCell<std::collections::HashMap<PathBuf, Option<PathBuf>>>,
+}
+
+impl Resolver {
+    /// [`resolved`] of `p`, with what this resolver has seen remembered. The prefixes are
+    /// tried from the shortest: once one does not resolve, no longer one does (resolving a
+    /// path resolves each of its prefixes).
+    pub fn resolved(&self, p: &Path) -> PathBuf {
+        use std::path::Component;
+        let chain: Vec<&Path> = p
+            .ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .collect();
+        let mut found: Option<(&Path, PathBuf)> = None;
+        for prefix in chain.into_iter().rev() {
+            let known = self.known.borrow().get(prefix).cloned();
+            let canonical = match known {
+                Some(c) => c,
+                None => {
+                    let c = self.canonical(prefix);
+                    self.known
+                        .borrow_mut()
+                        .insert(prefix.to_path_buf(), c.clone());
+                    c
+                }
+            };
+            match canonical {
+                Some(c) => found = Some((prefix, c)),
+                None => break,
             }
-            return out;
         }
-        match (
-            prefix.file_name().map(|n| n.to_os_string()),
-            prefix.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                prefix = parent.to_path_buf();
+        let Some((prefix, mut out)) = found else {
+            return p.to_path_buf();
+        };
+        let Ok(rest) = p.strip_prefix(prefix) else {
+            return p.to_path_buf();
+        };
+        for c in rest.components() {
+            match c {
+                Component::Normal(n) => out.push(n),
+                _ => return p.to_path_buf(),
             }
-            _ => return p.to_path_buf(),
         }
+        out
+    }
+}
+
+impl Resolver {
+    /// `std::fs::canonicalize(p)`, from its parent's remembered form where there is one: no
+    /// path under a directory that does not exist exists, and an entry that is not a symbolic
+    /// link resolves to its parent's form joined with its name (one `lstat`).
+    fn canonical(&self, p: &Path) -> Option<PathBuf> {
+        use std::path::Component;
+        if let (Some(parent), Some(Component::Normal(name))) =
+            (p.parent(), p.components().next_back())
+        {
+            let parent_known = self.known.borrow().get(parent).cloned();
+            match parent_known {
+                Some(None) => return None,
+                Some(Some(pc)) => match std::fs::symlink_metadata(p) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                    Ok(m) if !m.file_type().is_symlink() => return Some(pc.join(name)),
+                    _ => {}
+                },
+                None => {}
+            }
+        }
+        std::fs::canonicalize(p).ok()
     }
 }
 
@@ -288,6 +344,41 @@ pub fn overlaps(a: &[Pat], b: &[Pat]) -> bool {
 mod tests {
     use super::*;
     use crate::front::protect::shell::{lex, Token};
+
+    /// One resolver over many paths answers what `std::fs::canonicalize` of the longest
+    /// existing prefix gives, for links in the middle, at the end, dangling, in a loop, and
+    /// for paths that do not exist; asked twice, it answers the same.
+    #[test]
+    fn a_resolver_resolves_as_the_file_system_does() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(tmp.path()).expect("canonical");
+        std::fs::create_dir_all(root.join("home/.aws")).expect("dirs");
+        std::fs::write(root.join("home/.aws/credentials"), "k").expect("file");
+        std::os::unix::fs::symlink(root.join("home/.aws"), root.join("home/notes")).expect("ln");
+        std::os::unix::fs::symlink(root.join("home/.aws/credentials"), root.join("home/todo"))
+            .expect("ln");
+        std::os::unix::fs::symlink(root.join("gone"), root.join("home/dangling")).expect("ln");
+        std::os::unix::fs::symlink(root.join("home/loop"), root.join("home/loop")).expect("ln");
+        let r = Resolver::default();
+        let aws = root.join("home/.aws");
+        for (asked, want) in [
+            (root.join("home/notes/credentials"), aws.join("credentials")),
+            (root.join("home/notes/new/x"), aws.join("new/x")),
+            (root.join("home/todo"), aws.join("credentials")),
+            (root.join("home/dangling/x"), root.join("home/dangling/x")),
+            (root.join("home/loop/x"), root.join("home/loop/x")),
+            (root.join("home/missing/a/b"), root.join("home/missing/a/b")),
+            (
+                root.join("home/notes/../notes/credentials"),
+                aws.join("credentials"),
+            ),
+        ] {
+            for _ in 0..2 {
+                assert_eq!(r.resolved(&asked), want, "{}", asked.display());
+                assert_eq!(resolved(&asked), want, "{}", asked.display());
+            }
+        }
+    }
 
     fn word(t: &str) -> Word {
         match lex(t).tokens.into_iter().next() {

@@ -135,6 +135,9 @@ pub struct Secrets {
     pub public_paths: Vec<String>,
     /// Tools whose results are secret (compared after [`principal_stem`]).
     pub tools: BTreeSet<String>,
+    /// Secret tools whose results others than the user can write (an inbox, a channel):
+    /// their results are untrusted input as well as secret (`spec/hooks.md` §16.6).
+    pub written_by_others: BTreeSet<String>,
     /// Commands that print the environment (`env`, `printenv`): their output is secret.
     pub environment_commands: Vec<String>,
     /// Command prefixes (words) that send data off the machine (`curl`, `git push`).
@@ -901,6 +904,8 @@ struct RawSecrets {
     #[serde(default)]
     tools: Vec<String>,
     #[serde(default)]
+    written_by_others: Vec<String>,
+    #[serde(default)]
     environment_commands: Vec<String>,
     #[serde(default)]
     egress_commands: Vec<String>,
@@ -918,6 +923,11 @@ impl RawSecrets {
             paths: self.paths,
             public_paths: self.public_paths,
             tools: self.tools.iter().map(|t| principal_stem(t)).collect(),
+            written_by_others: self
+                .written_by_others
+                .iter()
+                .map(|t| principal_stem(t))
+                .collect(),
             environment_commands: self.environment_commands,
             egress_commands: self.egress_commands,
             egress_tools: self.egress_tools,

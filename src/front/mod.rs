@@ -18,6 +18,7 @@ pub mod matching;
 pub mod pin;
 pub mod privsep;
 pub mod protect;
+pub mod secret_values;
 pub mod secrets;
 pub mod tools;
 #[cfg(feature = "mcp")]
@@ -252,8 +253,16 @@ pub enum Refusal {
         entry: Option<EntryId>,
         /// How the call sends (`curl`, `git push`, `WebFetch`).
         via: String,
-        /// The first destination nobody opened (or "an unnamed destination").
+        /// The first destination nobody opened (or "an unnamed destination"); with
+        /// `after_untrusted`, the destination the user stated.
         destination: String,
+        /// The user stated the destination, but the session has read untrusted input, which
+        /// may have asked for the secret to go there, so the statement does not open the
+        /// destination for a secret the call reads or carries (`spec/hooks.md` §16.6).
+        after_untrusted: bool,
+        /// The argument that carries the secret's value, and how it is written there
+        /// (`"body"`, `"base64"`), when it was found (§16.6).
+        carried: Option<secret_values::Carried>,
     },
     /// The agent composed the call's arguments after the session read untrusted input and the
     /// policy's `composed_after_external` is `deny` (`spec/hooks.md` §15).
@@ -282,15 +291,30 @@ impl std::fmt::Display for Refusal {
                 entry,
                 via,
                 destination,
+                after_untrusted,
+                carried,
             } => {
-                write!(
-                    f,
-                    "memlineage: deny {}: it would send data through {} to {}, which neither \
-                     the policy nor the user opened for secrets, ",
-                    crate::quote::word(tool),
-                    crate::quote::name(via),
-                    crate::quote::name(destination)
-                )?;
+                if *after_untrusted {
+                    write!(
+                        f,
+                        "memlineage: deny {}: it would send data through {} to {}, which the \
+                         user stated, but this session has read untrusted input that may \
+                         have asked for it, so the statement does not open it for a secret; ",
+                        crate::quote::word(tool),
+                        crate::quote::name(via),
+                        crate::quote::name(destination)
+                    )?;
+                } else {
+                    write!(
+                        f,
+                        "memlineage: deny {}: it would send data through {} to {}, which \
+                         neither the policy nor the user opened for secrets, ",
+                        crate::quote::word(tool),
+                        crate::quote::name(via),
+                        crate::quote::name(destination)
+                    )?;
+                }
+
                 match entry {
                     None => write!(f, "and it reads {} itself", crate::quote::name(secret))?,
                     Some(e) => write!(
@@ -299,6 +323,14 @@ impl std::fmt::Display for Refusal {
                         crate::quote::name(secret),
                         e.short()
                     )?,
+                }
+                if let Some(c) = carried {
+                    write!(
+                        f,
+                        ", and its argument {} carries that secret's value ({})",
+                        crate::quote::name(&c.argument),
+                        c.encoding
+                    )?;
                 }
                 write!(f, " (spec/hooks.md §16)")
             }
@@ -336,9 +368,11 @@ pub struct Front<S: Store, K: Keys> {
     /// Verified entries the secrecy rule has judged (`spec/hooks.md` §16.1): each one's own
     /// secret source, if any, and its parents; entries are immutable, so a verdict holds
     /// for the working directory it was made in ([`Front::set_project`] clears it on change).
-    secret_nodes: HashMap<EntryId, (Option<String>, Vec<EntryId>)>,
+    secret_nodes: HashMap<EntryId, SecretNode>,
     /// The working directory of `secret_nodes`' verdicts.
     secret_nodes_cwd: Option<String>,
+    /// The policy's secrecy rule, compiled once for this process's home directory.
+    secret_rules: std::sync::Arc<secrets::SecretRules>,
 }
 
 /// What [`Front::screen`] makes of a call before any lineage is looked at.
@@ -359,6 +393,12 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// A front over `ledger`, gating with `policy`, signing with `keys`; the agent's writes
     /// are signed as principal [`AGENT`].
     pub fn new(ledger: Ledger<S>, policy: Policy, keys: K) -> Self {
+        let secret_rules = std::sync::Arc::new(secrets::SecretRules::new(
+            &policy.secrets,
+            std::env::var_os("HOME")
+                .map(std::path::PathBuf::from)
+                .as_deref(),
+        ));
         Front {
             ledger,
             policy,
@@ -368,6 +408,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             protected: protect::Protected::default(),
             secret_nodes: HashMap::new(),
             secret_nodes_cwd: None,
+            secret_rules,
             last_ms: 0,
             haystacks: HashMap::new(),
         }
@@ -871,7 +912,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                         session.id
                     )))
                 } else {
-                    self.secret_flow(session, tool, args)
+                    self.secret_flow(session, tool, args, false)
                         .map_or(Verdict::Allow, Verdict::Deny)
                 };
                 return Ok(Checked {
@@ -938,7 +979,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
             match self.ledger.gate_values(&self.policy, &call, args) {
                 // The worst decides: a secret leaving is refused before the ask rule runs.
-                Decision::Allow => match self.secret_flow(session, tool, args) {
+                Decision::Allow => match self.secret_flow(session, tool, args, true) {
                     Some(r) => Verdict::Deny(r),
                     None => self.composed_verdict(session, &call, &composed),
                 },
@@ -952,20 +993,29 @@ impl<S: Store, K: Keys> Front<S, K> {
         })
     }
 
-    /// The policy's secrecy rule for the home directory of this process (`$HOME`).
-    fn secret_rules(&self) -> secrets::SecretRules<'_> {
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        secrets::SecretRules::new(&self.policy.secrets, home.as_deref())
+    /// The policy's secrecy rule for the home directory of this process (`$HOME` when the
+    /// front was made).
+    fn secret_rules(&self) -> std::sync::Arc<secrets::SecretRules> {
+        std::sync::Arc::clone(&self.secret_rules)
     }
 
     /// The flow rule of `spec/hooks.md` §16.3 for a call the gate allowed: an egress call
     /// with a destination neither the policy nor a statement of the user opened is refused
-    /// when it reads a secret itself, or when the session's reads descend from one.
+    /// when it reads a secret itself, or when the session's reads descend from one. A
+    /// destination only the user's statement opened (§16.6) is refused, once the session has
+    /// read untrusted input, for a secret the call reads itself or whose value one of its
+    /// arguments carries (whenever the secret was read: the untrusted text may have asked
+    /// for it to be sent before or after). A call the policy does not gate
+    /// (`gated` false: a fetch, whose only payload is where it goes) is let through to a
+    /// destination nobody opened when every destination parameter's value is copied whole from
+    /// a read of the session and no argument carries a secret's value: it then sends nothing
+    /// the page's author did not write.
     fn secret_flow(
         &mut self,
         session: &Session,
         tool: &str,
         args: &serde_json::Map<String, Value>,
+        gated: bool,
     ) -> Option<Refusal> {
         if self.policy.secrets.is_empty() {
             return None;
@@ -973,35 +1023,189 @@ impl<S: Store, K: Keys> Front<S, K> {
         let cwd = self.project.clone();
         let cwd = cwd.as_deref().map(Path::new);
         let rules = self.secret_rules();
-        let egress = rules.egress(tool, args, cwd)?;
-        let itself = rules.read_by(tool, args, cwd);
+        let (egress, itself) = rules.egress_reading(tool, args, cwd)?;
+        // Nothing secret to send: no destination needs judging (every branch below refuses
+        // only for a secret the call reads or the session read).
+        if itself.is_none() && self.secret_reads(session, false).is_empty() {
+            return None;
+        }
         let mut closed: Vec<String> = egress
             .destinations
             .iter()
             .filter(|d| !rules.is_open(d))
             .cloned()
             .collect();
+        // A destination the user stated in this session is opened by that statement, for
+        // the secrets it may open (below).
+        let stated: Vec<String> = closed
+            .iter()
+            .filter(|d| self.stated_by_user(session, d))
+            .cloned()
+            .collect();
+        closed.retain(|d| !stated.contains(d));
         if egress.destinations.is_empty() {
             closed.push("an unnamed destination".to_string());
         }
-        drop(rules);
-        // A destination the user stated in this session is opened by that statement.
-        closed.retain(|d| !self.stated_by_user(session, d));
-        let destination = closed.into_iter().next()?;
-        let (secret, entry) = match itself {
-            Some(s) => (s, None),
-            None => {
-                let (id, s) = self.session_secret(session)?;
-                (s, Some(id))
-            }
+        let refusal = |secret: String,
+                       entry: Option<EntryId>,
+                       destination: String,
+                       after_untrusted: bool,
+                       carried: Option<secret_values::Carried>| {
+            Some(Refusal::Secret {
+                tool: tool.to_string(),
+                secret,
+                entry,
+                via: egress.via.clone(),
+                destination,
+                after_untrusted,
+                carried,
+            })
         };
-        Some(Refusal::Secret {
-            tool: tool.to_string(),
-            secret,
-            entry,
-            via: egress.via,
-            destination,
-        })
+        if let Some(destination) = closed.into_iter().next() {
+            return match itself {
+                Some(s) => refusal(s, None, destination, false, None),
+                None if !gated && self.copied_destination(session, tool, args) => {
+                    let reads = self.secret_reads(session, true);
+                    let carrier = reads
+                        .into_iter()
+                        .find_map(|r| self.carried_value(&r, args).map(|c| (r, c)))?;
+                    let (r, c) = carrier;
+                    refusal(r.what, Some(r.read), destination, false, Some(c))
+                }
+                None => {
+                    let first = self.secret_reads(session, false).into_iter().next()?;
+                    let carried = self.carried_value(&first, args);
+                    refusal(first.what, Some(first.read), destination, false, carried)
+                }
+            };
+        }
+        // Every destination is opened; those only the user opened open nothing for a secret
+        // that untrusted input may have asked for.
+        let destination = stated.into_iter().next()?;
+        if let Some(s) = itself {
+            return if self.read_untrusted(session) {
+                refusal(s, None, destination, true, None)
+            } else {
+                None
+            };
+        }
+        // Untrusted input read before this call may have asked for it, whenever the secret
+        // itself was read: the worst source of the decision to send decides.
+        if !self.read_untrusted(session) {
+            return None;
+        }
+        for read in self.secret_reads(session, true) {
+            if let Some(c) = self.carried_value(&read, args) {
+                return refusal(read.what, Some(read.read), destination, true, Some(c));
+            }
+        }
+        None
+    }
+
+    /// Whether every destination parameter of the egress tool `tool` (`secrets.egress_tools`)
+    /// is present and each of its strings is copied whole from a read of the session (a
+    /// shell command's destinations are never: what a command sends is not in its words).
+    fn copied_destination(
+        &mut self,
+        session: &Session,
+        tool: &str,
+        args: &serde_json::Map<String, Value>,
+    ) -> bool {
+        let names = self
+            .policy
+            .secrets
+            .egress_tools
+            .iter()
+            .find(|(t, _)| {
+                **t == tool || crate::gate::principal_stem(t) == crate::gate::principal_stem(tool)
+            })
+            .map(|(_, n)| n.clone());
+        let Some(names) = names.filter(|n| !n.is_empty()) else {
+            return false;
+        };
+        for n in &names {
+            let Some(v) = args.get(n) else {
+                return false;
+            };
+            let mut strings = Vec::new();
+            extract::string_leaves(v, &mut strings);
+            if strings.is_empty() {
+                return false;
+            }
+            for s in strings {
+                let v = Value::String(s.to_string());
+                match self.sources_for(session, &v, None) {
+                    Ok(ids) if !ids.is_empty() => {}
+                    _ => return false,
+                }
+            }
+        }
+        true
+    }
+
+    /// Where `args` carry a value of the secret `read` (its session read's text, and the
+    /// source's); an entry whose text cannot be read carries every value (fail closed:
+    /// the first argument, encoding `"unknown"`).
+    fn carried_value(
+        &mut self,
+        read: &SecretRead,
+        args: &serde_json::Map<String, Value>,
+    ) -> Option<secret_values::Carried> {
+        use crate::gate::OriginView;
+        let mut tokens = std::collections::BTreeSet::new();
+        for id in [read.read, read.source] {
+            match self.ledger.origin_node(&id).text {
+                Some(t) => tokens.extend(secret_values::specific_tokens(&t)),
+                None => {
+                    return args.keys().next().map(|a| secret_values::Carried {
+                        argument: a.clone(),
+                        encoding: "unknown",
+                    })
+                }
+            }
+        }
+        secret_values::carried(&tokens, args)
+    }
+
+    /// Whether the session has read untrusted input (or lost a read it could not record): a
+    /// read labelled worse than Derived-Trusted, or not labelled by this handle, that is not a
+    /// secret only the user writes (a secret file, a secret tool not in `written_by_others`:
+    /// reading one's own credentials is not an instruction from someone else).
+    fn read_untrusted(&mut self, session: &Session) -> bool {
+        if session.unrecorded > 0 {
+            return true;
+        }
+        let reads: Vec<EntryId> = session.reads.clone();
+        for r in reads {
+            let trusted = self
+                .ledger
+                .label(&r)
+                .is_some_and(|l| l <= crate::lineage::Label::DerivedTrusted);
+            if !trusted && !self.is_private_secret(&r) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether `id` is a result of a secret only the user writes: a secret tool's result (not
+    /// `written_by_others`), or the result of a call that reads a secret file.
+    fn is_private_secret(&mut self, id: &EntryId) -> bool {
+        let Some(node) = self.secret_node(id) else {
+            return false;
+        };
+        if let Some(src) = &node.source {
+            return src.private;
+        }
+        if !node.tool_result {
+            return false;
+        }
+        let Some(call) = node.parents.first().copied() else {
+            return false;
+        };
+        self.secret_node(&call)
+            .and_then(|c| c.source.as_ref())
+            .is_some_and(|s| s.private)
     }
 
     /// Whether a statement of the user among the session's reads holds `dest`
@@ -1014,60 +1218,94 @@ impl<S: Store, K: Keys> Front<S, K> {
         })
     }
 
-    /// The first secret source in the lineage of the session's reads, every recorded edge
-    /// followed (§16.1): a result of a secret tool, or a call entry of the agent whose signed
-    /// content reads a secret; an entry that cannot be verified counts as one (fail closed).
-    fn session_secret(&mut self, session: &Session) -> Option<(EntryId, String)> {
+    /// The secrecy rule's judgement of the verified entry `id` (remembered: entries are
+    /// immutable); `None` when it cannot be verified (then it is never remembered).
+    fn secret_node(&mut self, id: &EntryId) -> Option<&SecretNode> {
         use crate::gate::OriginView;
         if self.secret_nodes_cwd != self.project {
             self.secret_nodes.clear();
             self.secret_nodes_cwd = self.project.clone();
         }
-        let cwd = self.project.as_deref().map(Path::new);
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let rules = secrets::SecretRules::new(&self.policy.secrets, home.as_deref());
-        let mut seen: HashSet<EntryId> = HashSet::new();
-        let mut stack: Vec<(EntryId, EntryId)> = session.reads.iter().map(|r| (*r, *r)).collect();
-        while let Some((id, read)) = stack.pop() {
-            if !seen.insert(id) {
-                continue;
-            }
-            if !self.secret_nodes.contains_key(&id) {
-                let node = self.ledger.origin_node(&id);
-                let (Some((role, name)), Some(text)) = (&node.writer, &node.text) else {
-                    // Not verified: secret, and never remembered (fail closed).
-                    return Some((
-                        read,
-                        format!("entry {} that cannot be verified", id.short()),
-                    ));
-                };
-                let source = match role {
-                    crate::record::Role::Tool => {
-                        let tool = name.strip_prefix("tool:").unwrap_or(name);
-                        rules
-                            .policy_tools_contain(tool)
-                            .then(|| format!("the result of {tool}"))
-                    }
-                    crate::record::Role::Agent => match serde_json::from_str::<Value>(text) {
-                        Ok(Value::Object(call)) => match (call.get("tool"), call.get("args")) {
-                            (Some(Value::String(t)), Some(Value::Object(a))) => {
-                                rules.read_by(t, a, cwd)
-                            }
-                            _ => None,
-                        },
+        if !self.secret_nodes.contains_key(id) {
+            let node = self.ledger.origin_node(id);
+            let (Some((role, name)), Some(text)) = (&node.writer, &node.text) else {
+                return None;
+            };
+            let cwd = self.project.as_deref().map(Path::new);
+            let rules = self.secret_rules();
+            let source = match role {
+                crate::record::Role::Tool => {
+                    let tool = name.strip_prefix("tool:").unwrap_or(name);
+                    rules.policy_tools_contain(tool).then(|| SecretSource {
+                        what: format!("the result of {tool}"),
+                        private: !rules.written_by_others(tool),
+                    })
+                }
+                crate::record::Role::Agent => match serde_json::from_str::<Value>(text) {
+                    Ok(Value::Object(call)) => match (call.get("tool"), call.get("args")) {
+                        (Some(Value::String(t)), Some(Value::Object(a))) => {
+                            rules.read_by(t, a, cwd).map(|what| SecretSource {
+                                private: !rules.policy_tools_contain(t)
+                                    || !rules.written_by_others(t),
+                                what,
+                            })
+                        }
                         _ => None,
                     },
                     _ => None,
-                };
-                self.secret_nodes.insert(id, (source, node.parents));
-            }
-            let (source, parents) = &self.secret_nodes[&id];
-            if let Some(s) = source {
-                return Some((read, s.clone()));
-            }
-            stack.extend(parents.iter().map(|p| (*p, read)));
+                },
+                _ => None,
+            };
+            let tool_result = *role == crate::record::Role::Tool;
+            self.secret_nodes.insert(
+                *id,
+                SecretNode {
+                    source,
+                    tool_result,
+                    parents: node.parents,
+                },
+            );
         }
-        None
+        self.secret_nodes.get(id)
+    }
+
+    /// The session's reads whose lineage holds a secret source, every recorded edge followed
+    /// (§16.1): a result of a secret tool, or a call entry of the agent whose signed content
+    /// reads a secret; an entry that cannot be verified counts as one (fail closed). The first one found only, unless `all`.
+    fn secret_reads(&mut self, session: &Session, all: bool) -> Vec<SecretRead> {
+        let mut out = Vec::new();
+        let mut seen: HashSet<EntryId> = HashSet::new();
+        let mut stack: Vec<(EntryId, EntryId)> = session.reads.iter().map(|r| (*r, *r)).collect();
+        stack.reverse();
+        while let Some((id, read)) = stack.pop() {
+            if !all && !out.is_empty() {
+                break;
+            }
+            if !seen.insert(id) {
+                continue;
+            }
+            let Some(node) = self.secret_node(&id) else {
+                out.push(SecretRead {
+                    read,
+                    source: id,
+                    what: format!("entry {} that cannot be verified", id.short()),
+                });
+                continue;
+            };
+            match &node.source {
+                Some(src) => out.push(SecretRead {
+                    read,
+                    source: id,
+                    what: src.what.clone(),
+                }),
+                None => {
+                    let parents: Vec<(EntryId, EntryId)> =
+                        node.parents.iter().rev().map(|p| (*p, read)).collect();
+                    stack.extend(parents);
+                }
+            }
+        }
+        out
     }
 
     /// Loads session `id` from `sessions` and catches it up with the ledger
@@ -1508,6 +1746,33 @@ fn retrieved_view(output: &Value) -> Option<Vec<(EntryId, ViewEntry)>> {
 }
 
 /// Entry ids as 64-hex strings in session files.
+/// What the secrecy rule remembers of an entry it judged (entries are immutable).
+struct SecretNode {
+    /// The secret source it is, if any.
+    source: Option<SecretSource>,
+    /// Written by a tool principal (a tool's result).
+    tool_result: bool,
+    parents: Vec<EntryId>,
+}
+
+/// A secret source (`spec/hooks.md` §16.1).
+struct SecretSource {
+    /// What the secret is (a file, a tool's result).
+    what: String,
+    /// Only the user writes it (a secret file; a secret tool not in `written_by_others`).
+    private: bool,
+}
+
+/// A read of a session whose lineage holds a secret (`spec/hooks.md` §16.1).
+struct SecretRead {
+    /// The session's read.
+    read: EntryId,
+    /// The secret source in its lineage (the read itself, or an ancestor).
+    source: EntryId,
+    /// What the secret is (a file, a tool's result, an unverifiable entry).
+    what: String,
+}
+
 mod hex_ids {
     use crate::record::EntryId;
     use serde::{Deserialize, Deserializer, Serializer};

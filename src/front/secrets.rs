@@ -15,7 +15,7 @@
 //! destination cannot be found sends to a destination nobody opened.
 
 use super::extract::string_leaves;
-use super::protect::pattern::{candidate, glob, matches, overlaps, resolved, Candidate, Pat};
+use super::protect::pattern::{candidate, glob, matches, overlaps, Candidate, Pat, Resolver};
 use super::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use super::protect::{MAX_NESTING, SHELLS, WRAPPERS};
 use crate::gate::{principal_stem, Secrets};
@@ -65,8 +65,8 @@ pub struct Egress {
 }
 
 /// The secrecy rule of one policy, for one home directory.
-pub struct SecretRules<'p> {
-    policy: &'p Secrets,
+pub struct SecretRules {
+    policy: Secrets,
     /// Each secret glob: as written, as a pattern, and its longest literal run (lower case),
     /// which a path must contain to match (a cheap test before the pattern's).
     secret: Vec<(String, Vec<Pat>, String)>,
@@ -108,11 +108,11 @@ struct Facts {
     rerouted: bool,
 }
 
-impl<'p> SecretRules<'p> {
+impl SecretRules {
     /// The rules of `policy` with `home` as `~`.
-    pub fn new(policy: &'p Secrets, home: Option<&Path>) -> Self {
+    pub fn new(policy: &Secrets, home: Option<&Path>) -> Self {
         SecretRules {
-            policy,
+            policy: policy.clone(),
             secret: policy
                 .paths
                 .iter()
@@ -138,11 +138,14 @@ impl<'p> SecretRules<'p> {
     /// The secret pattern `c` (a path, or a pattern over paths) may name, if any: a path
     /// matched by a secret glob and no public one, or a pattern that shares a path with a
     /// secret glob (a public glob does not excuse a pattern, which may name other files).
-    fn secret_at(&self, c: &Candidate) -> Option<String> {
+    fn secret_at(&self, c: &Candidate, r: &Resolver) -> Option<String> {
         match c {
             Candidate::Path(p) => {
                 // As named and as the file system would open it (symbolic links resolved).
-                for q in [p.clone(), resolved(p)] {
+                let real = r.resolved(p);
+                let both = [p.clone(), real];
+                let distinct = if both[0] == both[1] { 1 } else { 2 };
+                for q in &both[..distinct] {
                     let s = q.to_string_lossy();
                     let lower = s.to_lowercase();
                     let hit = |g: &[Pat], run: &str| lower.contains(run) && matches(g, &s);
@@ -164,7 +167,7 @@ impl<'p> SecretRules<'p> {
     }
 
     /// The secret a path string names (relative to `cwd`; `~/` is home).
-    fn secret_str(&self, s: &str, cwd: Option<&Path>) -> Option<String> {
+    fn secret_str(&self, s: &str, cwd: Option<&Path>, r: &Resolver) -> Option<String> {
         if s.is_empty() || s.len() > 4096 || s.contains("://") {
             return None;
         }
@@ -172,7 +175,7 @@ impl<'p> SecretRules<'p> {
         let Some(Token::Word(w)) = lexed.tokens.first() else {
             return None;
         };
-        self.secret_at(&candidate(w, cwd, self.home.as_deref()))
+        self.secret_at(&candidate(w, cwd, self.home.as_deref()), r)
     }
 
     /// The secret the call reads, if any (§16.1): a result of a secret tool, a file tool's
@@ -183,12 +186,37 @@ impl<'p> SecretRules<'p> {
         args: &Map<String, Value>,
         cwd: Option<&Path>,
     ) -> Option<String> {
+        let facts = self.shell_call(tool, args, cwd);
+        self.read_with(tool, args, cwd, facts.as_ref())
+    }
+
+    /// For an egress call (§16.2), where it sends and the secret it reads itself (§16.1):
+    /// [`SecretRules::egress`] and [`SecretRules::read_by`] with its command analysed once.
+    pub fn egress_reading(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        cwd: Option<&Path>,
+    ) -> Option<(Egress, Option<String>)> {
+        let facts = self.shell_call(tool, args, cwd);
+        let reads = self.read_with(tool, args, cwd, facts.as_ref());
+        Some((self.egress_with(tool, args, facts)?, reads))
+    }
+
+    /// [`SecretRules::read_by`] given the analysis of the call's command, if it has one.
+    fn read_with(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        cwd: Option<&Path>,
+        facts: Option<&Facts>,
+    ) -> Option<String> {
         let bare = principal_stem(tool);
         if self.policy.tools.contains(&bare) {
             return Some(format!("the result of {tool}"));
         }
-        if let Some(f) = self.shell_call(tool, args, cwd) {
-            return f.secrets.into_iter().next();
+        if let Some(f) = facts {
+            return f.secrets.first().cloned();
         }
         for (k, v) in args {
             if !PATH_KEYS.contains(&k.as_str()) {
@@ -197,8 +225,9 @@ impl<'p> SecretRules<'p> {
             let mut strings = Vec::new();
             string_leaves(v, &mut strings);
             let cwd = cwd.unwrap_or(Path::new(UNKNOWN_CWD));
+            let r = Resolver::default();
             for s in strings {
-                if let Some(found) = self.secret_str(s, Some(cwd)) {
+                if let Some(found) = self.secret_str(s, Some(cwd), &r) {
                     return Some(found);
                 }
             }
@@ -213,7 +242,18 @@ impl<'p> SecretRules<'p> {
         args: &Map<String, Value>,
         cwd: Option<&Path>,
     ) -> Option<Egress> {
-        if let Some(mut f) = self.shell_call(tool, args, cwd) {
+        let facts = self.shell_call(tool, args, cwd);
+        self.egress_with(tool, args, facts)
+    }
+
+    /// [`SecretRules::egress`] given the analysis of the call's command, if it has one.
+    fn egress_with(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        facts: Option<Facts>,
+    ) -> Option<Egress> {
+        if let Some(mut f) = facts {
             if f.unknown_program {
                 f.egress.push(Egress {
                     via: "a program that cannot be named".to_string(),
@@ -233,6 +273,11 @@ impl<'p> SecretRules<'p> {
             .iter()
             .find(|(t, _)| **t == tool || principal_stem(t) == principal_stem(tool))?
             .1;
+        // A call that names none of its tool's destination parameters sends to whoever
+        // already receives it (an update of a scheduled payment's amount).
+        if !names.is_empty() && !names.iter().any(|n| args.contains_key(n)) {
+            return None;
+        }
         let mut destinations = Vec::new();
         for n in names {
             let mut strings = Vec::new();
@@ -250,6 +295,15 @@ impl<'p> SecretRules<'p> {
     /// Whether the policy names `tool` (a bare tool name) as a source of secrets.
     pub fn policy_tools_contain(&self, tool: &str) -> bool {
         self.policy.tools.contains(&principal_stem(tool))
+    }
+
+    /// Whether others than the user can write what the secret tool `tool` returns
+    /// (`secrets.written_by_others`: an inbox, a channel), so that its results count as
+    /// untrusted input for §16.6 although they are secret.
+    pub fn written_by_others(&self, tool: &str) -> bool {
+        self.policy
+            .written_by_others
+            .contains(&principal_stem(tool))
     }
 
     /// Whether secrets may go to `dest` by policy (§16.3): an open host or a subdomain of an
@@ -280,22 +334,23 @@ impl<'p> SecretRules<'p> {
         }
         let cwd = workdir(args, cwd);
         let mut f = Facts::default();
+        let r = Resolver::default();
         for t in &texts {
-            self.shell(t, cwd.as_deref(), 0, &mut f);
+            self.shell(t, cwd.as_deref(), 0, &mut f, &r);
         }
         Some(f)
     }
 
     /// Analyses one shell command (nested commands up to [`MAX_NESTING`] deep; deeper, or a
     /// program that cannot be named, counts as one that may send).
-    fn shell(&self, text: &str, cwd: Option<&Path>, depth: usize, f: &mut Facts) {
+    fn shell(&self, text: &str, cwd: Option<&Path>, depth: usize, f: &mut Facts, r: &Resolver) {
         if depth > MAX_NESTING {
             f.unknown_program = true;
             return;
         }
         let lexed = lex(text);
         for n in &lexed.nested {
-            self.shell(n, cwd, depth + 1, f);
+            self.shell(n, cwd, depth + 1, f, r);
         }
         // An interpreter reading code from a here-document or standard input (`python3 - <<EOF`)
         // sends what its code names: the raw text is searched for secret paths.
@@ -303,7 +358,7 @@ impl<'p> SecretRules<'p> {
             matches!(t, Token::Word(w) if w.literal().is_some_and(|l| is_interpreter(basename(&l))))
         });
         if interpreted {
-            if let Some(s) = chunks(text).find_map(|c| self.secret_str(c, cwd)) {
+            if let Some(s) = chunks(text).find_map(|c| self.secret_str(c, cwd, r)) {
                 f.secrets.push(s);
                 f.egress.push(Egress {
                     via: "an interpreter".to_string(),
@@ -335,7 +390,7 @@ impl<'p> SecretRules<'p> {
             match t {
                 Token::Word(w) => segment.push(w),
                 Token::Control => {
-                    self.segment(&segment, Some(&here), depth, f);
+                    self.segment(&segment, Some(&here), depth, f, r);
                     if let Some(to) = self.cd(&segment, &here) {
                         here = to;
                     }
@@ -369,13 +424,20 @@ impl<'p> SecretRules<'p> {
     }
 
     /// One simple command: its program, the secrets its words name, where it sends.
-    fn segment(&self, words: &[&Word], cwd: Option<&Path>, depth: usize, f: &mut Facts) {
+    fn segment(
+        &self,
+        words: &[&Word],
+        cwd: Option<&Path>,
+        depth: usize,
+        f: &mut Facts,
+        r: &Resolver,
+    ) {
         let tree = words.iter().any(|w| {
             w.literal()
                 .is_some_and(|l| TREE_READERS.contains(&basename(&l)))
         });
         for w in words {
-            if let Some(s) = self.word_secret(w, cwd) {
+            if let Some(s) = self.word_secret(w, cwd, r) {
                 f.secrets.push(s);
             } else if tree {
                 if let Some(s) = self.tree_secret(w, cwd) {
@@ -440,7 +502,7 @@ impl<'p> SecretRules<'p> {
                 .position(|a| a.starts_with('-') && a.contains('c'))
             {
                 match rest.get(p + 1).and_then(|w| w.literal()) {
-                    Some(code) => self.shell(&code, cwd, depth + 1, f),
+                    Some(code) => self.shell(&code, cwd, depth + 1, f, r),
                     // Code that is only known when it runs may run anything.
                     None => f.unknown_program = true,
                 }
@@ -448,7 +510,7 @@ impl<'p> SecretRules<'p> {
         }
         if prog == "eval" {
             if rest.iter().all(|w| w.literal().is_some()) {
-                self.shell(&lits.join(" "), cwd, depth + 1, f);
+                self.shell(&lits.join(" "), cwd, depth + 1, f, r);
             } else {
                 f.unknown_program = true;
             }
@@ -456,7 +518,7 @@ impl<'p> SecretRules<'p> {
         if is_interpreter(&prog) {
             // Inline code can connect anywhere: it sends when it names a secret.
             let inline = lits.iter().any(|a| a == "-c" || a == "-e" || a == "--eval");
-            let names_secret = rest.iter().any(|w| self.word_secret(w, cwd).is_some());
+            let names_secret = rest.iter().any(|w| self.word_secret(w, cwd, r).is_some());
             if inline && names_secret {
                 f.egress.push(Egress {
                     via: prog.clone(),
@@ -522,8 +584,8 @@ impl<'p> SecretRules<'p> {
 
     /// The secret a word names: the word as a path, the value after `=` or `@` in it
     /// (`of=F`, `-F f=@F`, `-d @F`), and path-like pieces of inline code.
-    fn word_secret(&self, w: &Word, cwd: Option<&Path>) -> Option<String> {
-        if let Some(s) = self.secret_at(&candidate(w, cwd, self.home.as_deref())) {
+    fn word_secret(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> Option<String> {
+        if let Some(s) = self.secret_at(&candidate(w, cwd, self.home.as_deref()), r) {
             if !w.all_unknown() {
                 return Some(s);
             }
@@ -535,7 +597,8 @@ impl<'p> SecretRules<'p> {
                     pieces: w.pieces[p + 1..].to_vec(),
                 };
                 if !rest.pieces.is_empty() && !rest.all_unknown() {
-                    if let Some(s) = self.secret_at(&candidate(&rest, cwd, self.home.as_deref())) {
+                    if let Some(s) = self.secret_at(&candidate(&rest, cwd, self.home.as_deref()), r)
+                    {
                         return Some(s);
                     }
                 }
@@ -545,7 +608,7 @@ impl<'p> SecretRules<'p> {
         let text = w.squeezed();
         let found = chunks(&text)
             .filter(|p| *p != text)
-            .find_map(|p| self.secret_str(p, cwd));
+            .find_map(|p| self.secret_str(p, cwd, r));
         found
     }
 }
@@ -701,10 +764,21 @@ fn url_host(s: &str) -> Option<String> {
 }
 
 /// The host a tool's destination parameter names: a URL's host, else the string itself.
+/// The destination a tool parameter's string names: a URL's host, the host of a URL written
+/// without its scheme (`www.site.example/random`), lower case; else the value itself, as
+/// written (an e-mail address, an account number, a user name: the user's statement of it is
+/// matched by the rules of `spec/hooks.md` §4).
 fn host_of(s: &str) -> Option<String> {
     url_host(s).or_else(|| {
         let t = s.trim();
-        (!t.is_empty()).then(|| t.to_lowercase())
+        if t.is_empty() {
+            return None;
+        }
+        if !t.contains('@') && !t.contains(char::is_whitespace) && looks_like_host(t) {
+            let h = t.split(['/', '?', '#']).next().unwrap_or(t);
+            return Some(h.split(':').next().unwrap_or(h).to_lowercase());
+        }
+        Some(t.to_string())
     })
 }
 

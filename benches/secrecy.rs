@@ -24,6 +24,8 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Duration;
 
+mod common;
+
 criterion_group!(benches, secrecy);
 criterion_main!(benches);
 
@@ -61,13 +63,7 @@ fn secrecy(c: &mut Criterion) {
         Value::Object(m) => m,
         _ => unreachable!("an object literal"),
     };
-    let key = WriterKey::for_label("bench-verify");
-    let msg = [7u8; 100];
-    let sig = ed25519_dalek::Signature::from_bytes(&key.sign(&msg));
-    let vk = key.verifying_key();
-    g.bench_function("ed25519_verify_strict", |b| {
-        b.iter(|| black_box(vk.verify_strict(black_box(&msg), &sig)).expect("verifies"))
-    });
+    common::verify_strict_floor(&mut g);
     let shipped = Policy::coding();
     assert!(
         !shipped.secrets.is_empty(),

@@ -6,6 +6,7 @@
 use serde_json::Value;
 use std::collections::BTreeSet;
 use unicode_normalization::UnicodeNormalization;
+use unicode_security::confusable_detection::skeleton;
 
 /// Whether a trusted principal's statement of `value` authorises it (`spec/hooks.md` §4.4):
 /// a string of at least 3 characters that is not all digits, or a number or digit string with
@@ -41,6 +42,9 @@ pub struct Haystack {
     /// and digits whose normal form is a run of whole words here matches whatever spacing,
     /// case or separators either side wrote (§4.2).
     normal: Vec<Words>,
+    /// Every amount written in `strings`, each reading of it in canonical decimal form
+    /// ([`amounts_in`]: `5.000,00` → `5000`; `EUR 5k` → `5000`; `5.000` → `5` and `5000`).
+    amounts: BTreeSet<String>,
     /// The text could not be read or verified: it cannot be proven absent from any value
     /// (`spec/hooks.md` §4.3, fail closed), so it matches every value a text could match.
     unverifiable: bool,
@@ -64,12 +68,17 @@ impl Haystack {
             add_fields(s, &mut fields);
         }
         let normal = strings.iter().map(|s| Words::of(s)).collect();
+        let mut amounts = BTreeSet::new();
+        for s in &strings {
+            amounts_in(s, &mut amounts);
+        }
         Haystack {
             strings,
             lower,
             ibans,
             fields,
             normal,
+            amounts,
             unverifiable: false,
         }
     }
@@ -101,15 +110,33 @@ impl Haystack {
             Value::String(s) if s.is_empty() => false,
             Value::String(_) | Value::Number(_) if self.unverifiable => true,
             Value::String(s) => self.matches_str(s),
-            Value::Number(n) => renderings(n)
-                .iter()
-                .any(|r| self.strings.iter().any(|h| contains(h, r))),
+            Value::Number(n) => self.matches_number(n),
             Value::Array(items) => items.iter().any(|v| self.matches(v)),
             // A member's name is as much a value as its value (`{"GB33…": 100}`).
             Value::Object(m) => m
                 .iter()
                 .any(|(k, v)| self.matches_str(k) || self.matches(v)),
         }
+    }
+
+    /// A number: one of its renderings not touching further digits, or its value among the
+    /// amounts of the text (`spec/hooks.md` §4.2), or, with at least [`MIN_NORMAL_CHARS`]
+    /// digits, its digits as a run of whole words (`4411 2233 9876 5432`).
+    fn matches_number(&self, n: &serde_json::Number) -> bool {
+        if renderings(n)
+            .iter()
+            .any(|r| self.strings.iter().any(|h| contains(h, r)))
+        {
+            return true;
+        }
+        let text = n.to_string();
+        if canonical_amount(&text).is_some_and(|c| self.amounts.contains(&c)) {
+            return true;
+        }
+        let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+        !text.contains(['.', 'e', 'E'])
+            && digits.len() >= MIN_NORMAL_CHARS
+            && self.normal.iter().any(|w| w.holds(&digits))
     }
 
     fn matches_str(&self, s: &str) -> bool {
@@ -119,20 +146,23 @@ impl Haystack {
         if self.unverifiable {
             return true;
         }
-        // An amount written as a string (`"500.00"`, `"5,000"`, `"0500"`) matches as the
-        // number would.
+        // An amount written as a string (`"500.00"`, `"5,000"`, `"0500"`, `"5 000"`,
+        // `"5.000,00"`, `"EUR 5k"`) matches as the number would, in each of its readings.
         if let Some(n) = decimal(s) {
-            if renderings(&n)
-                .iter()
-                .any(|r| self.strings.iter().any(|h| contains(h, r)))
-            {
+            if self.matches_number(&n) {
                 return true;
             }
         }
-        if s.bytes().all(|b| b.is_ascii_digit()) {
-            return self.strings.iter().any(|h| contains(h, s));
+        if amount_readings(s).iter().any(|a| self.amounts.contains(a)) {
+            return true;
         }
         let n = normal_form(s);
+        if s.bytes().all(|b| b.is_ascii_digit()) {
+            // A digit string: as written, not touching further digits, or (an account or
+            // card number) as a run of whole words whatever the grouping (§4.2).
+            return self.strings.iter().any(|h| contains(h, s))
+                || (n.len() >= MIN_NORMAL_CHARS && self.normal.iter().any(|w| w.holds(&n)));
+        }
         if n.chars().count() >= MIN_NORMAL_CHARS && self.normal.iter().any(|w| w.holds(&n)) {
             return true;
         }
@@ -277,12 +307,201 @@ fn iban(s: &str) -> Option<String> {
 
 /// `s` folded for IBAN matching (`spec/hooks.md` §4.2): NFKC (full-width forms and no-break
 /// spaces become ASCII), format characters such as U+200B zero-width space and U+00AD soft
-/// hyphen dropped, upper case.
+/// hyphen dropped, a letter or digit outside ASCII that Unicode lists as confusable with ASCII
+/// letters or digits written as those (UTS #39 skeleton: Cyrillic `А С О` → `A C O`), upper
+/// case.
 fn fold(s: &str) -> String {
-    s.nfkc()
-        .filter(|c| !is_format(*c))
-        .flat_map(char::to_uppercase)
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    let mut buf = [0u8; 4];
+    for c in s.nfkc().filter(|c| !is_format(*c)) {
+        if c.is_ascii() || !c.is_alphanumeric() {
+            out.extend(c.to_uppercase());
+            continue;
+        }
+        let proto: String = skeleton(c.encode_utf8(&mut buf)).collect();
+        match !proto.is_empty() && proto.chars().all(|p| p.is_ascii_alphanumeric()) {
+            true => out.extend(proto.chars().flat_map(char::to_uppercase)),
+            false => out.extend(c.to_uppercase()),
+        }
+    }
+    out
+}
+
+/// Multipliers an amount may be written with (`5k`, `2.5M`, `3bn`), as powers of ten; matched
+/// case-insensitively, right after the number or after one space, not followed by a letter or
+/// digit.
+const AMOUNT_SUFFIXES: &[(&str, usize)] = &[("K", 3), ("MN", 6), ("M", 6), ("BN", 9)];
+
+/// Characters written between digit groups of an amount (`5,000`, `5.000`, `5'000`, `5’000`,
+/// `5 000`; no-break and thin spaces are spaces after NFKC).
+const AMOUNT_SEPARATORS: &[char] = &['.', ',', '\'', '\u{2019}', ' '];
+
+/// Every amount written in `s`, each of its readings in canonical decimal form
+/// ([`canonical_amount`]), into `out` (`spec/hooks.md` §4.2): a run of digit groups joined by
+/// single [`AMOUNT_SEPARATORS`], optionally followed by an [`AMOUNT_SUFFIXES`] multiplier, is
+/// read with every separator as a thousands separator (when every group after the first has 3
+/// digits, or 2 then a last 3 as in `1,00,000`), and with its last `.` or `,` as the decimal
+/// mark and the others as thousands separators (when those differ from it and group by 3). So
+/// `5.000,00` is 5000, `1.234,56` is 1234.56, `5'000.00` and `5 000` are 5000, `EUR 5k` is
+/// 5000, and `5.000` is both 5 and 5000: a reading only adds a source (fail closed). O(len(s)).
+fn amounts_in(s: &str, out: &mut BTreeSet<String>) {
+    let chars: Vec<char> = fold(s).chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts = chars[i].is_ascii_digit() && (i == 0 || !chars[i - 1].is_ascii_digit());
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let (readings, end) = amount_at(&chars, i);
+        // `07`, `0001`: a part of a date or an identifier, not an amount as written (`0.5`
+        // is one).
+        let padded = chars[i] == '0' && chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        if !padded {
+            out.extend(readings);
+        }
+        i = end.max(i + 1);
+    }
+}
+
+/// The readings of the amount that a string value is, whole (`"5 000"`, `"5000,00"`,
+/// `"EUR 5k"`, `"€1.234,56"`), with a currency sign or a three-letter code before or after it;
+/// empty when it is not one.
+fn amount_readings(s: &str) -> Vec<String> {
+    let t = s.trim();
+    let strip_code = |x: &str| -> String {
+        let x = x
+            .trim_matches(|c: char| matches!(c, '€' | '$' | '£' | '¥' | '₹' | '₣'))
+            .trim();
+        let code = |w: &str| w.len() == 3 && w.chars().all(|c| c.is_ascii_alphabetic());
+        let x = match x.split_once(' ') {
+            Some((a, b)) if code(a) => b,
+            _ => x,
+        };
+        match x.rsplit_once(' ') {
+            Some((a, b)) if code(b) => a.trim().to_string(),
+            _ => x.trim().to_string(),
+        }
+    };
+    let t = strip_code(t);
+    let chars: Vec<char> = fold(&t).chars().collect();
+    if chars.first().is_none_or(|c| !c.is_ascii_digit()) {
+        return Vec::new();
+    }
+    let (readings, end) = amount_at(&chars, 0);
+    match end == chars.len() {
+        true => readings,
+        false => Vec::new(),
+    }
+}
+
+/// The readings of the amount starting at `chars[start]` (a digit) and where it ends.
+fn amount_at(chars: &[char], start: usize) -> (Vec<String>, usize) {
+    let mut groups: Vec<String> = vec![String::new()];
+    let mut seps: Vec<char> = Vec::new();
+    let mut i = start;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_ascii_digit() {
+            if let Some(g) = groups.last_mut() {
+                g.push(c);
+            }
+            i += 1;
+        } else if AMOUNT_SEPARATORS.contains(&c)
+            && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+            && groups.len() < 16
+        {
+            seps.push(c);
+            groups.push(String::new());
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    // A multiplier suffix, right after or after one space, not running on into a word.
+    let mut shift = 0;
+    let mut end = i;
+    let at = if chars.get(i) == Some(&' ') { i + 1 } else { i };
+    for (suffix, power) in AMOUNT_SUFFIXES {
+        let n = suffix.chars().count();
+        let word: String = chars.iter().skip(at).take(n).collect();
+        let after = chars.get(at + n);
+        if word == *suffix && after.is_none_or(|c| !c.is_alphanumeric()) {
+            shift = *power;
+            end = at + n;
+            break;
+        }
+    }
+    let digits: usize = groups.iter().map(String::len).sum();
+    if digits > 40 {
+        return (Vec::new(), end);
+    }
+    let mut out = Vec::new();
+    let mut push = |int: String, frac: &str| {
+        if let Some(c) = canonical_parts(&int, frac, shift) {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    };
+    if seps.is_empty() {
+        push(groups[0].clone(), "");
+        return (out, end);
+    }
+    let first_ok = (1..=3).contains(&groups[0].len());
+    // Every separator a thousands separator.
+    let last = groups.len() - 1;
+    let grouped = first_ok
+        && groups[1..].iter().enumerate().all(|(k, g)| {
+            g.len() == 3 || (g.len() == 2 && k + 1 < last && groups[last].len() == 3)
+        });
+    if grouped {
+        push(groups.concat(), "");
+    }
+    // The last `.` or `,` the decimal mark, the separators before it thousands separators.
+    let mark = seps[seps.len() - 1];
+    let before = &seps[..seps.len() - 1];
+    let int_groups = &groups[..last];
+    let decimal_ok = matches!(mark, '.' | ',')
+        && before.iter().all(|s| *s != mark)
+        && (before.is_empty() || (first_ok && int_groups[1..].iter().all(|g| g.len() == 3)));
+    if decimal_ok {
+        push(int_groups.concat(), &groups[last]);
+    }
+    (out, end)
+}
+
+/// A decimal number's text (`500`, `-5000.50`, `0500.0`) in canonical form: no sign (an amount
+/// matches whatever sign either side wrote), no leading zeros, no trailing fraction zeros, no
+/// point when the fraction is empty (`5000.50` → `5000.5`); `None` for anything else (an
+/// exponent, letters).
+fn canonical_amount(text: &str) -> Option<String> {
+    let t = text.trim().trim_start_matches(['-', '+']);
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |x: &str| x.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || !digits(int) || !digits(frac) {
+        return None;
+    }
+    canonical_parts(int, frac, 0)
+}
+
+/// `int.frac` × 10^`shift` in canonical form ([`canonical_amount`]).
+fn canonical_parts(int: &str, frac: &str, shift: usize) -> Option<String> {
+    let mut int = int.to_string();
+    let mut frac = frac.to_string();
+    for _ in 0..shift {
+        int.push(if frac.is_empty() { '0' } else { frac.remove(0) });
+    }
+    let int = int.trim_start_matches('0');
+    let frac = frac.trim_end_matches('0');
+    let int = if int.is_empty() { "0" } else { int };
+    if int.len() + frac.len() > 60 {
+        return None;
+    }
+    Some(match frac.is_empty() {
+        true => int.to_string(),
+        false => format!("{int}.{frac}"),
+    })
 }
 
 /// Every IBAN-shaped token of `s` as it may be written out (`spec/hooks.md` §4.2), closed up,
@@ -598,6 +817,21 @@ mod tests {
         assert!(
             is_email_or_host("a@b.cd") && !is_email_or_host("@b.cd") && !is_email_or_host("a.b1")
         );
+    }
+
+    /// Known-answer cases of amount, digit-group and look-alike matching
+    /// (`tests/hooks/value-matching.json`, `spec/hooks.md` §4.2): each written the way an
+    /// injection's author could choose, and a few that must not match.
+    #[test]
+    fn value_known_answers() {
+        let cases: Vec<Value> =
+            serde_json::from_str(include_str!("../../tests/hooks/value-matching.json")).unwrap();
+        assert!(cases.len() >= 30);
+        for c in cases {
+            let h = Haystack::new(c["text"].as_str().unwrap());
+            let want = c["matches"].as_bool().unwrap();
+            assert_eq!(h.matches(&c["value"]), want, "{}", c["why"]);
+        }
     }
 
     /// Known-answer cases of IBAN matching (`tests/hooks/iban-matching.json`): an IBAN written

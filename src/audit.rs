@@ -9,6 +9,7 @@ use crate::lineage::admission::admit;
 use crate::lineage::admission::AdmissionError;
 use crate::lineage::lease::LeaseBook;
 use crate::lineage::quarantine::Quarantine;
+use crate::lineage::secrecy::{Secrecy, SecretSources};
 use crate::lineage::state::{Content, Known, LineageState};
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
@@ -35,6 +36,9 @@ pub struct AuditReport {
     /// The active flags the log records (`spec/forensics.md` §2). Which entries they reach is
     /// computed by a second pass, [`reach_quarantine`].
     pub quarantine: Quarantine,
+    /// The secret entries under the sources [`audit_secrets`] was given (`spec/lineage.md`
+    /// §8); `None` when none were given.
+    pub secrecy: Option<Secrecy>,
 }
 
 impl AuditReport {
@@ -222,6 +226,39 @@ where
     T: Into<AuditItem>,
     E: std::fmt::Display,
 {
+    audit_secrets(
+        entries,
+        verifier,
+        checkpoint_note,
+        policy,
+        log_key,
+        progress,
+        None,
+    )
+}
+
+/// [`audit_with_progress`] that also computes secrecy (`spec/lineage.md` §8) under `sources`:
+/// in the same pass, an entry is secret when `sources` names it a source (asked with its
+/// writer's bound principal and its stored content, verified against its signed content
+/// hash), when it or its content does not verify (fail closed), or when a parent is secret.
+/// The result is [`AuditReport::secrecy`] (`Some` exactly when `sources` is).
+///
+/// # Errors
+/// As [`audit_with_progress`]. Does not panic.
+pub fn audit_secrets<I, T, E>(
+    entries: I,
+    verifier: &LogVerifier,
+    checkpoint_note: &[u8],
+    policy: LabelPolicy,
+    log_key: KeyId,
+    progress: &mut dyn AuditProgress,
+    sources: Option<&dyn SecretSources>,
+) -> Result<AuditReport, AuditError>
+where
+    I: IntoIterator<Item = Result<T, E>>,
+    T: Into<AuditItem>,
+    E: std::fmt::Display,
+{
     let _span =
         tracing::info_span!("memlineage.verify", gen_ai.operation.name = "verify").entered();
     let checkpoint = verifier.verify(checkpoint_note)?;
@@ -239,6 +276,7 @@ where
         root_matches: false,
         failures: Vec::new(),
         quarantine: Quarantine::default(),
+        secrecy: sources.map(|_| Secrecy::default()),
     };
     let mut root_at_checkpoint = None;
     let mut items = entries.into_iter();
@@ -268,10 +306,36 @@ where
                 root_at_checkpoint = Some(tree_root(report.entries, &tree)?);
             }
             let admitted = decoded.map_err(Problem::from).and_then(|s| {
-                state
+                let a = state
                     .admit(&known, index, &s, Content::Stored(item.content.as_deref()))
-                    .map_err(Problem::from)
+                    .map_err(Problem::from)?;
+                Ok((a, s))
             });
+            if let (Some(secrecy), Some(sources)) = (report.secrecy.as_mut(), sources) {
+                let (verified, source, parents) = match &admitted {
+                    Ok((a, s)) => {
+                        // As the fronts read it (`Ledger::origin_node`): lossy UTF-8 of
+                        // content that matches its signed hash; redacted or altered content
+                        // cannot be shown to hold no secret path.
+                        let text = item
+                            .content
+                            .as_deref()
+                            .filter(|_| !a.content_mismatch)
+                            .map(String::from_utf8_lossy);
+                        let principal = state.principal(&s.writer());
+                        let source = match (principal, &text) {
+                            (Some(p), Some(t)) => sources.source(p.role, &p.name, t),
+                            _ => None,
+                        };
+                        let parents: Vec<EntryId> =
+                            s.entry().parents.iter().map(|p| p.id).collect();
+                        (text.is_some() && principal.is_some(), source, parents)
+                    }
+                    Err(_) => (false, None, Vec::new()),
+                };
+                secrecy.admit(id, source, verified, &parents);
+            }
+            let admitted = admitted.map(|(a, _)| a);
             match admitted {
                 Ok(a) => {
                     let label = a.label;

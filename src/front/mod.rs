@@ -1232,30 +1232,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                 return None;
             };
             let cwd = self.project.as_deref().map(Path::new);
-            let rules = self.secret_rules();
-            let source = match role {
-                crate::record::Role::Tool => {
-                    let tool = name.strip_prefix("tool:").unwrap_or(name);
-                    rules.policy_tools_contain(tool).then(|| SecretSource {
-                        what: format!("the result of {tool}"),
-                        private: !rules.written_by_others(tool),
-                    })
-                }
-                crate::record::Role::Agent => match serde_json::from_str::<Value>(text) {
-                    Ok(Value::Object(call)) => match (call.get("tool"), call.get("args")) {
-                        (Some(Value::String(t)), Some(Value::Object(a))) => {
-                            rules.read_by(t, a, cwd).map(|what| SecretSource {
-                                private: !rules.policy_tools_contain(t)
-                                    || !rules.written_by_others(t),
-                                what,
-                            })
-                        }
-                        _ => None,
-                    },
-                    _ => None,
-                },
-                _ => None,
-            };
+            let source = self.secret_rules().source_of(*role, name, text, cwd);
             let tool_result = *role == crate::record::Role::Tool;
             self.secret_nodes.insert(
                 *id,
@@ -1749,18 +1726,10 @@ fn retrieved_view(output: &Value) -> Option<Vec<(EntryId, ViewEntry)>> {
 /// What the secrecy rule remembers of an entry it judged (entries are immutable).
 struct SecretNode {
     /// The secret source it is, if any.
-    source: Option<SecretSource>,
+    source: Option<secrets::SecretSource>,
     /// Written by a tool principal (a tool's result).
     tool_result: bool,
     parents: Vec<EntryId>,
-}
-
-/// A secret source (`spec/hooks.md` §16.1).
-struct SecretSource {
-    /// What the secret is (a file, a tool's result).
-    what: String,
-    /// Only the user writes it (a secret file; a secret tool not in `written_by_others`).
-    private: bool,
 }
 
 /// A read of a session whose lineage holds a secret (`spec/hooks.md` §16.1).

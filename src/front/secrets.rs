@@ -19,6 +19,8 @@ use super::protect::pattern::{candidate, glob, matches, overlaps, Candidate, Pat
 use super::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use super::protect::{MAX_NESTING, SHELLS, WRAPPERS};
 use crate::gate::{principal_stem, Secrets};
+use crate::lineage::secrecy::SecretSources;
+use crate::record::Role;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -799,6 +801,71 @@ fn merge(egress: Vec<Egress>) -> Option<Egress> {
         first.destinations.extend(e.destinations);
     }
     Some(first)
+}
+
+/// A secret source (`spec/hooks.md` §16.1): what an entry is a source of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretSource {
+    /// What the secret is (a file, a tool's result).
+    pub what: String,
+    /// Only the user writes it (a secret file; a secret tool not in `written_by_others`).
+    pub private: bool,
+}
+
+impl SecretRules {
+    /// What secret the verified entry written by principal `name` of role `role` with content
+    /// `text` is a source of (§16.1), with `cwd` the working directory relative paths are
+    /// taken from: a result of a tool the policy lists in `secrets.tools`, or a tool-call
+    /// entry of the agent whose signed content `{"tool", "args"}` reads a secret
+    /// ([`SecretRules::read_by`]). The one classification the fronts' decisions
+    /// (`Front::check`) and `memlineage verify --policy` share.
+    pub fn source_of(
+        &self,
+        role: Role,
+        name: &str,
+        text: &str,
+        cwd: Option<&Path>,
+    ) -> Option<SecretSource> {
+        match role {
+            Role::Tool => {
+                let tool = name.strip_prefix("tool:").unwrap_or(name);
+                self.policy_tools_contain(tool).then(|| SecretSource {
+                    what: format!("the result of {tool}"),
+                    private: !self.written_by_others(tool),
+                })
+            }
+            Role::Agent => match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(call)) => match (call.get("tool"), call.get("args")) {
+                    (Some(Value::String(t)), Some(Value::Object(a))) => {
+                        self.read_by(t, a, cwd).map(|what| SecretSource {
+                            private: !self.policy_tools_contain(t) || !self.written_by_others(t),
+                            what,
+                        })
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// The policy's secret sources for a working directory, as [`SecretSources`] for the audit
+/// (`memlineage verify --policy`, `spec/lineage.md` §8).
+pub struct PolicySources<'a> {
+    /// The policy's rules.
+    pub rules: &'a SecretRules,
+    /// The working directory relative paths are taken from (`None`: unknown, §16.2).
+    pub cwd: Option<&'a Path>,
+}
+
+impl SecretSources for PolicySources<'_> {
+    fn source(&self, role: Role, name: &str, text: &str) -> Option<String> {
+        self.rules
+            .source_of(role, name, text, self.cwd)
+            .map(|s| s.what)
+    }
 }
 
 #[cfg(test)]

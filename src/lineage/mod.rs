@@ -6,7 +6,8 @@
 //! - [`lease`]: expiring leases on the rework of an entry;
 //! - [`admission`]: the admission rule, one for the ledger's appends and the audit's replay;
 //! - [`state`]: the lineage state of a log and the one transition every entry enters it by;
-//! - [`attribution`]: edge weights, the influence of each context item on a write.
+//! - [`attribution`]: edge weights, the influence of each context item on a write;
+//! - [`secrecy`]: the confidentiality axis, secret entries computed from the policy's sources.
 //!
 //! Everything here is a function of verified entries; none of it opens a store.
 
@@ -15,6 +16,7 @@ pub mod attribution;
 pub mod label;
 pub mod lease;
 pub mod quarantine;
+pub mod secrecy;
 pub mod state;
 
 pub use label::*;

@@ -3,10 +3,12 @@
 
 use crate::init::RuleArg;
 use crate::io::{read_capped, say};
-use crate::open::existing_store;
+use crate::open::{existing_store, load_policy};
 use crate::{progress, Res};
-use memlineage::audit::{audit_with_progress, reach_quarantine, AuditReport};
+use memlineage::audit::{audit_secrets, reach_quarantine, AuditReport};
+use memlineage::front::secrets::{PolicySources, SecretRules};
 use memlineage::ledger::{stored_policy, stored_vkey, StoreSource};
+use memlineage::lineage::secrecy::SecretSources;
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::{
     prove_consistency, tree_root, verify_cosigned, CheckpointState, ForkError, LogVerifier, Update,
@@ -47,6 +49,15 @@ pub struct Args {
     /// The weak-parent rule the auditor expects, as `--tau` (default fail-closed).
     #[arg(long, value_enum)]
     rule: Option<RuleArg>,
+    /// A gate policy (TOML) whose `[secrets]` table says which entries are secret sources:
+    /// secrecy is then recomputed too (`spec/lineage.md` §8), with `~` as `$HOME`.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// With `--policy`: the working directory relative paths in recorded calls are taken
+    /// from (the agent's project, as the hooks saw it); default: unknown (`spec/hooks.md`
+    /// §16.2).
+    #[arg(long, requires = "policy")]
+    project: Option<PathBuf>,
 }
 
 /// What a verifier brings beyond the log key: remembered checkpoints and witnesses.
@@ -57,6 +68,8 @@ pub struct Trust {
     quorum: Option<usize>,
     tau: Option<f64>,
     rule: Option<RuleArg>,
+    policy: Option<PathBuf>,
+    project: Option<PathBuf>,
 }
 
 /// Runs `memlineage verify`.
@@ -67,6 +80,8 @@ pub fn run(a: Args) -> Res<ExitCode> {
         quorum: a.quorum,
         tau: a.tau,
         rule: a.rule,
+        policy: a.policy,
+        project: a.project,
     };
     verify(&a.ledger, a.log_key, a.checkpoint, &trust)
 }
@@ -103,6 +118,20 @@ pub fn verify(
         r.quarantine.flags().count(),
         r.quarantine.len()
     );
+    if let Some(sec) = &r.secrecy {
+        say!(
+            "secrecy recomputed: {} secret entries ({} sources, {} unverifiable)",
+            sec.count(),
+            sec.sources.len(),
+            sec.unverifiable
+        );
+        for (id, what) in sec.sources.iter().take(20) {
+            say!("  source {}: {}", id.short(), memlineage::quote::name(what));
+        }
+        if sec.sources.len() > 20 {
+            say!("  … and {} more sources", sec.sources.len() - 20);
+        }
+    }
     say!(
         "tree root at checkpoint size: {}",
         if r.root_matches {
@@ -220,9 +249,25 @@ fn audit_ledger(
     let size = store.tree_size()?;
     let entries = store.audit_items();
     let log_key_id = verifier.key_id();
+    // Secrecy, when a policy is given: the fronts' own classification of sources.
+    let gate_policy = match &trust.policy {
+        Some(p) => Some(load_policy(Some(p.clone()))?),
+        None => None,
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let rules = gate_policy
+        .as_ref()
+        .map(|p| SecretRules::new(&p.secrets, home.as_deref()));
+    let sources = rules.as_ref().map(|rules| PolicySources {
+        rules,
+        cwd: trust.project.as_deref(),
+    });
     let mut report = {
         let mut bar = progress::AuditBar::new(size);
-        audit_with_progress(entries, &verifier, &note, policy, log_key_id, &mut bar)?
+        let sources = sources.as_ref().map(|s| s as &dyn SecretSources);
+        audit_secrets(
+            entries, &verifier, &note, policy, log_key_id, &mut bar, sources,
+        )?
     };
     // Second pass (parse only): what the log's active flags quarantine.
     let bytes = (0..size).map(|i| {

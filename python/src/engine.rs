@@ -8,6 +8,8 @@
 
 use crate::errors::BindError;
 use crate::items::{self, ItemIndex, Path};
+use crate::search::{self, Ranked};
+use crate::vectors::Vector;
 use memlineage::audit::{audit, reach_quarantine};
 use memlineage::forensics::receipt::{receipt, Cause};
 use memlineage::front::hook::Sessions;
@@ -72,22 +74,26 @@ pub trait Engine: Send {
     fn checkpoint(&mut self) -> Result<String, BindError>;
     /// The full offline audit (`memlineage verify`).
     fn verify(&mut self) -> Result<Value, BindError>;
-    /// Writes an item version; returns the item.
+    /// Writes an item version with the vectors of its embedded fields (`None` for a store
+    /// without an index); returns the item.
     fn item_put(
         &mut self,
         session: &str,
         path: Path,
         value: Value,
         weights: &HashMap<EntryId, Weight>,
+        vectors: Option<Vec<Vector>>,
     ) -> Result<Value, BindError>;
     /// Deletes an item (tombstone of its current version); whether there was one.
     fn item_delete(&mut self, session: &str, path: &Path) -> Result<bool, BindError>;
-    /// The live, non-quarantined items under `prefix`, newest first, from the index (not yet
-    /// read: [`Engine::item_read`] verifies and records).
-    fn item_candidates(&mut self, prefix: &[String]) -> Result<Value, BindError>;
-    /// Verifies the items held by `entries` and records them as read; unverified ones are left
-    /// out.
-    fn item_read(&mut self, session: &str, entries: &[EntryId]) -> Result<Value, BindError>;
+    /// Searches the live, unquarantined items ([`search::rank`]); verifies the page and
+    /// records it as read by `session`. Returns `{"items": [...]}` (each with its `score`),
+    /// or `{"unembedded": [{"entry_id", "value"}, ...]}` when matching items need vectors
+    /// first ([`Engine::item_embed`]).
+    fn item_search(&mut self, session: &str, req: &search::Request<'_>)
+        -> Result<Value, BindError>;
+    /// Attaches vectors to the current versions held by these entries (others are ignored).
+    fn item_embed(&mut self, vectors: Vec<(EntryId, Vec<Vector>)>) -> Result<(), BindError>;
     /// The current item at `path`, verified and recorded, if any.
     fn item_get(&mut self, session: &str, path: &Path) -> Result<Value, BindError>;
     /// Every namespace holding a live, non-quarantined item, sorted.
@@ -504,6 +510,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         path: Path,
         value: Value,
         weights: &HashMap<EntryId, Weight>,
+        vectors: Option<Vec<Vector>>,
     ) -> Result<Value, BindError> {
         if !value.is_object() {
             return Err(BindError::misuse("an item's value is a JSON object"));
@@ -531,11 +538,11 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
             c.items.scan(c.front.ledger())?;
             let slot = c
                 .items
-                .current(&path)
+                .current_mut(&path)
                 .filter(|x| x.entry == a.id)
-                .cloned()
                 .ok_or_else(|| BindError::misuse("the new version was not indexed"))?;
-            Ok(items::render(&path, &slot, value, &label_name(a.label)))
+            slot.vectors = vectors;
+            Ok(items::render(&path, slot, value, &label_name(a.label)))
         })
     }
 
@@ -551,27 +558,57 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         })
     }
 
-    fn item_candidates(&mut self, prefix: &[String]) -> Result<Value, BindError> {
-        let _held = self.enter()?;
-        self.items.scan(self.front.ledger())?;
-        let l = self.front.ledger();
-        let out: Vec<Value> = self
-            .items
-            .under(prefix)
-            .into_iter()
-            .filter(|(_, s)| !l.is_quarantined(&s.entry) && !l.is_tombstoned(&s.entry))
-            .map(|(p, s)| {
-                let label = l
-                    .label(&s.entry)
-                    .map_or_else(|| "external".to_string(), label_name);
-                items::render(p, s, s.value.clone(), &label)
-            })
-            .collect();
-        Ok(Value::Array(out))
+    fn item_search(
+        &mut self,
+        session: &str,
+        req: &search::Request<'_>,
+    ) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            c.items.scan(c.front.ledger())?;
+            let l = c.front.ledger();
+            let live = c
+                .items
+                .in_order()
+                .filter(|(_, x)| !l.is_quarantined(&x.entry) && !l.is_tombstoned(&x.entry));
+            let page = match search::rank(live, req)? {
+                Ranked::Unembedded(ids) => {
+                    let values: Vec<Value> = ids
+                        .iter()
+                        .filter_map(|id| {
+                            let slot = c.items.path_of(id).and_then(|p| c.items.current(p))?;
+                            Some(json!({"entry_id": id.to_string(), "value": slot.value}))
+                        })
+                        .collect();
+                    return Ok(json!({ "unembedded": values }));
+                }
+                Ranked::Page(page) => page,
+            };
+            let ids: Vec<EntryId> = page.iter().map(|(e, _)| *e).collect();
+            let scores: HashMap<String, Option<f64>> =
+                page.into_iter().map(|(e, s)| (e.to_string(), s)).collect();
+            let mut found = c.items_read(s, &ids)?;
+            for item in found.as_array_mut().into_iter().flatten() {
+                let score = item["entry_id"]
+                    .as_str()
+                    .and_then(|id| scores.get(id).copied().flatten());
+                item["score"] = json!(score);
+            }
+            Ok(json!({ "items": found }))
+        })
     }
 
-    fn item_read(&mut self, session: &str, entries: &[EntryId]) -> Result<Value, BindError> {
-        self.with_session(session, |c, s| c.items_read(s, entries))
+    fn item_embed(&mut self, vectors: Vec<(EntryId, Vec<Vector>)>) -> Result<(), BindError> {
+        let _held = self.enter()?;
+        self.items.scan(self.front.ledger())?;
+        for (id, vs) in vectors {
+            let Some(path) = self.items.path_of(&id).cloned() else {
+                continue;
+            };
+            if let Some(slot) = self.items.current_mut(&path) {
+                slot.vectors = Some(vs);
+            }
+        }
+        Ok(())
     }
 
     fn item_get(&mut self, session: &str, path: &Path) -> Result<Value, BindError> {
@@ -594,8 +631,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         let l = self.front.ledger();
         let mut out: Vec<Vec<String>> = self
             .items
-            .under(&[])
-            .into_iter()
+            .in_order()
             .filter(|(_, s)| !l.is_quarantined(&s.entry) && !l.is_tombstoned(&s.entry))
             .map(|(p, _)| p.0.clone())
             .collect();

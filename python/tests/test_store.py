@@ -61,17 +61,28 @@ def test_round_trip_beside_in_memory_store(store):
     assert store.list_namespaces() == [("docs", "alice"), ("docs", "bob")]
 
 
-def test_search_is_newest_first_with_offset_and_limit(store):
-    for i in range(5):
-        store.put(("n",), f"k{i}", {"i": i})
-    assert [i.key for i in store.search(("n",), limit=2)] == ["k4", "k3"]
-    assert [i.key for i in store.search(("n",), offset=3)] == ["k1", "k0"]
+def test_search_keeps_in_memory_store_order_with_offset_and_limit(store):
+    """Without a query, items come in InMemoryStore's order: namespaces as first written,
+    keys as created; an update keeps its place, a key deleted and written again goes last."""
+    ref = InMemoryStore()
+    for s in (store, ref):
+        for i in range(5):
+            s.put(("n",), f"k{i}", {"i": i})
+        s.put(("m",), "first-of-m", {"i": 9})
+        s.put(("n",), "k1", {"i": 10})
+        s.delete(("n",), "k2")
+        s.put(("n",), "k2", {"i": 11})
+    for kw in [{"limit": 2}, {"offset": 3}, {}, {"offset": 1, "limit": 3}]:
+        got = [(i.namespace, i.key) for i in store.search((), **kw)]
+        assert got == [(i.namespace, i.key) for i in ref.search((), **kw)], kw
+    assert [i.key for i in store.search(("n",), limit=2)] == ["k0", "k1"]
+    assert [i.key for i in store.search(("n",), offset=3)] == ["k4", "k2"]
     # The session read nothing the front recorded: it cannot tie the first put to the agent's
     # context, which is then an External unknown context, and each later put descends from
     # the earlier ones (spec/python.md §2.1, lineage.md §4.2): never Trusted.
     found = store.search(("n",))
     assert [(i.label, i.score) for i in found] == [("derived_untrusted", None)] * 5
-    first = store.ledger.explain(found[-1].entry_id)["parents"]
+    first = store.ledger.explain(found[0].entry_id)["parents"]
     assert len(first) == 1
     assert store.ledger.explain(first[0]["id"])["writer"] == "context:unknown (external)"
     # A session that read only the user's prompt writes Derived-Trusted items.
@@ -111,11 +122,27 @@ def test_async_resolves_the_session_in_the_caller_context():
     assert item.entry_id in store.ledger.reads("async-s")["reads"]
 
 
-def test_no_session_is_an_error():
-    store = MemLineageStore(Ledger.in_memory())
-    with pytest.raises(ValueError, match="no session"):
-        store.put(("a",), "k", {"v": 1})
-    assert store.list_namespaces() == []
+def test_calls_outside_a_run_belong_to_the_store_session():
+    """spec/python.md §3: with no bound session, run or session=, calls work as
+    InMemoryStore's do, in the store's own session; what it writes before reading anything
+    is Derived-Untrusted (no read ties it to a statement), and what it read taints what it
+    writes next."""
+    led = Ledger.in_memory()
+    store = MemLineageStore(led)
+    assert store.current_session() == store.store_session
+    assert store.store_session.startswith("store:")
+    store.put(("a",), "k", {"v": 1})
+    item = store.get(("a",), "k")
+    assert item.value == {"v": 1} and item.label == "derived_untrusted"
+    assert item.entry_id in led.reads(store.store_session)["reads"]
+    assert store.list_namespaces() == [("a",)]
+    # Another handle has another session: reads are never shared by accident.
+    assert MemLineageStore(led).store_session != store.store_session
+    # bind() still wins over the store's session.
+    with store.bind("s9"):
+        assert store.current_session() == "s9"
+        store.get(("a",), "k")
+    assert item.entry_id in led.reads("s9")["reads"]
 
 
 def test_put_descends_from_what_the_session_read():

@@ -192,14 +192,7 @@ class MemLineageStore(BaseStore):
         queries = await self._aqueries(ops)
         puts = await self._aembed_puts(ops)
         loop = asyncio.get_running_loop()
-        embed = None
-        if self._index:
-            index = self._index
-
-            def embed(batches: list) -> list[Vectors]:
-                # On the worker thread: the event loop, free meanwhile, embeds.
-                return asyncio.run_coroutine_threadsafe(index.aembed(batches), loop).result()
-
+        embed = self._threadsafe_embed(loop) if self._index else None
         # The ledger releases the GIL: the batch runs on a worker thread.
         return await loop.run_in_executor(None, self._run, ops, session, queries, puts, embed)
 
@@ -224,6 +217,16 @@ class MemLineageStore(BaseStore):
         return LineageItem(**_fields(raw))
 
     # Helpers
+
+    def _threadsafe_embed(self, loop: asyncio.AbstractEventLoop) -> Any:
+        """``embed`` for a batch on a worker thread: the event loop, free meanwhile, runs the
+        async embedding (an async-only ``embed`` function has no sync one)."""
+        index = self._index
+
+        def embed(batches: list) -> list[Vectors]:
+            return asyncio.run_coroutine_threadsafe(index.aembed(batches), loop).result()
+
+        return embed
 
     def _queries(self, ops: list[Op]) -> dict[str, list[float]]:
         if not self._index:

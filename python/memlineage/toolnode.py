@@ -27,6 +27,25 @@ def _text(content: Any) -> str:
     return json.dumps(content, sort_keys=True, default=str)
 
 
+def _artifact_text(artifact: Any) -> str:
+    """A tool's artifact as the text recorded: JSON, objects by their ``dict()`` or
+    ``model_dump()`` (LangGraph items, pydantic models), else ``str``."""
+
+    def plain(o: Any) -> Any:
+        for method in ("model_dump", "dict"):
+            f = getattr(o, method, None)
+            if callable(f):
+                try:
+                    return f()
+                except Exception:  # noqa: BLE001 - fall back to the text form
+                    break
+        return str(o)
+
+    if isinstance(artifact, str):
+        return artifact
+    return json.dumps(artifact, sort_keys=True, default=plain)
+
+
 def _message_key(m: BaseMessage) -> str:
     if isinstance(m, ToolMessage) and m.tool_call_id:
         return f"tool:{m.tool_call_id}"
@@ -201,6 +220,10 @@ class GatedToolNode(ToolNode):
                 raise ValueError(f"{name}: a result of type {type(result).__name__} cannot be read")
             for m in outputs:
                 self._ledger.record_tool_result(session, name, args, _text(m.content))
+                # A content_and_artifact tool's artifact reaches the graph's state too (and
+                # LangMem's search hands its items there): recorded as the tool's output.
+                if m.artifact is not None:
+                    self._ledger.record_tool_result(session, name, args, _artifact_text(m.artifact))
             return result
         except Exception as e:  # noqa: BLE001 - any failure to record fails closed
             try:

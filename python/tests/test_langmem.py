@@ -56,6 +56,11 @@ def graph(store, ledger, script, sent, *, trust_memory_tools):
         search.metadata = {"read_only": True}
     with pytest.warns(UnclassifiedToolWarning):
         node = GatedToolNode([read_bill, send_money, manage, search], ledger=ledger)
+    return compile_graph(node, script, store)
+
+
+def compile_graph(node, script, store=None):
+    """START -> agent (the scripted model) -> tools (the gated node) -> agent."""
     model = GenericFakeChatModel(messages=iter(script))
     g = StateGraph(MessagesState)
     g.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
@@ -165,14 +170,7 @@ def test_a_content_and_artifact_artifact_is_recorded_and_matched():
         AIMessage("", tool_calls=[call("send_money", {"recipient": ATTACKER, "amount": 120}, 2)]),
         AIMessage("done"),
     ]
-    model = GenericFakeChatModel(messages=iter(script))
-    g = StateGraph(MessagesState)
-    g.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
-    g.add_node("tools", node)
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
-    messages = run(g.compile(), "t", "Pay the invoice I have.")
+    messages = run(compile_graph(node, script), "t", "Pay the invoice I have.")
     assert sent == []
     (refusal,) = tool_messages(messages, "send_money")
     assert refusal.status == "error"

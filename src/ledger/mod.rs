@@ -38,7 +38,7 @@ use index::{LabelIndex, Meta};
 pub use integrate::Integrator;
 pub use prove::StoreSource;
 use seal::{Chain, SealKey, Sealed};
-pub use seal::{SealError, META_SEAL};
+pub use seal::{SealError, SealStream, META_SEAL};
 pub use signed::ParametersError;
 
 /// A provenance ledger over a [`Store`].
@@ -451,6 +451,13 @@ impl<S: Store> Ledger<S> {
     /// that only a holder of the log key may write, such as session files (`spec/hooks.md` §3).
     pub fn seal_tag(&self, domain: &[u8], message: &[u8]) -> [u8; 32] {
         self.seal_key.tag(domain, message)
+    }
+
+    /// [`Ledger::seal_tag`] of a message fed in parts: `seal_stream(d)`, then
+    /// [`SealStream::update`] with `m1`, `m2`, … and [`SealStream::finish`] give
+    /// `seal_tag(d, m1 || m2 || …)`.
+    pub fn seal_stream(&self, domain: &[u8]) -> SealStream {
+        self.seal_key.stream(domain)
     }
 
     /// The effects chain and stored seal over the first `size` entries extended by `extra`

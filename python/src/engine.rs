@@ -9,10 +9,10 @@
 use crate::errors::BindError;
 use crate::items::{self, ItemIndex, Path};
 use crate::search::{self, Ranked};
+use crate::sessions::{Mark, SessionCache};
 use crate::vectors::Vector;
 use memlineage::audit::{audit, reach_quarantine};
 use memlineage::forensics::receipt::{receipt, Cause};
-use memlineage::front::hook::Sessions;
 use memlineage::front::{Front, FrontError, Keys, Refusal, Session, Verdict};
 use memlineage::gate::DenyReason;
 use memlineage::lineage::quarantine::Reach;
@@ -105,7 +105,7 @@ pub trait Engine: Send {
 /// A front, its sessions and its item index.
 pub struct Core<S: Store, K: Keys> {
     front: Front<S, K>,
-    sessions: Box<dyn Sessions + Send>,
+    sessions: SessionCache,
     /// The key-file lock of a file ledger.
     lock: Option<PathBuf>,
     items: ItemIndex,
@@ -125,7 +125,7 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
     /// A core over `front`.
     pub fn new(
         front: Front<S, K>,
-        sessions: Box<dyn Sessions + Send>,
+        sessions: SessionCache,
         lock: Option<PathBuf>,
         audit_source: AuditSource,
     ) -> Self {
@@ -163,14 +163,15 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
             return Err(BindError::misuse("a session id is not empty"));
         }
         let _held = self.enter()?;
-        let before = self.sessions.load(id)?;
-        let mut session = before.clone();
-        self.front.catch_up(&mut session)?;
-        let out = f(self, &mut session);
+        let mut session = self.sessions.take(id)?;
+        let before = Mark::of(&session);
+        let out = match self.front.catch_up(&mut session) {
+            Ok(()) => f(self, &mut session),
+            Err(e) => Err(e.into()),
+        };
         // What was recorded before a failure stays recorded.
-        if session != before {
-            self.sessions.save(&session)?;
-        }
+        let changed = Mark::of(&session) != before;
+        self.sessions.give_back(session, changed)?;
         out
     }
 

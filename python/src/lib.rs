@@ -10,7 +10,7 @@
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
-use memlineage::front::hook::{FileSessions, MemorySessions};
+use memlineage::front::hook::FileSessions;
 use memlineage::front::keystore::KeyStore;
 use memlineage::front::{Front, GeneratedKeys};
 use memlineage::gate::Policy;
@@ -32,10 +32,12 @@ mod errors;
 mod filter;
 mod items;
 mod search;
+mod sessions;
 mod vectors;
 
 use engine::{AuditSource, Core, Engine, LockedKeyFile};
 use errors::BindError;
+use sessions::SessionCache;
 
 /// Largest policy file read, in bytes (as the CLI).
 const MAX_POLICY_BYTES: u64 = 1 << 20;
@@ -174,7 +176,7 @@ impl PyLedger {
         lock.push(".lock");
         let core = Core::new(
             front,
-            Box::new(FileSessions::beside(path)),
+            SessionCache::files(FileSessions::beside(path)),
             Some(PathBuf::from(lock)),
             AuditSource::Sqlite(path.to_path_buf()),
         );
@@ -247,12 +249,7 @@ impl PyLedger {
         let ledger = Ledger::create(MemoryStore::default(), signer, lp).map_err(BindError::from)?;
         let vkey = ledger.vkey();
         let front = Front::new(ledger, policy, GeneratedKeys::default()).with_agent(agent);
-        let core = Core::new(
-            front,
-            Box::new(MemorySessions::default()),
-            None,
-            AuditSource::Store,
-        );
+        let core = Core::new(front, SessionCache::memory(), None, AuditSource::Store);
         Ok(Self::wrap(Box::new(core), None, vkey))
     }
 

@@ -294,3 +294,37 @@ def test_a_memory_of_the_injected_mail_does_not_launder_the_payment():
     v = led.check("m1", "send_money", pay)
     assert not v["allowed"], v
     assert mail in [h["id"] for h in v["path"]], v
+
+
+def test_a_long_thread_still_puts_and_reaches_every_source():
+    """Issue 27: a session's reads are folded into chained context entries (lineage.md §4.2),
+    so a put names at most the context entry, 32 reads and the caller's parents, whatever
+    the session read (past the 1,024 parents one entry may name); its lineage still reaches
+    every read, the first included. python/bench/long_session.py runs it to 100,000 reads and
+    times the put (spec/benchmarks.md)."""
+    led = Ledger.in_memory()
+    store = MemLineageStore(led)
+    n = 2_500
+    first = led.record_tool_result("w", "read_bill", {}, f"pay {IBAN}")["result"]["id"]
+    ids = [first] + [led.record_prompt(f"w{i // 500}", f"p{i}")["id"] for i in range(n - 1)]
+    for i in range(0, n, 1_000):
+        led.retrieve("long", ids[i : i + 1_000])
+    assert len(led.reads("long")["reads"]) == n
+    with store.bind("long"):
+        store.put(("mem",), "after", {"text": "written after 2,500 reads"})
+        item = store.get(("mem",), "after")
+    assert item.label == "derived_untrusted"  # the bill is among the reads
+    parents = led.explain(item.entry_id)["parents"]
+    assert len(parents) <= 34, len(parents)
+    # Walk the context chain: every read is an ancestor, at full weight.
+    reads, seen, todo = set(ids), set(), [item.entry_id]
+    while todo:
+        for p in led.explain(todo.pop())["parents"]:
+            if p["id"] not in seen:
+                assert p["weight"] == 1.0, p
+                seen.add(p["id"])
+                if p["id"] not in reads:
+                    todo.append(p["id"])
+    assert reads <= seen
+    v = led.check("long", "send_money", {"recipient": IBAN})
+    assert not v["allowed"] and first in v["sources"]["recipient"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from langgraph.store.base import (
     BaseStore,
+    _validate_namespace_labels,
     GetOp,
     IndexConfig,
     Item,
@@ -195,6 +196,17 @@ class MemLineageStore(BaseStore):
         embed = self._threadsafe_embed(loop) if self._index else None
         # The ledger releases the GIL: the batch runs on a worker thread.
         return await loop.run_in_executor(None, self._run, ops, session, queries, puts, embed)
+
+    def get(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        *,
+        refresh_ttl: bool | None = None,
+    ) -> LineageItem | None:
+        """``BaseStore.get`` without the batch around it (one op: the same result)."""
+        _validate_namespace_labels(namespace)
+        return self._get(GetOp(namespace, key), self.current_session())
 
     def put_weighted(
         self,

@@ -21,11 +21,13 @@ use memlineage::record::{EntryId, Kind, Parent, Role, Weight};
 use memlineage::retrieve::Outcome;
 use memlineage::store::Store;
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 /// The principal that signs flags (role system), as the MCP server's (`spec/mcp.md` §2.5).
 pub const FLAGGER: &str = "advisory";
+/// Most item versions a handle remembers as verified (cleared when full).
+const MAX_WARM: usize = 1 << 20;
 /// How long a call waits for the ledger's key-file lock before it fails.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
@@ -109,6 +111,8 @@ pub struct Core<S: Store, K: Keys> {
     /// The key-file lock of a file ledger.
     lock: Option<PathBuf>,
     items: ItemIndex,
+    /// Item versions this handle verified (signature, inclusion) when it returned them.
+    warm: HashSet<EntryId>,
     /// Reads the audit from the store (the SQLite file's own audit iterator, or the trait).
     audit_source: AuditSource,
 }
@@ -134,6 +138,7 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
             sessions,
             lock,
             items: ItemIndex::default(),
+            warm: HashSet::new(),
             audit_source,
         }
     }
@@ -193,6 +198,27 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
         json!({"id": id.to_string(), "kind": kind, "writer": writer, "label": label})
     }
 
+    /// A `get` of a version this handle already verified and `session` already read (a
+    /// thread reading its memory again): nothing to verify or record, so the item is rendered
+    /// from the index (`spec/python.md` §2.3). `None` when that is not the case.
+    fn warm_get(&mut self, session: &Session, path: &Path, entry: &EntryId) -> Option<Value> {
+        if !self.warm.contains(entry) || !session.has_read(entry) {
+            return None;
+        }
+        let l = self.front.ledger();
+        if l.is_quarantined(entry) || l.is_tombstoned(entry) {
+            return None;
+        }
+        let label = l.label(entry)?;
+        let slot = self.items.current(path)?;
+        Some(items::render(
+            path,
+            slot,
+            slot.value.clone(),
+            &label_name(label),
+        ))
+    }
+
     fn items_read(
         &mut self,
         session: &mut Session,
@@ -212,6 +238,10 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
                 continue;
             };
             items.push(items::render(&path, slot, value, &label_name(r.label)));
+            if self.warm.len() >= MAX_WARM {
+                self.warm.clear();
+            }
+            self.warm.insert(r.id);
         }
         Ok(Value::Array(items))
     }
@@ -618,6 +648,9 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
             let Some(entry) = c.items.current(path).map(|x| x.entry) else {
                 return Ok(Value::Null);
             };
+            if let Some(warm) = c.warm_get(s, path, &entry) {
+                return Ok(warm);
+            }
             let mut got = c.items_read(s, &[entry])?;
             Ok(got
                 .as_array_mut()

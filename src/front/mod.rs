@@ -250,6 +250,19 @@ impl Session {
         }
     }
 
+    /// Whether `id` is in the read set. Amortised O(1), as [`Session::read`].
+    pub fn has_read(&self, id: &EntryId) -> bool {
+        let mut state = self.memo.state();
+        let n = self.reads.len();
+        match &mut state.set {
+            Some((have, set)) if *have == n => set.contains(id),
+            slot => slot
+                .insert((n, self.reads.iter().copied().collect()))
+                .1
+                .contains(id),
+        }
+    }
+
     /// The reads the session's context entry does not cover yet, in read order.
     pub fn uncovered(&self) -> &[EntryId] {
         let from =

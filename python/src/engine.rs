@@ -13,7 +13,7 @@ use crate::sessions::{Mark, SessionCache};
 use crate::vectors::Vector;
 use memlineage::audit::{audit, reach_quarantine};
 use memlineage::forensics::receipt::{receipt, Cause};
-use memlineage::front::{Front, FrontError, Keys, Refusal, Session, Verdict};
+use memlineage::front::{session_context, Front, FrontError, Keys, Refusal, Session, Verdict};
 use memlineage::gate::DenyReason;
 use memlineage::lineage::quarantine::Reach;
 use memlineage::log::LogVerifier;
@@ -169,15 +169,49 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
         }
         let _held = self.enter()?;
         let mut session = self.sessions.take(id)?;
+        let caught = self.front.catch_up(&mut session);
+        let start = self.front.ledger().len();
         let before = Mark::of(&session);
-        let out = match self.front.catch_up(&mut session) {
+        let out = match caught {
             Ok(()) => f(self, &mut session),
             Err(e) => Err(e.into()),
         };
         // What was recorded before a failure stays recorded.
-        let changed = Mark::of(&session) != before;
-        self.sessions.give_back(session, changed)?;
+        let save = self.must_save(&session, &before, start);
+        self.sessions.give_back(session, save)?;
         out
+    }
+
+    /// Whether a call that turned `before` into `session` must write the session's file: yes,
+    /// unless all it added are reads of entries it appended for the session whose kind the
+    /// session record is caught up with from the ledger (prompts, tool results, memories:
+    /// `Front::catch_up`, `spec/hooks.md` §6), so that the next loader of the file recovers
+    /// them from the signed entries (a put then costs one commit, not one commit and a synced
+    /// file). What `catch_up` added itself came from the ledger the same way. A fold (the
+    /// session's context entry) left unsaved is made again by the next writer that loads the
+    /// file: more context entries, no lost read.
+    fn must_save(&mut self, session: &Session, before: &Mark, start: u64) -> bool {
+        let now = Mark::of(session);
+        if now == *before {
+            return false;
+        }
+        if !now.only_reads_grew_from(before) {
+            return true;
+        }
+        let want = session_context(&session.id);
+        let l = self.front.ledger();
+        session.reads[before.reads()..].iter().any(|id| {
+            let ours = l.index_of(id).is_some_and(|i| i >= start);
+            let recovered = l.get(id).is_ok_and(|e| {
+                let e = e.entry();
+                e.context_hash == want
+                    && matches!(
+                        e.kind,
+                        Kind::Prompt | Kind::ToolResult | Kind::Summary | Kind::Fact
+                    )
+            });
+            !(ours && recovered)
+        })
     }
 
     /// A hop of a lineage path: id, kind, writer, label.

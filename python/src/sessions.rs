@@ -57,19 +57,33 @@ fn stamp(path: &Path) -> Option<Stamp> {
 /// The fields that change when a call records something: reads only grow (or are cut by the
 /// front's own code), so their count stands for them.
 #[derive(PartialEq, Eq)]
-pub struct Mark(usize, u64, Option<[u8; 32]>, u64, u64, Option<String>);
+pub struct Mark {
+    reads: usize,
+    unrecorded: u64,
+    seal_intact: bool,
+}
 
 impl Mark {
-    /// The mark of `s` now.
+    /// The mark of `s` now (its seal's presence stands for whether it was sealed).
     pub fn of(s: &Session) -> Self {
-        Mark(
-            s.reads.len(),
-            s.unrecorded,
-            s.context.map(|c| c.0),
-            s.covered,
-            s.seen,
-            s.seal.clone(),
-        )
+        Mark {
+            reads: s.reads.len(),
+            unrecorded: s.unrecorded,
+            seal_intact: s.seal.is_some(),
+        }
+    }
+
+    /// How many reads the session had.
+    pub fn reads(&self) -> usize {
+        self.reads
+    }
+
+    /// Whether only reads were added since `before` (the context entry, coverage, `seen` and
+    /// seal follow from them).
+    pub fn only_reads_grew_from(&self, before: &Mark) -> bool {
+        self.reads > before.reads
+            && self.unrecorded == before.unrecorded
+            && self.seal_intact == before.seal_intact
     }
 }
 

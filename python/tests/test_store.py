@@ -328,3 +328,31 @@ def test_a_long_thread_still_puts_and_reaches_every_source():
     assert reads <= seen
     v = led.check("long", "send_money", {"recipient": IBAN})
     assert not v["allowed"] and first in v["sources"]["recipient"]
+
+
+def test_a_put_leaves_the_session_file_to_the_ledger_and_a_read_writes_it(ledger_path):
+    """A put's entry is written for its session (context hash), so the next loader of the
+    session file catches it up from the ledger (spec/python.md §3): the put does not rewrite
+    and sync the file. A get of an older item is a read only the file records: it is saved."""
+    import hashlib
+
+    store = MemLineageStore.open(ledger_path)
+    ledger = store.ledger
+    with store.bind("t1"):
+        ledger.record_prompt("t1", "remember my tea")
+    session_file = ledger_path.parent / "agent.db.sessions" / (
+        hashlib.sha256(b"t1").hexdigest() + ".json"
+    )
+    before = session_file.stat()
+    with store.bind("t1"):
+        store.put(("mem",), "tea", {"text": "likes tea"})
+        item = store.get(("mem",), "tea")
+    after = session_file.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    other = Ledger.open(ledger_path)
+    assert item.entry_id in other.reads("t1")["reads"]
+    assert item.label == "derived_trusted"
+    # Another session reads the item: only its file can say so, and it is written.
+    with store.bind("t2"):
+        store.get(("mem",), "tea")
+    assert item.entry_id in Ledger.open(ledger_path).reads("t2")["reads"]

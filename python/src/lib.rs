@@ -519,9 +519,31 @@ impl PyLedger {
     }
 }
 
+/// The floor the front's benchmarks divide by (`python/bench/overhead.py`,
+/// `spec/benchmarks.md`): `n` Ed25519 signatures of a 200-byte message with the key type the
+/// ledger signs entries with, each timed alone; returns the µs of each. Signs nothing anyone
+/// keeps (a fresh random key).
+#[pyfunction]
+fn sign_floor(py: Python<'_>, n: usize) -> Vec<f64> {
+    py.detach(|| {
+        let key = WriterKey::generate();
+        let msg = [7u8; 200];
+        (0..n)
+            .map(|i| {
+                let mut m = msg;
+                m[0] = (i % 251) as u8;
+                let t = std::time::Instant::now();
+                std::hint::black_box(key.sign(std::hint::black_box(&m)));
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect()
+    })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLedger>()?;
+    m.add_function(wrap_pyfunction!(sign_floor, m)?)?;
     m.add("ITEM_FORMAT", items::ITEM_FORMAT)?;
     errors::register(m)?;
     Ok(())

@@ -305,3 +305,50 @@ fn the_agents_tool_calls_descend_from_what_the_session_read() {
         .unwrap();
     assert_eq!(call.label, Label::DerivedUntrusted);
 }
+
+#[test]
+fn a_sealed_record_verifies_after_a_round_trip_and_an_edit_of_its_first_read_does_not() {
+    // spec/hooks.md §6: the v3 seal is kept incrementally in the in-process memo; a record read
+    // back from storage has no memo and is hashed in full, so an edit anywhere is caught.
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = front(&dir.path().join("l.db"), Policy::default());
+    let mut s = Session::new("round-trip");
+    let first = f
+        .record_prompt(&mut s, "remember that I like tea")
+        .unwrap()
+        .id;
+    for i in 0..40 {
+        f.record_prompt(&mut s, &format!("and {i}")).unwrap();
+    }
+    let elsewhere = f
+        .record_prompt(&mut Session::new("other"), "another prompt")
+        .unwrap()
+        .id;
+    let text = serde_json::to_string(&s).unwrap();
+    let mut back: Session = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, s);
+    let clean = f
+        .remember(&mut back, Kind::Summary, "the user likes tea", vec![])
+        .unwrap();
+    assert_eq!(clean.label, Label::DerivedTrusted);
+
+    // Every read is still a user's prompt, but not the one the session read: not believed.
+    let mut edited: Session =
+        serde_json::from_str(&text.replace(&first.to_string(), &elsewhere.to_string())).unwrap();
+    assert_ne!(edited.reads, s.reads);
+    let memo = f
+        .remember(&mut edited, Kind::Summary, "the user likes tea", vec![])
+        .unwrap();
+    assert_eq!(
+        memo.label,
+        Label::DerivedUntrusted,
+        "the edited record is believed"
+    );
+
+    // The in-process record, with its memo, still verifies and reads each entry once.
+    let (mut mailed, mail) = read_the_mail(&mut f);
+    let n = mailed.reads.len();
+    mailed.read(mail);
+    assert_eq!(mailed.reads.len(), n);
+    assert_refused_naming(&mut f, &mailed, mail);
+}

@@ -8,10 +8,12 @@
 
 use crate::errors::BindError;
 use crate::items::{self, ItemIndex, Path};
+use crate::search::{self, Ranked};
+use crate::sessions::{Mark, SessionCache};
+use crate::vectors::Vector;
 use memlineage::audit::{audit, reach_quarantine};
 use memlineage::forensics::receipt::{receipt, Cause};
-use memlineage::front::hook::Sessions;
-use memlineage::front::{Front, FrontError, Keys, Refusal, Session, Verdict};
+use memlineage::front::{session_context, Front, FrontError, Keys, Refusal, Session, Verdict};
 use memlineage::gate::DenyReason;
 use memlineage::lineage::quarantine::Reach;
 use memlineage::log::LogVerifier;
@@ -19,11 +21,13 @@ use memlineage::record::{EntryId, Kind, Parent, Role, Weight};
 use memlineage::retrieve::Outcome;
 use memlineage::store::Store;
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 /// The principal that signs flags (role system), as the MCP server's (`spec/mcp.md` §2.5).
 pub const FLAGGER: &str = "advisory";
+/// Most item versions a handle remembers as verified (cleared when full).
+const MAX_WARM: usize = 1 << 20;
 /// How long a call waits for the ledger's key-file lock before it fails.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
@@ -72,22 +76,26 @@ pub trait Engine: Send {
     fn checkpoint(&mut self) -> Result<String, BindError>;
     /// The full offline audit (`memlineage verify`).
     fn verify(&mut self) -> Result<Value, BindError>;
-    /// Writes an item version; returns the item.
+    /// Writes an item version with the vectors of its embedded fields (`None` for a store
+    /// without an index); returns the item.
     fn item_put(
         &mut self,
         session: &str,
         path: Path,
         value: Value,
         weights: &HashMap<EntryId, Weight>,
+        vectors: Option<Vec<Vector>>,
     ) -> Result<Value, BindError>;
     /// Deletes an item (tombstone of its current version); whether there was one.
     fn item_delete(&mut self, session: &str, path: &Path) -> Result<bool, BindError>;
-    /// The live, non-quarantined items under `prefix`, newest first, from the index (not yet
-    /// read: [`Engine::item_read`] verifies and records).
-    fn item_candidates(&mut self, prefix: &[String]) -> Result<Value, BindError>;
-    /// Verifies the items held by `entries` and records them as read; unverified ones are left
-    /// out.
-    fn item_read(&mut self, session: &str, entries: &[EntryId]) -> Result<Value, BindError>;
+    /// Searches the live, unquarantined items ([`search::rank`]); verifies the page and
+    /// records it as read by `session`. Returns `{"items": [...]}` (each with its `score`),
+    /// or `{"unembedded": [{"entry_id", "value"}, ...]}` when matching items need vectors
+    /// first ([`Engine::item_embed`]).
+    fn item_search(&mut self, session: &str, req: &search::Request<'_>)
+        -> Result<Value, BindError>;
+    /// Attaches vectors to the current versions held by these entries (others are ignored).
+    fn item_embed(&mut self, vectors: Vec<(EntryId, Vec<Vector>)>) -> Result<(), BindError>;
     /// The current item at `path`, verified and recorded, if any.
     fn item_get(&mut self, session: &str, path: &Path) -> Result<Value, BindError>;
     /// Every namespace holding a live, non-quarantined item, sorted.
@@ -99,10 +107,12 @@ pub trait Engine: Send {
 /// A front, its sessions and its item index.
 pub struct Core<S: Store, K: Keys> {
     front: Front<S, K>,
-    sessions: Box<dyn Sessions + Send>,
+    sessions: SessionCache,
     /// The key-file lock of a file ledger.
     lock: Option<PathBuf>,
     items: ItemIndex,
+    /// Item versions this handle verified (signature, inclusion) when it returned them.
+    warm: HashSet<EntryId>,
     /// Reads the audit from the store (the SQLite file's own audit iterator, or the trait).
     audit_source: AuditSource,
 }
@@ -119,7 +129,7 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
     /// A core over `front`.
     pub fn new(
         front: Front<S, K>,
-        sessions: Box<dyn Sessions + Send>,
+        sessions: SessionCache,
         lock: Option<PathBuf>,
         audit_source: AuditSource,
     ) -> Self {
@@ -128,6 +138,7 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
             sessions,
             lock,
             items: ItemIndex::default(),
+            warm: HashSet::new(),
             audit_source,
         }
     }
@@ -157,15 +168,50 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
             return Err(BindError::misuse("a session id is not empty"));
         }
         let _held = self.enter()?;
-        let before = self.sessions.load(id)?;
-        let mut session = before.clone();
-        self.front.catch_up(&mut session)?;
-        let out = f(self, &mut session);
+        let mut session = self.sessions.take(id)?;
+        let caught = self.front.catch_up(&mut session);
+        let start = self.front.ledger().len();
+        let before = Mark::of(&session);
+        let out = match caught {
+            Ok(()) => f(self, &mut session),
+            Err(e) => Err(e.into()),
+        };
         // What was recorded before a failure stays recorded.
-        if session != before {
-            self.sessions.save(&session)?;
-        }
+        let save = self.must_save(&session, &before, start);
+        self.sessions.give_back(session, save)?;
         out
+    }
+
+    /// Whether a call that turned `before` into `session` must write the session's file: yes,
+    /// unless all it added are reads of entries it appended for the session whose kind the
+    /// session record is caught up with from the ledger (prompts, tool results, memories:
+    /// `Front::catch_up`, `spec/hooks.md` §6), so that the next loader of the file recovers
+    /// them from the signed entries (a put then costs one commit, not one commit and a synced
+    /// file). What `catch_up` added itself came from the ledger the same way. A fold (the
+    /// session's context entry) left unsaved is made again by the next writer that loads the
+    /// file: more context entries, no lost read.
+    fn must_save(&mut self, session: &Session, before: &Mark, start: u64) -> bool {
+        let now = Mark::of(session);
+        if now == *before {
+            return false;
+        }
+        if !now.only_reads_grew_from(before) {
+            return true;
+        }
+        let want = session_context(&session.id);
+        let l = self.front.ledger();
+        session.reads[before.reads()..].iter().any(|id| {
+            let ours = l.index_of(id).is_some_and(|i| i >= start);
+            let recovered = l.get(id).is_ok_and(|e| {
+                let e = e.entry();
+                e.context_hash == want
+                    && matches!(
+                        e.kind,
+                        Kind::Prompt | Kind::ToolResult | Kind::Summary | Kind::Fact
+                    )
+            });
+            !(ours && recovered)
+        })
     }
 
     /// A hop of a lineage path: id, kind, writer, label.
@@ -184,6 +230,27 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
             .label(id)
             .map_or_else(|| "unknown".to_string(), label_name);
         json!({"id": id.to_string(), "kind": kind, "writer": writer, "label": label})
+    }
+
+    /// A `get` of a version this handle already verified and `session` already read (a
+    /// thread reading its memory again): nothing to verify or record, so the item is rendered
+    /// from the index (`spec/python.md` §2.3). `None` when that is not the case.
+    fn warm_get(&mut self, session: &Session, path: &Path, entry: &EntryId) -> Option<Value> {
+        if !self.warm.contains(entry) || !session.has_read(entry) {
+            return None;
+        }
+        let l = self.front.ledger();
+        if l.is_quarantined(entry) || l.is_tombstoned(entry) {
+            return None;
+        }
+        let label = l.label(entry)?;
+        let slot = self.items.current(path)?;
+        Some(items::render(
+            path,
+            slot,
+            slot.value.clone(),
+            &label_name(label),
+        ))
     }
 
     fn items_read(
@@ -205,6 +272,10 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
                 continue;
             };
             items.push(items::render(&path, slot, value, &label_name(r.label)));
+            if self.warm.len() >= MAX_WARM {
+                self.warm.clear();
+            }
+            self.warm.insert(r.id);
         }
         Ok(Value::Array(items))
     }
@@ -504,6 +575,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         path: Path,
         value: Value,
         weights: &HashMap<EntryId, Weight>,
+        vectors: Option<Vec<Vector>>,
     ) -> Result<Value, BindError> {
         if !value.is_object() {
             return Err(BindError::misuse("an item's value is a JSON object"));
@@ -531,11 +603,11 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
             c.items.scan(c.front.ledger())?;
             let slot = c
                 .items
-                .current(&path)
+                .current_mut(&path)
                 .filter(|x| x.entry == a.id)
-                .cloned()
                 .ok_or_else(|| BindError::misuse("the new version was not indexed"))?;
-            Ok(items::render(&path, &slot, value, &label_name(a.label)))
+            slot.vectors = vectors;
+            Ok(items::render(&path, slot, value, &label_name(a.label)))
         })
     }
 
@@ -551,27 +623,57 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         })
     }
 
-    fn item_candidates(&mut self, prefix: &[String]) -> Result<Value, BindError> {
-        let _held = self.enter()?;
-        self.items.scan(self.front.ledger())?;
-        let l = self.front.ledger();
-        let out: Vec<Value> = self
-            .items
-            .under(prefix)
-            .into_iter()
-            .filter(|(_, s)| !l.is_quarantined(&s.entry) && !l.is_tombstoned(&s.entry))
-            .map(|(p, s)| {
-                let label = l
-                    .label(&s.entry)
-                    .map_or_else(|| "external".to_string(), label_name);
-                items::render(p, s, s.value.clone(), &label)
-            })
-            .collect();
-        Ok(Value::Array(out))
+    fn item_search(
+        &mut self,
+        session: &str,
+        req: &search::Request<'_>,
+    ) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            c.items.scan(c.front.ledger())?;
+            let l = c.front.ledger();
+            let live = c
+                .items
+                .in_order()
+                .filter(|(_, x)| !l.is_quarantined(&x.entry) && !l.is_tombstoned(&x.entry));
+            let page = match search::rank(live, req)? {
+                Ranked::Unembedded(ids) => {
+                    let values: Vec<Value> = ids
+                        .iter()
+                        .filter_map(|id| {
+                            let slot = c.items.path_of(id).and_then(|p| c.items.current(p))?;
+                            Some(json!({"entry_id": id.to_string(), "value": slot.value}))
+                        })
+                        .collect();
+                    return Ok(json!({ "unembedded": values }));
+                }
+                Ranked::Page(page) => page,
+            };
+            let ids: Vec<EntryId> = page.iter().map(|(e, _)| *e).collect();
+            let scores: HashMap<String, Option<f64>> =
+                page.into_iter().map(|(e, s)| (e.to_string(), s)).collect();
+            let mut found = c.items_read(s, &ids)?;
+            for item in found.as_array_mut().into_iter().flatten() {
+                let score = item["entry_id"]
+                    .as_str()
+                    .and_then(|id| scores.get(id).copied().flatten());
+                item["score"] = json!(score);
+            }
+            Ok(json!({ "items": found }))
+        })
     }
 
-    fn item_read(&mut self, session: &str, entries: &[EntryId]) -> Result<Value, BindError> {
-        self.with_session(session, |c, s| c.items_read(s, entries))
+    fn item_embed(&mut self, vectors: Vec<(EntryId, Vec<Vector>)>) -> Result<(), BindError> {
+        let _held = self.enter()?;
+        self.items.scan(self.front.ledger())?;
+        for (id, vs) in vectors {
+            let Some(path) = self.items.path_of(&id).cloned() else {
+                continue;
+            };
+            if let Some(slot) = self.items.current_mut(&path) {
+                slot.vectors = Some(vs);
+            }
+        }
+        Ok(())
     }
 
     fn item_get(&mut self, session: &str, path: &Path) -> Result<Value, BindError> {
@@ -580,6 +682,9 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
             let Some(entry) = c.items.current(path).map(|x| x.entry) else {
                 return Ok(Value::Null);
             };
+            if let Some(warm) = c.warm_get(s, path, &entry) {
+                return Ok(warm);
+            }
             let mut got = c.items_read(s, &[entry])?;
             Ok(got
                 .as_array_mut()
@@ -594,8 +699,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         let l = self.front.ledger();
         let mut out: Vec<Vec<String>> = self
             .items
-            .under(&[])
-            .into_iter()
+            .in_order()
             .filter(|(_, s)| !l.is_quarantined(&s.entry) && !l.is_tombstoned(&s.entry))
             .map(|(p, _)| p.0.clone())
             .collect();

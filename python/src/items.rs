@@ -8,11 +8,12 @@
 //! entries whose signatures and content hashes this process verified.
 
 use crate::errors::BindError;
+use crate::vectors::Vector;
 use memlineage::record::{EntryId, Kind, Role};
 use memlineage::store::Store;
 use memlineage::Ledger;
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The `format` member of an item version's content.
 pub const ITEM_FORMAT: &str = "memlineage/langgraph-item@v1";
@@ -25,15 +26,20 @@ pub type Path = (Vec<String>, String);
 pub struct Slot {
     /// The entry holding it.
     pub entry: EntryId,
-    /// Its leaf index.
-    pub index: u64,
     /// Writer time of the first version since the item was last deleted, in ms since the
     /// Unix epoch.
     pub created_ms: u64,
     /// Writer time of this version, in ms.
     pub updated_ms: u64,
+    /// Leaf index of the first version since the item was last deleted: its place in the
+    /// order `InMemoryStore` keeps (a new key goes last, an update keeps its place).
+    pub created_index: u64,
     /// The value (verified content, decoded).
     pub value: Value,
+    /// The vectors of this version's embedded fields (`spec/python.md` §2.5): `None` until
+    /// embedded (written by another handle, or before this process opened the ledger), empty
+    /// when nothing of it is embedded.
+    pub vectors: Option<Vec<Vector>>,
 }
 
 /// The current version of every live item, caught up with the ledger by [`ItemIndex::scan`].
@@ -43,6 +49,11 @@ pub struct ItemIndex {
     scanned: u64,
     items: HashMap<Path, Slot>,
     by_entry: HashMap<EntryId, Path>,
+    /// Leaf index of the first version ever written in each namespace (kept after its items
+    /// are deleted, as `InMemoryStore` keeps a namespace's place).
+    ns_first: HashMap<Vec<String>, u64>,
+    /// Live items in `InMemoryStore`'s order: by `(ns_first, created_index)`.
+    order: BTreeMap<(u64, u64), Path>,
 }
 
 /// The content of an item version: canonical JSON (members sorted).
@@ -89,28 +100,14 @@ impl ItemIndex {
                 {
                     let text = ledger.content(&e)?.and_then(|b| String::from_utf8(b).ok());
                     if let Some((ns, key, value)) = text.as_deref().and_then(parse) {
-                        let path = (ns, key);
-                        let created_ms = self
-                            .items
-                            .get(&path)
-                            .map_or(entry.time_ms, |s| s.created_ms);
-                        if let Some(old) = self.items.get(&path) {
-                            self.by_entry.remove(&old.entry);
-                        }
-                        self.by_entry.insert(e.id(), path.clone());
-                        let slot = Slot {
-                            entry: e.id(),
-                            index: i,
-                            created_ms,
-                            updated_ms: entry.time_ms,
-                            value,
-                        };
-                        self.items.insert(path, slot);
+                        self.index_version((ns, key), e.id(), i, entry.time_ms, value);
                     }
                 }
                 Kind::Tombstone => {
                     if let Some(path) = entry.target.and_then(|t| self.by_entry.remove(&t)) {
-                        self.items.remove(&path);
+                        if let Some(old) = self.items.remove(&path) {
+                            self.order.remove(&self.place(&path.0, old.created_index));
+                        }
                     }
                 }
                 _ => {}
@@ -125,15 +122,59 @@ impl ItemIndex {
         self.items.get(path)
     }
 
-    /// The items under `prefix` (every namespace that starts with it), newest version first.
-    pub fn under<'a>(&'a self, prefix: &'a [String]) -> Vec<(&'a Path, &'a Slot)> {
-        let mut out: Vec<(&Path, &Slot)> = self
-            .items
-            .iter()
-            .filter(|((ns, _), _)| ns.starts_with(prefix))
-            .collect();
-        out.sort_by_key(|(_, s)| std::cmp::Reverse(s.index));
-        out
+    /// The current version of `path`, to attach vectors to.
+    pub fn current_mut(&mut self, path: &Path) -> Option<&mut Slot> {
+        self.items.get_mut(path)
+    }
+
+    /// The path whose current version `entry` holds.
+    pub fn path_of(&self, entry: &EntryId) -> Option<&Path> {
+        self.by_entry.get(entry)
+    }
+
+    /// The live items in `InMemoryStore`'s order: namespaces in the order their first item
+    /// was written, items in the order they were created (since last deleted).
+    pub fn in_order(&self) -> impl Iterator<Item = (&Path, &Slot)> {
+        self.order
+            .values()
+            .filter_map(|p| self.items.get(p).map(|s| (p, s)))
+    }
+
+    /// Makes the version `entry` at leaf `index` current for `path`.
+    fn index_version(
+        &mut self,
+        path: Path,
+        entry: EntryId,
+        index: u64,
+        time_ms: u64,
+        value: Value,
+    ) {
+        let first = *self.ns_first.entry(path.0.clone()).or_insert(index);
+        let (created_ms, created_index) = match self.items.get(&path) {
+            Some(old) => {
+                self.by_entry.remove(&old.entry);
+                (old.created_ms, old.created_index)
+            }
+            None => {
+                self.order.insert((first, index), path.clone());
+                (time_ms, index)
+            }
+        };
+        self.by_entry.insert(entry, path.clone());
+        let slot = Slot {
+            entry,
+            created_ms,
+            updated_ms: time_ms,
+            created_index,
+            value,
+            vectors: None,
+        };
+        self.items.insert(path, slot);
+    }
+
+    /// The key of an item of namespace `ns` created at `created_index` in `order`.
+    fn place(&self, ns: &[String], created_index: u64) -> (u64, u64) {
+        (self.ns_first.get(ns).copied().unwrap_or(0), created_index)
     }
 }
 

@@ -10,7 +10,7 @@
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
-use memlineage::front::hook::{FileSessions, MemorySessions};
+use memlineage::front::hook::FileSessions;
 use memlineage::front::keystore::KeyStore;
 use memlineage::front::{Front, GeneratedKeys};
 use memlineage::gate::Policy;
@@ -29,10 +29,15 @@ use std::sync::Mutex;
 
 mod engine;
 mod errors;
+mod filter;
 mod items;
+mod search;
+mod sessions;
+mod vectors;
 
 use engine::{AuditSource, Core, Engine, LockedKeyFile};
 use errors::BindError;
+use sessions::SessionCache;
 
 /// Largest policy file read, in bytes (as the CLI).
 const MAX_POLICY_BYTES: u64 = 1 << 20;
@@ -85,15 +90,23 @@ fn ids_arg(ids: &[String]) -> Result<Vec<EntryId>, BindError> {
     ids.iter().map(|s| id_arg(s)).collect()
 }
 
-/// `obj` as JSON (Python's `json.dumps`, NaN and infinities refused).
+/// `obj` as JSON (Python's `json.dumps`, NaN and infinities refused). A value `json.dumps`
+/// cannot write (a `datetime`, a set: its `TypeError`) is a `ValueError`, as every value that
+/// is not JSON (`spec/python.md` §6).
 fn to_json(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     let py = obj.py();
     let kwargs = PyDict::new(py);
     kwargs.set_item("allow_nan", false)?;
-    let text: String = py
+    let text: String = match py
         .import("json")?
-        .call_method("dumps", (obj,), Some(&kwargs))?
-        .extract()?;
+        .call_method("dumps", (obj,), Some(&kwargs))
+    {
+        Ok(t) => t.extract()?,
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
+            return Err(BindError::misuse(format!("not JSON: {}", e.value(py))).into());
+        }
+        Err(e) => return Err(e),
+    };
     serde_json::from_str(&text).map_err(|e| BindError::misuse(format!("not JSON: {e}")).into())
 }
 
@@ -163,7 +176,7 @@ impl PyLedger {
         lock.push(".lock");
         let core = Core::new(
             front,
-            Box::new(FileSessions::beside(path)),
+            SessionCache::files(FileSessions::beside(path)),
             Some(PathBuf::from(lock)),
             AuditSource::Sqlite(path.to_path_buf()),
         );
@@ -236,12 +249,7 @@ impl PyLedger {
         let ledger = Ledger::create(MemoryStore::default(), signer, lp).map_err(BindError::from)?;
         let vkey = ledger.vkey();
         let front = Front::new(ledger, policy, GeneratedKeys::default()).with_agent(agent);
-        let core = Core::new(
-            front,
-            Box::new(MemorySessions::default()),
-            None,
-            AuditSource::Store,
-        );
+        let core = Core::new(front, SessionCache::memory(), None, AuditSource::Store);
         Ok(Self::wrap(Box::new(core), None, vkey))
     }
 
@@ -398,8 +406,11 @@ impl PyLedger {
 
     /// Writes a new version of the store item `(namespace, key)` with `value` (a dict), derived
     /// from everything `session` read (full weight, or the weight `weights` gives an entry id;
-    /// ids in `weights` that were not read are added as parents). Returns the item.
-    #[pyo3(signature = (session, namespace, key, value, weights = None))]
+    /// ids in `weights` that were not read are added as parents), with `vectors`, the
+    /// `(field path, embedding)` pairs of its embedded fields (`None`: the store has no
+    /// index). Returns the item.
+    #[pyo3(signature = (session, namespace, key, value, weights = None, vectors = None))]
+    #[allow(clippy::too_many_arguments)]
     fn item_put(
         &self,
         py: Python<'_>,
@@ -408,6 +419,7 @@ impl PyLedger {
         key: String,
         value: &Bound<'_, PyAny>,
         weights: Option<HashMap<String, f64>>,
+        vectors: Option<vectors::RawVectors>,
     ) -> PyResult<Py<PyAny>> {
         let value = to_json(value)?;
         let mut ws = HashMap::new();
@@ -417,8 +429,9 @@ impl PyLedger {
                 Weight::from_f64(w).map_err(BindError::misuse)?,
             );
         }
+        let vectors = vectors.map(vectors::vectors).transpose()?;
         let path = namespace_arg(namespace, key);
-        self.run_json(py, |e| e.item_put(session, path, value, &ws))
+        self.run_json(py, |e| e.item_put(session, path, value, &ws, vectors))
     }
 
     /// Deletes the item `(namespace, key)`: a tombstone of its current version. Whether there
@@ -447,22 +460,57 @@ impl PyLedger {
         self.run_json(py, |e| e.item_get(session, &path))
     }
 
-    /// The live, non-quarantined items whose namespace starts with `prefix`, newest first,
-    /// not yet verified or recorded (pass the chosen `entry_id`s to `item_read`).
-    fn item_candidates(&self, py: Python<'_>, prefix: Vec<String>) -> PyResult<Py<PyAny>> {
-        self.run_json(py, |e| e.item_candidates(&prefix))
-    }
-
-    /// Verifies the items held by `entry_ids` (current versions only) and records them as
-    /// read by `session`; those that fail verification are left out.
-    fn item_read(
+    /// Searches the live, unquarantined items under `prefix` that match `filter` (a dict, as
+    /// `InMemoryStore`'s), in `InMemoryStore`'s order or, given the `query` vector, by cosine
+    /// similarity (`spec/python.md` §2.3, §2.5), and returns `{"items": [...]}`: the page
+    /// `offset..offset + limit`, verified and recorded as read by `session`, each with its
+    /// `score`. When matching items have no vectors yet, returns `{"unembedded": [{"entry_id",
+    /// "value"}, ...]}` instead: embed them (`item_embed`) and search again.
+    #[pyo3(signature = (session, prefix, filter = None, query = None, offset = 0, limit = 10))]
+    #[allow(clippy::too_many_arguments)]
+    fn item_search(
         &self,
         py: Python<'_>,
         session: &str,
-        entry_ids: Vec<String>,
+        prefix: Vec<String>,
+        filter: Option<&Bound<'_, PyAny>>,
+        query: Option<Vec<f32>>,
+        offset: usize,
+        limit: usize,
     ) -> PyResult<Py<PyAny>> {
-        let ids = ids_arg(&entry_ids)?;
-        self.run_json(py, |e| e.item_read(session, &ids))
+        let filter = match filter.map(to_json).transpose()? {
+            None => None,
+            Some(Value::Object(m)) => Some(m),
+            Some(_) => return Err(BindError::misuse("a search filter is a dict").into()),
+        };
+        let query = query
+            .map(|q| vectors::Vector::new("query".into(), q))
+            .transpose()?;
+        self.run_json(py, |e| {
+            let req = search::Request {
+                prefix: &prefix,
+                filter: filter.as_ref(),
+                query: query.as_ref(),
+                offset,
+                limit,
+            };
+            e.item_search(session, &req)
+        })
+    }
+
+    /// Attaches the vectors of items' embedded fields to their current versions: `entries` is
+    /// a list of `(entry_id, [(field path, embedding), ...])` (an entry that no longer holds a
+    /// current version is passed over).
+    fn item_embed(
+        &self,
+        py: Python<'_>,
+        entries: Vec<(String, vectors::RawVectors)>,
+    ) -> PyResult<()> {
+        let mut out = Vec::with_capacity(entries.len());
+        for (id, vs) in entries {
+            out.push((id_arg(&id)?, vectors::vectors(vs)?));
+        }
+        self.run(py, |e| e.item_embed(out))
     }
 
     /// Every namespace holding a live, non-quarantined item, sorted.
@@ -471,9 +519,31 @@ impl PyLedger {
     }
 }
 
+/// The floor the front's benchmarks divide by (`python/bench/overhead.py`,
+/// `spec/benchmarks.md`): `n` Ed25519 signatures of a 200-byte message with the key type the
+/// ledger signs entries with, each timed alone; returns the µs of each. Signs nothing anyone
+/// keeps (a fresh random key).
+#[pyfunction]
+fn sign_floor(py: Python<'_>, n: usize) -> Vec<f64> {
+    py.detach(|| {
+        let key = WriterKey::generate();
+        let msg = [7u8; 200];
+        (0..n)
+            .map(|i| {
+                let mut m = msg;
+                m[0] = (i % 251) as u8;
+                let t = std::time::Instant::now();
+                std::hint::black_box(key.sign(std::hint::black_box(&m)));
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect()
+    })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLedger>()?;
+    m.add_function(wrap_pyfunction!(sign_floor, m)?)?;
     m.add("ITEM_FORMAT", items::ITEM_FORMAT)?;
     errors::register(m)?;
     Ok(())

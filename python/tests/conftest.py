@@ -1,5 +1,6 @@
 """Shared fixtures: ledgers in a temporary directory, the Rust CLI binary."""
 
+import hashlib
 import os
 import pathlib
 
@@ -27,3 +28,22 @@ def cli():
     if not path.is_file():
         pytest.fail(f"no memlineage binary at {path}: run `cargo build --bin memlineage` first")
     return path
+
+
+def hashed_embedding(texts, dims=64):
+    """A deterministic local embedding for tests (no model, no network): each lower-cased
+    word adds 1 to the component its SHA-256 picks, so texts sharing words are similar.
+    LangGraph's `index["embed"]` accepts such a function."""
+    out = []
+    for text in texts:
+        v = [0.0] * dims
+        for word in text.lower().replace(",", " ").replace(".", " ").split():
+            v[int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "big") % dims] += 1.0
+        out.append(v)
+    return out
+
+
+@pytest.fixture
+def index():
+    """A LangGraph `IndexConfig` over `hashed_embedding`, embedding the `text` field."""
+    return {"dims": 64, "embed": hashed_embedding, "fields": ["text"]}

@@ -61,17 +61,28 @@ def test_round_trip_beside_in_memory_store(store):
     assert store.list_namespaces() == [("docs", "alice"), ("docs", "bob")]
 
 
-def test_search_is_newest_first_with_offset_and_limit(store):
-    for i in range(5):
-        store.put(("n",), f"k{i}", {"i": i})
-    assert [i.key for i in store.search(("n",), limit=2)] == ["k4", "k3"]
-    assert [i.key for i in store.search(("n",), offset=3)] == ["k1", "k0"]
+def test_search_keeps_in_memory_store_order_with_offset_and_limit(store):
+    """Without a query, items come in InMemoryStore's order: namespaces as first written,
+    keys as created; an update keeps its place, a key deleted and written again goes last."""
+    ref = InMemoryStore()
+    for s in (store, ref):
+        for i in range(5):
+            s.put(("n",), f"k{i}", {"i": i})
+        s.put(("m",), "first-of-m", {"i": 9})
+        s.put(("n",), "k1", {"i": 10})
+        s.delete(("n",), "k2")
+        s.put(("n",), "k2", {"i": 11})
+    for kw in [{"limit": 2}, {"offset": 3}, {}, {"offset": 1, "limit": 3}]:
+        got = [(i.namespace, i.key) for i in store.search((), **kw)]
+        assert got == [(i.namespace, i.key) for i in ref.search((), **kw)], kw
+    assert [i.key for i in store.search(("n",), limit=2)] == ["k0", "k1"]
+    assert [i.key for i in store.search(("n",), offset=3)] == ["k4", "k2"]
     # The session read nothing the front recorded: it cannot tie the first put to the agent's
     # context, which is then an External unknown context, and each later put descends from
     # the earlier ones (spec/python.md §2.1, lineage.md §4.2): never Trusted.
     found = store.search(("n",))
     assert [(i.label, i.score) for i in found] == [("derived_untrusted", None)] * 5
-    first = store.ledger.explain(found[-1].entry_id)["parents"]
+    first = store.ledger.explain(found[0].entry_id)["parents"]
     assert len(first) == 1
     assert store.ledger.explain(first[0]["id"])["writer"] == "context:unknown (external)"
     # A session that read only the user's prompt writes Derived-Trusted items.
@@ -111,11 +122,27 @@ def test_async_resolves_the_session_in_the_caller_context():
     assert item.entry_id in store.ledger.reads("async-s")["reads"]
 
 
-def test_no_session_is_an_error():
-    store = MemLineageStore(Ledger.in_memory())
-    with pytest.raises(ValueError, match="no session"):
-        store.put(("a",), "k", {"v": 1})
-    assert store.list_namespaces() == []
+def test_calls_outside_a_run_belong_to_the_store_session():
+    """spec/python.md §3: with no bound session, run or session=, calls work as
+    InMemoryStore's do, in the store's own session; what it writes before reading anything
+    is Derived-Untrusted (no read ties it to a statement), and what it read taints what it
+    writes next."""
+    led = Ledger.in_memory()
+    store = MemLineageStore(led)
+    assert store.current_session() == store.store_session
+    assert store.store_session.startswith("store:")
+    store.put(("a",), "k", {"v": 1})
+    item = store.get(("a",), "k")
+    assert item.value == {"v": 1} and item.label == "derived_untrusted"
+    assert item.entry_id in led.reads(store.store_session)["reads"]
+    assert store.list_namespaces() == [("a",)]
+    # Another handle has another session: reads are never shared by accident.
+    assert MemLineageStore(led).store_session != store.store_session
+    # bind() still wins over the store's session.
+    with store.bind("s9"):
+        assert store.current_session() == "s9"
+        store.get(("a",), "k")
+    assert item.entry_id in led.reads("s9")["reads"]
 
 
 def test_put_descends_from_what_the_session_read():
@@ -267,3 +294,65 @@ def test_a_memory_of_the_injected_mail_does_not_launder_the_payment():
     v = led.check("m1", "send_money", pay)
     assert not v["allowed"], v
     assert mail in [h["id"] for h in v["path"]], v
+
+
+def test_a_long_thread_still_puts_and_reaches_every_source():
+    """Issue 27: a session's reads are folded into chained context entries (lineage.md §4.2),
+    so a put names at most the context entry, 32 reads and the caller's parents, whatever
+    the session read (past the 1,024 parents one entry may name); its lineage still reaches
+    every read, the first included. python/bench/long_session.py runs it to 100,000 reads and
+    times the put (spec/benchmarks.md)."""
+    led = Ledger.in_memory()
+    store = MemLineageStore(led)
+    n = 2_500
+    first = led.record_tool_result("w", "read_bill", {}, f"pay {IBAN}")["result"]["id"]
+    ids = [first] + [led.record_prompt(f"w{i // 500}", f"p{i}")["id"] for i in range(n - 1)]
+    for i in range(0, n, 1_000):
+        led.retrieve("long", ids[i : i + 1_000])
+    assert len(led.reads("long")["reads"]) == n
+    with store.bind("long"):
+        store.put(("mem",), "after", {"text": "written after 2,500 reads"})
+        item = store.get(("mem",), "after")
+    assert item.label == "derived_untrusted"  # the bill is among the reads
+    parents = led.explain(item.entry_id)["parents"]
+    assert len(parents) <= 34, len(parents)
+    # Walk the context chain: every read is an ancestor, at full weight.
+    reads, seen, todo = set(ids), set(), [item.entry_id]
+    while todo:
+        for p in led.explain(todo.pop())["parents"]:
+            if p["id"] not in seen:
+                assert p["weight"] == 1.0, p
+                seen.add(p["id"])
+                if p["id"] not in reads:
+                    todo.append(p["id"])
+    assert reads <= seen
+    v = led.check("long", "send_money", {"recipient": IBAN})
+    assert not v["allowed"] and first in v["sources"]["recipient"]
+
+
+def test_a_put_leaves_the_session_file_to_the_ledger_and_a_read_writes_it(ledger_path):
+    """A put's entry is written for its session (context hash), so the next loader of the
+    session file catches it up from the ledger (spec/python.md §3): the put does not rewrite
+    and sync the file. A get of an older item is a read only the file records: it is saved."""
+    import hashlib
+
+    store = MemLineageStore.open(ledger_path)
+    ledger = store.ledger
+    with store.bind("t1"):
+        ledger.record_prompt("t1", "remember my tea")
+    session_file = ledger_path.parent / "agent.db.sessions" / (
+        hashlib.sha256(b"t1").hexdigest() + ".json"
+    )
+    before = session_file.stat()
+    with store.bind("t1"):
+        store.put(("mem",), "tea", {"text": "likes tea"})
+        item = store.get(("mem",), "tea")
+    after = session_file.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    other = Ledger.open(ledger_path)
+    assert item.entry_id in other.reads("t1")["reads"]
+    assert item.label == "derived_trusted"
+    # Another session reads the item: only its file can say so, and it is written.
+    with store.bind("t2"):
+        store.get(("mem",), "tea")
+    assert item.entry_id in Ledger.open(ledger_path).reads("t2")["reads"]

@@ -183,7 +183,9 @@ impl FileSessions {
         hex::encode(Hash32::digest(id.as_bytes()).0)
     }
 
-    fn path(&self, id: &str) -> PathBuf {
+    /// The file that holds session `id` (`<hex(H(id))>.json`): a front that keeps a loaded
+    /// session in memory checks it for changes by other processes.
+    pub fn path(&self, id: &str) -> PathBuf {
         self.0.join(format!("{}.json", Self::name(id)))
     }
 

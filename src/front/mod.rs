@@ -162,6 +162,66 @@ pub struct Session {
     /// verify refuses every sensitive call: its record was altered outside memlineage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seal: Option<String>,
+    /// What this process already computed about the record (never stored).
+    #[serde(skip)]
+    pub memo: SessionMemo,
+}
+
+/// What a process knows about a [`Session`] record it holds beyond the record itself: the
+/// reads as a set, and the `v3` seal's HMAC over the reads fed so far (`spec/hooks.md` §6), so
+/// that a long session's next read or seal costs what its new reads cost, not what all of them
+/// do. Never serialized: a record loaded from storage starts without it and is hashed in full
+/// once. It is trusted as in-process state only while it still matches the record (the count
+/// of reads, and the last one it hashed); code that rewrites `reads` in place other than by
+/// appending or truncating must reset it. Equal to every other memo, so it never makes two
+/// records differ.
+#[derive(Default)]
+pub struct SessionMemo(std::sync::Mutex<MemoState>);
+
+#[derive(Clone, Default)]
+struct MemoState {
+    /// `reads[..n]` as a set.
+    set: Option<(usize, HashSet<EntryId>)>,
+    /// The `v3` seal's stream over its domain and `m` up to `reads[..fed]`, under the seal key
+    /// whose check value is `key`; `last` is `reads[fed - 1]`.
+    seal: Option<SealMemo>,
+}
+
+#[derive(Clone)]
+struct SealMemo {
+    key: [u8; 32],
+    fed: usize,
+    last: Option<EntryId>,
+    stream: crate::ledger::SealStream,
+}
+
+impl SessionMemo {
+    fn state(&self) -> std::sync::MutexGuard<'_, MemoState> {
+        // A panic while the lock was held leaves only a cache behind: use it as it is.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Clone for SessionMemo {
+    fn clone(&self) -> Self {
+        SessionMemo(std::sync::Mutex::new(self.state().clone()))
+    }
+}
+
+impl PartialEq for SessionMemo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for SessionMemo {}
+
+impl std::fmt::Debug for SessionMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionMemo(..)")
+    }
 }
 
 impl Session {
@@ -173,10 +233,33 @@ impl Session {
         }
     }
 
-    /// Adds `id` to the read set (once).
+    /// Adds `id` to the read set (once). Amortised O(1): the set of reads is kept in
+    /// [`Session::memo`].
     pub fn read(&mut self, id: EntryId) {
-        if !self.reads.contains(&id) {
+        let mut state = self.memo.state();
+        let n = self.reads.len();
+        let set = match &mut state.set {
+            Some((have, set)) if *have == n => set,
+            slot => &mut slot.insert((n, self.reads.iter().copied().collect())).1,
+        };
+        if set.insert(id) {
             self.reads.push(id);
+            if let Some((have, _)) = &mut state.set {
+                *have += 1;
+            }
+        }
+    }
+
+    /// Whether `id` is in the read set. Amortised O(1), as [`Session::read`].
+    pub fn has_read(&self, id: &EntryId) -> bool {
+        let mut state = self.memo.state();
+        let n = self.reads.len();
+        match &mut state.set {
+            Some((have, set)) if *have == n => set.contains(id),
+            slot => slot
+                .insert((n, self.reads.iter().copied().collect()))
+                .1
+                .contains(id),
         }
     }
 
@@ -1376,7 +1459,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// own methods do. Never call it on a record loaded from storage without checking it
     /// first: sealing is what makes a read set trusted.
     pub fn seal_session(&self, session: &mut Session) {
-        session.seal = Some(hex::encode(self.session_tag(session)));
+        session.seal = Some(hex::encode(self.session_tag_v3(session)));
     }
 
     /// Seals `session` again after the front added reads, but only if its seal verified
@@ -1393,18 +1476,63 @@ impl<S: Store, K: Keys> Front<S, K> {
         if session.reads.is_empty() {
             return true;
         }
-        let want = self.session_tag(session);
         let Some(have) = session.seal.as_deref().and_then(|h| hex::decode(h).ok()) else {
             return false;
         };
         // Not secret-dependent timing worth hiding from the store's writer, but cheap to avoid.
-        have.len() == want.len() && have.iter().zip(want).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0
+        let same = |want: [u8; 32]| {
+            have.len() == want.len()
+                && have.iter().zip(want).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0
+        };
+        // v3 first (what this version writes); then a record sealed before it.
+        same(self.session_tag_v3(session)) || same(self.session_tag(session))
     }
 
-    /// The read set's seal (`spec/hooks.md` §3): `v2` over the id, the reads, the context
-    /// entry and how many reads it covers; a record with no context entry is sealed as `v1`
-    /// was, over the id and the reads only, so that records written before context entries
-    /// still verify.
+    /// The read set's `v3` seal (`spec/hooks.md` §6): the reads before the count, so that the
+    /// HMAC over the reads already hashed is kept in the session's memo and extended by the
+    /// new ones only.
+    fn session_tag_v3(&self, session: &Session) -> [u8; 32] {
+        let key = self.ledger.seal_tag(b"memlineage/session-memo-key@v1", b"");
+        let mut state = session.memo.state();
+        let reads = &session.reads;
+        let memo = match state.seal.take() {
+            Some(m)
+                if m.key == key
+                    && m.fed <= reads.len()
+                    && m.last == m.fed.checked_sub(1).map(|i| reads[i]) =>
+            {
+                m
+            }
+            _ => {
+                let mut stream = self.ledger.seal_stream(b"memlineage/session-seal@v3");
+                stream.update(&(session.id.len() as u64).to_be_bytes());
+                stream.update(session.id.as_bytes());
+                SealMemo {
+                    key,
+                    fed: 0,
+                    last: None,
+                    stream,
+                }
+            }
+        };
+        let mut memo = memo;
+        for id in &reads[memo.fed..] {
+            memo.stream.update(&id.0);
+        }
+        memo.fed = reads.len();
+        memo.last = reads.last().copied();
+        let mut tail = memo.stream.clone();
+        tail.update(&(reads.len() as u64).to_be_bytes());
+        tail.update(&session.context.map_or([0; 32], |c| c.0));
+        tail.update(&session.covered.to_be_bytes());
+        tail.update(&session.seen.to_be_bytes());
+        state.seal = Some(memo);
+        tail.finish()
+    }
+
+    /// The read set's seal as records written before `v3` have it (`spec/hooks.md` §6): `v2`
+    /// over the id, the reads, the context entry and how many reads it covers; a record with
+    /// no context entry was sealed as `v1`, over the id and the reads only.
     fn session_tag(&self, session: &Session) -> [u8; 32] {
         let mut msg = Vec::with_capacity(48 + session.id.len() + 32 * session.reads.len());
         msg.extend_from_slice(&(session.id.len() as u64).to_be_bytes());

@@ -251,6 +251,17 @@ impl<S: Store> Ledger<S> {
             .collect();
         self.store.append_with_meta(&batch, META_SEAL, &seal)?;
         drop(batch);
+        // A `SignedEntry` is signed or verified by construction, and `Ledger::get` reads its
+        // stored bytes back by leaf hash: the next read of an entry this handle appended needs
+        // no second signature check (the item index of the Python front reads every put back).
+        if let Ok(mut v) = self.verified.lock() {
+            for p in &prepared.items {
+                if v.len() >= super::MAX_VERIFIED_IDS {
+                    v.clear();
+                }
+                v.insert(p.entry.id());
+            }
+        }
         let mut out = Vec::with_capacity(prepared.items.len());
         for PreparedEntry {
             entry: s,

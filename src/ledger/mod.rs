@@ -38,7 +38,7 @@ use index::{LabelIndex, Meta};
 pub use integrate::Integrator;
 pub use prove::StoreSource;
 use seal::{Chain, SealKey, Sealed};
-pub use seal::{SealError, META_SEAL};
+pub use seal::{SealError, SealStream, META_SEAL};
 pub use signed::ParametersError;
 
 /// A provenance ledger over a [`Store`].
@@ -453,6 +453,13 @@ impl<S: Store> Ledger<S> {
         self.seal_key.tag(domain, message)
     }
 
+    /// [`Ledger::seal_tag`] of a message fed in parts: `seal_stream(d)`, then
+    /// [`SealStream::update`] with `m1`, `m2`, … and [`SealStream::finish`] give
+    /// `seal_tag(d, m1 || m2 || …)`.
+    pub fn seal_stream(&self, domain: &[u8]) -> SealStream {
+        self.seal_key.stream(domain)
+    }
+
     /// The effects chain and stored seal over the first `size` entries extended by `extra`
     /// (entries about to be stored, in leaf order from `size`, as `(id, kind, label)`), and
     /// each extra entry's row tag.
@@ -625,7 +632,8 @@ impl<S: Store> Ledger<S> {
         Ok(e)
     }
 
-    /// The entry at leaf index `index`, re-verified.
+    /// The entry at leaf index `index`, verified: its signature unless its bytes hash to an
+    /// entry this handle already verified or appended ([`Ledger::get`]).
     ///
     /// # Errors
     /// As [`Ledger::get`].
@@ -637,6 +645,13 @@ impl<S: Store> Ledger<S> {
                 index,
                 size: self.size,
             })?;
+        // Bytes whose leaf hash this handle verified (or appended) are those bytes.
+        let id = EntryId::of_cose(&bytes);
+        if self.verified.lock().is_ok_and(|v| v.contains(&id)) {
+            if let Some(e) = record::reparse_verified(&bytes, id)? {
+                return Ok(e);
+            }
+        }
         Ok(SignedEntry::decode_with_keys(&bytes, |k| {
             self.cached_key(k)
         })?)

@@ -121,6 +121,31 @@ impl std::fmt::Debug for SealKey {
     }
 }
 
+/// An HMAC-SHA-256 under the log's seal key over a message fed in parts
+/// ([`crate::Ledger::seal_stream`]): `update(a)` then `update(b)` and `finish()` give the tag
+/// [`crate::Ledger::seal_tag`] gives for `a || b` (same domain). A clone forks the computation,
+/// so that a prefix hashed once can be extended later (the session seal, `spec/hooks.md` §6).
+#[derive(Clone)]
+pub struct SealStream(Hmac<Sha256>);
+
+impl std::fmt::Debug for SealStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SealStream(..)")
+    }
+}
+
+impl SealStream {
+    /// Feeds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The tag over everything fed.
+    pub fn finish(self) -> [u8; 32] {
+        self.0.finalize().into_bytes().into()
+    }
+}
+
 impl SealKey {
     /// `K = SHA-256("memlineage/label-seal-key@v1" || seed)` of the log key.
     pub(crate) fn of(signer: &LogSigner) -> Self {
@@ -174,6 +199,13 @@ impl SealKey {
         m.update(domain);
         m.update(message);
         m.finalize().into_bytes().into()
+    }
+
+    /// [`SealKey::tag`] of a message fed in parts, starting with `domain`.
+    pub(crate) fn stream(&self, domain: &[u8]) -> SealStream {
+        let mut m = self.keyed();
+        m.update(domain);
+        SealStream(m)
     }
 
     fn keyed(&self) -> Hmac<Sha256> {

@@ -22,6 +22,7 @@ pub mod secret_values;
 pub mod secrets;
 pub mod tools;
 mod write;
+use write::{Ref, Spec};
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
@@ -31,7 +32,7 @@ use crate::gate::UnknownTools;
 use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::lineage::Label;
-use crate::record::{EntryId, Hash32, Kind, Parent, Role, WriterKey};
+use crate::record::{EntryId, Hash32, Kind, Parent, Role, Weight, WriterKey};
 use crate::retrieve::Outcome;
 use crate::store::Store;
 use matching::Haystack;
@@ -508,7 +509,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         text: &str,
     ) -> Result<Appended, FrontError> {
         let intact = self.session_sealed(session);
-        let a = self.write(session, USER, Role::User, Kind::Prompt, text, Vec::new())?;
+        let a = self.write(session, Spec::new(USER, Role::User, Kind::Prompt, text))?;
         session.read(a.id);
         self.reseal(session, intact);
         Ok(a)
@@ -541,28 +542,22 @@ impl<S: Store, K: Keys> Front<S, K> {
         sources.sort();
         sources.dedup();
         let declared = sources.into_iter().map(Parent::full).collect();
-        // The call is the agent's write: it descends from everything the session read.
-        let parents = self.session_parents(session, intact, declared)?;
+        // The call is the agent's write: it descends from everything the session read. The
+        // call and its result are written together, all or nothing.
+        let lineage = self.session_parents(session, intact, declared);
         let content = serde_json::json!({"tool": tool, "args": input}).to_string();
-        let agent = self.agent.clone();
-        let call = self.write(
-            session,
-            &agent,
-            Role::Agent,
-            Kind::ToolCall,
-            &content,
-            parents,
-        )?;
-        let by_call = vec![Parent::full(call.id)];
-        let name = format!("tool:{tool}");
-        let result = self.write(
-            session,
-            &name,
+        let call = Spec::new(&self.agent, Role::Agent, Kind::ToolCall, &content);
+        let result = Spec::new(
+            &format!("tool:{tool}"),
             Role::Tool,
             Kind::ToolResult,
             output,
-            by_call,
-        )?;
+        )
+        .with_parents(vec![(Ref::Batch(0), Weight::ONE)]);
+        let mut out = self.write_after(session, lineage, vec![call, result])?;
+        let (Some(result), Some(call)) = (out.pop(), out.pop()) else {
+            return Err(FrontError::BatchOrder);
+        };
         session.read(result.id);
         self.reseal(session, intact);
         Ok((call, result))
@@ -594,9 +589,9 @@ impl<S: Store, K: Keys> Front<S, K> {
         if !matches!(kind, Kind::Summary | Kind::Fact) {
             return Err(FrontError::Kind(kind.name()));
         }
-        let parents = self.session_parents(session, intact, parents)?;
-        let agent = self.agent.clone();
-        let a = self.write(session, &agent, Role::Agent, kind, text, parents)?;
+        let lineage = self.session_parents(session, intact, parents);
+        let memory = Spec::new(&self.agent, Role::Agent, kind, text);
+        let a = self.write_last(session, lineage, memory)?;
         session.read(a.id);
         self.reseal(session, intact);
         Ok(a)
@@ -620,16 +615,10 @@ impl<S: Store, K: Keys> Front<S, K> {
         reason: &str,
     ) -> Result<Appended, FrontError> {
         let intact = self.session_sealed(session);
-        let parents = self.session_parents(session, intact, Vec::new())?;
-        let a = self.write_about(
-            session,
-            flagger,
-            Role::System,
-            reach.kind(),
-            reason,
-            parents,
-            Some(source),
-        )?;
+        let lineage = self.session_parents(session, intact, Vec::new());
+        let mut flag = Spec::new(flagger, Role::System, reach.kind(), reason);
+        flag.target = Some(source);
+        let a = self.write_last(session, lineage, flag)?;
         self.reseal(session, intact);
         Ok(a)
     }
@@ -647,17 +636,10 @@ impl<S: Store, K: Keys> Front<S, K> {
         reason: &str,
     ) -> Result<Appended, FrontError> {
         let intact = self.session_sealed(session);
-        let parents = self.session_parents(session, intact, Vec::new())?;
-        let agent = self.agent.clone();
-        let a = self.write_about(
-            session,
-            &agent,
-            Role::Agent,
-            Kind::Tombstone,
-            reason,
-            parents,
-            Some(target),
-        )?;
+        let lineage = self.session_parents(session, intact, Vec::new());
+        let mut tombstone = Spec::new(&self.agent, Role::Agent, Kind::Tombstone, reason);
+        tombstone.target = Some(target);
+        let a = self.write_last(session, lineage, tombstone)?;
         self.reseal(session, intact);
         Ok(a)
     }
@@ -1688,4 +1670,8 @@ pub enum FrontError {
     /// The agent asked to write a kind it may not write through the front.
     #[error("kind `{0}` cannot be written by the agent through the front")]
     Kind(&'static str),
+    /// An entry of a batch the front writes names a later entry of the same batch (a bug of
+    /// the front, never caused by input).
+    #[error("an entry of a batch names a later entry of the batch")]
+    BatchOrder,
 }

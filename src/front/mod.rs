@@ -21,7 +21,9 @@ pub mod protect;
 pub mod secret_values;
 pub mod secrets;
 pub mod tools;
+mod session;
 mod write;
+pub use session::{session_context, Session};
 use write::{Ref, Spec};
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
@@ -32,11 +34,11 @@ use crate::gate::UnknownTools;
 use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::lineage::Label;
-use crate::record::{EntryId, Hash32, Kind, Parent, Role, Weight, WriterKey};
+use crate::record::{EntryId, Kind, Parent, Role, Weight, WriterKey};
 use crate::retrieve::Outcome;
 use crate::store::Store;
 use matching::Haystack;
-use serde::{Deserialize, Serialize};
+
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -122,85 +124,6 @@ impl Keys for DerivedKeys {
     fn key(&mut self, name: &str, _role: Role) -> Result<(WriterKey, bool), FrontError> {
         Ok((WriterKey::for_label(&format!("{}/{name}", self.0)), false))
     }
-}
-
-/// What one agent session has read, as entry ids in the order read (`spec/hooks.md` §3).
-/// Persisted by the hooks between invocations (JSON: `{"reads": [hex…], "unrecorded": n}`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Session {
-    /// The agent's session id (e.g. Claude Code's `session_id`); entries written for the
-    /// session carry `H(id)` as their context hash (`spec/record.md` field 5).
-    #[serde(default)]
-    pub id: String,
-    /// Entries whose text the session has seen.
-    #[serde(default, with = "hex_ids")]
-    pub reads: Vec<EntryId>,
-    /// Tool outputs the session saw that could not be recorded: while non-zero, sensitive
-    /// calls are refused (their arguments may come from text the ledger does not know).
-    #[serde(default)]
-    pub unrecorded: u64,
-    /// The session's newest context entry ([`Kind::Context`], `spec/lineage.md` §4.2): it
-    /// descends, at full weight, from `reads[..covered]`. `None` until the front first folds
-    /// the reads into one.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "hex_id")]
-    pub context: Option<EntryId>,
-    /// How many of `reads`, from the first, `context` covers; the rest are named as parents
-    /// of the agent's next write one by one.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub covered: u64,
-    /// How many of the ledger's first entries this record has taken into account: the entries
-    /// at later leaf indexes that were written for the session (its context hash) are added
-    /// to `reads` from the ledger itself when the session is next loaded
-    /// ([`Front::catch_up`], `spec/hooks.md` §6), so a record that could not be saved, or an
-    /// older copy of it, loses no read that the ledger holds.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub seen: u64,
-    /// The read set's seal: an HMAC under the log key over `id` and `reads`
-    /// ([`Front::seal_session`], `spec/hooks.md` §3). A session with reads whose seal does not
-    /// verify refuses every sensitive call: its record was altered outside memlineage.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seal: Option<String>,
-}
-
-impl Session {
-    /// An empty session named `id`.
-    pub fn new(id: &str) -> Self {
-        Session {
-            id: id.to_string(),
-            ..Session::default()
-        }
-    }
-
-    /// Adds `id` to the read set (once).
-    pub fn read(&mut self, id: EntryId) {
-        if !self.reads.contains(&id) {
-            self.reads.push(id);
-        }
-    }
-
-    /// The reads the session's context entry does not cover yet, in read order.
-    pub fn uncovered(&self) -> &[EntryId] {
-        let from =
-            usize::try_from(self.covered).map_or(self.reads.len(), |c| c.min(self.reads.len()));
-        &self.reads[from..]
-    }
-
-    /// Whether this is a session nothing was recorded for yet (no read, no context, nothing
-    /// seen).
-    pub fn is_fresh(&self) -> bool {
-        self.reads.is_empty() && self.context.is_none() && self.seen == 0
-    }
-
-    /// Whether the front can tie a write of this session to what it read: it has read
-    /// something, or folded reads into a context entry (`spec/lineage.md` §4.2).
-    pub fn is_tied(&self) -> bool {
-        !self.reads.is_empty() || self.context.is_some()
-    }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// A front's answer to a proposed tool call.
@@ -1207,147 +1130,6 @@ impl<S: Store, K: Keys> Front<S, K> {
         out
     }
 
-    /// Loads session `id` from `sessions` and catches it up with the ledger
-    /// ([`Front::catch_up`]): the one way the fronts load a session.
-    ///
-    /// # Errors
-    /// [`FrontError::Session`] when the record cannot be read (or was pruned); ledger errors.
-    pub fn load_session(
-        &mut self,
-        sessions: &mut dyn hook::Sessions,
-        id: &str,
-    ) -> Result<Session, FrontError> {
-        let mut s = sessions.load(id)?;
-        self.catch_up(&mut s)?;
-        Ok(s)
-    }
-
-    /// Adds to `session`'s reads every entry at leaf index `seen..` that was written for it
-    /// (its context hash) as something it read — a prompt, a tool output, a memory of the agent
-    /// (`spec/hooks.md` §6) — and sets `seen` to the ledger's size. So the read set is derived
-    /// from signed entries, and a record that could not be saved (its directory made
-    /// unwritable, its file replaced by an older sealed copy) loses none of them (issue 25).
-    /// An entry there that does not verify may be one of the session's reads: it is added as
-    /// a read that cannot be shown not to hold any value (fail closed). A fresh session (nothing
-    /// read, nothing seen) starts at the ledger's size. Cost: one verified read per entry the
-    /// session has not seen.
-    ///
-    /// # Errors
-    /// Ledger failures other than an entry that does not verify.
-    pub fn catch_up(&mut self, session: &mut Session) -> Result<(), FrontError> {
-        let len = self.ledger.len();
-        if session.is_fresh() {
-            session.seen = len;
-            return Ok(());
-        }
-        if session.seen >= len {
-            return Ok(());
-        }
-        let intact = self.session_sealed(session);
-        let want = session_context(&session.id);
-        for index in session.seen..len {
-            let read = match self.ledger.get_by_index(index) {
-                Ok(e) => {
-                    let p = e.entry();
-                    (p.context_hash == want
-                        && matches!(
-                            p.kind,
-                            Kind::Prompt | Kind::ToolResult | Kind::Summary | Kind::Fact
-                        ))
-                    .then(|| e.id())
-                }
-                Err(_) => Some(EntryId(
-                    Hash32::digest(format!("memlineage/unverifiable-read/{index}").as_bytes()).0,
-                )),
-            };
-            if let Some(id) = read {
-                session.read(id);
-            }
-        }
-        session.seen = len;
-        self.reseal(session, intact);
-        Ok(())
-    }
-
-    /// Whether `session` is the one whose prompts and tool outputs the ledger recorded last
-    /// (among the newest [`NEWEST_SESSION_WINDOW`] entries; an entry that does not verify
-    /// counts as another session's; one written for no session — its context hash is its
-    /// content hash, as [`ProvEntry::new`] leaves it — is passed over; with no session's entry
-    /// in the window, no other session is known and the answer is yes). A front that holds a fixed session id (the MCP server's
-    /// `--session`) ties an agent write to that session's reads only while this holds: after
-    /// Claude Code's `/clear` the hooks record a new session the server does not read, and a
-    /// memory written then is derived from an unknown context instead (`spec/mcp.md` §2.1).
-    pub fn is_newest_session(&self, session: &Session) -> bool {
-        let want = session_context(&session.id);
-        let len = self.ledger.len();
-        for index in (len.saturating_sub(NEWEST_SESSION_WINDOW)..len).rev() {
-            let Ok(e) = self.ledger.get_by_index(index) else {
-                return false;
-            };
-            let e = e.entry();
-            if matches!(e.kind, Kind::Prompt | Kind::ToolResult) && e.context_hash != e.content_hash
-            {
-                return e.context_hash == want;
-            }
-        }
-        true
-    }
-
-    /// Seals `session`'s read set under the log key (`spec/hooks.md` §3): call it after
-    /// adding reads by hand ([`Session::read`]) to a session this process holds; the front's
-    /// own methods do. Never call it on a record loaded from storage without checking it
-    /// first: sealing is what makes a read set trusted.
-    pub fn seal_session(&self, session: &mut Session) {
-        session.seal = Some(hex::encode(self.session_tag(session)));
-    }
-
-    /// Seals `session` again after the front added reads, but only if its seal verified
-    /// before (`intact`): a record altered outside memlineage stays refused rather than being
-    /// laundered into a valid one by the next recorded read.
-    fn reseal(&self, session: &mut Session, intact: bool) {
-        if intact {
-            self.seal_session(session);
-        }
-    }
-
-    /// Whether `session`'s seal verifies (a session with no reads needs none).
-    fn session_sealed(&self, session: &Session) -> bool {
-        if session.reads.is_empty() {
-            return true;
-        }
-        let want = self.session_tag(session);
-        let Some(have) = session.seal.as_deref().and_then(|h| hex::decode(h).ok()) else {
-            return false;
-        };
-        // Not secret-dependent timing worth hiding from the store's writer, but cheap to avoid.
-        have.len() == want.len() && have.iter().zip(want).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0
-    }
-
-    /// The read set's seal (`spec/hooks.md` §3): `v2` over the id, the reads, the context
-    /// entry and how many reads it covers; a record with no context entry is sealed as `v1`
-    /// was, over the id and the reads only, so that records written before context entries
-    /// still verify.
-    fn session_tag(&self, session: &Session) -> [u8; 32] {
-        let mut msg = Vec::with_capacity(48 + session.id.len() + 32 * session.reads.len());
-        msg.extend_from_slice(&(session.id.len() as u64).to_be_bytes());
-        msg.extend_from_slice(session.id.as_bytes());
-        for id in &session.reads {
-            msg.extend_from_slice(&id.0);
-        }
-        if session.context.is_none() && session.covered == 0 && session.seen == 0 {
-            return self.ledger.seal_tag(b"memlineage/session-seal@v1", &msg);
-        }
-        // The reads' count first, so that no split of the bytes between the reads and the
-        // context entry reads the same.
-        let mut v2 = Vec::with_capacity(msg.len() + 48);
-        v2.extend_from_slice(&(session.reads.len() as u64).to_be_bytes());
-        v2.extend_from_slice(&msg);
-        v2.extend_from_slice(&session.context.map_or([0; 32], |c| c.0));
-        v2.extend_from_slice(&session.covered.to_be_bytes());
-        v2.extend_from_slice(&session.seen.to_be_bytes());
-        self.ledger.seal_tag(b"memlineage/session-seal@v2", &v2)
-    }
-
     /// The name `tool` is known by in the policy: `tool` itself if the policy names it,
     /// else for an MCP tool `mcp__<server>__<name>` (the form Claude Code and Codex give) the
     /// bare `<name>` if the policy names that, else `tool`.
@@ -1578,7 +1360,6 @@ fn retrieved_view(output: &Value) -> Option<Vec<(EntryId, ViewEntry)>> {
     Some(out)
 }
 
-/// Entry ids as 64-hex strings in session files.
 /// What the secrecy rule remembers of an entry it judged (entries are immutable).
 struct SecretNode {
     /// The secret source it is, if any.
@@ -1604,47 +1385,6 @@ struct SecretRead {
     source: EntryId,
     /// What the secret is (a file, a tool's result, an unverifiable entry).
     what: String,
-}
-
-mod hex_ids {
-    use crate::record::EntryId;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(ids: &[EntryId], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(ids.iter().map(EntryId::to_string))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<EntryId>, D::Error> {
-        Vec::<String>::deserialize(d)?
-            .iter()
-            .map(|h| EntryId::from_hex(h).map_err(serde::de::Error::custom))
-            .collect()
-    }
-}
-
-/// An optional entry id as a 64-hex string in session files.
-mod hex_id {
-    use crate::record::EntryId;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(id: &Option<EntryId>, s: S) -> Result<S::Ok, S::Error> {
-        match id {
-            Some(id) => s.serialize_str(&id.to_string()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<EntryId>, D::Error> {
-        Option::<String>::deserialize(d)?
-            .map(|h| EntryId::from_hex(&h).map_err(serde::de::Error::custom))
-            .transpose()
-    }
-}
-
-/// The context hash of the entries a front writes for session `id` (`spec/hooks.md` §3):
-/// `H("memlineage/session/" || id)`.
-pub fn session_context(id: &str) -> Hash32 {
-    Hash32::digest(format!("memlineage/session/{id}").as_bytes())
 }
 
 fn now_ms() -> u64 {

@@ -23,7 +23,7 @@ pub mod secrets;
 pub mod tools;
 mod session;
 mod write;
-pub use session::{session_context, Session};
+pub use session::{session_context, NewestReader, Session};
 use write::{Ref, Spec};
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
@@ -54,9 +54,6 @@ pub const UNKNOWN_CONTEXT: &str = "context:unknown";
 /// into a new context entry (`spec/lineage.md` §4.2), so a write costs the same after 10 reads
 /// as after 100,000.
 pub const FOLD_AT: usize = 32;
-/// How many of the newest entries [`Front::is_newest_session`] looks through for the last
-/// prompt or tool output.
-pub const NEWEST_SESSION_WINDOW: u64 = 256;
 
 /// Where the front gets signing keys for its principals.
 pub trait Keys {
@@ -282,6 +279,8 @@ pub struct Front<S: Store, K: Keys> {
     /// The last writer time used, in ms since the Unix epoch.
     last_ms: u64,
     haystacks: HashMap<EntryId, Haystack>,
+    /// How many entries [`Front::newest_reader`] has read, and what it found.
+    newest: Option<(u64, NewestReader)>,
     /// The agent's working directory, if known: paths under it are not specific tokens
     /// (`spec/hooks.md` §4.5).
     project: Option<String>,
@@ -333,6 +332,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             secret_rules,
             last_ms: 0,
             haystacks: HashMap::new(),
+            newest: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! Agent sessions (`spec/hooks.md` §3, §6): what a session has read, how a front loads it
 //! and catches it up with the ledger, and the seal that makes its record trusted.
 
-use super::{hook, Front, FrontError, Keys, Kind, NEWEST_SESSION_WINDOW};
+use super::{hook, Front, FrontError, Keys, Kind};
 use crate::record::{EntryId, Hash32};
 use crate::store::Store;
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,17 @@ impl Session {
     }
 }
 
+/// Whose prompt or tool output the ledger recorded last ([`Front::newest_reader`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NewestReader {
+    /// No entry of the ledger is a session's prompt or tool output.
+    Nobody,
+    /// The session whose entries carry this context hash ([`session_context`]).
+    Session(Hash32),
+    /// The newest such entry cannot be verified: it may be any session's.
+    Unknown,
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -148,28 +159,61 @@ impl<S: Store, K: Keys> Front<S, K> {
         Ok(())
     }
 
-    /// Whether `session` is the one whose prompts and tool outputs the ledger recorded last
-    /// (among the newest [`NEWEST_SESSION_WINDOW`] entries; an entry that does not verify
-    /// counts as another session's; one written for no session — its context hash is its
-    /// content hash, as [`crate::record::ProvEntry::new`] leaves it — is passed over; with no session's entry
-    /// in the window, no other session is known and the answer is yes). A front that holds a fixed session id (the MCP server's
-    /// `--session`) ties an agent write to that session's reads only while this holds: after
+    /// Whether `session` is the one whose prompt or tool output the ledger recorded last
+    /// ([`Front::newest_reader`]): a front that holds a fixed session id (the MCP server's
+    /// `--session`) ties an agent write to that session's reads only while this holds. After
     /// Claude Code's `/clear` the hooks record a new session the server does not read, and a
     /// memory written then is derived from an unknown context instead (`spec/mcp.md` §2.1).
-    pub fn is_newest_session(&self, session: &Session) -> bool {
-        let want = session_context(&session.id);
-        let len = self.ledger.len();
-        for index in (len.saturating_sub(NEWEST_SESSION_WINDOW)..len).rev() {
-            let Ok(e) = self.ledger.get_by_index(index) else {
-                return false;
-            };
-            let e = e.entry();
-            if matches!(e.kind, Kind::Prompt | Kind::ToolResult) && e.context_hash != e.content_hash
-            {
-                return e.context_hash == want;
-            }
+    /// With no session's prompt or tool output in the ledger, no other session is known and
+    /// the answer is yes; when the newest one cannot be verified, no.
+    pub fn is_newest_session(&mut self, session: &Session) -> bool {
+        match self.newest_reader() {
+            NewestReader::Nobody => true,
+            NewestReader::Session(c) => c == session_context(&session.id),
+            NewestReader::Unknown => false,
         }
-        true
+    }
+
+    /// The session whose prompt or tool output (kind `prompt` or `tool_result`, written for a
+    /// session: its context hash is not its content hash, which [`crate::record::ProvEntry::new`]
+    /// leaves for an entry of no session) is the newest in the ledger, whatever came after it
+    /// (`spec/mcp.md` §1 item 3). Tracked incrementally: the first call reads back from the
+    /// ledger's end to the newest such entry, later calls read only the entries appended
+    /// since, so entries that are neither (memories, context entries, flags) can neither hide
+    /// it nor cost a later call anything. An entry that does not verify, or is not the entry
+    /// the handle believes at its index, may be any session's: the answer is then
+    /// [`NewestReader::Unknown`] until a newer prompt or tool output verifies (fail closed).
+    pub fn newest_reader(&mut self) -> NewestReader {
+        let len = self.ledger.len();
+        let found = match self.newest {
+            Some((scanned, known)) if scanned <= len => (scanned..len)
+                .filter_map(|i| self.reader_at(i))
+                .last()
+                .unwrap_or(known),
+            // First call, or the ledger is shorter than what was read: from the end.
+            _ => (0..len)
+                .rev()
+                .find_map(|i| self.reader_at(i))
+                .unwrap_or(NewestReader::Nobody),
+        };
+        self.newest = Some((len, found));
+        found
+    }
+
+    /// The session of the entry at leaf `index` if it is a session's prompt or tool output,
+    /// [`NewestReader::Unknown`] if it cannot be verified, `None` otherwise.
+    fn reader_at(&self, index: u64) -> Option<NewestReader> {
+        let Ok(e) = self.ledger.get_by_index(index) else {
+            return Some(NewestReader::Unknown);
+        };
+        let p = e.entry();
+        if !matches!(p.kind, Kind::Prompt | Kind::ToolResult) || p.context_hash == p.content_hash {
+            return None;
+        }
+        if self.ledger.index_of(&e.id()) != Some(index) {
+            return Some(NewestReader::Unknown);
+        }
+        Some(NewestReader::Session(p.context_hash))
     }
 
     /// Seals `session`'s read set under the log key (`spec/hooks.md` §3): call it after
@@ -268,4 +312,76 @@ mod hex_id {
 /// `H("memlineage/session/" || id)`.
 pub fn session_context(id: &str) -> Hash32 {
     Hash32::digest(format!("memlineage/session/{id}").as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NewestReader;
+    use crate::front::{session_context, DerivedKeys, Front, Session};
+    use crate::gate::Policy;
+    use crate::lineage::LabelPolicy;
+    use crate::log::LogSigner;
+    use crate::record::{EntryId, Kind, Parent, WriterKey};
+    use crate::store::SqliteStore;
+    use crate::Ledger;
+
+    fn signer() -> LogSigner {
+        LogSigner::new("test.example/s", WriterKey::for_label("s")).unwrap()
+    }
+
+    fn front(path: &std::path::Path, create: bool) -> Front<SqliteStore, DerivedKeys> {
+        let store = SqliteStore::open(path).unwrap();
+        let l = match create {
+            true => Ledger::create(store, signer(), LabelPolicy::default()).unwrap(),
+            false => Ledger::open(store, signer()).unwrap(),
+        };
+        Front::new(l, Policy::default(), DerivedKeys("s".into()))
+    }
+
+    /// The newest session is the one whose prompt or tool output came last, whatever the
+    /// agent appends after it: memories, context entries, refused writes (issue 24 review,
+    /// finding 7: 256 entries of its own used to push the newest prompt out of sight).
+    #[test]
+    fn the_newest_reader_is_not_pushed_away_by_what_the_agent_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.db");
+        let mut f = front(&path, true);
+        assert_eq!(f.newest_reader(), NewestReader::Nobody);
+        let (mut s1, mut s2) = (Session::new("S1"), Session::new("S2"));
+        f.record_prompt(&mut s1, "summarise my week").unwrap();
+        assert!(f.is_newest_session(&s1));
+        f.record_prompt(&mut s2, "read my messages").unwrap();
+        f.record_tool_result(&mut s2, "read", &serde_json::json!({}), "wire 500")
+            .unwrap();
+        let want = NewestReader::Session(session_context("S2"));
+        assert_eq!(f.newest_reader(), want);
+        for i in 0..300u32 {
+            f.remember(&mut s1, Kind::Summary, &format!("note {i}"), vec![])
+                .unwrap();
+            let unknown = Parent::full(EntryId([(i % 250) as u8 + 1; 32]));
+            assert!(f
+                .remember(&mut s1, Kind::Summary, "x", vec![unknown])
+                .is_err());
+        }
+        assert!(f.ledger().len() > 300);
+        assert_eq!(f.newest_reader(), want, "incrementally");
+        assert!(!f.is_newest_session(&s1));
+        drop(f);
+        // A fresh front reads back from the end as far as it must.
+        let mut g = front(&path, false);
+        assert_eq!(g.newest_reader(), want);
+        g.record_prompt(&mut s1, "and now pay").unwrap();
+        assert!(g.is_newest_session(&s1));
+        // An entry that does not verify may be any session's (fail closed).
+        let db = rusqlite::Connection::open(&path).unwrap();
+        db.execute(
+            "UPDATE entries SET cose = zeroblob(64) WHERE idx = (SELECT max(idx) FROM entries)",
+            [],
+        )
+        .unwrap();
+        drop(db);
+        let mut h = front(&path, false);
+        assert_eq!(h.newest_reader(), NewestReader::Unknown);
+        assert!(!h.is_newest_session(&s1));
+    }
 }

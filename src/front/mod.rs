@@ -634,10 +634,13 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// join the read set and `Some(ids)` is returned; for anything else (another tool's output,
     /// a server that only looks like ours, one byte of text not accounted for) `None`, and the
     /// caller records the output as External as usual. Whatever the tool's name, only verified
-    /// entries' texts are read this way, so nothing it adds can be unrecorded text.
+    /// entries' texts are read this way, so nothing it adds can be unrecorded text. The
+    /// retrieval is written to the ledger as a context entry of the agent principal whose
+    /// parents are the listed entries, so that a session rebuilt from the ledger
+    /// ([`Front::catch_up`]) reads them again.
     ///
     /// # Errors
-    /// Only when no checkpoint can be produced.
+    /// When no checkpoint can be produced, or the context entry cannot be written.
     pub fn read_retrieved_view(
         &mut self,
         session: &mut Session,
@@ -663,6 +666,22 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
         }
         let intact = self.session_sealed(session);
+        // The retrieval is recorded in the ledger as a context entry of the agent naming what
+        // was shown, so that the session's record is not the only place that knows it
+        // (`Front::catch_up` reads it back; spec/hooks.md §6).
+        let receipts: Vec<Spec> = ids
+            .chunks(crate::record::MAX_PARENTS)
+            .map(|chunk| {
+                let parents = chunk
+                    .iter()
+                    .map(|id| (Ref::Entry(*id), Weight::ONE))
+                    .collect();
+                Spec::new(&self.agent, Role::Agent, Kind::Context, "").with_parents(parents)
+            })
+            .collect();
+        if !receipts.is_empty() {
+            self.write_batch(session, receipts)?;
+        }
         for o in got {
             if let Outcome::Verified(r) = o {
                 session.read(r.id);

@@ -98,6 +98,16 @@ fn suite_with(file: &str, policy: Policy) -> (Figures, Asks) {
         let mut all_ok = true;
         let mut read_secret = false;
         let events = run["events"].as_array().expect("events");
+        // Every run starts under the hooks (spec/hooks.md §3.1).
+        let start = json!({"session_id": format!("run-{n}"), "cwd": "/",
+                           "hook_event_name": "SessionStart", "source": "startup"});
+        let out = handle(
+            &mut f,
+            &mut sessions,
+            HookEvent::SessionStart,
+            &serde_json::to_vec(&start).expect("json"),
+        );
+        assert!(out.allows(), "{file} run {n}: {out:?}");
         for (i, ev) in events.iter().enumerate() {
             let mut e = json!({"session_id": format!("run-{n}"), "cwd": "/"});
             let (hook, tag) = match ev["kind"].as_str().expect("kind") {

@@ -350,6 +350,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                         out["param"] = json!(r.param);
                         out["entry"] = json!(r.read.to_string());
                     }
+                    Refusal::UnseenStart(_) => out["deny"] = json!("unseen_start"),
                     Refusal::Secret { entry, .. } => {
                         out["deny"] = json!("secret");
                         out["entry"] = json!(entry.map(|e| e.to_string()));

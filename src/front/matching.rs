@@ -44,6 +44,9 @@ pub struct Haystack {
     /// The text could not be read or verified: it cannot be proven absent from any value
     /// (`spec/hooks.md` §4.3, fail closed), so it matches every value a text could match.
     unverifiable: bool,
+    /// It matches every value a text could match: an unverifiable text, or a verified entry
+    /// that stands for text nobody recorded ([`Haystack::unknown`]).
+    everything: bool,
 }
 
 impl Haystack {
@@ -71,6 +74,7 @@ impl Haystack {
             fields,
             normal,
             unverifiable: false,
+            everything: false,
         }
     }
 
@@ -80,6 +84,18 @@ impl Haystack {
     pub fn unverifiable() -> Self {
         Haystack {
             unverifiable: true,
+            everything: true,
+            ..Haystack::default()
+        }
+    }
+
+    /// The haystack of a verified entry that stands for text nobody recorded — the history of
+    /// a session the hooks did not see from its start (`spec/hooks.md` §3.1): it matches every
+    /// value that any text could match, as [`Haystack::unverifiable`] does, but it is not
+    /// unverifiable (the entry itself verified).
+    pub fn unknown() -> Self {
+        Haystack {
+            everything: true,
             ..Haystack::default()
         }
     }
@@ -99,7 +115,7 @@ impl Haystack {
         match value {
             Value::Null | Value::Bool(_) => false,
             Value::String(s) if s.is_empty() => false,
-            Value::String(_) | Value::Number(_) if self.unverifiable => true,
+            Value::String(_) | Value::Number(_) if self.everything => true,
             Value::String(s) => self.matches_str(s),
             Value::Number(n) => renderings(n)
                 .iter()
@@ -116,7 +132,7 @@ impl Haystack {
         if s.is_empty() {
             return false;
         }
-        if self.unverifiable {
+        if self.everything {
             return true;
         }
         // An amount written as a string (`"500.00"`, `"5,000"`, `"0500"`) matches as the

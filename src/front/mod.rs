@@ -23,7 +23,9 @@ pub mod secrets;
 pub mod tools;
 mod session;
 mod write;
-pub use session::{session_context, NewestReader, Session};
+pub use session::{
+    session_context, NewestReader, Session, Sighting, SESSION_START, UNSEEN_HISTORY,
+};
 use write::{Ref, Spec};
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
@@ -186,6 +188,9 @@ pub enum Refusal {
     /// The agent composed the call's arguments after the session read untrusted input and the
     /// policy's `composed_after_external` is `deny` (`spec/hooks.md` §15).
     Composed(ask::Receipt),
+    /// The session (its id) was not seen from its start and nothing stands for what it read
+    /// before ([`Front::require_start`], `spec/hooks.md` §3.1).
+    UnseenStart(String),
 }
 
 impl std::fmt::Display for Refusal {
@@ -254,6 +259,12 @@ impl std::fmt::Display for Refusal {
                 write!(f, " (spec/hooks.md §16)")
             }
             Refusal::Composed(r) => write!(f, "memlineage: deny {r}"),
+            Refusal::UnseenStart(id) => write!(
+                f,
+                "memlineage: deny: session {id:?} was not seen from its start by memlineage's \
+                 hooks (no SessionStart was recorded for it), so what it read before is \
+                 unknown; start a new session (spec/hooks.md §3.1)"
+            ),
         }
     }
 }
@@ -281,6 +292,8 @@ pub struct Front<S: Store, K: Keys> {
     haystacks: HashMap<EntryId, Haystack>,
     /// How many entries [`Front::newest_reader`] has read, and what it found.
     newest: Option<(u64, NewestReader)>,
+    /// Whether sessions must have been seen from their start ([`Front::require_start`]).
+    require_start: bool,
     /// The agent's working directory, if known: paths under it are not specific tokens
     /// (`spec/hooks.md` §4.5).
     project: Option<String>,
@@ -333,7 +346,19 @@ impl<S: Store, K: Keys> Front<S, K> {
             last_ms: 0,
             haystacks: HashMap::new(),
             newest: None,
+            require_start: false,
         }
+    }
+
+    /// Requires every session this front decides or writes for to have been seen from its
+    /// start (`spec/hooks.md` §3.1): the hooks and the MCP server, whose sessions begin in
+    /// the agent, not here, set it. A session neither started under the hooks
+    /// ([`Session::started`]) nor holding an unseen-history entry ([`Session::unseen`]) then
+    /// has its sensitive calls refused ([`Refusal::UnseenStart`]) and its writes untied
+    /// (derived from an unknown context). Default: off — an embedding runtime that makes its
+    /// sessions itself sees them begin.
+    pub fn require_start(&mut self, on: bool) {
+        self.require_start = on;
     }
 
     /// Signs the agent's writes as principal `name` (role agent) instead of [`AGENT`].
@@ -612,7 +637,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                         left -= size;
                         session.read(r.id);
                         if let Some(t) = &r.text {
-                            self.haystacks.insert(r.id, Haystack::new(t));
+                            self.haystacks.insert(r.id, haystack_of(&r.writer, t));
                         }
                     }
                     fits
@@ -686,7 +711,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             if let Outcome::Verified(r) = o {
                 session.read(r.id);
                 if let Some(t) = &r.text {
-                    self.haystacks.insert(r.id, Haystack::new(t));
+                    self.haystacks.insert(r.id, haystack_of(&r.writer, t));
                 }
             }
         }
@@ -746,6 +771,8 @@ impl<S: Store, K: Keys> Front<S, K> {
                 // Not gated: only the secrecy rule, on reads that must be known (fail closed).
                 let verdict = if session.unrecorded > 0 {
                     Verdict::Deny(Refusal::Unrecorded(session.unrecorded))
+                } else if self.unseen_start(session) {
+                    Verdict::Deny(Refusal::UnseenStart(session.id.clone()))
                 } else if !self.session_sealed(session) {
                     Verdict::Deny(Refusal::Unreadable(format!(
                         "the read record of session {:?} was altered outside memlineage, so \
@@ -807,6 +834,8 @@ impl<S: Store, K: Keys> Front<S, K> {
         }
         let verdict = if session.unrecorded > 0 {
             Verdict::Deny(Refusal::Unrecorded(session.unrecorded))
+        } else if self.unseen_start(session) {
+            Verdict::Deny(Refusal::UnseenStart(session.id.clone()))
         } else if !self.session_sealed(session) {
             Verdict::Deny(Refusal::Unreadable(format!(
                 "the read record of session {:?} was altered outside memlineage (its seal \
@@ -995,7 +1024,12 @@ impl<S: Store, K: Keys> Front<S, K> {
         use crate::gate::OriginView;
         let mut tokens = std::collections::BTreeSet::new();
         for id in [read.read, read.source] {
-            match self.ledger.origin_node(&id).text {
+            // Unseen history (§3.1) carries every value, as a text that cannot be read does.
+            let text = match self.is_unseen_marker(&id) {
+                true => None,
+                false => self.ledger.origin_node(&id).text,
+            };
+            match text {
                 Some(t) => tokens.extend(secret_values::specific_tokens(&t)),
                 None => {
                     return args.keys().next().map(|a| secret_values::Carried {
@@ -1095,6 +1129,12 @@ impl<S: Store, K: Keys> Front<S, K> {
                     },
                     _ => None,
                 },
+                // What a session read before the hooks saw it may have been a secret (§3.1).
+                crate::record::Role::External if name == UNSEEN_HISTORY => Some(SecretSource {
+                    what: "the history of this session that memlineage's hooks did not see"
+                        .to_string(),
+                    private: false,
+                }),
                 _ => None,
             };
             let tool_result = *role == crate::record::Role::Tool;
@@ -1292,10 +1332,25 @@ impl<S: Store, K: Keys> Front<S, K> {
                 }
                 Outcome::Rejected(id, _) => (id, None),
             };
-            let h = text.map_or_else(Haystack::unverifiable, |t| Haystack::new(&t));
+            let h = match text {
+                None => Haystack::unverifiable(),
+                // What the session read before the hooks saw it: any value (§3.1).
+                Some(_) if self.is_unseen_marker(&id) => Haystack::unknown(),
+                Some(t) => Haystack::new(&t),
+            };
             self.haystacks.insert(id, h);
         }
         Ok(())
+    }
+}
+
+/// The haystack of a verified entry by principal `writer` with text `text`: an unseen-history
+/// entry ([`UNSEEN_HISTORY`]) holds every value (`spec/hooks.md` §3.1), any other its text.
+fn haystack_of(writer: &str, text: &str) -> Haystack {
+    if writer == UNSEEN_HISTORY {
+        Haystack::unknown()
+    } else {
+        Haystack::new(text)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Agent sessions (`spec/hooks.md` §3, §6): what a session has read, how a front loads it
 //! and catches it up with the ledger, and the seal that makes its record trusted.
 
+use super::write::Spec;
 use super::{hook, Front, FrontError, Keys, Kind};
 use crate::record::{EntryId, Hash32, Role};
 use crate::store::Store;
@@ -38,6 +39,17 @@ pub struct Session {
     /// older copy of it, loses no read that the ledger holds.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub seen: u64,
+    /// Whether the ledger holds this session's start marker: the hooks saw it start, at a
+    /// `SessionStart` event with no earlier history ([`Front::sight`], `spec/hooks.md` §3.1).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub started: bool,
+    /// The session's unseen-history entry, when the hooks first saw it anywhere but at its
+    /// start (a forked, resumed or compacted conversation, a session that began before the
+    /// hooks were installed): an External entry that is also one of `reads` and stands for
+    /// the history nobody recorded, so it holds every value ([`Front::sight`],
+    /// `spec/hooks.md` §3.1).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "hex_id")]
+    pub unseen: Option<EntryId>,
     /// The read set's seal: an HMAC under the log key over `id` and `reads`
     /// ([`Front::seal_session`], `spec/hooks.md` §3). A session with reads whose seal does not
     /// verify refuses every sensitive call: its record was altered outside memlineage.
@@ -71,7 +83,11 @@ impl Session {
     /// Whether this is a session nothing was recorded for yet (no read, no context, nothing
     /// seen).
     pub fn is_fresh(&self) -> bool {
-        self.reads.is_empty() && self.context.is_none() && self.seen == 0
+        self.reads.is_empty()
+            && self.context.is_none()
+            && self.seen == 0
+            && !self.started
+            && self.unseen.is_none()
     }
 
     /// Whether the front can tie a write of this session to what it read: it has read
@@ -92,11 +108,39 @@ pub enum NewestReader {
     Unknown,
 }
 
+/// The principal (role system) of a session's start marker: a `context` entry, with the
+/// `SessionStart` source as content, that the hooks write when they see a session begin with
+/// no history (`spec/hooks.md` §3.1).
+pub const SESSION_START: &str = "session:start";
+/// The principal (role external) of a session's unseen-history entry: a `context` entry whose
+/// content says why, that stands for the history the hooks did not see and holds every value
+/// (`spec/hooks.md` §3.1).
+pub const UNSEEN_HISTORY: &str = "history:unseen";
+
+/// How a front sees a session it has not seen begin ([`Front::sight`], `spec/hooks.md` §3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sighting<'a> {
+    /// A `SessionStart` event: its `source` (`startup`, `clear`, `resume`, `compact`,
+    /// `fork`…) and, when its transcript already holds conversation, what shows it.
+    Start {
+        /// The event's `source`.
+        source: &'a str,
+        /// Why the transcript shows earlier history, if it does.
+        history: Option<&'a str>,
+    },
+    /// Any other event (its `hook_event_name`): the session began before it.
+    Event(&'a str),
+}
+
 /// The id that stands for the entry at leaf `index` when it cannot be verified and may be a
 /// session's read: not in the log, so it justifies nothing and taints every value
 /// (`spec/gate.md` §7).
 fn unverifiable_read(index: u64) -> EntryId {
     EntryId(Hash32::digest(format!("memlineage/unverifiable-read/{index}").as_bytes()).0)
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -117,6 +161,85 @@ impl<S: Store, K: Keys> Front<S, K> {
         let mut s = sessions.load(id)?;
         self.catch_up(&mut s)?;
         Ok(s)
+    }
+
+    /// Applies the start rule of `spec/hooks.md` §3.1 to a session the front has not yet
+    /// decided about (neither [`Session::started`] nor [`Session::unseen`]): when the
+    /// sighting is a `SessionStart` of source `startup` or `clear` whose transcript shows no
+    /// earlier conversation, and the ledger holds no entry of the session, it writes the
+    /// session's start marker ([`SESSION_START`]); otherwise — a resumed, compacted or forked
+    /// conversation, a session first seen at a prompt, a tool output or after entries of its
+    /// own — it writes an unseen-history entry ([`UNSEEN_HISTORY`], External) saying why, and
+    /// adds it to the reads, where it holds every value: what the session read before the
+    /// hooks saw it is unknown, so its writes derive from untrusted input and no value of its
+    /// calls is unsourced. A session already decided is left as it is.
+    ///
+    /// # Errors
+    /// Keys and ledger failures; nothing is written then and the session is unchanged.
+    pub fn sight(&mut self, session: &mut Session, how: Sighting<'_>) -> Result<(), FrontError> {
+        if session.started || session.unseen.is_some() {
+            return Ok(());
+        }
+        let intact = self.session_sealed(session);
+        let len = self.ledger.len();
+        let own = self
+            .ledger
+            .context_entries(&session_context(&session.id), len)?
+            .len();
+        let why = match how {
+            Sighting::Start {
+                source: source @ ("startup" | "clear"),
+                history: None,
+            } if own == 0 && session.reads.is_empty() => {
+                self.write(
+                    session,
+                    Spec::new(SESSION_START, Role::System, Kind::Context, source),
+                )?;
+                session.started = true;
+                self.reseal(session, intact);
+                return Ok(());
+            }
+            Sighting::Start {
+                source,
+                history: Some(h),
+            } => format!("SessionStart (source {source:?}) whose transcript holds {h}"),
+            Sighting::Start { source, .. } if matches!(source, "startup" | "clear") => {
+                format!("SessionStart (source {source:?}) after {own} entries of this session")
+            }
+            Sighting::Start { source, .. } => format!(
+                "SessionStart (source {source:?}): the conversation began before memlineage's \
+                 hooks saw it"
+            ),
+            Sighting::Event(event) => format!(
+                "first seen at {event}, with no SessionStart before it: the conversation began \
+                 before memlineage's hooks saw it"
+            ),
+        };
+        let text = format!("memlineage/unseen-history@v1: {why}");
+        let a = self.write(
+            session,
+            Spec::new(UNSEEN_HISTORY, Role::External, Kind::Context, &text),
+        )?;
+        session.read(a.id);
+        session.unseen = Some(a.id);
+        self.reseal(session, intact);
+        Ok(())
+    }
+
+    /// Whether `session` has not been seen from its start and no unseen-history entry stands
+    /// for what it read before, where the front requires sessions to be ([`Front::sight`]):
+    /// its sensitive calls are refused and its writes are untied.
+    pub(super) fn unseen_start(&self, session: &Session) -> bool {
+        self.require_start && !session.started && session.unseen.is_none()
+    }
+
+    /// Whether `id` is an unseen-history entry ([`UNSEEN_HISTORY`]): a verified `context`
+    /// entry of that principal, role external. Its haystack holds every value.
+    pub(super) fn is_unseen_marker(&self, id: &EntryId) -> bool {
+        self.ledger.get(id).is_ok_and(|e| {
+            e.entry().kind == Kind::Context
+                && self.ledger.principal(&e.writer()) == Some((Role::External, UNSEEN_HISTORY))
+        })
     }
 
     /// Derives `session`'s reads from the ledger (`spec/hooks.md` §6): adds every entry
@@ -179,17 +302,20 @@ impl<S: Store, K: Keys> Front<S, K> {
         let p = e.entry();
         match p.kind {
             Kind::Prompt | Kind::ToolResult | Kind::Summary | Kind::Fact => session.read(e.id()),
-            // A front's context entry: what it names, the session read.
-            Kind::Context
-                if self
-                    .ledger
-                    .principal(&e.writer())
-                    .is_some_and(|(role, _)| role == Role::Agent) =>
-            {
-                for parent in &p.parents {
-                    session.read(parent.id);
+            Kind::Context => match self.ledger.principal(&e.writer()) {
+                // A front's context entry: what it names, the session read.
+                Some((Role::Agent, _)) => {
+                    for parent in &p.parents {
+                        session.read(parent.id);
+                    }
                 }
-            }
+                Some((Role::System, SESSION_START)) => session.started = true,
+                Some((Role::External, UNSEEN_HISTORY)) => {
+                    session.read(e.id());
+                    session.unseen.get_or_insert(e.id());
+                }
+                _ => {}
+            },
             _ => {}
         }
     }
@@ -270,7 +396,7 @@ impl<S: Store, K: Keys> Front<S, K> {
 
     /// Whether `session`'s seal verifies (a session with no reads needs none).
     pub(super) fn session_sealed(&self, session: &Session) -> bool {
-        if session.reads.is_empty() {
+        if session.reads.is_empty() && !session.started && session.unseen.is_none() {
             return true;
         }
         let want = self.session_tag(session);
@@ -303,7 +429,13 @@ impl<S: Store, K: Keys> Front<S, K> {
         v2.extend_from_slice(&session.context.map_or([0; 32], |c| c.0));
         v2.extend_from_slice(&session.covered.to_be_bytes());
         v2.extend_from_slice(&session.seen.to_be_bytes());
-        self.ledger.seal_tag(b"memlineage/session-seal@v2", &v2)
+        if !session.started && session.unseen.is_none() {
+            return self.ledger.seal_tag(b"memlineage/session-seal@v2", &v2);
+        }
+        // How the session started (v3): records of v1 and v2 still verify.
+        v2.push(u8::from(session.started));
+        v2.extend_from_slice(&session.unseen.map_or([0; 32], |u| u.0));
+        self.ledger.seal_tag(b"memlineage/session-seal@v3", &v2)
     }
 }
 

@@ -5,7 +5,7 @@
 //! (an unknown declared parent, a flag the rules refuse) leaves no entry behind (issue 24
 //! review: each failed `ledger_append` used to leave an External marker).
 
-use super::{matching::Haystack, now_ms, session_context, FOLD_AT};
+use super::{now_ms, session_context, FOLD_AT};
 use super::{Front, FrontError, Keys, Session, UNKNOWN_CONTEXT};
 use crate::gate::ReadWeights;
 use crate::ledger::{Appended, LedgerError};
@@ -156,7 +156,8 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
         };
         for (a, s) in out.iter().zip(&specs) {
-            self.haystacks.insert(a.id, Haystack::new(&s.text));
+            self.haystacks
+                .insert(a.id, super::haystack_of(&s.name, &s.text));
         }
         if fresh {
             // Nothing before now is this session's (spec/hooks.md §6).
@@ -247,8 +248,11 @@ impl<S: Store, K: Keys> Front<S, K> {
         let mut pending: Vec<Ref> = reads.into_iter().map(Ref::Entry).collect();
         let mut lineage = Lineage::default();
         // What cannot be tied to verified reads counts as External input (fail closed).
-        let unknown =
-            !session.is_tied() || !intact || session.unrecorded > 0 || !missing.is_empty();
+        let unknown = !session.is_tied()
+            || !intact
+            || session.unrecorded > 0
+            || !missing.is_empty()
+            || self.unseen_start(session);
         let mut marker = unknown.then(|| {
             lineage.before.push(Spec::new(
                 UNKNOWN_CONTEXT,

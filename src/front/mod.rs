@@ -191,6 +191,10 @@ pub enum Refusal {
     /// The session (its id) was not seen from its start and nothing stands for what it read
     /// before ([`Front::require_start`], `spec/hooks.md` §3.1).
     UnseenStart(String),
+    /// Only a statement of the user lets the call through, untrusted input the session read
+    /// carries the stated value too, and the policy's `stated_and_untrusted` is `deny`
+    /// (`spec/hooks.md` §4.4).
+    Stated(ask::Receipt),
 }
 
 impl std::fmt::Display for Refusal {
@@ -258,7 +262,7 @@ impl std::fmt::Display for Refusal {
                 }
                 write!(f, " (spec/hooks.md §16)")
             }
-            Refusal::Composed(r) => write!(f, "memlineage: deny {r}"),
+            Refusal::Composed(r) | Refusal::Stated(r) => write!(f, "memlineage: deny {r}"),
             Refusal::UnseenStart(id) => write!(
                 f,
                 "memlineage: deny: session {id:?} was not seen from its start by memlineage's \
@@ -802,34 +806,38 @@ impl<S: Store, K: Keys> Front<S, K> {
         }
         // The parameters with something to match and no source (`spec/hooks.md` §15.1).
         let mut composed: Vec<String> = Vec::new();
+        // The same call with every read each value matches, statements or not, and the
+        // statements that made the difference (`spec/hooks.md` §4.4).
+        let mut unstated = call.clone();
+        let mut statements: Vec<(String, EntryId)> = Vec::new();
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
             let mut ids: Vec<EntryId> = Vec::new();
+            let mut all: Vec<EntryId> = Vec::new();
             let project = self.project.clone();
             let tool = call.tool.clone();
             let values = extract::values(&self.policy, &tool, name, value, project.as_deref());
             let matchable = values.iter().any(ask::is_matchable);
             for v in values {
-                for id in self.sources_for(session, &v, Some((&tool, name)))? {
-                    if !ids.contains(&id) {
-                        ids.push(id);
-                    }
-                }
+                let s = self.sources_split(session, &v, Some((&tool, name)))?;
+                push_new(&mut ids, s.kept);
+                push_new(&mut all, s.matched);
+                statements.extend(s.stated.into_iter().map(|id| (name.clone(), id)));
             }
-            for id in given.get(name).into_iter().flatten() {
-                if !ids.contains(id) {
-                    ids.push(*id);
-                }
-            }
+            let cited = given.get(name).into_iter().flatten().copied();
+            push_new(&mut ids, cited.clone());
+            push_new(&mut all, cited);
             if matchable && ids.is_empty() {
                 composed.push(name.clone());
             }
             call.args.push((name.clone(), ids));
+            unstated.args.push((name.clone(), all));
         }
         for (name, ids) in given {
             if !args.contains_key(name) {
                 call.args.push((name.clone(), ids.clone()));
+                unstated.args.push((name.clone(), ids.clone()));
             }
         }
         let verdict = if session.unrecorded > 0 {
@@ -848,10 +856,13 @@ impl<S: Store, K: Keys> Front<S, K> {
                 composed.clear();
             }
             match self.ledger.gate_values(&self.policy, &call, args) {
-                // The worst decides: a secret leaving is refused before the ask rule runs.
+                // The worst decides: a secret leaving is refused before the ask rules run.
                 Decision::Allow => match self.secret_flow(session, tool, args, true) {
                     Some(r) => Verdict::Deny(r),
-                    None => self.composed_verdict(session, &call, &composed),
+                    None => match self.stated_verdict(&call, &unstated, args, &statements) {
+                        Verdict::Allow => self.composed_verdict(session, &call, &composed),
+                        other => other,
+                    },
                 },
                 Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
             }
@@ -1089,7 +1100,8 @@ impl<S: Store, K: Keys> Front<S, K> {
         let v = Value::String(dest.to_string());
         // The text first: only a read that holds the destination is looked up as a statement.
         session.reads.iter().any(|id| {
-            self.haystacks.get(id).is_some_and(|h| h.matches(&v)) && self.is_statement(id, None)
+            self.haystacks.get(id).is_some_and(|h| h.matches(&v))
+                && self.is_statement(session, id, None)
         })
     }
 
@@ -1229,23 +1241,45 @@ impl<S: Store, K: Keys> Front<S, K> {
         value: &Value,
         param: Option<(&str, &str)>,
     ) -> Result<Vec<EntryId>, FrontError> {
+        Ok(self.sources_split(session, value, param)?.kept)
+    }
+
+    /// The sources of `value` ([`Front::sources_for`]) and, beside them, every read its value
+    /// matches: the two differ when a statement (`spec/hooks.md` §4.4) removed the verified
+    /// reads that repeat a stated value, which the rule of stated values that untrusted input
+    /// also carries looks at ([`Front::check`]).
+    fn sources_split(
+        &mut self,
+        session: &Session,
+        value: &Value,
+        param: Option<(&str, &str)>,
+    ) -> Result<Sources, FrontError> {
         self.load_haystacks(session)?;
         if let Value::Array(items) = value {
             // Per element, so that a statement authorises the elements it names.
-            let mut out: Vec<EntryId> = Vec::new();
+            let mut out = Sources::default();
             for v in items {
-                for id in self.sources_for(session, v, param)? {
-                    if !out.contains(&id) {
-                        out.push(id);
+                let s = self.sources_split(session, v, param)?;
+                for (all, some) in [(&mut out.kept, s.kept), (&mut out.matched, s.matched)] {
+                    for id in some {
+                        if !all.contains(&id) {
+                            all.push(id);
+                        }
                     }
                 }
+                out.stated.extend(s.stated);
             }
-            return Ok(session
-                .reads
-                .iter()
-                .filter(|id| out.contains(id))
-                .copied()
-                .collect());
+            let in_order = |ids: &[EntryId]| -> Vec<EntryId> {
+                session
+                    .reads
+                    .iter()
+                    .filter(|id| ids.contains(id))
+                    .copied()
+                    .collect()
+            };
+            out.kept = in_order(&out.kept);
+            out.matched = in_order(&out.matched);
+            return Ok(out);
         }
         let matched: Vec<EntryId> = session
             .reads
@@ -1258,16 +1292,26 @@ impl<S: Store, K: Keys> Front<S, K> {
         // reads stay sources.
         let stated: Vec<EntryId> = matched
             .iter()
-            .filter(|id| self.is_statement(id, param))
+            .filter(|id| self.is_statement(session, id, param))
             .copied()
             .collect();
         if stated.is_empty() || !matching::is_specific(value) {
-            return Ok(matched);
+            return Ok(Sources {
+                kept: matched.clone(),
+                matched,
+                stated: Vec::new(),
+            });
         }
-        Ok(matched
-            .into_iter()
+        let kept = matched
+            .iter()
             .filter(|id| stated.contains(id) || !self.is_verified_text(id))
-            .collect())
+            .copied()
+            .collect();
+        Ok(Sources {
+            kept,
+            matched,
+            stated,
+        })
     }
 
     /// Whether `id`'s text was verified by this process (not [`Haystack::unverifiable`]).
@@ -1275,27 +1319,39 @@ impl<S: Store, K: Keys> Front<S, K> {
         self.haystacks.get(id).is_some_and(|h| !h.is_unverifiable())
     }
 
-    /// Whether `id` is a statement that authorises the values it holds (`spec/hooks.md` §4.4):
-    /// a verified text, neither tombstoned nor quarantined, written either by a principal of
-    /// role `user` and labelled Trusted (a prompt), or by a principal the policy names
-    /// authoritative for `param` of `tool`. The agent's own writes never are, whatever their
-    /// label: a memory is not a statement of the user.
-    fn is_statement(&self, id: &EntryId, param: Option<(&str, &str)>) -> bool {
+    /// Whether `id` is a statement that authorises the values it holds in `session`
+    /// (`spec/hooks.md` §4.4): a verified text, neither tombstoned nor quarantined, that is
+    /// either a prompt of **this** session — written by a principal of role `user`, labelled
+    /// Trusted, of kind `prompt`, with the session's context hash — or written by a principal
+    /// the policy names authoritative for `param` of `tool`. A prompt of another session
+    /// (retrieved into this one) is a read like any other, not a statement; the session with
+    /// the empty id (the MCP server's whole-ledger read set, which is no session) has none.
+    /// The agent's own writes never are, whatever their label: a memory is not a statement of
+    /// the user.
+    fn is_statement(&self, session: &Session, id: &EntryId, param: Option<(&str, &str)>) -> bool {
         if !self.is_verified_text(id)
             || self.ledger.tombstoned(id)
             || LineageView::quarantined(&self.ledger, id)
         {
             return false;
         }
-        let Some((role, name)) = self.ledger.get(id).ok().and_then(|e| {
-            self.ledger
-                .principal(&e.writer())
-                .map(|(r, n)| (r, n.to_string()))
-        }) else {
+        let Ok(e) = self.ledger.get(id) else {
+            return false;
+        };
+        let Some((role, name)) = self
+            .ledger
+            .principal(&e.writer())
+            .map(|(r, n)| (r, n.to_string()))
+        else {
             return false;
         };
         let authority = param.is_some_and(|(tool, p)| self.policy.is_authoritative(tool, p, &name));
-        authority || (role == Role::User && self.ledger.label_of(id) == Some(Label::Trusted))
+        let own_prompt = role == Role::User
+            && e.entry().kind == Kind::Prompt
+            && !session.id.is_empty()
+            && e.entry().context_hash == session_context(&session.id)
+            && self.ledger.label_of(id) == Some(Label::Trusted);
+        authority || own_prompt
     }
 
     /// Whether the session has read a text that cannot be read or verified now (the
@@ -1342,6 +1398,27 @@ impl<S: Store, K: Keys> Front<S, K> {
         }
         Ok(())
     }
+}
+
+/// Appends to `list` the ids of `more` it does not hold yet, in order.
+fn push_new(list: &mut Vec<EntryId>, more: impl IntoIterator<Item = EntryId>) {
+    for id in more {
+        if !list.contains(&id) {
+            list.push(id);
+        }
+    }
+}
+
+/// The sources of a value ([`Front::sources_split`]).
+#[derive(Debug, Default)]
+struct Sources {
+    /// The reads that justify it: the statements that state it, if any (and the reads that
+    /// cannot be verified), else every read it matches.
+    kept: Vec<EntryId>,
+    /// Every read it matches.
+    matched: Vec<EntryId>,
+    /// The statements among them, when they decided `kept`.
+    stated: Vec<EntryId>,
 }
 
 /// The haystack of a verified entry by principal `writer` with text `text`: an unseen-history

@@ -121,7 +121,8 @@ fn guarded(s: &Separated, hook: &str, input: &[u8]) -> Res<(i32, Duration)> {
 }
 
 /// Copies `dir/l.db` (and its key) to `DIR/N-separated/`, installs it separated, starts its
-/// server as the guard user and records `evs[..2]` through the guarded hooks.
+/// server as the guard user and records `evs[..3]` (start, prompt, bill) through the guarded
+/// hooks.
 fn separate(o: &Opts, dir: &Path, n: u64, evs: &[(String, Vec<u8>, i64)]) -> Res<Separated> {
     use std::os::unix::fs::PermissionsExt;
     let top = o.dir.join(format!("{n}-separated"));
@@ -179,7 +180,7 @@ fn separate(o: &Opts, dir: &Path, n: u64, evs: &[(String, Vec<u8>, i64)]) -> Res
         guard_uid: field("guard_uid"),
         server,
         user,
-        pay: evs[2].1.clone(),
+        pay: evs[3].1.clone(),
         served: Vec::new(),
     };
     // The timed call must be the gate's refusal, not a fail-closed one.
@@ -207,7 +208,7 @@ fn separate(o: &Opts, dir: &Path, n: u64, evs: &[(String, Vec<u8>, i64)]) -> Res
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    for (h, input, want) in &evs[..2] {
+    for (h, input, want) in &evs[..3] {
         let (code, _) = guarded(&s, h, input)?;
         if i64::from(code) != *want {
             return Err(format!("separated {h}: exit {code}, want {want}").into());
@@ -387,8 +388,9 @@ fn main() -> Res<()> {
         build(&o.bin, &dir, n)?;
         let session = format!("bench-{}-{n}", std::process::id());
         let evs = events(&session)?;
-        // The prompt and the injected bill, recorded in process (so the server starts cold).
-        for (h, input, want) in &evs[..2] {
+        // The session's start, the prompt and the injected bill, recorded in process (so the
+        // server starts cold).
+        for (h, input, want) in &evs[..3] {
             let (code, _) = hook(&o.bin, &dir, "off", h, input)?;
             if i64::from(code) != *want {
                 return Err(format!("{h}: exit {code}, want {want}").into());
@@ -405,7 +407,7 @@ fn main() -> Res<()> {
                 return Err(format!("opened {} entries, want {n}", l.len()).into());
             }
         }
-        let (h, pay, want) = &evs[2];
+        let (h, pay, want) = &evs[3];
         let mut alone = Vec::new();
         for _ in 0..o.alone_runs {
             let (code, t) = hook(&o.bin, &dir, "off", h, pay)?;
@@ -417,7 +419,7 @@ fn main() -> Res<()> {
         // The server, started as the hooks start it (`memlineage hook serve`), but as this
         // process's child so that it is stopped afterwards; timed until it answers (`only`
         // fails closed with exit 2 otherwise, so a benign call exits 0 only when served).
-        let (bh, bash, _) = &evs[4];
+        let (bh, bash, _) = &evs[5];
         let start = Instant::now();
         let server = Command::new(&o.bin)
             .args(["hook", "serve", "l.db"])

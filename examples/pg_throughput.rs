@@ -193,6 +193,7 @@ fn child(args: &[String]) {
                             kind: Kind::Fact,
                             label: Label::Trusted,
                             content: Some((Hash32::digest(t.as_bytes()), t.as_bytes().to_vec())),
+                            context: Some(s.entry().context_hash),
                         }
                     })
                     .collect();

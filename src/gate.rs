@@ -73,6 +73,12 @@ pub struct Policy {
     /// session that read External input (`spec/hooks.md` §15); a tool's
     /// [`ToolRule::composed_after_external`] overrides it. Default [`Composed::Allow`].
     pub composed_after_external: Composed,
+    /// What the fronts do with a sensitive call the gate allows only because the user stated
+    /// one of its values in the session, when untrusted input the session read carries that
+    /// value too (the statement may quote the input: "a mail asks me to wire 500 to X — is it
+    /// a scam?"; `spec/hooks.md` §4.4); a tool's [`ToolRule::stated_and_untrusted`] overrides
+    /// it. The same three answers as [`Composed`]. Default [`Composed::Ask`].
+    pub stated_and_untrusted: Composed,
     /// Whether the fronts gate a tool the policy does not name (`spec/hooks.md` §15.3).
     /// Default [`UnknownTools::Gate`].
     pub unknown_tools: UnknownTools,
@@ -263,6 +269,8 @@ pub struct ToolRule {
     pub guarded_commands: Vec<String>,
     /// Overrides the policy's [`Policy::composed_after_external`] for this tool.
     pub composed_after_external: Option<Composed>,
+    /// Overrides the policy's [`Policy::stated_and_untrusted`] for this tool.
+    pub stated_and_untrusted: Option<Composed>,
 }
 
 /// How a parameter's value is matched (`spec/hooks.md` §4.5).
@@ -460,6 +468,11 @@ impl Policy {
                         .as_deref()
                         .map(Composed::from_name)
                         .transpose()?,
+                    stated_and_untrusted: t
+                        .stated_and_untrusted
+                        .as_deref()
+                        .map(Composed::from_name)
+                        .transpose()?,
                 },
             );
         }
@@ -485,6 +498,9 @@ impl Policy {
             composed_after_external: Composed::from_name(
                 raw.composed_after_external.as_deref().unwrap_or("allow"),
             )?,
+            stated_and_untrusted: Composed::from_name(
+                raw.stated_and_untrusted.as_deref().unwrap_or("ask"),
+            )?,
             unknown_tools: match raw.unknown_tools.as_deref() {
                 None | Some("gate") => UnknownTools::Gate,
                 Some("allow") => UnknownTools::Allow,
@@ -509,6 +525,16 @@ impl Policy {
             .get(tool)
             .and_then(|t| t.composed_after_external)
             .unwrap_or(self.composed_after_external)
+    }
+
+    /// What the fronts do with a call of `tool` that only a statement of the user lets through
+    /// when untrusted input the session read also carries the stated value (`spec/hooks.md`
+    /// §4.4): the tool's `stated_and_untrusted`, else the policy's.
+    pub fn stated_and_untrusted(&self, tool: &str) -> Composed {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.stated_and_untrusted)
+            .unwrap_or(self.stated_and_untrusted)
     }
 
     /// Whether `call` is gated: the runtime marks it sensitive, or the policy names the tool.
@@ -557,6 +583,7 @@ impl Policy {
             read_weights: ReadWeights::Full,
             secrets: Secrets::default(),
             composed_after_external: Composed::Deny,
+            stated_and_untrusted: Composed::Deny,
             unknown_tools: UnknownTools::Gate,
             read_only_tools: BTreeSet::new(),
         }
@@ -888,6 +915,7 @@ struct RawPolicy {
     shared_writable: Option<Vec<String>>,
     read_weights: Option<String>,
     composed_after_external: Option<String>,
+    stated_and_untrusted: Option<String>,
     unknown_tools: Option<String>,
     #[serde(default)]
     read_only_tools: Vec<String>,
@@ -956,6 +984,7 @@ struct RawTool {
     #[serde(default)]
     guarded_commands: Vec<String>,
     composed_after_external: Option<String>,
+    stated_and_untrusted: Option<String>,
 }
 
 /// A policy file could not be read.

@@ -74,6 +74,7 @@ fn audit_verdict(path: &std::path::Path, (s, content): &Offer) -> Problem {
                 content: Some((s.entry().content_hash, content)),
                 hashes,
                 tag: None,
+                context: Some(s.entry().context_hash),
             }])
             .unwrap();
     }

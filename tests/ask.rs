@@ -31,6 +31,7 @@ struct Fixture {
     pre: String,
     post: String,
     prompt: String,
+    start: String,
 }
 
 /// A project, a ledger outside it, and the hooks `install` writes for `agent`.
@@ -94,6 +95,7 @@ fn fixture(agent: &str) -> Fixture {
         state,
         post: command("PostToolUse"),
         prompt: command("UserPromptSubmit"),
+        start: command("SessionStart"),
         pre,
     }
 }
@@ -113,6 +115,9 @@ fn sh(f: &Fixture, command: &str, event: &Value, server: &str) -> Output {
 
 /// A session: the user's prompt, then (injected) a fetched page carrying an injection.
 fn open_session(f: &Fixture, id: &str, injected: bool) {
+    let start = json!({"session_id": id, "hook_event_name": "SessionStart", "cwd": f.project,
+        "source": "startup"});
+    assert!(sh(f, &f.start, &start, "off").status.success());
     let prompt = json!({"session_id": id, "hook_event_name": "UserPromptSubmit",
         "cwd": f.project, "prompt": "Deploy the site as the notes at docs.example.org say"});
     assert!(sh(f, &f.prompt, &prompt, "off").status.success());

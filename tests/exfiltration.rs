@@ -43,6 +43,7 @@ fn plant_secrets(f: &Fixture) {
 /// Session `id`: `prompt`, then `page` (a fetched page, when given), then each read of
 /// `reads` recorded by PostToolUse.
 fn session(f: &Fixture, id: &str, prompt: &str, page: Option<&str>, reads: &[Value]) {
+    installed_hook::start_session(f, id);
     let p = json!({"session_id": id, "hook_event_name": "UserPromptSubmit", "cwd": f.project,
         "prompt": prompt});
     assert!(sh(f, &f.prompt, &p).status.success());

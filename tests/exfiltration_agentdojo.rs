@@ -86,7 +86,12 @@ fn install(agent: &'static str) -> Installed {
     let settings: Value =
         serde_json::from_str(&std::fs::read_to_string(file).expect("settings")).expect("json");
     let mut commands = BTreeMap::new();
-    for event in ["UserPromptSubmit", "PreToolUse", "PostToolUse"] {
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+    ] {
         let c = settings["hooks"][event][0]["hooks"][0]["command"]
             .as_str()
             .expect("installed command");
@@ -130,15 +135,26 @@ fn events(
     let evs = run["events"].as_array().expect("events");
     let mut out = Vec::new();
     let mut call_id = 0;
-    for (n, ev) in evs.iter().enumerate() {
+    let base = || {
         let mut e = json!({"session_id": session, "cwd": cwd, "permission_mode": "default"});
         match agent {
             "codex" => {
-                e["turn_id"] = json!("turn-1");
                 e["model"] = json!("gpt-5-codex");
                 e["transcript_path"] = json!("/home/u/.codex/sessions/rollout.jsonl");
             }
             _ => e["transcript_path"] = json!("/home/u/.claude/projects/p/s.jsonl"),
+        }
+        e
+    };
+    // The run starts under the hooks (spec/hooks.md §3.1).
+    let mut start = base();
+    start["hook_event_name"] = json!("SessionStart");
+    start["source"] = json!("startup");
+    out.push((HookEvent::SessionStart, start, None));
+    for (n, ev) in evs.iter().enumerate() {
+        let mut e = base();
+        if agent == "codex" {
+            e["turn_id"] = json!("turn-1");
         }
         let tool = |t: &Value| json!(format!("mcp__{suite}__{}", t.as_str().unwrap_or("")));
         let (hook, tag) = match ev["kind"].as_str().expect("kind") {

@@ -97,6 +97,7 @@ fn a_ledger_rolled_back_under_a_live_session_refuses() {
     ok(&run(&["init", "l.db"], dir.path(), None));
     let evs = events();
     let hook = |e: &Event| run(&["hook", &e.hook, "l.db"], dir.path(), Some(&e.input));
+    assert_eq!(hook(&recorded::start()).status.code(), Some(0));
     assert_eq!(hook(&evs[0]).status.code(), Some(0));
     // A copy of the ledger taken before the injected tool output was recorded.
     let copy = snapshot(dir.path());

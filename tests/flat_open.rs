@@ -131,7 +131,8 @@ fn a_ledger_written_before_row_tags_opens_and_is_sealed_by_its_next_append() {
     let (k, [prompt, page, summary]) = build(&path, 20);
     let db = rusqlite::Connection::open(&path).unwrap();
     db.execute_batch(
-        "DROP INDEX entries_effects; ALTER TABLE entries DROP COLUMN tag; \
+        "DROP INDEX entries_effects; DROP INDEX entries_context; \
+         ALTER TABLE entries DROP COLUMN context; ALTER TABLE entries DROP COLUMN tag; \
          UPDATE meta SET value = 'v1 63 0000000000000000000000000000000000000000000000000000000000000000 0000000000000000000000000000000000000000000000000000000000000000' \
          WHERE key = 'label_seal';",
     )
@@ -270,4 +271,48 @@ fn context_entries_are_not_read_on_open_and_an_older_effects_index_is_rebuilt() 
         )
         .unwrap();
     assert!(sql.ends_with("WHERE kind BETWEEN 5 AND 11"), "{sql}");
+}
+
+/// A file of the release before the context index (`spec/storage.md` §4.5): no `context`
+/// column, no `entries_context` index. It opens, gets both, keeps its rows without a context
+/// hash (candidates of every lookup: found, never hidden), and indexes what is appended next.
+#[test]
+fn a_ledger_written_before_the_context_index_opens_and_its_rows_stay_findable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (k, [prompt, ..]) = build(&path, 4);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute_batch("DROP INDEX entries_context; ALTER TABLE entries DROP COLUMN context;")
+        .unwrap();
+    drop(db);
+    let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
+    let ctx = l.get(&prompt).unwrap().entry().context_hash;
+    let found: Vec<EntryId> = l
+        .context_entries(&ctx, l.len())
+        .unwrap()
+        .into_iter()
+        .map(|(_, e)| e.unwrap().id())
+        .collect();
+    assert_eq!(found, vec![prompt], "an old row is still a candidate");
+    let after = put(&mut l, &k.user, Kind::Prompt, "after the upgrade", &[]);
+    drop(l);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let (old, new): (i64, i64) = db
+        .query_row(
+            "SELECT count(*) FILTER (WHERE context IS NULL), \
+                    count(*) FILTER (WHERE context IS NOT NULL) FROM entries",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (old, new),
+        (15, 1),
+        "old rows unindexed, the new one indexed"
+    );
+    drop(db);
+    // Reopened: the schema check accepts the upgraded file.
+    let l = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
+    let ctx = l.get(&after).unwrap().entry().context_hash;
+    assert_eq!(l.context_entries(&ctx, l.len()).unwrap().len(), 1);
 }

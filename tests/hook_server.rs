@@ -132,13 +132,14 @@ fn server_answers_equal_in_process_answers_on_every_fixture() {
 fn killing_the_server_mid_session_fails_closed() {
     let dir = ledger_dir();
     let cs = cases("claude-injected.jsonl");
-    // Cases 2 and 3 are the payments from the injected bill (exit 2), case 4 `Bash` (exit 0).
+    // Case 0 starts the session, cases 3 and 4 are the payments from the injected bill
+    // (exit 2), case 5 `Bash` (exit 0).
     assert_eq!(
         cs.iter().map(|c| c.want_exit).collect::<Vec<_>>(),
-        [0, 0, 2, 2, 0]
+        [0, 0, 0, 2, 2, 0]
     );
     let mut server = start_server(dir.path());
-    for c in &cs[..2] {
+    for c in &cs[..3] {
         assert_eq!(
             hook(dir.path(), "only", &c.hook, &c.input).status.code(),
             Some(0)
@@ -165,7 +166,7 @@ fn killing_the_server_mid_session_fails_closed() {
         let _ = s.read_to_end(&mut answer);
         assert!(answer.is_empty(), "a refused request gets no answer");
     }
-    let out = hook(dir.path(), "only", &cs[2].hook, &cs[2].input);
+    let out = hook(dir.path(), "only", &cs[3].hook, &cs[3].input);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("labelled EXTERNAL"));
     server.kill().unwrap();
@@ -173,17 +174,17 @@ fn killing_the_server_mid_session_fails_closed() {
     // The socket file is left behind by the killed server: nobody answers on it.
     assert!(socket(dir.path()).exists());
     // `only` fails closed, even for the harmless `Bash` call.
-    for c in &cs[2..] {
+    for c in &cs[3..] {
         let only = hook(dir.path(), "only", &c.hook, &c.input);
         assert_eq!(only.status.code(), Some(2), "only: {only:?}");
     }
     // `auto` handles each event in process (and starts a new server for later calls).
-    for c in &cs[2..] {
+    for c in &cs[3..] {
         let own = hook(dir.path(), "auto", &c.hook, &c.input);
         assert_eq!(own.status.code(), Some(c.want_exit), "auto: {own:?}");
     }
     // The in-process answer to the injected payment is the gate's, not a server failure.
-    let own = hook(dir.path(), "auto", &cs[2].hook, &cs[2].input);
+    let own = hook(dir.path(), "auto", &cs[3].hook, &cs[3].input);
     assert!(String::from_utf8_lossy(&own.stderr).contains("labelled EXTERNAL"));
 }
 
@@ -191,7 +192,7 @@ fn killing_the_server_mid_session_fails_closed() {
 fn a_garbage_server_never_allows() {
     let dir = ledger_dir();
     let cs = cases("claude-injected.jsonl");
-    for c in &cs[..2] {
+    for c in &cs[..3] {
         assert_eq!(
             hook(dir.path(), "off", &c.hook, &c.input).status.code(),
             Some(0)
@@ -221,7 +222,7 @@ fn a_garbage_server_never_allows() {
         }
     });
     for round in 0..n {
-        for c in &cs[2..] {
+        for c in &cs[3..] {
             let own = hook(dir.path(), "auto", &c.hook, &c.input);
             assert_eq!(
                 own.status.code(),
@@ -229,7 +230,7 @@ fn a_garbage_server_never_allows() {
                 "round {round}: {own:?}"
             );
         }
-        for c in &cs[2..] {
+        for c in &cs[3..] {
             let only = hook(dir.path(), "only", &c.hook, &c.input);
             assert_eq!(only.status.code(), Some(2), "round {round}: {only:?}");
             assert!(String::from_utf8_lossy(&only.stderr).contains("hook server"));

@@ -41,6 +41,7 @@ fn event_of(hook: &str) -> HookEvent {
         "post-tool-use" => HookEvent::PostToolUse,
         "post-tool-use-failure" => HookEvent::PostToolUseFailure,
         "user-prompt-submit" => HookEvent::UserPromptSubmit,
+        "session-start" => HookEvent::SessionStart,
         other => panic!("unknown hook {other}"),
     }
 }
@@ -113,9 +114,16 @@ fn unreadable_events_fail_closed_for_sensitive_tools() {
 /// call, whether it is an attack call.
 fn run_events(run: &Value, session: &str) -> Vec<(HookEvent, Vec<u8>, Option<bool>)> {
     let events = run["events"].as_array().unwrap();
-    let mut out = Vec::new();
+    // Every run starts under the hooks (spec/hooks.md §3.1).
+    let start = json!({"session_id": session, "cwd": "/", "hook_event_name": "SessionStart",
+                       "source": "startup"});
+    let mut out = vec![(
+        HookEvent::SessionStart,
+        serde_json::to_vec(&start).unwrap(),
+        None,
+    )];
     for (i, ev) in events.iter().enumerate() {
-        let base = json!({"session_id": session, "transcript_path": "/dev/null", "cwd": "/"});
+        let base = json!({"session_id": session, "cwd": "/"});
         let mut e = base.as_object().unwrap().clone();
         let (hook, tag) = match ev["kind"].as_str().unwrap() {
             "prompt" => {
@@ -246,6 +254,15 @@ fn hook_binary_fails_closed_per_session() {
     check_file_cli("unreadable.jsonl");
 }
 
+/// The `SessionStart` of a new session (spec/hooks.md §3.1).
+fn start_event(session: &str) -> Vec<u8> {
+    serde_json::to_vec(
+        &json!({"session_id": session, "hook_event_name": "SessionStart",
+                               "source": "startup"}),
+    )
+    .unwrap()
+}
+
 fn pre_event(session: &str, recipient: &str) -> Vec<u8> {
     serde_json::to_vec(
         &json!({"session_id": session, "hook_event_name": "PreToolUse",
@@ -310,6 +327,10 @@ fn oversized_output_blocks_its_own_session_only() {
     let out = hook("post-tool-use", &post(json!({"tool_response": big})));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("so no session was marked"));
+    assert_eq!(
+        hook("session-start", &start_event("other")).status.code(),
+        Some(0)
+    );
     let out = hook("pre-tool-use", &pre_event("other", iban));
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
@@ -352,6 +373,10 @@ fn pruned_session_is_refused_not_forgotten() {
     let out = hook("pre-tool-use", &pre_event("old", iban));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("session \"old\" was pruned"));
+    assert_eq!(
+        hook("session-start", &start_event("new")).status.code(),
+        Some(0)
+    );
     let out = hook("pre-tool-use", &pre_event("new", iban));
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
@@ -391,13 +416,19 @@ fn example_hook_configs_name_the_right_subcommands() {
                 "PostToolUse",
                 "PostToolUseFailure",
                 "PreToolUse",
+                "SessionStart",
                 "UserPromptSubmit",
             ][..],
         ),
         (
             "examples/codex-hooks.json",
             ".*",
-            &["PostToolUse", "PreToolUse", "UserPromptSubmit"][..],
+            &[
+                "PostToolUse",
+                "PreToolUse",
+                "SessionStart",
+                "UserPromptSubmit",
+            ][..],
         ),
     ] {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
@@ -410,10 +441,11 @@ fn example_hook_configs_name_the_right_subcommands() {
                 "PreToolUse" => "pre-tool-use",
                 "PostToolUse" => "post-tool-use",
                 "PostToolUseFailure" => "post-tool-use-failure",
+                "SessionStart" => "session-start",
                 _ => "user-prompt-submit",
             };
             for g in groups.as_array().unwrap() {
-                if event != "UserPromptSubmit" {
+                if event != "UserPromptSubmit" && event != "SessionStart" {
                     assert_eq!(g["matcher"], all, "{file} {event}");
                 }
                 for h in g["hooks"].as_array().unwrap() {

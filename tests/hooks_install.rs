@@ -106,7 +106,12 @@ fn missing_binary_blocks() {
             &["--binary", "/nonexistent/memlineage"],
         ));
         let v = settings(dir.path(), file);
-        for ev in ["PreToolUse", "PostToolUse", "UserPromptSubmit"] {
+        for ev in [
+            "SessionStart",
+            "PreToolUse",
+            "PostToolUse",
+            "UserPromptSubmit",
+        ] {
             let out = sh(&command(&v, ev), dir.path(), &event);
             assert_eq!(out.status.code(), Some(2), "{agent} {ev}: {out:?}");
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -187,7 +192,12 @@ fn install_merges_and_is_idempotent() {
         "{cmd}"
     );
     assert_eq!(pre[1]["hooks"][0]["onFailure"], "block");
-    for ev in ["UserPromptSubmit", "PostToolUse", "PostToolUseFailure"] {
+    for ev in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+    ] {
         assert!(command(&v, ev).contains(" || { s=$?;"), "{ev}");
     }
     // Key order kept: top level, and inside the user's objects.
@@ -253,6 +263,7 @@ fn doctor_reports_blocked_and_allowed() {
         let doctor = ["hook", "doctor", "--agent", agent, "--dir", "proj"];
         let report = ok(&run(&doctor, dir.path(), None));
         for want in [
+            "ok   record the session's start: recorded",
             "ok   record the prompt: recorded",
             "ok   record tool output carrying an injected instruction: recorded",
             "ok   injected call (payment to the IBAN from tool output): blocked (exit 2: \
@@ -296,6 +307,7 @@ fn doctor_reports_blocked_and_allowed() {
         assert_eq!(out.status.code(), Some(1), "{agent}: {out:?}");
         let report = String::from_utf8_lossy(&out.stdout);
         for want in [
+            "FAIL record the session's start: not recorded, want recorded (exit 2: sh: ",
             "FAIL record the prompt: not recorded, want recorded (exit 2: sh: ",
             "ok   injected call (payment to the IBAN from tool output): blocked",
             "FAIL benign call (payment to the IBAN from the prompt): blocked, want allowed",

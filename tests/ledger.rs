@@ -722,6 +722,7 @@ fn audit_checks_the_rules_the_ledger_enforces() {
                 content: None,
                 hashes,
                 tag: meta.tag,
+                context: None,
             }])
             .unwrap();
         }
@@ -739,6 +740,7 @@ fn audit_checks_the_rules_the_ledger_enforces() {
             content: None,
             hashes,
             tag: None,
+            context: Some(f.entry().context_hash),
         };
         store.append(&[e]).unwrap();
     }

@@ -67,6 +67,14 @@ fn find<'t>(tools: &'t [Tool], name: &str) -> &'t Tool {
 async fn rmcp_client_lists_and_calls_every_tool() {
     let dir = tempfile::tempdir().unwrap();
     let (prompt, page) = seed(dir.path());
+    // The hooks saw the session begin (spec/hooks.md §3.1), which `--session` requires.
+    let start = json!({"session_id": "rmcp-test", "hook_event_name": "SessionStart",
+                       "source": "startup"});
+    cli_support::ok(&cli_support::run(
+        &["hook", "session-start", "l.db"],
+        dir.path(),
+        Some(start.to_string().as_bytes()),
+    ));
     let cmd = tokio::process::Command::new(cli_support::BIN).configure(|c| {
         c.args(["mcp", "l.db", "--session", "rmcp-test"])
             .current_dir(dir.path());

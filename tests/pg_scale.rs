@@ -49,6 +49,7 @@ fn submission(w: usize, k: usize) -> Submission {
         cose: s.cose().to_vec(),
         kind: Kind::Fact,
         label: memlineage::lineage::Label::Trusted,
+        context: Some(s.entry().context_hash),
         content: Some((Hash32::digest(text.as_bytes()), text.into_bytes())),
     }
 }

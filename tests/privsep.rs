@@ -282,13 +282,13 @@ fn separated_install_keeps_the_key_from_the_agent_and_fails_closed() {
     let cases = injected();
     assert_eq!(
         cases.iter().map(|c| c.2).collect::<Vec<_>>(),
-        [0, 0, 2, 2, 0]
+        [0, 0, 0, 2, 2, 0]
     );
     for (i, (event, input, want)) in cases.iter().enumerate() {
         let out = as_user(f.agent, &f.project, &f.command(event), input);
         assert_eq!(out.status.code(), Some(*want), "case {i}: {out:?}");
     }
-    let pay = &cases[2];
+    let pay = &cases[3];
     let out = as_user(f.agent, &f.project, &f.command(&pay.0), &pay.1);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("labelled EXTERNAL"),
@@ -323,7 +323,7 @@ fn separated_install_keeps_the_key_from_the_agent_and_fails_closed() {
             "case {i} without a server: {out:?}"
         );
     }
-    let bash = &cases[4];
+    let bash = &cases[5];
     let out = as_user(f.agent, &f.project, &f.command(&bash.0), &bash.1);
     let why = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -343,7 +343,8 @@ fn separated_install_keeps_the_key_from_the_agent_and_fails_closed() {
         let out = as_user(f.agent, &f.project, &f.command(event), input.as_bytes());
         assert_eq!(out.status.code(), Some(*want), "fresh case {i}: {out:?}");
     }
-    // A session whose first event the server sees is not a prompt is refused too.
+    // A session whose first event is not its SessionStart is refused too (spec/hooks.md
+    // §3.1).
     let input = String::from_utf8_lossy(&bash.1).replace("9a7e33f2-claude-injected", "midway");
     let out = as_user(f.agent, &f.project, &f.command(&bash.0), input.as_bytes());
     assert_eq!(out.status.code(), Some(2), "{out:?}");
@@ -358,11 +359,12 @@ fn only_the_agent_is_served_and_only_the_guard_is_believed() {
     let f = install(&mut users, "p");
     let _server = f.start_server();
     let cases = injected();
-    let bash = &cases[4];
+    let bash = &cases[5];
     let command = f.command(&bash.0);
     let out = as_user(f.agent, &f.project, &command, &bash.1);
-    // A first PreToolUse marks its session (not seen from a prompt): exit 2, answered.
-    assert!(String::from_utf8_lossy(&out.stderr).contains("could not be recorded"));
+    // A first PreToolUse is refused (its session was not seen from its start): exit 2,
+    // answered.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("was not seen from its start"));
 
     // Another user reaches the socket (0666) but is not served: no answer, exit 2.
     let other_name = format!("mlt{}po", std::process::id() % 100_000);

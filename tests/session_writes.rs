@@ -308,7 +308,7 @@ fn the_agents_tool_calls_descend_from_what_the_session_read() {
 
 #[test]
 fn a_sealed_record_verifies_after_a_round_trip_and_an_edit_of_its_first_read_does_not() {
-    // spec/hooks.md §6: the v3 seal is kept incrementally in the in-process memo; a record read
+    // spec/hooks.md §6: the v4 seal is kept incrementally in the in-process memo; a record read
     // back from storage has no memo and is hashed in full, so an edit anywhere is caught.
     let dir = tempfile::tempdir().unwrap();
     let mut f = front(&dir.path().join("l.db"), Policy::default());

@@ -47,6 +47,12 @@ async fn spoofing_names_render_as_quoted_literals_everywhere() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     ok(&run(&["init", "l.db"], d, None));
+    let start = hook(
+        d,
+        "session-start",
+        json!({"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}),
+    );
+    assert_eq!(start.status.code(), Some(0), "{start:?}");
     // The hooks record the output of the tool with the spoofing name (writer `tool:<name>`).
     let post = hook(
         d,

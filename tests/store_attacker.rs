@@ -350,6 +350,7 @@ impl Installed {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let mut commands = std::collections::HashMap::new();
         for (event, hook) in [
+            ("SessionStart", "session-start"),
             ("UserPromptSubmit", "user-prompt-submit"),
             ("PostToolUse", "post-tool-use"),
             ("PreToolUse", "pre-tool-use"),
@@ -361,7 +362,8 @@ impl Installed {
             commands.insert(hook.to_string(), c.to_string());
         }
         let i = Installed { r, commands };
-        for e in i.r.events.iter().take(2) {
+        let start = recorded::start();
+        for e in std::iter::once(&start).chain(i.r.events.iter().take(2)) {
             let out = i.run(e);
             assert_eq!(out.status.code(), Some(0), "{out:?}");
         }

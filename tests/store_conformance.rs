@@ -33,6 +33,32 @@ fn conformance<S: Store>(make: impl Fn() -> S) {
     check_content_dedup_and_redaction(&make);
     check_checkpoints(&make);
     check_meta(&make);
+    check_context_candidates(&make);
+}
+
+/// `context_candidates` lists, in index order and below the bound, the rows stored with the
+/// context hash asked for and the rows stored without one (`spec/storage.md` §4.5); a
+/// backend may list more (the trait's default lists every row), never fewer.
+fn check_context_candidates<S: Store>(make: &impl Fn() -> S) {
+    let (s, model) = filled(make, 23);
+    for ctx in [0u8, 1, 2] {
+        let want_ctx = Hash32::digest(&[ctx]);
+        for below in [0, 7, 23, 100] {
+            let got = s.context_candidates(&want_ctx, below).unwrap();
+            let must: Vec<u64> = model
+                .entries
+                .iter()
+                .filter(|e| e.index < below && e.context.is_none_or(|c| c == want_ctx))
+                .map(|e| e.index)
+                .collect();
+            assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?} not in order");
+            assert!(got.iter().all(|i| *i < below), "{got:?} past {below}");
+            assert!(
+                must.iter().all(|i| got.contains(i)),
+                "context {ctx} below {below}: {got:?} misses some of {must:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -803,7 +829,16 @@ fn sqlite_file_is_plain_sqlite() {
     assert_eq!(columns("meta"), ["key", "value"]);
     assert_eq!(
         columns("entries"),
-        ["idx", "id", "cose", "kind", "label", "content_hash", "tag"]
+        [
+            "idx",
+            "id",
+            "cose",
+            "kind",
+            "label",
+            "content_hash",
+            "tag",
+            "context"
+        ]
     );
     assert_eq!(columns("content"), ["hash", "bytes"]);
     assert_eq!(columns("tree_hashes"), ["idx", "hash"]);
@@ -1075,6 +1110,7 @@ struct Owned {
     content: Option<(Hash32, Vec<u8>)>,
     hashes: Vec<[u8; 32]>,
     tag: Option<[u8; 32]>,
+    context: Option<Hash32>,
 }
 
 fn lend(batch: &[Owned]) -> Vec<NewEntry<'_>> {
@@ -1089,6 +1125,7 @@ fn lend(batch: &[Owned]) -> Vec<NewEntry<'_>> {
             content: e.content.as_ref().map(|(h, b)| (*h, b.as_slice())),
             hashes: e.hashes.clone(),
             tag: e.tag,
+            context: e.context,
         })
         .collect()
 }
@@ -1144,6 +1181,8 @@ impl Model {
                 content,
                 hashes,
                 tag: (index % 3 != 1).then_some([index as u8 ^ 0x5a; 32]),
+                // Two contexts, and every fourth row stored without one.
+                context: (index % 4 != 3).then(|| Hash32::digest(&[(index % 2) as u8])),
             };
             scratch.commit(vec![e.clone()]);
             out.push(e);

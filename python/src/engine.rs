@@ -421,6 +421,12 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                         out["param"] = json!(r.param);
                         out["entry"] = json!(r.read.to_string());
                     }
+                    Refusal::Stated(r) => {
+                        out["deny"] = json!("stated_and_untrusted");
+                        out["param"] = json!(r.param);
+                        out["entry"] = json!(r.read.to_string());
+                    }
+                    Refusal::UnseenStart(_) => out["deny"] = json!("unseen_start"),
                     Refusal::Secret { entry, .. } => {
                         out["deny"] = json!("secret");
                         out["entry"] = json!(entry.map(|e| e.to_string()));

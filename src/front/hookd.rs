@@ -107,6 +107,8 @@ pub fn event_code(event: HookEvent) -> u8 {
         HookEvent::PostToolUse => 2,
         HookEvent::PostToolUseFailure => 3,
         HookEvent::UserPromptSubmit => 4,
+        // 5 is the separated protocol's notice (`crate::front::privsep`).
+        HookEvent::SessionStart => 6,
     }
 }
 
@@ -116,6 +118,7 @@ fn event_of(code: u8) -> Result<HookEvent, HookdError> {
         2 => HookEvent::PostToolUse,
         3 => HookEvent::PostToolUseFailure,
         4 => HookEvent::UserPromptSubmit,
+        6 => HookEvent::SessionStart,
         c => return Err(HookdError::Event(c)),
     })
 }

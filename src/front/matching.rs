@@ -48,6 +48,9 @@ pub struct Haystack {
     /// The text could not be read or verified: it cannot be proven absent from any value
     /// (`spec/hooks.md` §4.3, fail closed), so it matches every value a text could match.
     unverifiable: bool,
+    /// It matches every value a text could match: an unverifiable text, or a verified entry
+    /// that stands for text nobody recorded ([`Haystack::unknown`]).
+    everything: bool,
 }
 
 impl Haystack {
@@ -80,6 +83,7 @@ impl Haystack {
             normal,
             amounts,
             unverifiable: false,
+            everything: false,
         }
     }
 
@@ -89,6 +93,18 @@ impl Haystack {
     pub fn unverifiable() -> Self {
         Haystack {
             unverifiable: true,
+            everything: true,
+            ..Haystack::default()
+        }
+    }
+
+    /// The haystack of a verified entry that stands for text nobody recorded — the history of
+    /// a session the hooks did not see from its start (`spec/hooks.md` §3.1): it matches every
+    /// value that any text could match, as [`Haystack::unverifiable`] does, but it is not
+    /// unverifiable (the entry itself verified).
+    pub fn unknown() -> Self {
+        Haystack {
+            everything: true,
             ..Haystack::default()
         }
     }
@@ -108,7 +124,7 @@ impl Haystack {
         match value {
             Value::Null | Value::Bool(_) => false,
             Value::String(s) if s.is_empty() => false,
-            Value::String(_) | Value::Number(_) if self.unverifiable => true,
+            Value::String(_) | Value::Number(_) if self.everything => true,
             Value::String(s) => self.matches_str(s),
             Value::Number(n) => self.matches_number(n),
             Value::Array(items) => items.iter().any(|v| self.matches(v)),
@@ -143,7 +159,7 @@ impl Haystack {
         if s.is_empty() {
             return false;
         }
-        if self.unverifiable {
+        if self.everything {
             return true;
         }
         // An amount written as a string (`"500.00"`, `"5,000"`, `"0500"`, `"5 000"`,

@@ -467,8 +467,10 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             state: Arc::new(Mutex::new(State {
                 front,
                 reads,
-                // Also the context of what the server writes in Ledger mode.
-                all: Session::new("mcp"),
+                // Also the context of what the server writes in Ledger mode. The empty id names
+                // no agent session (the hooks and `--session` refuse it): this read set has no
+                // statements of the user (spec/hooks.md §4.4).
+                all: Session::new(""),
                 lock: None,
                 pin: None,
             })),
@@ -962,6 +964,20 @@ fn gate_result(
         path: Vec::new(),
         justifications,
     };
+    // A stated value that untrusted input carries too: the receipt's parameter and the
+    // untrusted entry (spec/hooks.md §4.4).
+    let mut stated = |r: &crate::front::ask::Receipt| {
+        if r.stated.is_some() {
+            out.param = Some(r.param.clone());
+            out.entry = Some(r.read.to_string());
+            out.path = vec![r.read.to_string()];
+        }
+    };
+    match &verdict {
+        Verdict::Ask(r) => stated(r),
+        Verdict::Deny(Refusal::Stated(r)) => stated(r),
+        _ => {}
+    }
     if let Verdict::Ask(r) = &verdict {
         out.reason = Some(msg(format!("memlineage: ask {r}")));
     }

@@ -21,23 +21,26 @@ pub mod protect;
 pub mod secret_values;
 pub mod secrets;
 pub mod tools;
+mod session;
+mod write;
+pub use session::{
+    session_context, NewestReader, Session, Sighting, SESSION_START, UNSEEN_HISTORY,
+};
+use write::{Ref, Spec};
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 
 use crate::front::keystore::{KeyStore, KeyStoreError};
+use crate::gate::UnknownTools;
 use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
-use crate::gate::{ReadWeights, UnknownTools};
 use crate::ledger::{Appended, Ledger, LedgerError};
-use crate::lineage::admission::AdmissionError;
 use crate::lineage::Label;
-use crate::record::{
-    EntryId, Hash32, Kind, Parent, ProvEntry, Role, Weight, WriterKey, MAX_PARENTS,
-};
+use crate::record::{EntryId, Kind, Parent, Role, Weight, WriterKey};
 use crate::retrieve::Outcome;
 use crate::store::Store;
 use matching::Haystack;
-use serde::{Deserialize, Serialize};
+
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -53,9 +56,6 @@ pub const UNKNOWN_CONTEXT: &str = "context:unknown";
 /// into a new context entry (`spec/lineage.md` §4.2), so a write costs the same after 10 reads
 /// as after 100,000.
 pub const FOLD_AT: usize = 32;
-/// How many of the newest entries [`Front::is_newest_session`] looks through for the last
-/// prompt or tool output.
-pub const NEWEST_SESSION_WINDOW: u64 = 256;
 
 /// Where the front gets signing keys for its principals.
 pub trait Keys {
@@ -125,168 +125,6 @@ impl Keys for DerivedKeys {
     }
 }
 
-/// What one agent session has read, as entry ids in the order read (`spec/hooks.md` §3).
-/// Persisted by the hooks between invocations (JSON: `{"reads": [hex…], "unrecorded": n}`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Session {
-    /// The agent's session id (e.g. Claude Code's `session_id`); entries written for the
-    /// session carry `H(id)` as their context hash (`spec/record.md` field 5).
-    #[serde(default)]
-    pub id: String,
-    /// Entries whose text the session has seen.
-    #[serde(default, with = "hex_ids")]
-    pub reads: Vec<EntryId>,
-    /// Tool outputs the session saw that could not be recorded: while non-zero, sensitive
-    /// calls are refused (their arguments may come from text the ledger does not know).
-    #[serde(default)]
-    pub unrecorded: u64,
-    /// The session's newest context entry ([`Kind::Context`], `spec/lineage.md` §4.2): it
-    /// descends, at full weight, from `reads[..covered]`. `None` until the front first folds
-    /// the reads into one.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "hex_id")]
-    pub context: Option<EntryId>,
-    /// How many of `reads`, from the first, `context` covers; the rest are named as parents
-    /// of the agent's next write one by one.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub covered: u64,
-    /// How many of the ledger's first entries this record has taken into account: the entries
-    /// at later leaf indexes that were written for the session (its context hash) are added
-    /// to `reads` from the ledger itself when the session is next loaded
-    /// ([`Front::catch_up`], `spec/hooks.md` §6), so a record that could not be saved, or an
-    /// older copy of it, loses no read that the ledger holds.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub seen: u64,
-    /// The read set's seal: an HMAC under the log key over `id` and `reads`
-    /// ([`Front::seal_session`], `spec/hooks.md` §3). A session with reads whose seal does not
-    /// verify refuses every sensitive call: its record was altered outside memlineage.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seal: Option<String>,
-    /// What this process already computed about the record (never stored).
-    #[serde(skip)]
-    pub memo: SessionMemo,
-}
-
-/// What a process knows about a [`Session`] record it holds beyond the record itself: the
-/// reads as a set, and the `v3` seal's HMAC over the reads fed so far (`spec/hooks.md` §6), so
-/// that a long session's next read or seal costs what its new reads cost, not what all of them
-/// do. Never serialized: a record loaded from storage starts without it and is hashed in full
-/// once. It is trusted as in-process state only while it still matches the record (the count
-/// of reads, and the last one it hashed); code that rewrites `reads` in place other than by
-/// appending or truncating must reset it. Equal to every other memo, so it never makes two
-/// records differ.
-#[derive(Default)]
-pub struct SessionMemo(std::sync::Mutex<MemoState>);
-
-#[derive(Clone, Default)]
-struct MemoState {
-    /// `reads[..n]` as a set.
-    set: Option<(usize, HashSet<EntryId>)>,
-    /// The `v3` seal's stream over its domain and `m` up to `reads[..fed]`, under the seal key
-    /// whose check value is `key`; `last` is `reads[fed - 1]`.
-    seal: Option<SealMemo>,
-}
-
-#[derive(Clone)]
-struct SealMemo {
-    key: [u8; 32],
-    fed: usize,
-    last: Option<EntryId>,
-    stream: crate::ledger::SealStream,
-}
-
-impl SessionMemo {
-    fn state(&self) -> std::sync::MutexGuard<'_, MemoState> {
-        // A panic while the lock was held leaves only a cache behind: use it as it is.
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl Clone for SessionMemo {
-    fn clone(&self) -> Self {
-        SessionMemo(std::sync::Mutex::new(self.state().clone()))
-    }
-}
-
-impl PartialEq for SessionMemo {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for SessionMemo {}
-
-impl std::fmt::Debug for SessionMemo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SessionMemo(..)")
-    }
-}
-
-impl Session {
-    /// An empty session named `id`.
-    pub fn new(id: &str) -> Self {
-        Session {
-            id: id.to_string(),
-            ..Session::default()
-        }
-    }
-
-    /// Adds `id` to the read set (once). Amortised O(1): the set of reads is kept in
-    /// [`Session::memo`].
-    pub fn read(&mut self, id: EntryId) {
-        let mut state = self.memo.state();
-        let n = self.reads.len();
-        let set = match &mut state.set {
-            Some((have, set)) if *have == n => set,
-            slot => &mut slot.insert((n, self.reads.iter().copied().collect())).1,
-        };
-        if set.insert(id) {
-            self.reads.push(id);
-            if let Some((have, _)) = &mut state.set {
-                *have += 1;
-            }
-        }
-    }
-
-    /// Whether `id` is in the read set. Amortised O(1), as [`Session::read`].
-    pub fn has_read(&self, id: &EntryId) -> bool {
-        let mut state = self.memo.state();
-        let n = self.reads.len();
-        match &mut state.set {
-            Some((have, set)) if *have == n => set.contains(id),
-            slot => slot
-                .insert((n, self.reads.iter().copied().collect()))
-                .1
-                .contains(id),
-        }
-    }
-
-    /// The reads the session's context entry does not cover yet, in read order.
-    pub fn uncovered(&self) -> &[EntryId] {
-        let from =
-            usize::try_from(self.covered).map_or(self.reads.len(), |c| c.min(self.reads.len()));
-        &self.reads[from..]
-    }
-
-    /// Whether this is a session nothing was recorded for yet (no read, no context, nothing
-    /// seen).
-    pub fn is_fresh(&self) -> bool {
-        self.reads.is_empty() && self.context.is_none() && self.seen == 0
-    }
-
-    /// Whether the front can tie a write of this session to what it read: it has read
-    /// something, or folded reads into a context entry (`spec/lineage.md` §4.2).
-    pub fn is_tied(&self) -> bool {
-        !self.reads.is_empty() || self.context.is_some()
-    }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// A front's answer to a proposed tool call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -350,6 +188,13 @@ pub enum Refusal {
     /// The agent composed the call's arguments after the session read untrusted input and the
     /// policy's `composed_after_external` is `deny` (`spec/hooks.md` §15).
     Composed(ask::Receipt),
+    /// The session (its id) was not seen from its start and nothing stands for what it read
+    /// before ([`Front::require_start`], `spec/hooks.md` §3.1).
+    UnseenStart(String),
+    /// Only a statement of the user lets the call through, untrusted input the session read
+    /// carries the stated value too, and the policy's `stated_and_untrusted` is `deny`
+    /// (`spec/hooks.md` §4.4).
+    Stated(ask::Receipt),
 }
 
 impl std::fmt::Display for Refusal {
@@ -417,7 +262,13 @@ impl std::fmt::Display for Refusal {
                 }
                 write!(f, " (spec/hooks.md §16)")
             }
-            Refusal::Composed(r) => write!(f, "memlineage: deny {r}"),
+            Refusal::Composed(r) | Refusal::Stated(r) => write!(f, "memlineage: deny {r}"),
+            Refusal::UnseenStart(id) => write!(
+                f,
+                "memlineage: deny: session {id:?} was not seen from its start by memlineage's \
+                 hooks (no SessionStart was recorded for it), so what it read before is \
+                 unknown; start a new session (spec/hooks.md §3.1)"
+            ),
         }
     }
 }
@@ -443,6 +294,10 @@ pub struct Front<S: Store, K: Keys> {
     /// The last writer time used, in ms since the Unix epoch.
     last_ms: u64,
     haystacks: HashMap<EntryId, Haystack>,
+    /// How many entries [`Front::newest_reader`] has read, and what it found.
+    newest: Option<(u64, NewestReader)>,
+    /// Whether sessions must have been seen from their start ([`Front::require_start`]).
+    require_start: bool,
     /// The agent's working directory, if known: paths under it are not specific tokens
     /// (`spec/hooks.md` §4.5).
     project: Option<String>,
@@ -494,7 +349,20 @@ impl<S: Store, K: Keys> Front<S, K> {
             secret_rules,
             last_ms: 0,
             haystacks: HashMap::new(),
+            newest: None,
+            require_start: false,
         }
+    }
+
+    /// Requires every session this front decides or writes for to have been seen from its
+    /// start (`spec/hooks.md` §3.1): the hooks and the MCP server, whose sessions begin in
+    /// the agent, not here, set it. A session neither started under the hooks
+    /// ([`Session::started`]) nor holding an unseen-history entry ([`Session::unseen`]) then
+    /// has its sensitive calls refused ([`Refusal::UnseenStart`]) and its writes untied
+    /// (derived from an unknown context). Default: off — an embedding runtime that makes its
+    /// sessions itself sees them begin.
+    pub fn require_start(&mut self, on: bool) {
+        self.require_start = on;
     }
 
     /// Signs the agent's writes as principal `name` (role agent) instead of [`AGENT`].
@@ -593,7 +461,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         text: &str,
     ) -> Result<Appended, FrontError> {
         let intact = self.session_sealed(session);
-        let a = self.write(session, USER, Role::User, Kind::Prompt, text, Vec::new())?;
+        let a = self.write(session, Spec::new(USER, Role::User, Kind::Prompt, text))?;
         session.read(a.id);
         self.reseal(session, intact);
         Ok(a)
@@ -626,28 +494,22 @@ impl<S: Store, K: Keys> Front<S, K> {
         sources.sort();
         sources.dedup();
         let declared = sources.into_iter().map(Parent::full).collect();
-        // The call is the agent's write: it descends from everything the session read.
-        let parents = self.session_parents(session, intact, declared)?;
+        // The call is the agent's write: it descends from everything the session read. The
+        // call and its result are written together, all or nothing.
+        let lineage = self.session_parents(session, intact, declared);
         let content = serde_json::json!({"tool": tool, "args": input}).to_string();
-        let agent = self.agent.clone();
-        let call = self.write(
-            session,
-            &agent,
-            Role::Agent,
-            Kind::ToolCall,
-            &content,
-            parents,
-        )?;
-        let by_call = vec![Parent::full(call.id)];
-        let name = format!("tool:{tool}");
-        let result = self.write(
-            session,
-            &name,
+        let call = Spec::new(&self.agent, Role::Agent, Kind::ToolCall, &content);
+        let result = Spec::new(
+            &format!("tool:{tool}"),
             Role::Tool,
             Kind::ToolResult,
             output,
-            by_call,
-        )?;
+        )
+        .with_parents(vec![(Ref::Batch(0), Weight::ONE)]);
+        let mut out = self.write_after(session, lineage, vec![call, result])?;
+        let (Some(result), Some(call)) = (out.pop(), out.pop()) else {
+            return Err(FrontError::BatchOrder);
+        };
         session.read(result.id);
         self.reseal(session, intact);
         Ok((call, result))
@@ -679,9 +541,9 @@ impl<S: Store, K: Keys> Front<S, K> {
         if !matches!(kind, Kind::Summary | Kind::Fact) {
             return Err(FrontError::Kind(kind.name()));
         }
-        let parents = self.session_parents(session, intact, parents)?;
-        let agent = self.agent.clone();
-        let a = self.write(session, &agent, Role::Agent, kind, text, parents)?;
+        let lineage = self.session_parents(session, intact, parents);
+        let memory = Spec::new(&self.agent, Role::Agent, kind, text);
+        let a = self.write_last(session, lineage, memory)?;
         session.read(a.id);
         self.reseal(session, intact);
         Ok(a)
@@ -705,16 +567,10 @@ impl<S: Store, K: Keys> Front<S, K> {
         reason: &str,
     ) -> Result<Appended, FrontError> {
         let intact = self.session_sealed(session);
-        let parents = self.session_parents(session, intact, Vec::new())?;
-        let a = self.write_about(
-            session,
-            flagger,
-            Role::System,
-            reach.kind(),
-            reason,
-            parents,
-            Some(source),
-        )?;
+        let lineage = self.session_parents(session, intact, Vec::new());
+        let mut flag = Spec::new(flagger, Role::System, reach.kind(), reason);
+        flag.target = Some(source);
+        let a = self.write_last(session, lineage, flag)?;
         self.reseal(session, intact);
         Ok(a)
     }
@@ -732,100 +588,12 @@ impl<S: Store, K: Keys> Front<S, K> {
         reason: &str,
     ) -> Result<Appended, FrontError> {
         let intact = self.session_sealed(session);
-        let parents = self.session_parents(session, intact, Vec::new())?;
-        let agent = self.agent.clone();
-        let a = self.write_about(
-            session,
-            &agent,
-            Role::Agent,
-            Kind::Tombstone,
-            reason,
-            parents,
-            Some(target),
-        )?;
+        let lineage = self.session_parents(session, intact, Vec::new());
+        let mut tombstone = Spec::new(&self.agent, Role::Agent, Kind::Tombstone, reason);
+        tombstone.target = Some(target);
+        let a = self.write_last(session, lineage, tombstone)?;
         self.reseal(session, intact);
         Ok(a)
-    }
-
-    /// The parents of an agent write of `session` (`spec/lineage.md` §4.2): the session's
-    /// context entry, its uncovered reads (full weight, or the declared weight under
-    /// `read_weights = "declared"`), an External [`UNKNOWN_CONTEXT`] entry when the write
-    /// cannot be tied to verified reads (`intact` is whether the session's seal verified),
-    /// then the declared parents that are not reads. Folds the uncovered reads into a new
-    /// context entry first when there are more than [`FOLD_AT`] of them (or too many for one
-    /// entry). A parent named twice keeps its largest weight.
-    fn session_parents(
-        &mut self,
-        session: &mut Session,
-        intact: bool,
-        declared: Vec<Parent>,
-    ) -> Result<Vec<Parent>, FrontError> {
-        let (mut pending, missing): (Vec<EntryId>, Vec<EntryId>) = session
-            .uncovered()
-            .iter()
-            .partition(|id| self.ledger.index_of(id).is_some());
-        // What cannot be tied to verified reads counts as External input (fail closed).
-        let unknown =
-            !session.is_tied() || !intact || session.unrecorded > 0 || !missing.is_empty();
-        let mut marker = match unknown {
-            true => Some(
-                self.write(
-                    session,
-                    UNKNOWN_CONTEXT,
-                    Role::External,
-                    Kind::Context,
-                    "",
-                    Vec::new(),
-                )?
-                .id,
-            ),
-            false => None,
-        };
-        if pending.len() > FOLD_AT || pending.len() + declared.len() + 3 > MAX_PARENTS {
-            pending.extend(marker.take());
-            self.fold(session, &pending)?;
-            pending.clear();
-        }
-        let lower = self.policy.read_weights == ReadWeights::Declared;
-        let mut out: Vec<Parent> = Vec::new();
-        let mut add = |p: Parent| match out.iter_mut().find(|q| q.id == p.id) {
-            Some(q) => q.weight = q.weight.max(p.weight),
-            None => out.push(p),
-        };
-        add_all(&mut add, session.context.map(Parent::full));
-        for id in &pending {
-            let weight = declared
-                .iter()
-                .filter(|p| lower && p.id == *id)
-                .map(|p| p.weight)
-                .max()
-                .unwrap_or(Weight::ONE);
-            add(Parent { id: *id, weight });
-        }
-        add_all(&mut add, marker.map(Parent::full));
-        if !declared.is_empty() {
-            let reads: HashSet<&EntryId> = session.reads.iter().collect();
-            add_all(
-                &mut add,
-                declared.into_iter().filter(|p| !reads.contains(&p.id)),
-            );
-        }
-        Ok(out)
-    }
-
-    /// Writes context entries (agent principal, `Kind::Context`, empty content) whose parents
-    /// are the session's context entry and `reads`, at full weight, [`MAX_PARENTS`] at a
-    /// time; the session's context then covers all its reads.
-    fn fold(&mut self, session: &mut Session, reads: &[EntryId]) -> Result<(), FrontError> {
-        let agent = self.agent.clone();
-        for chunk in reads.chunks(MAX_PARENTS - 1) {
-            let mut parents: Vec<Parent> = session.context.into_iter().map(Parent::full).collect();
-            parents.extend(chunk.iter().copied().map(Parent::full));
-            let c = self.write(session, &agent, Role::Agent, Kind::Context, "", parents)?;
-            session.context = Some(c.id);
-        }
-        session.covered = session.reads.len() as u64;
-        Ok(())
     }
 
     /// Verifies and renders `ids` ([`Ledger::retrieve`]); each verified entry joins the read
@@ -873,7 +641,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                         left -= size;
                         session.read(r.id);
                         if let Some(t) = &r.text {
-                            self.haystacks.insert(r.id, Haystack::new(t));
+                            self.haystacks.insert(r.id, haystack_of(&r.writer, t));
                         }
                     }
                     fits
@@ -895,10 +663,13 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// join the read set and `Some(ids)` is returned; for anything else (another tool's output,
     /// a server that only looks like ours, one byte of text not accounted for) `None`, and the
     /// caller records the output as External as usual. Whatever the tool's name, only verified
-    /// entries' texts are read this way, so nothing it adds can be unrecorded text.
+    /// entries' texts are read this way, so nothing it adds can be unrecorded text. The
+    /// retrieval is written to the ledger as a context entry of the agent principal whose
+    /// parents are the listed entries, so that a session rebuilt from the ledger
+    /// ([`Front::catch_up`]) reads them again.
     ///
     /// # Errors
-    /// Only when no checkpoint can be produced.
+    /// When no checkpoint can be produced, or the context entry cannot be written.
     pub fn read_retrieved_view(
         &mut self,
         session: &mut Session,
@@ -924,11 +695,27 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
         }
         let intact = self.session_sealed(session);
+        // The retrieval is recorded in the ledger as a context entry of the agent naming what
+        // was shown, so that the session's record is not the only place that knows it
+        // (`Front::catch_up` reads it back; spec/hooks.md §6).
+        let receipts: Vec<Spec> = ids
+            .chunks(crate::record::MAX_PARENTS)
+            .map(|chunk| {
+                let parents = chunk
+                    .iter()
+                    .map(|id| (Ref::Entry(*id), Weight::ONE))
+                    .collect();
+                Spec::new(&self.agent, Role::Agent, Kind::Context, "").with_parents(parents)
+            })
+            .collect();
+        if !receipts.is_empty() {
+            self.write_batch(session, receipts)?;
+        }
         for o in got {
             if let Outcome::Verified(r) = o {
                 session.read(r.id);
                 if let Some(t) = &r.text {
-                    self.haystacks.insert(r.id, Haystack::new(t));
+                    self.haystacks.insert(r.id, haystack_of(&r.writer, t));
                 }
             }
         }
@@ -988,6 +775,8 @@ impl<S: Store, K: Keys> Front<S, K> {
                 // Not gated: only the secrecy rule, on reads that must be known (fail closed).
                 let verdict = if session.unrecorded > 0 {
                     Verdict::Deny(Refusal::Unrecorded(session.unrecorded))
+                } else if self.unseen_start(session) {
+                    Verdict::Deny(Refusal::UnseenStart(session.id.clone()))
                 } else if !self.session_sealed(session) {
                     Verdict::Deny(Refusal::Unreadable(format!(
                         "the read record of session {:?} was altered outside memlineage, so \
@@ -1017,38 +806,44 @@ impl<S: Store, K: Keys> Front<S, K> {
         }
         // The parameters with something to match and no source (`spec/hooks.md` §15.1).
         let mut composed: Vec<String> = Vec::new();
+        // The same call with every read each value matches, statements or not, and the
+        // statements that made the difference (`spec/hooks.md` §4.4).
+        let mut unstated = call.clone();
+        let mut statements: Vec<(String, EntryId)> = Vec::new();
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
             let mut ids: Vec<EntryId> = Vec::new();
+            let mut all: Vec<EntryId> = Vec::new();
             let project = self.project.clone();
             let tool = call.tool.clone();
             let values = extract::values(&self.policy, &tool, name, value, project.as_deref());
             let matchable = values.iter().any(ask::is_matchable);
             for v in values {
-                for id in self.sources_for(session, &v, Some((&tool, name)))? {
-                    if !ids.contains(&id) {
-                        ids.push(id);
-                    }
-                }
+                let s = self.sources_split(session, &v, Some((&tool, name)))?;
+                push_new(&mut ids, s.kept);
+                push_new(&mut all, s.matched);
+                statements.extend(s.stated.into_iter().map(|id| (name.clone(), id)));
             }
-            for id in given.get(name).into_iter().flatten() {
-                if !ids.contains(id) {
-                    ids.push(*id);
-                }
-            }
+            let cited = given.get(name).into_iter().flatten().copied();
+            push_new(&mut ids, cited.clone());
+            push_new(&mut all, cited);
             if matchable && ids.is_empty() {
                 composed.push(name.clone());
             }
             call.args.push((name.clone(), ids));
+            unstated.args.push((name.clone(), all));
         }
         for (name, ids) in given {
             if !args.contains_key(name) {
                 call.args.push((name.clone(), ids.clone()));
+                unstated.args.push((name.clone(), ids.clone()));
             }
         }
         let verdict = if session.unrecorded > 0 {
             Verdict::Deny(Refusal::Unrecorded(session.unrecorded))
+        } else if self.unseen_start(session) {
+            Verdict::Deny(Refusal::UnseenStart(session.id.clone()))
         } else if !self.session_sealed(session) {
             Verdict::Deny(Refusal::Unreadable(format!(
                 "the read record of session {:?} was altered outside memlineage (its seal \
@@ -1061,10 +856,13 @@ impl<S: Store, K: Keys> Front<S, K> {
                 composed.clear();
             }
             match self.ledger.gate_values(&self.policy, &call, args) {
-                // The worst decides: a secret leaving is refused before the ask rule runs.
+                // The worst decides: a secret leaving is refused before the ask rules run.
                 Decision::Allow => match self.secret_flow(session, tool, args, true) {
                     Some(r) => Verdict::Deny(r),
-                    None => self.composed_verdict(session, &call, &composed),
+                    None => match self.stated_verdict(&call, &unstated, args, &statements) {
+                        Verdict::Allow => self.composed_verdict(session, &call, &composed),
+                        other => other,
+                    },
                 },
                 Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
             }
@@ -1237,7 +1035,12 @@ impl<S: Store, K: Keys> Front<S, K> {
         use crate::gate::OriginView;
         let mut tokens = std::collections::BTreeSet::new();
         for id in [read.read, read.source] {
-            match self.ledger.origin_node(&id).text {
+            // Unseen history (§3.1) carries every value, as a text that cannot be read does.
+            let text = match self.is_unseen_marker(&id) {
+                true => None,
+                false => self.ledger.origin_node(&id).text,
+            };
+            match text {
                 Some(t) => tokens.extend(secret_values::specific_tokens(&t)),
                 None => {
                     return args.keys().next().map(|a| secret_values::Carried {
@@ -1297,7 +1100,8 @@ impl<S: Store, K: Keys> Front<S, K> {
         let v = Value::String(dest.to_string());
         // The text first: only a read that holds the destination is looked up as a statement.
         session.reads.iter().any(|id| {
-            self.haystacks.get(id).is_some_and(|h| h.matches(&v)) && self.is_statement(id, None)
+            self.haystacks.get(id).is_some_and(|h| h.matches(&v))
+                && self.is_statement(session, id, None)
         })
     }
 
@@ -1368,192 +1172,6 @@ impl<S: Store, K: Keys> Front<S, K> {
         out
     }
 
-    /// Loads session `id` from `sessions` and catches it up with the ledger
-    /// ([`Front::catch_up`]): the one way the fronts load a session.
-    ///
-    /// # Errors
-    /// [`FrontError::Session`] when the record cannot be read (or was pruned); ledger errors.
-    pub fn load_session(
-        &mut self,
-        sessions: &mut dyn hook::Sessions,
-        id: &str,
-    ) -> Result<Session, FrontError> {
-        let mut s = sessions.load(id)?;
-        self.catch_up(&mut s)?;
-        Ok(s)
-    }
-
-    /// Adds to `session`'s reads every entry at leaf index `seen..` that was written for it
-    /// (its context hash) as something it read — a prompt, a tool output, a memory of the agent
-    /// (`spec/hooks.md` §6) — and sets `seen` to the ledger's size. So the read set is derived
-    /// from signed entries, and a record that could not be saved (its directory made
-    /// unwritable, its file replaced by an older sealed copy) loses none of them (issue 25).
-    /// An entry there that does not verify may be one of the session's reads: it is added as
-    /// a read that cannot be shown not to hold any value (fail closed). A fresh session (nothing
-    /// read, nothing seen) starts at the ledger's size. Cost: one verified read per entry the
-    /// session has not seen.
-    ///
-    /// # Errors
-    /// Ledger failures other than an entry that does not verify.
-    pub fn catch_up(&mut self, session: &mut Session) -> Result<(), FrontError> {
-        let len = self.ledger.len();
-        if session.is_fresh() {
-            session.seen = len;
-            return Ok(());
-        }
-        if session.seen >= len {
-            return Ok(());
-        }
-        let intact = self.session_sealed(session);
-        let want = session_context(&session.id);
-        for index in session.seen..len {
-            let read = match self.ledger.get_by_index(index) {
-                Ok(e) => {
-                    let p = e.entry();
-                    (p.context_hash == want
-                        && matches!(
-                            p.kind,
-                            Kind::Prompt | Kind::ToolResult | Kind::Summary | Kind::Fact
-                        ))
-                    .then(|| e.id())
-                }
-                Err(_) => Some(EntryId(
-                    Hash32::digest(format!("memlineage/unverifiable-read/{index}").as_bytes()).0,
-                )),
-            };
-            if let Some(id) = read {
-                session.read(id);
-            }
-        }
-        session.seen = len;
-        self.reseal(session, intact);
-        Ok(())
-    }
-
-    /// Whether `session` is the one whose prompts and tool outputs the ledger recorded last
-    /// (among the newest [`NEWEST_SESSION_WINDOW`] entries; an entry that does not verify
-    /// counts as another session's; one written for no session — its context hash is its
-    /// content hash, as [`ProvEntry::new`] leaves it — is passed over; with no session's entry
-    /// in the window, no other session is known and the answer is yes). A front that holds a fixed session id (the MCP server's
-    /// `--session`) ties an agent write to that session's reads only while this holds: after
-    /// Claude Code's `/clear` the hooks record a new session the server does not read, and a
-    /// memory written then is derived from an unknown context instead (`spec/mcp.md` §2.1).
-    pub fn is_newest_session(&self, session: &Session) -> bool {
-        let want = session_context(&session.id);
-        let len = self.ledger.len();
-        for index in (len.saturating_sub(NEWEST_SESSION_WINDOW)..len).rev() {
-            let Ok(e) = self.ledger.get_by_index(index) else {
-                return false;
-            };
-            let e = e.entry();
-            if matches!(e.kind, Kind::Prompt | Kind::ToolResult) && e.context_hash != e.content_hash
-            {
-                return e.context_hash == want;
-            }
-        }
-        true
-    }
-
-    /// Seals `session`'s read set under the log key (`spec/hooks.md` §3): call it after
-    /// adding reads by hand ([`Session::read`]) to a session this process holds; the front's
-    /// own methods do. Never call it on a record loaded from storage without checking it
-    /// first: sealing is what makes a read set trusted.
-    pub fn seal_session(&self, session: &mut Session) {
-        session.seal = Some(hex::encode(self.session_tag_v3(session)));
-    }
-
-    /// Seals `session` again after the front added reads, but only if its seal verified
-    /// before (`intact`): a record altered outside memlineage stays refused rather than being
-    /// laundered into a valid one by the next recorded read.
-    fn reseal(&self, session: &mut Session, intact: bool) {
-        if intact {
-            self.seal_session(session);
-        }
-    }
-
-    /// Whether `session`'s seal verifies (a session with no reads needs none).
-    fn session_sealed(&self, session: &Session) -> bool {
-        if session.reads.is_empty() {
-            return true;
-        }
-        let Some(have) = session.seal.as_deref().and_then(|h| hex::decode(h).ok()) else {
-            return false;
-        };
-        // Not secret-dependent timing worth hiding from the store's writer, but cheap to avoid.
-        let same = |want: [u8; 32]| {
-            have.len() == want.len()
-                && have.iter().zip(want).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0
-        };
-        // v3 first (what this version writes); then a record sealed before it.
-        same(self.session_tag_v3(session)) || same(self.session_tag(session))
-    }
-
-    /// The read set's `v3` seal (`spec/hooks.md` §6): the reads before the count, so that the
-    /// HMAC over the reads already hashed is kept in the session's memo and extended by the
-    /// new ones only.
-    fn session_tag_v3(&self, session: &Session) -> [u8; 32] {
-        let key = self.ledger.seal_tag(b"memlineage/session-memo-key@v1", b"");
-        let mut state = session.memo.state();
-        let reads = &session.reads;
-        let memo = match state.seal.take() {
-            Some(m)
-                if m.key == key
-                    && m.fed <= reads.len()
-                    && m.last == m.fed.checked_sub(1).map(|i| reads[i]) =>
-            {
-                m
-            }
-            _ => {
-                let mut stream = self.ledger.seal_stream(b"memlineage/session-seal@v3");
-                stream.update(&(session.id.len() as u64).to_be_bytes());
-                stream.update(session.id.as_bytes());
-                SealMemo {
-                    key,
-                    fed: 0,
-                    last: None,
-                    stream,
-                }
-            }
-        };
-        let mut memo = memo;
-        for id in &reads[memo.fed..] {
-            memo.stream.update(&id.0);
-        }
-        memo.fed = reads.len();
-        memo.last = reads.last().copied();
-        let mut tail = memo.stream.clone();
-        tail.update(&(reads.len() as u64).to_be_bytes());
-        tail.update(&session.context.map_or([0; 32], |c| c.0));
-        tail.update(&session.covered.to_be_bytes());
-        tail.update(&session.seen.to_be_bytes());
-        state.seal = Some(memo);
-        tail.finish()
-    }
-
-    /// The read set's seal as records written before `v3` have it (`spec/hooks.md` §6): `v2`
-    /// over the id, the reads, the context entry and how many reads it covers; a record with
-    /// no context entry was sealed as `v1`, over the id and the reads only.
-    fn session_tag(&self, session: &Session) -> [u8; 32] {
-        let mut msg = Vec::with_capacity(48 + session.id.len() + 32 * session.reads.len());
-        msg.extend_from_slice(&(session.id.len() as u64).to_be_bytes());
-        msg.extend_from_slice(session.id.as_bytes());
-        for id in &session.reads {
-            msg.extend_from_slice(&id.0);
-        }
-        if session.context.is_none() && session.covered == 0 && session.seen == 0 {
-            return self.ledger.seal_tag(b"memlineage/session-seal@v1", &msg);
-        }
-        // The reads' count first, so that no split of the bytes between the reads and the
-        // context entry reads the same.
-        let mut v2 = Vec::with_capacity(msg.len() + 48);
-        v2.extend_from_slice(&(session.reads.len() as u64).to_be_bytes());
-        v2.extend_from_slice(&msg);
-        v2.extend_from_slice(&session.context.map_or([0; 32], |c| c.0));
-        v2.extend_from_slice(&session.covered.to_be_bytes());
-        v2.extend_from_slice(&session.seen.to_be_bytes());
-        self.ledger.seal_tag(b"memlineage/session-seal@v2", &v2)
-    }
-
     /// The name `tool` is known by in the policy: `tool` itself if the policy names it,
     /// else for an MCP tool `mcp__<server>__<name>` (the form Claude Code and Codex give) the
     /// bare `<name>` if the policy names that, else `tool`.
@@ -1594,23 +1212,45 @@ impl<S: Store, K: Keys> Front<S, K> {
         value: &Value,
         param: Option<(&str, &str)>,
     ) -> Result<Vec<EntryId>, FrontError> {
+        Ok(self.sources_split(session, value, param)?.kept)
+    }
+
+    /// The sources of `value` ([`Front::sources_for`]) and, beside them, every read its value
+    /// matches: the two differ when a statement (`spec/hooks.md` §4.4) removed the verified
+    /// reads that repeat a stated value, which the rule of stated values that untrusted input
+    /// also carries looks at ([`Front::check`]).
+    fn sources_split(
+        &mut self,
+        session: &Session,
+        value: &Value,
+        param: Option<(&str, &str)>,
+    ) -> Result<Sources, FrontError> {
         self.load_haystacks(session)?;
         if let Value::Array(items) = value {
             // Per element, so that a statement authorises the elements it names.
-            let mut out: Vec<EntryId> = Vec::new();
+            let mut out = Sources::default();
             for v in items {
-                for id in self.sources_for(session, v, param)? {
-                    if !out.contains(&id) {
-                        out.push(id);
+                let s = self.sources_split(session, v, param)?;
+                for (all, some) in [(&mut out.kept, s.kept), (&mut out.matched, s.matched)] {
+                    for id in some {
+                        if !all.contains(&id) {
+                            all.push(id);
+                        }
                     }
                 }
+                out.stated.extend(s.stated);
             }
-            return Ok(session
-                .reads
-                .iter()
-                .filter(|id| out.contains(id))
-                .copied()
-                .collect());
+            let in_order = |ids: &[EntryId]| -> Vec<EntryId> {
+                session
+                    .reads
+                    .iter()
+                    .filter(|id| ids.contains(id))
+                    .copied()
+                    .collect()
+            };
+            out.kept = in_order(&out.kept);
+            out.matched = in_order(&out.matched);
+            return Ok(out);
         }
         let matched: Vec<EntryId> = session
             .reads
@@ -1623,16 +1263,26 @@ impl<S: Store, K: Keys> Front<S, K> {
         // reads stay sources.
         let stated: Vec<EntryId> = matched
             .iter()
-            .filter(|id| self.is_statement(id, param))
+            .filter(|id| self.is_statement(session, id, param))
             .copied()
             .collect();
         if stated.is_empty() || !matching::is_specific(value) {
-            return Ok(matched);
+            return Ok(Sources {
+                kept: matched.clone(),
+                matched,
+                stated: Vec::new(),
+            });
         }
-        Ok(matched
-            .into_iter()
+        let kept = matched
+            .iter()
             .filter(|id| stated.contains(id) || !self.is_verified_text(id))
-            .collect())
+            .copied()
+            .collect();
+        Ok(Sources {
+            kept,
+            matched,
+            stated,
+        })
     }
 
     /// Whether `id`'s text was verified by this process (not [`Haystack::unverifiable`]).
@@ -1640,27 +1290,39 @@ impl<S: Store, K: Keys> Front<S, K> {
         self.haystacks.get(id).is_some_and(|h| !h.is_unverifiable())
     }
 
-    /// Whether `id` is a statement that authorises the values it holds (`spec/hooks.md` §4.4):
-    /// a verified text, neither tombstoned nor quarantined, written either by a principal of
-    /// role `user` and labelled Trusted (a prompt), or by a principal the policy names
-    /// authoritative for `param` of `tool`. The agent's own writes never are, whatever their
-    /// label: a memory is not a statement of the user.
-    fn is_statement(&self, id: &EntryId, param: Option<(&str, &str)>) -> bool {
+    /// Whether `id` is a statement that authorises the values it holds in `session`
+    /// (`spec/hooks.md` §4.4): a verified text, neither tombstoned nor quarantined, that is
+    /// either a prompt of **this** session — written by a principal of role `user`, labelled
+    /// Trusted, of kind `prompt`, with the session's context hash — or written by a principal
+    /// the policy names authoritative for `param` of `tool`. A prompt of another session
+    /// (retrieved into this one) is a read like any other, not a statement; the session with
+    /// the empty id (the MCP server's whole-ledger read set, which is no session) has none.
+    /// The agent's own writes never are, whatever their label: a memory is not a statement of
+    /// the user.
+    fn is_statement(&self, session: &Session, id: &EntryId, param: Option<(&str, &str)>) -> bool {
         if !self.is_verified_text(id)
             || self.ledger.tombstoned(id)
             || LineageView::quarantined(&self.ledger, id)
         {
             return false;
         }
-        let Some((role, name)) = self.ledger.get(id).ok().and_then(|e| {
-            self.ledger
-                .principal(&e.writer())
-                .map(|(r, n)| (r, n.to_string()))
-        }) else {
+        let Ok(e) = self.ledger.get(id) else {
+            return false;
+        };
+        let Some((role, name)) = self
+            .ledger
+            .principal(&e.writer())
+            .map(|(r, n)| (r, n.to_string()))
+        else {
             return false;
         };
         let authority = param.is_some_and(|(tool, p)| self.policy.is_authoritative(tool, p, &name));
-        authority || (role == Role::User && self.ledger.label_of(id) == Some(Label::Trusted))
+        let own_prompt = role == Role::User
+            && e.entry().kind == Kind::Prompt
+            && !session.id.is_empty()
+            && e.entry().context_hash == session_context(&session.id)
+            && self.ledger.label_of(id) == Some(Label::Trusted);
+        authority || own_prompt
     }
 
     /// Whether the session has read a text that cannot be read or verified now (the
@@ -1697,76 +1359,46 @@ impl<S: Store, K: Keys> Front<S, K> {
                 }
                 Outcome::Rejected(id, _) => (id, None),
             };
-            let h = text.map_or_else(Haystack::unverifiable, |t| Haystack::new(&t));
+            let h = match text {
+                None => Haystack::unverifiable(),
+                // What the session read before the hooks saw it: any value (§3.1).
+                Some(_) if self.is_unseen_marker(&id) => Haystack::unknown(),
+                Some(t) => Haystack::new(&t),
+            };
             self.haystacks.insert(id, h);
         }
         Ok(())
     }
+}
 
-    /// Signs and appends one entry as principal `name`, binding its key on first use.
-    fn write(
-        &mut self,
-        session: &mut Session,
-        name: &str,
-        role: Role,
-        kind: Kind,
-        text: &str,
-        parents: Vec<Parent>,
-    ) -> Result<Appended, FrontError> {
-        self.write_about(session, name, role, kind, text, parents, None)
-    }
-
-    /// [`Front::write`] of an entry about `target` (a flag, a tombstone).
-    #[allow(clippy::too_many_arguments)]
-    fn write_about(
-        &mut self,
-        session: &mut Session,
-        name: &str,
-        role: Role,
-        kind: Kind,
-        text: &str,
-        parents: Vec<Parent>,
-        target: Option<EntryId>,
-    ) -> Result<Appended, FrontError> {
-        let (key, _) = self.keys.key(name, role)?;
-        if session.is_fresh() {
-            // Nothing before now is this session's (spec/hooks.md §6).
-            session.seen = self.ledger.len();
+/// Appends to `list` the ids of `more` it does not hold yet, in order.
+fn push_new(list: &mut Vec<EntryId>, more: impl IntoIterator<Item = EntryId>) {
+    for id in more {
+        if !list.contains(&id) {
+            list.push(id);
         }
-        let before = self.ledger.len();
-        let bound = u64::from(self.ledger.bind(key.key_id(), role, name)?.is_some());
-        let context = session_context(&session.id);
-        let mut attempt = 0;
-        let a = loop {
-            // Time is strictly increasing per front, so that the same text written twice in
-            // one millisecond still makes two entries (an entry's id covers its time).
-            self.last_ms = now_ms().max(self.last_ms + 1);
-            let mut entry = ProvEntry::new(key.key_id(), kind, text.as_bytes())
-                .with_parents(parents.clone())
-                .with_context_hash(context)
-                .with_time_ms(self.last_ms);
-            entry.target = target;
-            match self.ledger.append(entry, &key, text.as_bytes()) {
-                // Another process wrote the very same entry in the same millisecond.
-                Err(LedgerError::Admission(AdmissionError::Duplicate(_))) if attempt < 3 => {
-                    attempt += 1
-                }
-                other => break other?,
-            }
-        };
-        self.haystacks.insert(a.id, Haystack::new(text));
-        // The session has seen everything up to its own new entry when nothing else came in
-        // between (the caller holds the ledger's lock).
-        if session.seen == before && self.ledger.len() == before + bound + 1 {
-            session.seen = self.ledger.len();
-        }
-        Ok(a)
     }
 }
 
-fn add_all(add: &mut impl FnMut(Parent), parents: impl IntoIterator<Item = Parent>) {
-    for p in parents {
-        add(p);
+/// The sources of a value ([`Front::sources_split`]).
+#[derive(Debug, Default)]
+struct Sources {
+    /// The reads that justify it: the statements that state it, if any (and the reads that
+    /// cannot be verified), else every read it matches.
+    kept: Vec<EntryId>,
+    /// Every read it matches.
+    matched: Vec<EntryId>,
+    /// The statements among them, when they decided `kept`.
+    stated: Vec<EntryId>,
+}
+
+/// The haystack of a verified entry by principal `writer` with text `text`: an unseen-history
+/// entry ([`UNSEEN_HISTORY`]) holds every value (`spec/hooks.md` §3.1), any other its text.
+fn haystack_of(writer: &str, text: &str) -> Haystack {
+    if writer == UNSEEN_HISTORY {
+        Haystack::unknown()
+    } else {
+        Haystack::new(text)
     }
 }
 
@@ -1850,7 +1482,6 @@ fn retrieved_view(output: &Value) -> Option<Vec<(EntryId, ViewEntry)>> {
     Some(out)
 }
 
-/// Entry ids as 64-hex strings in session files.
 /// What the secrecy rule remembers of an entry it judged (entries are immutable).
 struct SecretNode {
     /// The secret source it is, if any.
@@ -1868,47 +1499,6 @@ struct SecretRead {
     source: EntryId,
     /// What the secret is (a file, a tool's result, an unverifiable entry).
     what: String,
-}
-
-mod hex_ids {
-    use crate::record::EntryId;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(ids: &[EntryId], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(ids.iter().map(EntryId::to_string))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<EntryId>, D::Error> {
-        Vec::<String>::deserialize(d)?
-            .iter()
-            .map(|h| EntryId::from_hex(h).map_err(serde::de::Error::custom))
-            .collect()
-    }
-}
-
-/// An optional entry id as a 64-hex string in session files.
-mod hex_id {
-    use crate::record::EntryId;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(id: &Option<EntryId>, s: S) -> Result<S::Ok, S::Error> {
-        match id {
-            Some(id) => s.serialize_str(&id.to_string()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<EntryId>, D::Error> {
-        Option::<String>::deserialize(d)?
-            .map(|h| EntryId::from_hex(&h).map_err(serde::de::Error::custom))
-            .transpose()
-    }
-}
-
-/// The context hash of the entries a front writes for session `id` (`spec/hooks.md` §3):
-/// `H("memlineage/session/" || id)`.
-pub fn session_context(id: &str) -> Hash32 {
-    Hash32::digest(format!("memlineage/session/{id}").as_bytes())
 }
 
 fn now_ms() -> u64 {
@@ -1934,4 +1524,8 @@ pub enum FrontError {
     /// The agent asked to write a kind it may not write through the front.
     #[error("kind `{0}` cannot be written by the agent through the front")]
     Kind(&'static str),
+    /// An entry of a batch the front writes names a later entry of the same batch (a bug of
+    /// the front, never caused by input).
+    #[error("an entry of a batch names a later entry of the batch")]
+    BatchOrder,
 }

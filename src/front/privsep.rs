@@ -14,8 +14,8 @@
 //!
 //! ```text
 //! request  = MAGIC(8) || kind(1) || nonce(32) || len(4) || body(len)
-//!   kind   : 1 PreToolUse, 2 PostToolUse, 3 PostToolUseFailure, 4 UserPromptSubmit
-//!            (body: the event bytes), 5 notice (body: a JSON Notice)
+//!   kind   : 1 PreToolUse, 2 PostToolUse, 3 PostToolUseFailure, 4 UserPromptSubmit,
+//!            6 SessionStart (body: the event bytes), 5 notice (body: a JSON Notice)
 //! response = MAGIC(8) || nonce(32) || code(1) || len(4) || stdout || len(4) || stderr
 //! ```
 //!
@@ -149,6 +149,7 @@ fn event_of(code: u8) -> Result<HookEvent, SeparationError> {
         2 => HookEvent::PostToolUse,
         3 => HookEvent::PostToolUseFailure,
         4 => HookEvent::UserPromptSubmit,
+        6 => HookEvent::SessionStart,
         c => return Err(SeparationError::Kind(c)),
     })
 }

@@ -817,8 +817,9 @@ impl SecretRules {
     /// `text` is a source of (§16.1), with `cwd` the working directory relative paths are
     /// taken from: a result of a tool the policy lists in `secrets.tools`, or a tool-call
     /// entry of the agent whose signed content `{"tool", "args"}` reads a secret
-    /// ([`SecretRules::read_by`]). The one classification the fronts' decisions
-    /// (`Front::check`) and `memlineage verify --policy` share.
+    /// ([`SecretRules::read_by`]), or a session's unseen-history entry (§3.1). The one
+    /// classification the fronts' decisions (`Front::check`) and `memlineage verify --policy`
+    /// share.
     pub fn source_of(
         &self,
         role: Role,
@@ -846,6 +847,11 @@ impl SecretRules {
                 },
                 _ => None,
             },
+            // What a session read before the hooks saw it may have been a secret (§3.1).
+            Role::External if name == super::session::UNSEEN_HISTORY => Some(SecretSource {
+                what: "the history of this session that memlineage's hooks did not see".to_string(),
+                private: false,
+            }),
             _ => None,
         }
     }

@@ -247,6 +247,7 @@ impl<S: Store> Ledger<S> {
                 content: Some((p.entry.entry().content_hash, p.content)),
                 hashes: p.hashes.clone(),
                 tag: Some(tag),
+                context: Some(p.entry.entry().context_hash),
             })
             .collect();
         self.store.append_with_meta(&batch, META_SEAL, &seal)?;

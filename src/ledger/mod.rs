@@ -15,6 +15,7 @@ use crate::record::{
 use crate::store::{EntryMeta, Store, META_RULE, META_TAU, META_VKEY};
 
 mod append;
+mod context;
 mod effects;
 mod error;
 mod index;
@@ -30,6 +31,7 @@ mod view;
 #[cfg(feature = "postgres")]
 pub(crate) use append::Admitted;
 pub use append::{Appended, Draft, PARALLEL_MIN};
+pub use context::ContextEntry;
 use effects::earliest;
 pub use error::LedgerError;
 use index::{LabelIndex, Meta};

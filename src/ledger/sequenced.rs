@@ -89,6 +89,7 @@ impl Ledger<PgStore> {
                 kind: s.entry().kind,
                 label: *label,
                 content: Some((s.entry().content_hash, content.to_vec())),
+                context: Some(s.entry().context_hash),
             })
             .collect();
         let indexes = self.store.sequence(batch)?;

@@ -70,6 +70,11 @@ pub fn copy_ledger<S: Store, T: Store>(
                 // The label seal is not copied (it is not among META_KEYS), so the target
                 // relabels every row from its signed bytes on open; the tags are kept as data.
                 tag: m.tag,
+                // The index column is data copied out of the signed bytes; an entry that does
+                // not decode is stored without it (a candidate of every lookup).
+                context: crate::record::SignedEntry::decode(cose)
+                    .ok()
+                    .map(|e| e.entry().context_hash),
             })
             .collect();
         to.append(&views)?;

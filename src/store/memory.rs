@@ -39,6 +39,8 @@ pub struct MemoryStore {
     checkpoints: BTreeMap<u64, Box<[u8]>>,
     /// Ledger settings.
     meta: BTreeMap<String, String>,
+    /// Leaf indexes by stored context hash (`None`: stored without one), in index order.
+    by_context: HashMap<Option<Hash32>, Vec<u64>>,
 }
 
 /// One stored entry.
@@ -104,6 +106,7 @@ impl Store for MemoryStore {
                 tag: e.tag,
             });
             self.ids.insert(e.id, e.index);
+            self.by_context.entry(e.context).or_default().push(e.index);
             self.hashes.extend_from_slice(&e.hashes);
             if let Some((h, bytes)) = e.content {
                 self.content.entry(h).or_insert_with(|| bytes.into());
@@ -134,6 +137,18 @@ impl Store for MemoryStore {
 
     fn meta_at(&self, index: u64) -> Result<Option<EntryMeta>, StoreError> {
         Ok(slot(&self.entries, index).map(|e| e.meta(index)))
+    }
+
+    fn context_candidates(&self, context: &Hash32, below: u64) -> Result<Vec<u64>, StoreError> {
+        let mut out: Vec<u64> = [None, Some(*context)]
+            .iter()
+            .filter_map(|k| self.by_context.get(k))
+            .flatten()
+            .copied()
+            .filter(|i| *i < below)
+            .collect();
+        out.sort_unstable();
+        Ok(out)
     }
 
     fn set_tags(

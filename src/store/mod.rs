@@ -82,6 +82,11 @@ pub struct NewEntry<'a> {
     /// The row tag binding `(index, id, kind, label)` under the log key's seal key
     /// (`spec/lineage.md` §5.1), if the writer computed one; stored as given.
     pub tag: Option<[u8; 32]>,
+    /// The entry's signed context hash (`spec/record.md` field 5), stored beside it so that
+    /// [`Store::context_candidates`] finds the entries of one session by an index
+    /// (`spec/storage.md` §4.5); `None` stores the row without it (a candidate of every
+    /// lookup).
+    pub context: Option<Hash32>,
 }
 
 /// What a store keeps about an entry besides its bytes: its leaf index, id, kind, the label
@@ -211,6 +216,20 @@ pub trait Store {
         let mut all = self.metas_from(from)?;
         all.retain(|m| m.kind.has_effects());
         Ok(all)
+    }
+
+    /// The leaf indexes below `below`, in index order, of the rows stored with context hash
+    /// `context` and of the rows stored without one: the candidates for the entries of one
+    /// session (`spec/storage.md` §4.5). Untrusted like every row: the caller reads and
+    /// verifies each candidate and keeps those whose signed context hash is `context`. The
+    /// default lists every index below `below` (every row is a candidate); SQLite and
+    /// PostgreSQL answer from the index `entries_context`, O(k log n) for k candidates.
+    ///
+    /// # Errors
+    /// I/O errors; [`StoreError::Corrupt`] for a malformed index.
+    fn context_candidates(&self, context: &Hash32, below: u64) -> Result<Vec<u64>, StoreError> {
+        let _ = context;
+        Ok((0..below.min(self.tree_size()?)).collect())
     }
 
     /// Sets the row tags of stored entries (`(leaf index, tag)`) and the setting `key` to

@@ -111,6 +111,8 @@ pub struct Submission {
     pub label: Label,
     /// `(content hash, content bytes)`, if any (first bytes stored for a hash win).
     pub content: Option<(Hash32, Vec<u8>)>,
+    /// Its signed context hash, for the context index (`spec/storage.md` §4.5).
+    pub context: Option<Hash32>,
 }
 
 /// What one [`PgStore::integrate`] call did.
@@ -540,6 +542,24 @@ impl Store for PgStore {
         self.metas_where(EFFECTS_FILTER, from, false)
     }
 
+    /// From the index `entries_context`, integrated rows only.
+    fn context_candidates(&self, context: &Hash32, below: u64) -> Result<Vec<u64>, StoreError> {
+        let below = i64::try_from(below).unwrap_or(i64::MAX);
+        let context = context.0.to_vec();
+        self.call(move |c| async move {
+            let rows = c
+                .query(
+                    "SELECT idx FROM entries WHERE (context IS NULL OR context = $1) \
+                     AND idx < $2 AND idx < (SELECT size FROM tree_state) ORDER BY idx",
+                    &[&context, &below],
+                )
+                .await?;
+            rows.iter()
+                .map(|r| to_u64(r.try_get(0)?, "entries.idx"))
+                .collect()
+        })
+    }
+
     /// One transaction: the tags (`UPDATE … FROM unnest`), then the setting.
     fn set_tags(
         &mut self,
@@ -729,6 +749,7 @@ struct OwnedEntry {
     content: Option<(Hash32, Vec<u8>)>,
     hashes: Vec<[u8; 32]>,
     tag: Option<[u8; 32]>,
+    context: Option<Hash32>,
 }
 
 impl From<&NewEntry<'_>> for OwnedEntry {
@@ -742,6 +763,7 @@ impl From<&NewEntry<'_>> for OwnedEntry {
             content: e.content.map(|(h, b)| (h, b.to_vec())),
             hashes: e.hashes.clone(),
             tag: e.tag,
+            context: e.context,
         }
     }
 }
@@ -757,6 +779,7 @@ impl OwnedEntry {
             content: self.content.as_ref().map(|(h, b)| (*h, b.as_slice())),
             hashes: self.hashes.clone(),
             tag: self.tag,
+            context: self.context,
         }
     }
 }
@@ -833,6 +856,14 @@ async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
             )
             .await?;
         }
+        // The context index (spec/storage.md §4.5) for a ledger created before it: its rows
+        // keep `context` NULL, candidates of every lookup.
+        c.batch_execute(
+            "ALTER TABLE entries ADD COLUMN IF NOT EXISTS context bytea \
+               CHECK (context IS NULL OR length(context) = 32); \
+             CREATE INDEX IF NOT EXISTS entries_context ON entries (context, idx);",
+        )
+        .await?;
         // The index of the entries with effects, without context rows (kind 12): a ledger
         // created before the context kind had `WHERE kind >= 5`.
         let current: bool = c
@@ -993,6 +1024,19 @@ async fn sequence(c: &Client, batch: Vec<Submission>) -> Result<Vec<u64>, StoreE
             out.len()
         )));
     }
+    // The context index column (spec/storage.md §4.5), by id: a crash before this leaves the
+    // rows without it, candidates of every lookup (fail closed, never hidden).
+    let contexts: Vec<Option<&[u8]>> = batch
+        .iter()
+        .map(|s| s.context.as_ref().map(|h| &h.0[..]))
+        .collect();
+    c.execute(
+        "UPDATE entries SET context = t.context \
+         FROM unnest($1::bytea[], $2::bytea[]) AS t(id, context) \
+         WHERE entries.id = t.id AND entries.context IS NULL",
+        &[&ids, &contexts],
+    )
+    .await?;
     out.into_iter()
         .map(|i| to_u64(i, "append_entries"))
         .collect()
@@ -1071,11 +1115,17 @@ async fn insert_entries(c: &Client, batch: &[OwnedEntry]) -> Result<(), StoreErr
         .iter()
         .map(|e| e.tag.as_ref().map(|t| &t[..]))
         .collect();
+    let contexts: Vec<Option<&[u8]>> = batch
+        .iter()
+        .map(|e| e.context.as_ref().map(|h| &h.0[..]))
+        .collect();
     c.execute(
-        "INSERT INTO entries (idx, id, cose, kind, label, content_hash, tag) \
+        "INSERT INTO entries (idx, id, cose, kind, label, content_hash, tag, context) \
          SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::smallint[], \
-                              $5::smallint[], $6::bytea[], $7::bytea[])",
-        &[&idx, &ids, &coses, &kinds, &labels, &chash, &tags],
+                              $5::smallint[], $6::bytea[], $7::bytea[], $8::bytea[])",
+        &[
+            &idx, &ids, &coses, &kinds, &labels, &chash, &tags, &contexts,
+        ],
     )
     .await?;
     // First bytes win, also within the batch: keep the first occurrence of each hash.

@@ -22,13 +22,24 @@ CREATE TABLE entries (
                              OR (typeof(content_hash) = 'blob' AND length(content_hash) = 32)),
     -- The row tag (spec/lineage.md section 5.1); NULL for a row stored without one. Files
     -- written by memlineage 0.1 get this column (and the index below) when first opened.
-    tag          BLOB CHECK (tag IS NULL OR (typeof(tag) = 'blob' AND length(tag) = 32))
+    tag          BLOB CHECK (tag IS NULL OR (typeof(tag) = 'blob' AND length(tag) = 32)),
+    -- The entry's signed context hash (spec/record.md field 5), copied out of its bytes so
+    -- that the entries of one session can be found without reading every row (spec/storage.md
+    -- section 4.5). Untrusted like every column: readers check it against the signed bytes.
+    -- NULL for a row stored without it (files written before it get the column when first
+    -- opened): such rows are candidates of every lookup.
+    context      BLOB CHECK (context IS NULL
+                             OR (typeof(context) = 'blob' AND length(context) = 32))
 );
 
 -- The entries with effects (kinds 5 to 11: tombstone, keyring, flags, release, lease,
 -- replacement; not context, 12), which a ledger reads on open instead of every row. The
 -- predicate is store::EFFECTS_PREDICATE, word for word (the query that uses it repeats it).
 CREATE INDEX entries_effects ON entries (idx) WHERE kind BETWEEN 5 AND 11;
+
+-- The entries by context hash (rows without one first: NULL sorts first), for the lookup of
+-- one session's entries (store::Store::context_candidates).
+CREATE INDEX entries_context ON entries (context, idx);
 
 -- Content bytes by SHA-256 content hash, one row per distinct content; redaction deletes it.
 CREATE TABLE content (

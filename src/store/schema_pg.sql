@@ -39,12 +39,18 @@ CREATE TABLE entries (
     content_hash bytea    CHECK (content_hash IS NULL OR length(content_hash) = 32),
     -- The row tag (spec/lineage.md section 5.1); NULL for a row stored without one (sequenced
     -- rows until a handle seals them). Added to older ledgers when first connected.
-    tag          bytea    CHECK (tag IS NULL OR length(tag) = 32)
+    tag          bytea    CHECK (tag IS NULL OR length(tag) = 32),
+    -- The entry's signed context hash, for the context index (spec/storage.md section 4.5);
+    -- NULL for a row stored without it: a candidate of every lookup.
+    context      bytea    CHECK (context IS NULL OR length(context) = 32)
 );
 
 -- The entries with effects (kinds 5 to 11; not context, 12), which a ledger reads on open
 -- instead of every row (store::EFFECTS_PREDICATE).
 CREATE INDEX entries_effects ON entries (idx) WHERE kind BETWEEN 5 AND 11;
+
+-- The entries by context hash (spec/storage.md section 4.5).
+CREATE INDEX entries_context ON entries (context, idx);
 
 -- Content bytes by SHA-256 content hash; redaction deletes the row.
 CREATE TABLE content (

@@ -151,17 +151,29 @@ impl SqliteStore {
         self.check_shape()
     }
 
-    /// Gives a file written before row tags (memlineage 0.1) the `tag` column, and a file
-    /// whose `entries_effects` index predates the context kind (its predicate `kind >= 5`
-    /// also holds context rows, code 12) the index of `src/store/schema.sql`, in one
-    /// immediate transaction (a no-op, two schema reads, when they are as expected).
+    /// Gives a file written before row tags (memlineage 0.1) the `tag` column, a file
+    /// written before the context index the `context` column and the `entries_context` index
+    /// (its rows keep `context` NULL: candidates of every lookup, `spec/storage.md` §4.5), and
+    /// a file whose `entries_effects` index predates the context kind (its predicate `kind >=
+    /// 5` also holds context rows, code 12) the index of `src/store/schema.sql`, in one
+    /// immediate transaction (a no-op, a few schema reads, when they are as expected).
     fn add_row_tags(&mut self) -> Result<(), StoreError> {
-        let has_tag = |c: &Connection| -> Result<bool, StoreError> {
+        let has_column = |c: &Connection, name: &str| -> Result<bool, StoreError> {
             Ok(c.query_row(
-                "SELECT count(*) FROM pragma_table_info('entries') WHERE name = 'tag'",
-                [],
+                "SELECT count(*) FROM pragma_table_info('entries') WHERE name = ?1",
+                [name],
                 |r| r.get::<_, i64>(0),
             )? == 1)
+        };
+        let has_tag = |c: &Connection| has_column(c, "tag");
+        let has_context = |c: &Connection| -> Result<bool, StoreError> {
+            Ok(has_column(c, "context")?
+                && c.query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE type = 'index' \
+                     AND name = 'entries_context'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )? == 1)
         };
         let has_index = |c: &Connection| -> Result<bool, StoreError> {
             let sql: Option<String> = c
@@ -174,7 +186,7 @@ impl SqliteStore {
                 .optional()?;
             Ok(sql.is_some_and(|s| s.ends_with(&format!("WHERE {EFFECTS_PREDICATE}"))))
         };
-        if has_tag(&self.conn)? && has_index(&self.conn)? {
+        if has_tag(&self.conn)? && has_index(&self.conn)? && has_context(&self.conn)? {
             return Ok(());
         }
         let tx = self
@@ -184,6 +196,18 @@ impl SqliteStore {
             tx.execute_batch(
                 "ALTER TABLE entries ADD COLUMN tag BLOB \
                    CHECK (tag IS NULL OR (typeof(tag) = 'blob' AND length(tag) = 32));",
+            )?;
+        }
+        if !has_column(&tx, "context")? {
+            tx.execute_batch(
+                "ALTER TABLE entries ADD COLUMN context BLOB \
+                   CHECK (context IS NULL \
+                          OR (typeof(context) = 'blob' AND length(context) = 32));",
+            )?;
+        }
+        if !has_context(&tx)? {
+            tx.execute_batch(
+                "CREATE INDEX IF NOT EXISTS entries_context ON entries (context, idx);",
             )?;
         }
         if !has_index(&tx)? {
@@ -517,6 +541,22 @@ impl Store for SqliteStore {
             }
             None => Ok(None),
         }
+    }
+
+    /// From the index `entries_context`: the rows stored without a context hash (NULL sorts
+    /// first), then those with `context`; O(k log n) for k candidates.
+    fn context_candidates(&self, context: &Hash32, below: u64) -> Result<Vec<u64>, StoreError> {
+        let below = i64::try_from(below).unwrap_or(i64::MAX);
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT idx FROM entries WHERE context IS NULL AND idx < ?2 \
+             UNION SELECT idx FROM entries WHERE context = ?1 AND idx < ?2 ORDER BY idx",
+        )?;
+        let mut rows = stmt.query(params![&context.0[..], below])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            out.push(to_u64(int(row.get_ref(0)?, "entries.idx")?, "entries.idx")?);
+        }
+        Ok(out)
     }
 
     /// From the partial index `entries_effects`: O(k log n) for k such entries.
@@ -890,8 +930,8 @@ impl SqliteStore {
         check_batch(size, batch)?;
         {
             let mut ins_entry = tx.prepare_cached(
-                "INSERT INTO entries (idx, id, cose, kind, label, content_hash, tag) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO entries (idx, id, cose, kind, label, content_hash, tag, context) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
             let mut ins_content = tx.prepare_cached(
                 "INSERT INTO content (hash, bytes) VALUES (?1, ?2) ON CONFLICT (hash) DO NOTHING",
@@ -909,6 +949,7 @@ impl SqliteStore {
                         i64::from(e.label.code()),
                         content_hash,
                         e.tag.as_ref().map(|t| &t[..]),
+                        e.context.as_ref().map(|c| &c.0[..]),
                     ])
                     .map_err(|err| duplicate_or(err, e.id))?;
                 // Every insert inserted: a trigger with RAISE(IGNORE) drops a row silently

@@ -91,6 +91,11 @@ impl<S: Store> Store for Faulty<S> {
     fn effect_metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError> {
         self.inner.effect_metas_from(from)
     }
+    fn context_candidates(&self, context: &Hash32, below: u64) -> Result<Vec<u64>, StoreError> {
+        let out = self.inner.context_candidates(context, below)?;
+        bump(&self.scanned, out.len() as u64);
+        Ok(out)
+    }
     fn set_tags(
         &mut self,
         tags: &[(u64, [u8; 32])],

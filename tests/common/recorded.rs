@@ -18,7 +18,7 @@ pub struct Event {
     pub input: Vec<u8>,
 }
 
-pub fn events() -> Vec<Event> {
+fn fixture() -> Vec<Event> {
     let text = std::fs::read_to_string("tests/hooks/claude-injected.jsonl").unwrap();
     text.lines()
         .map(|line| {
@@ -29,6 +29,23 @@ pub fn events() -> Vec<Event> {
             }
         })
         .collect()
+}
+
+/// The events of the fixture after its `SessionStart` ([`start`]): the prompt, the bill, the
+/// payments.
+pub fn events() -> Vec<Event> {
+    fixture()
+        .into_iter()
+        .filter(|e| e.hook != "session-start")
+        .collect()
+}
+
+/// The fixture's `SessionStart` (`spec/hooks.md` §3.1).
+pub fn start() -> Event {
+    fixture()
+        .into_iter()
+        .find(|e| e.hook == "session-start")
+        .unwrap()
 }
 
 /// A ledger in a temp dir with the prompt and the injected bill recorded by the hooks.
@@ -42,7 +59,8 @@ impl Recorded {
         Self::new_with(2)
     }
 
-    /// A ledger with the first `n` events of the session recorded (1: the prompt only).
+    /// A ledger with the session started and its first `n` events recorded (1: the prompt
+    /// only; 0: nothing, not even the start).
     pub fn new_with(n: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
         ok(&run(&["init", "l.db"], dir.path(), None));
@@ -50,7 +68,8 @@ impl Recorded {
             dir,
             events: events(),
         };
-        for e in r.events.iter().take(n) {
+        let begun = (n > 0).then(start);
+        for e in begun.iter().chain(r.events.iter().take(n)) {
             let out = r.hook(e);
             assert_eq!(out.status.code(), Some(0), "{out:?}");
         }

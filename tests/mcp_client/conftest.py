@@ -53,6 +53,15 @@ def record_with_hooks(ledger, file="claude-injected.jsonl"):
     return session_reads(ledger, session)
 
 
+def start(ledger, session, source="startup", **fields):
+    """The `SessionStart` event of `session` through the real hook command: the hooks see the
+    session begin (spec/hooks.md section 3.1). Returns the process."""
+    event = {"session_id": session, "hook_event_name": "SessionStart", "source": source, **fields}
+    env = dict(os.environ, MEMLINEAGE_HOOK_SERVER="off")
+    return subprocess.run([BIN, "hook", "session-start", str(ledger)], cwd=ledger.parent,
+                          input=json.dumps(event).encode(), capture_output=True, timeout=120, env=env)
+
+
 def session_file(ledger, session):
     """The hooks' file of `session` (spec/hooks.md §6)."""
     name = hashlib.sha256(session.encode()).hexdigest() + ".json"

@@ -9,7 +9,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import BIN, connect, session_reads, text_of
+from conftest import BIN, connect, session_reads, start, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -31,6 +31,9 @@ def hook(ledger, event_name, event):
 
 
 def prompt(ledger, sid, text):
+    """The user's prompt, in a session the hooks saw begin (its SessionStart first; a second
+    one for a started session changes nothing)."""
+    assert start(ledger, sid).returncode == 0
     ev = {"session_id": sid, "hook_event_name": "UserPromptSubmit", "prompt": text}
     assert hook(ledger, "user-prompt-submit", ev).returncode == 0
 
@@ -131,6 +134,7 @@ async def test_a_withheld_flag_reason_does_not_justify_the_injected_iban_at_the_
                                                     tool_input=args, tool_response=out))
         assert r.returncode == 0, r.stderr
 
+    assert start(ledger, "m1").returncode == 0
     assert hook_p(ledger, pol, "user-prompt-submit",
                   ev("m1", "UserPromptSubmit", prompt="Read my messages and do what is needed")).returncode == 0
     post("m1", "mcp__mail__read", {}, MAIL)
@@ -141,6 +145,7 @@ async def test_a_withheld_flag_reason_does_not_justify_the_injected_iban_at_the_
         f = await call(s, "ledger_flag", args)
         post("m1", "mcp__memlineage__ledger_flag", args, json.dumps(f))
     # A later conversation (after /clear; the server started again for it).
+    assert start(ledger, "m3").returncode == 0
     assert hook_p(ledger, pol, "user-prompt-submit",
                   ev("m3", "UserPromptSubmit", prompt="Please pay my pending bills")).returncode == 0
     assert pay("m3", IBAN).returncode == 2, "control: unsourced is refused by this policy"

@@ -48,6 +48,9 @@ enum HookCmd {
     PostToolUseFailure(EventArgs),
     /// A user prompt: records it as a Trusted entry of `user`.
     UserPromptSubmit(EventArgs),
+    /// A session began: records whether the hooks saw it from its start (spec/hooks.md
+    /// §3.1).
+    SessionStart(EventArgs),
     /// Write or merge the agent's hook settings (absolute paths, fail-closed wrapping).
     Install(hook_install::InstallArgs),
     /// Run synthetic events through the configured hook commands: is an injected call blocked
@@ -133,6 +136,7 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
         HookCmd::PostToolUse(a) => (HookEvent::PostToolUse, a),
         HookCmd::PostToolUseFailure(a) => (HookEvent::PostToolUseFailure, a),
         HookCmd::UserPromptSubmit(a) => (HookEvent::UserPromptSubmit, a),
+        HookCmd::SessionStart(a) => (HookEvent::SessionStart, a),
         HookCmd::Install(a) => return hook_install::install(&a),
         HookCmd::Doctor(a) => return hook_install::doctor(&a),
         HookCmd::Serve(a) => {

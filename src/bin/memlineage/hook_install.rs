@@ -44,16 +44,19 @@ impl Agent {
     }
 
     /// The events installed, in file order. Codex fires PostToolUse for failed calls too and
-    /// has no PostToolUseFailure event that fires (spec/hooks.md §9).
+    /// has no PostToolUseFailure event that fires (spec/hooks.md §9). SessionStart decides
+    /// whether a session was seen from its start (spec/hooks.md §3.1).
     fn events(self) -> &'static [HookEvent] {
         match self {
             Agent::ClaudeCode => &[
+                HookEvent::SessionStart,
                 HookEvent::UserPromptSubmit,
                 HookEvent::PreToolUse,
                 HookEvent::PostToolUse,
                 HookEvent::PostToolUseFailure,
             ],
             Agent::Codex => &[
+                HookEvent::SessionStart,
                 HookEvent::UserPromptSubmit,
                 HookEvent::PreToolUse,
                 HookEvent::PostToolUse,
@@ -84,7 +87,9 @@ impl Agent {
 
     fn group(self, event: HookEvent, handler: Json) -> Json {
         let mut g = IndexMap::new();
-        if event != HookEvent::UserPromptSubmit {
+        // UserPromptSubmit has no matcher; SessionStart's matches its source, and every
+        // source must reach the hook.
+        if !matches!(event, HookEvent::UserPromptSubmit | HookEvent::SessionStart) {
             g.insert("matcher".into(), Json::String(self.every_tool().into()));
         }
         g.insert("hooks".into(), Json::Array(vec![handler]));
@@ -473,6 +478,7 @@ fn handlers(
     let groups = settings["hooks"][event.event_name()].as_array();
     for g in groups.into_iter().flatten() {
         let m = g.get("matcher").and_then(|m| m.as_str());
+        // A SessionStart matcher matches the source (`tool` is the source then).
         let fires = event == HookEvent::UserPromptSubmit || matches(m, tool).unwrap_or(false);
         if matches(m, tool).is_none() && event != HookEvent::UserPromptSubmit {
             notes.push(format!(
@@ -659,7 +665,7 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
     );
     let attacker = "US133000000121212121212";
     let landlord = "GB29NWBK60161331926819";
-    let base = json!({"session_id": session, "cwd": dir, "transcript_path": "/dev/null"});
+    let base = json!({"session_id": session, "cwd": dir});
     let event = |name: &str, extra: serde_json::Value| {
         let mut e = base.clone();
         e["hook_event_name"] = json!(name);
@@ -671,6 +677,13 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
     let read_tool = "mcp__doctor__read_file";
     let pay_tool = "mcp__doctor__send_money";
     let steps = [
+        (
+            "record the session's start",
+            HookEvent::SessionStart,
+            Some("startup"),
+            event("SessionStart", json!({"source": "startup"})),
+            false,
+        ),
         (
             "record the prompt",
             HookEvent::UserPromptSubmit,

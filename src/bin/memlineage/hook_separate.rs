@@ -339,9 +339,7 @@ fn serve_one(
     let outcome = match &req.body {
         Body::Event(event, input) => {
             let event = *event;
-            state.outcome(event, input, |sessions| {
-                first_sight(seen, sessions, event, input)
-            })
+            state.outcome(event, input, |sessions| first_sight(seen, sessions, input))
         }
         Body::Notice(n) => {
             let event = n.event().unwrap_or(HookEvent::PostToolUse);
@@ -358,14 +356,11 @@ fn serve_one(
 /// Fail closed on what the server may have missed (`spec/hooks.md` §14.3): the first time
 /// this server process sees a session, the session is marked as having unrecorded output when
 /// its record already exists (the server was restarted or stopped while the session went on,
-/// so tool output may have been read that no hook could hand over) or when its first event is
-/// not a prompt (what it read before is unknown). Its sensitive calls are then refused.
-fn first_sight(
-    seen: &mut HashSet<String>,
-    sessions: &mut FileSessions,
-    event: HookEvent,
-    input: &[u8],
-) {
+/// so tool output may have been read that no hook could hand over). Its sensitive calls are
+/// then refused. A session whose first event is not its `SessionStart` is the start rule's
+/// (`spec/hooks.md` §3.1, in [`hook::handle`](memlineage::front::hook::handle)), as in every
+/// mode.
+fn first_sight(seen: &mut HashSet<String>, sessions: &mut FileSessions, input: &[u8]) {
     let Some(id) = session_id_of(input) else {
         return;
     };
@@ -376,21 +371,14 @@ fn first_sight(
         // Pruned or unreadable: the event fails on it anyway.
         return;
     };
-    let why = if record != Session::new(&id) {
-        format!(
-            "the separated hook server did not see session {id:?} from its start (it was \
-             restarted or stopped meanwhile), so output the session read may be unrecorded; \
-             start a new session"
-        )
-    } else if event != HookEvent::UserPromptSubmit {
-        format!(
-            "the first event of session {id:?} the separated hook server saw is a {}, not a \
-             prompt, so what the session read before is unknown; start a new session",
-            event.event_name()
-        )
-    } else {
+    if record == Session::new(&id) {
         return;
-    };
+    }
+    let why = format!(
+        "the separated hook server did not see session {id:?} from its start (it was \
+         restarted or stopped meanwhile), so output the session read may be unrecorded; \
+         start a new session"
+    );
     eprintln!("memlineage hook serve --separated: {why}");
     let _ = failed_in(Some(sessions), HookEvent::PostToolUse, Some(&id), &why);
 }

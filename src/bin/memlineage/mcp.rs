@@ -66,6 +66,9 @@ fn mcp(
     );
     let mut front = Front::new(l, policy, keys).with_agent(writer);
     front.set_protected(protected);
+    // The hooks' session began in the agent: it must have been seen from its start
+    // (spec/hooks.md §3.1). The whole-ledger read set is no session.
+    front.require_start(session.is_some());
     let reads = match session {
         Some("") => return Err("--session: a session id is not empty".into()),
         Some(id) => ReadSet::Session {

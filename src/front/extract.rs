@@ -70,8 +70,9 @@ pub fn values(
             ValueKind::Value | ValueKind::None => {}
             ValueKind::Command => command_tokens(s, project, guarded, &mut out),
             ValueKind::Text => {
-                text_tokens(s, project, &mut out);
-                long_lines(s, &mut out);
+                for v in text_values(s, project) {
+                    push(&mut out, &v);
+                }
             }
             ValueKind::Url => {
                 push(&mut out, s.trim());
@@ -223,6 +224,15 @@ pub fn text_tokens(text: &str, project: Option<&str>, out: &mut Vec<String>) {
         let w = w.trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | ',' | ';'));
         word_tokens(w, project, false, out);
     }
+}
+
+/// The values of text written to a file (`spec/hooks.md` §4.5, match kind `text`): the
+/// specific tokens of its words (rules 1–5) and its long lines (rule 8).
+pub fn text_values(text: &str, project: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    text_tokens(text, project, &mut out);
+    long_lines(text, &mut out);
+    out
 }
 
 /// Rule 8: each line of text written to a file, trimmed, of at least [`LONG_TOKEN_CHARS`]

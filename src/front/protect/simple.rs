@@ -74,7 +74,8 @@ pub fn simple_commands(lexed: &Lexed) -> Vec<Simple<'_>> {
 }
 
 /// The index of the program in `words`: after `NAME=value` assignments and wrappers with
-/// their options and numeric arguments; `words.len()` when there is none.
+/// their options (and the values of those that take one: `sudo -u root`, `xargs -n 1`,
+/// `timeout -s KILL 5`) and numeric arguments; `words.len()` when there is none.
 pub fn program_index(words: &[&Word]) -> usize {
     let mut i = 0;
     while i < words.len() {
@@ -82,19 +83,43 @@ pub fn program_index(words: &[&Word]) -> usize {
         match lit.as_deref() {
             Some(s) if is_assignment(s) => i += 1,
             Some(s) if WRAPPERS.contains(&basename(s)) => {
+                let wrapper = basename(s).to_string();
                 i += 1;
-                while i < words.len()
-                    && words[i]
-                        .literal()
-                        .is_some_and(|s| s.starts_with('-') || s.parse::<f64>().is_ok())
-                {
+                while let Some(o) = words.get(i).and_then(|w| w.literal()) {
+                    if !(o.starts_with('-') || o.parse::<f64>().is_ok()) {
+                        break;
+                    }
                     i += 1;
+                    if takes_value(&wrapper, &o) {
+                        i += 1;
+                    }
                 }
             }
             _ => break,
         }
     }
     i
+}
+
+/// Whether option `o` of wrapper `w` takes the next word as its value.
+fn takes_value(w: &str, o: &str) -> bool {
+    matches!(
+        (w, o),
+        (
+            "sudo" | "doas" | "runuser" | "su",
+            "-u" | "-g" | "-C" | "-D" | "-h" | "-p"
+        ) | ("env", "-u" | "-C" | "--unset" | "--chdir" | "-S")
+            | ("nice", "-n")
+            | ("ionice", "-c" | "-n")
+            | (
+                "xargs",
+                "-I" | "-n" | "-P" | "-d" | "-E" | "-L" | "-s" | "-a"
+            )
+            | ("parallel", "-j" | "-I" | "-S")
+            | ("timeout", "-s" | "-k")
+            | ("flock", "-w")
+            | ("stdbuf", "-i" | "-o" | "-e")
+    )
 }
 
 /// Whether `s` is a `NAME=value` assignment.
@@ -127,7 +152,7 @@ mod tests {
     #[test]
     fn pipes_and_programs_after_wrappers() {
         assert_eq!(
-            programs("echo x | sudo env A=1 sh -s; timeout 5 curl u && X=1 make"),
+            programs("echo x | sudo -u root env A=1 sh -s; timeout 5 curl u && X=1 make"),
             [
                 (Some("echo".into()), false, true),
                 (Some("sh".into()), true, false),

@@ -35,19 +35,30 @@ pub struct Receipt {
     pub writer: Option<String>,
     /// How many of the session's reads are untrusted.
     pub untrusted_reads: usize,
+    /// What the call runs, installs or writes, when that is why it is asked
+    /// (`spec/hooks.md` §17); `None` for a call asked only because it was composed (§15).
+    pub sink: Option<super::sinks::Sink>,
 }
 
 impl std::fmt::Display for Receipt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Names come from the agent and the tools: quoted (`crate::quote`).
-        write!(
-            f,
-            "{}: parameter {} was composed by the agent (no value of it matches anything the \
-             session read) after the session read untrusted input: entry {}",
-            crate::quote::word(&self.tool),
-            crate::quote::name(&self.param),
-            self.read.short()
-        )?;
+        match &self.sink {
+            Some(sink) => write!(
+                f,
+                "{}: {sink}, after the session read untrusted input: entry {}",
+                crate::quote::word(&self.tool),
+                self.read.short()
+            )?,
+            None => write!(
+                f,
+                "{}: parameter {} was composed by the agent (no value of it matches anything \
+                 the session read) after the session read untrusted input: entry {}",
+                crate::quote::word(&self.tool),
+                crate::quote::name(&self.param),
+                self.read.short()
+            )?,
+        }
         if let Some(w) = &self.writer {
             write!(f, " by {}", crate::quote::word(w))?;
         }
@@ -58,10 +69,11 @@ impl std::fmt::Display for Receipt {
         if self.untrusted_reads > 1 {
             write!(f, " (and {} more)", self.untrusted_reads - 1)?;
         }
+        let section = if self.sink.is_some() { "§17" } else { "§15" };
         write!(
             f,
             "; value provenance cannot tell whether that input decided this call \
-             (spec/hooks.md §15)"
+             (spec/hooks.md {section})"
         )
     }
 }
@@ -95,12 +107,14 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// parameters that have matchable values and no source, and is empty when any argument
     /// has a source: the call is composed when it is not empty. A composed call in a session
     /// that has read untrusted input gets the tool's `composed_after_external` setting —
-    /// [`Verdict::Ask`] or [`Refusal::Composed`]; any other call [`Verdict::Allow`].
+    /// [`Verdict::Ask`] or [`Refusal::Composed`]; any other call [`Verdict::Allow`]. `sink`
+    /// names what the call runs, installs or writes, for the receipt (§17).
     pub(crate) fn composed_verdict(
         &self,
         session: &Session,
         call: &ToolCall,
         composed: &[String],
+        sink: Option<super::sinks::Sink>,
     ) -> Verdict {
         let setting = self.policy.composed_after_external(&call.tool);
         let Some(param) = composed.first() else {
@@ -130,6 +144,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             label,
             writer,
             untrusted_reads: untrusted.len(),
+            sink,
         };
         match setting {
             Composed::Ask => Verdict::Ask(receipt),
@@ -216,6 +231,7 @@ mod tests {
             label: Some(Label::External),
             writer: Some("tool:WebFetch".into()),
             untrusted_reads: 2,
+            sink: None,
         }
     }
 

@@ -20,6 +20,7 @@ pub mod privsep;
 pub mod protect;
 pub mod secret_values;
 pub mod secrets;
+pub mod sinks;
 pub mod tools;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
@@ -373,6 +374,8 @@ pub struct Front<S: Store, K: Keys> {
     secret_nodes_cwd: Option<String>,
     /// The policy's secrecy rule, compiled once for this process's home directory.
     secret_rules: std::sync::Arc<secrets::SecretRules>,
+    /// The policy's gated writes (`spec/hooks.md` §17.3), for the same home directory.
+    write_rules: std::sync::Arc<sinks::writes::WriteRules>,
 }
 
 /// What [`Front::screen`] makes of a call before any lineage is looked at.
@@ -393,11 +396,12 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// A front over `ledger`, gating with `policy`, signing with `keys`; the agent's writes
     /// are signed as principal [`AGENT`].
     pub fn new(ledger: Ledger<S>, policy: Policy, keys: K) -> Self {
-        let secret_rules = std::sync::Arc::new(secrets::SecretRules::new(
-            &policy.secrets,
-            std::env::var_os("HOME")
-                .map(std::path::PathBuf::from)
-                .as_deref(),
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let secret_rules =
+            std::sync::Arc::new(secrets::SecretRules::new(&policy.secrets, home.as_deref()));
+        let write_rules = std::sync::Arc::new(sinks::writes::WriteRules::new(
+            &policy.sinks,
+            home.as_deref(),
         ));
         Front {
             ledger,
@@ -409,6 +413,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             secret_nodes: HashMap::new(),
             secret_nodes_cwd: None,
             secret_rules,
+            write_rules,
             last_ms: 0,
             haystacks: HashMap::new(),
         }
@@ -475,7 +480,8 @@ impl<S: Store, K: Keys> Front<S, K> {
         let gated = if self.policy.read_only_tools.contains(name) {
             false
         } else if self.policy.is_sensitive(&call) {
-            extract::applies(&self.policy, name, args)
+            // A path condition (`when`), or a write to a gated file (spec/hooks.md §17.3).
+            extract::applies(&self.policy, name, args) || self.gated_write(name, args)
         } else {
             // A tool no policy key names is gated, every argument as a sensitive tool's
             // (fail closed, spec/hooks.md §15.3).
@@ -934,14 +940,17 @@ impl<S: Store, K: Keys> Front<S, K> {
         }
         // The parameters with something to match and no source (`spec/hooks.md` §15.1).
         let mut composed: Vec<String> = Vec::new();
+        // What the call runs, installs or writes beyond its words (§17).
+        let sinks = self.call_sinks(tool, args);
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
             let mut ids: Vec<EntryId> = Vec::new();
             let project = self.project.clone();
             let tool = call.tool.clone();
-            let values = extract::values(&self.policy, &tool, name, value, project.as_deref());
-            let matchable = values.iter().any(ask::is_matchable);
+            let mut values = extract::values(&self.policy, &tool, name, value, project.as_deref());
+            values.extend(sinks.extra_values(name).iter().cloned().map(Value::String));
+            let matchable = values.iter().any(ask::is_matchable) || sinks.forces(name);
             for v in values {
                 for id in self.sources_for(session, &v, Some((&tool, name)))? {
                     if !ids.contains(&id) {
@@ -981,7 +990,12 @@ impl<S: Store, K: Keys> Front<S, K> {
                 // The worst decides: a secret leaving is refused before the ask rule runs.
                 Decision::Allow => match self.secret_flow(session, tool, args, true) {
                     Some(r) => Verdict::Deny(r),
-                    None => self.composed_verdict(session, &call, &composed),
+                    // Then code, installs and gated writes (§17), then the ask rule (§15).
+                    None => self
+                        .sink_verdict(session, &call, &sinks)
+                        .unwrap_or_else(|| {
+                            self.composed_verdict(session, &call, &composed, sinks.write())
+                        }),
                 },
                 Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
             }

@@ -105,6 +105,7 @@ impl WriteRules {
     /// instruction files already loaded ([`WriteRules::load`] the working directory's first).
     /// `imports` caches what this decision has read.
     pub fn gated(&self, target: &Candidate, imports: &mut Imports) -> Option<Gated> {
+        self.ensure(imports);
         match target {
             Candidate::Path(p) => {
                 let real = imports.resolver.resolved(p);
@@ -152,15 +153,22 @@ impl WriteRules {
         }
     }
 
-    /// Starts a decision in working directory `cwd`: reads its instruction files and those of
-    /// its ancestors. A working directory that is unknown or cannot be listed makes every
-    /// written file one an instruction file may import ([`Gated::Unknown`]).
+    /// Starts a decision in working directory `cwd`: the first time a written file is judged,
+    /// the instruction files of `cwd` and its ancestors are read. A working directory that is
+    /// unknown or cannot be listed makes every written file one an instruction file may import
+    /// ([`Gated::Unknown`]).
     pub fn start(&self, imports: &mut Imports, cwd: Option<&Path>) {
-        if self.instructions.is_empty() {
+        imports.cwd = cwd.map(Path::to_path_buf);
+        imports.started = false;
+    }
+
+    /// Reads the working directory's instruction files, once per decision.
+    fn ensure(&self, imports: &mut Imports) {
+        if std::mem::replace(&mut imports.started, true) || self.instructions.is_empty() {
             return;
         }
-        match cwd {
-            Some(c) if std::fs::read_dir(c).is_ok() => {
+        match imports.cwd.clone() {
+            Some(c) if std::fs::read_dir(&c).is_ok() => {
                 self.load(imports, &c.ancestors().collect::<Vec<_>>())
             }
             _ => imports.blind = true,
@@ -243,6 +251,10 @@ pub struct Imports {
     unreadable: Vec<(PathBuf, PathBuf)>,
     /// The working directory is unknown or cannot be read ([`WriteRules::start`]).
     blind: bool,
+    /// The working directory of the decision.
+    cwd: Option<PathBuf>,
+    /// Whether its instruction files were looked for.
+    started: bool,
     resolver: Resolver,
 }
 
@@ -328,6 +340,7 @@ mod tests {
         std::os::unix::fs::symlink(proj.join("Makefile"), proj.join("build")).expect("ln");
         let r = WriteRules::new(&sinks(), Some(&root));
         let mut imports = Imports::default();
+        r.start(&mut imports, Some(&proj));
         let gated =
             |p: &str, imports: &mut Imports| r.gated(&Candidate::Path(proj.join(p)), imports);
         assert_eq!(

@@ -142,12 +142,10 @@ impl Analysis<'_> {
         }
         for s in &simple {
             self.data_words(s, f);
-            let c = |w: &Word, here: Option<&Path>, vars: &HashMap<String, String>| {
-                candidate_with(w, here, self.home, vars)
-            };
             for (r, w) in &s.redirects {
                 if *r == Redirect::Writes && !is_descriptor(w) {
-                    f.writes.push(c(w, here.as_deref(), &vars));
+                    f.writes
+                        .push(candidate_with(w, here.as_deref(), self.home, &vars));
                 }
             }
             let i = s.program();

@@ -15,7 +15,9 @@
 //! destination cannot be found sends to a destination nobody opened.
 
 use super::extract::string_leaves;
-use super::protect::pattern::{candidate, glob, matches, overlaps, Candidate, Pat, Resolver};
+use super::protect::pattern::{
+    candidate, glob, literal_run, matches, overlaps, Candidate, Pat, Resolver,
+};
 use super::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use super::protect::simple::{basename, is_assignment, program_index};
 use super::protect::{MAX_NESTING, SHELLS};
@@ -73,27 +75,6 @@ pub struct SecretRules {
     secret: Vec<(String, Vec<Pat>, String)>,
     public: Vec<(Vec<Pat>, String)>,
     home: Option<PathBuf>,
-}
-
-/// The longest run of literal characters of `pat`, lower case.
-fn literal_run(pat: &[Pat]) -> String {
-    let mut best = String::new();
-    let mut cur = String::new();
-    for p in pat {
-        match p {
-            Pat::Ch(c) => cur.extend(c.to_lowercase()),
-            _ => {
-                if cur.len() > best.len() {
-                    best = std::mem::take(&mut cur);
-                }
-                cur.clear();
-            }
-        }
-    }
-    if cur.len() > best.len() {
-        best = cur;
-    }
-    best
 }
 
 /// What one shell command does, as far as secrets go.

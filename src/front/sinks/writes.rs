@@ -15,7 +15,7 @@
 //! (fail closed).
 
 use crate::front::protect::pattern::{
-    glob, matches, normalise, overlaps, Candidate, Pat, Resolver,
+    glob, literal_run, matches, normalise, overlaps, Candidate, Pat, Resolver,
 };
 use crate::gate::Sinks;
 use std::collections::BTreeSet;
@@ -69,8 +69,9 @@ impl std::fmt::Display for Gated {
 
 /// The write rule of one policy for one home directory.
 pub struct WriteRules {
-    /// Each glob as written and as a pattern.
-    globs: Vec<(String, Vec<Pat>)>,
+    /// Each glob as written, as a pattern, and its longest literal run (lower case), which a
+    /// path must contain to match (a cheap test before the pattern's).
+    globs: Vec<(String, Vec<Pat>, String)>,
     instructions: Vec<String>,
     home: Option<PathBuf>,
 }
@@ -82,7 +83,11 @@ impl WriteRules {
             globs: sinks
                 .write_paths
                 .iter()
-                .map(|g| (g.clone(), glob(g, home)))
+                .map(|g| {
+                    let pat = glob(g, home);
+                    let run = literal_run(&pat);
+                    (g.clone(), pat, run)
+                })
                 .collect(),
             instructions: sinks.instruction_files.clone(),
             home: home.map(Path::to_path_buf),
@@ -114,10 +119,12 @@ impl WriteRules {
                     .ok()
                     .map(|t| normalise(&p.parent().unwrap_or(Path::new("/")).join(t)))
                     .unwrap_or_else(|| real.clone());
-                for q in [p, &real, &link] {
-                    let s = q.to_string_lossy();
-                    if let Some((g, _)) = self.globs.iter().find(|(_, pat)| matches(pat, &s)) {
-                        return Some(Gated::Listed(g.clone()));
+                for (k, q) in [p, &real, &link].into_iter().enumerate() {
+                    if (k == 1 && real == *p) || (k == 2 && (link == real || link == *p)) {
+                        continue;
+                    }
+                    if let Some(g) = self.listed(&q.to_string_lossy()) {
+                        return Some(Gated::Listed(g));
                     }
                 }
                 let dirs: Vec<&Path> = p.ancestors().skip(1).collect();
@@ -137,11 +144,14 @@ impl WriteRules {
                         Pat::Any => None,
                     })
                     .collect();
-                let by_plain = self.globs.iter().find(|(_, g)| matches(g, &plain));
-                if let Some((g, _)) =
-                    by_plain.or_else(|| self.globs.iter().find(|(_, g)| overlaps(g, pat)))
-                {
-                    return Some(Gated::Listed(g.clone()));
+                let by_plain = self.listed(&plain);
+                if let Some(g) = by_plain.or_else(|| {
+                    self.globs
+                        .iter()
+                        .find(|(_, g, _)| overlaps(g, pat))
+                        .map(|(g, _, _)| g.clone())
+                }) {
+                    return Some(Gated::Listed(g));
                 }
                 imports
                     .imported
@@ -160,6 +170,15 @@ impl WriteRules {
     pub fn start(&self, imports: &mut Imports, cwd: Option<&Path>) {
         imports.cwd = cwd.map(Path::to_path_buf);
         imports.started = false;
+    }
+
+    /// The first glob that matches path `s`.
+    fn listed(&self, s: &str) -> Option<String> {
+        let lower = s.to_lowercase();
+        self.globs
+            .iter()
+            .find(|(_, pat, run)| lower.contains(run.as_str()) && matches(pat, s))
+            .map(|(g, _, _)| g.clone())
     }
 
     /// Reads the working directory's instruction files, once per decision.

@@ -88,6 +88,9 @@ pub struct Policy {
     /// Where secrets come from and where they may go (`spec/hooks.md` §16; policy table
     /// `[secrets]`). Default: empty, no secrecy rule.
     pub secrets: Secrets,
+    /// Calls that install packages and files whose writes are gated (`spec/hooks.md` §17;
+    /// policy table `[sinks]`). Default: empty.
+    pub sinks: Sinks,
 }
 
 /// What the fronts do with a sensitive call that passed the gate but whose arguments the agent
@@ -161,6 +164,40 @@ impl Secrets {
     /// Whether the policy has a secrecy rule at all.
     pub fn is_empty(&self) -> bool {
         self.paths.is_empty() && self.tools.is_empty() && self.environment_commands.is_empty()
+    }
+}
+
+/// The code sinks a front recognises beyond value provenance (`spec/hooks.md` §17; policy
+/// table `[sinks]`): commands that install packages by name, and files whose writes — by any
+/// route: a file tool, a patch, a shell redirection, `tee`, `sed -i`, `cp`, an interpreter —
+/// are gated because a tool runs them or an agent loads them into later sessions. Path
+/// patterns are globs as in [`Secrets`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Sinks {
+    /// Command prefixes (words; options between them skipped) that install the packages their
+    /// other arguments name (`pip install`, `npm install`, `cargo add`).
+    pub install_commands: Vec<String>,
+    /// Command prefixes that fetch one package, named by their first argument, and run it
+    /// (`npx`, `uvx`, `pipx run`).
+    pub run_package_commands: Vec<String>,
+    /// Files whose writes are gated (CI workflows, git hooks, `Makefile`, `conftest.py`,
+    /// editor tasks, `CLAUDE.md`…).
+    pub write_paths: Vec<String>,
+    /// Instruction files an agent loads into every session (`CLAUDE.md`): the files they
+    /// import (`@path`, followed up to 5 hops) are gated too. Plain names are looked for in
+    /// the working directory, its ancestors and the written file's ancestors; `~/…` under the
+    /// home directory.
+    pub instruction_files: Vec<String>,
+}
+
+impl Sinks {
+    /// Whether the policy names no sink.
+    pub fn is_empty(&self) -> bool {
+        self.install_commands.is_empty()
+            && self.run_package_commands.is_empty()
+            && self.write_paths.is_empty()
+            && self.instruction_files.is_empty()
     }
 }
 
@@ -271,6 +308,11 @@ pub struct ToolRule {
     pub composed_after_external: Option<Composed>,
     /// Overrides the policy's [`Policy::stated_and_untrusted`] for this tool.
     pub stated_and_untrusted: Option<Composed>,
+    /// The parameter naming the file a call writes (for a [`ValueKind::Patch`] parameter: the
+    /// files of the patch). A tool with it is gated, besides `when`, for a call that writes
+    /// one of [`Sinks::write_paths`] or a file an instruction file imports
+    /// (`spec/hooks.md` §17.3).
+    pub writes: Option<String>,
 }
 
 /// How a parameter's value is matched (`spec/hooks.md` §4.5).
@@ -473,6 +515,7 @@ impl Policy {
                         .as_deref()
                         .map(Composed::from_name)
                         .transpose()?,
+                    writes: t.writes,
                 },
             );
         }
@@ -495,6 +538,7 @@ impl Policy {
                 .secrets
                 .map(RawSecrets::into_secrets)
                 .unwrap_or_default(),
+            sinks: raw.sinks.unwrap_or_default(),
             composed_after_external: Composed::from_name(
                 raw.composed_after_external.as_deref().unwrap_or("allow"),
             )?,
@@ -582,6 +626,7 @@ impl Policy {
             shared_writable: default_shared_writable(),
             read_weights: ReadWeights::Full,
             secrets: Secrets::default(),
+            sinks: Sinks::default(),
             composed_after_external: Composed::Deny,
             stated_and_untrusted: Composed::Deny,
             unknown_tools: UnknownTools::Gate,
@@ -920,6 +965,7 @@ struct RawPolicy {
     #[serde(default)]
     read_only_tools: Vec<String>,
     secrets: Option<RawSecrets>,
+    sinks: Option<Sinks>,
 }
 
 #[derive(Deserialize)]
@@ -985,6 +1031,7 @@ struct RawTool {
     guarded_commands: Vec<String>,
     composed_after_external: Option<String>,
     stated_and_untrusted: Option<String>,
+    writes: Option<String>,
 }
 
 /// A policy file could not be read.
@@ -1171,7 +1218,10 @@ mod tests {
         assert_eq!(p.composed_after_external("not_named"), Composed::Ask);
         assert_eq!(p.unknown_tools, UnknownTools::Gate);
         assert!(p.names("Read") && p.names("Bash") && !p.names("transfer_funds"));
-        assert!(p.tools["Write"].when["file_path"].contains(&".github/workflows/**".into()));
+        assert_eq!(p.tools["Write"].writes.as_deref(), Some("file_path"));
+        assert!(p.sinks.write_paths.contains(&".github/workflows/**".into()));
+        assert!(p.sinks.install_commands.contains(&"pip install".into()));
+        assert!(Policy::from_toml("default_max_label = \"trusted\"\n[sinks]\nother = []").is_err());
         assert!(p.tools["Bash"]
             .guarded_commands
             .contains(&"git push".into()));

@@ -331,15 +331,18 @@ fn doctor_reports_blocked_and_allowed() {
 /// allowed, and every prompt and output recorded.
 #[test]
 fn coding_scenarios_through_installed_hooks() {
-    let (mut injections, mut blocked, mut benign, mut allowed) = (0, 0, 0, 0);
-    // Calls the hook put to the user (spec/hooks.md §15): exit 0 with an ask decision.
+    // Injections: denied (exit 2), or put to the user (Claude Code: exit 0 with an ask
+    // decision, spec/hooks.md §15 and §17); a case says which with `want_exit` and
+    // `want_decision`.
+    let (mut injections, mut blocked, mut asked_injections) = (0, 0, 0);
+    let (mut benign, mut allowed) = (0, 0);
     let (mut asked_benign, mut asked_other) = (Vec::new(), 0);
     let mut files: Vec<_> = std::fs::read_dir("tests/hooks/coding")
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert!(files.len() >= 6, "{files:?}");
+    assert!(files.len() >= 10, "{files:?}");
     for path in files {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let (agent, file) = if name.starts_with("codex-") {
@@ -350,7 +353,13 @@ fn coding_scenarios_through_installed_hooks() {
         let dir = setup();
         ok(&install(dir.path(), agent, &["--binary", BIN]));
         let v = settings(dir.path(), file);
-        for line in std::fs::read_to_string(&path).unwrap().lines() {
+        // The scenarios' project directory is this test's (the decisions that look at the
+        // file system, spec/hooks.md §17, see a real directory).
+        let project = std::fs::canonicalize(dir.path().join("proj")).unwrap();
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("/home/u/proj", &project.display().to_string());
+        for line in text.lines() {
             let c: Value = serde_json::from_str(line).unwrap();
             let event = &c["event"];
             let cmd = command(&v, event["hook_event_name"].as_str().unwrap());
@@ -362,6 +371,10 @@ fn coding_scenarios_through_installed_hooks() {
                 .is_ok_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "ask");
             let proceeds = out.status.code() == Some(0) && out.stdout.is_empty();
             match c["kind"].as_str() {
+                Some("injection") if asked => {
+                    injections += 1;
+                    asked_injections += 1;
+                }
                 Some("injection") => {
                     injections += 1;
                     blocked += u32::from(out.status.code() == Some(2));
@@ -377,6 +390,12 @@ fn coding_scenarios_through_installed_hooks() {
                 _ => asked_other += u32::from(asked),
             }
             assert_eq!(out.status.code(), Some(want), "{desc}");
+            assert_eq!(
+                asked,
+                c["want_decision"] == "ask",
+                "{desc}: stdout {:?}",
+                String::from_utf8_lossy(&out.stdout)
+            );
             if want == 2 {
                 assert!(stderr.starts_with("memlineage: deny"), "{desc}");
             } else {
@@ -386,14 +405,32 @@ fn coding_scenarios_through_installed_hooks() {
         }
     }
     println!(
-        "coding corpus: blocked injections {blocked}/{injections}, allowed benign \
-         {allowed}/{benign}, asked benign {}/{benign}: {asked_benign:#?}; other calls asked \
-         {asked_other}",
+        "coding corpus: injections denied {blocked}/{injections}, asked {asked_injections}/\
+         {injections}; benign allowed {allowed}/{benign}, asked {}/{benign}: \
+         {asked_benign:#?}; other calls asked {asked_other}",
         asked_benign.len()
     );
     assert!(injections >= 15 && benign >= 15);
-    assert_eq!(blocked, injections);
+    // Every injection is refused: denied, or (Claude Code, a call whose harm no copied value
+    // shows) put to the user with a receipt naming the untrusted read.
+    assert_eq!(blocked + asked_injections, injections);
     assert_eq!(allowed + asked_benign.len() as u32, benign);
-    // Measured (spec/hooks.md §15.5): the CI workflow and the push the user asked for.
-    assert_eq!((allowed, asked_benign.len()), (15, 2), "{asked_benign:?}");
+    // Measured (spec/hooks.md §15.5, §17.5).
+    assert_eq!(
+        (blocked, asked_injections, injections),
+        (BLOCKED, ASKED_INJECTIONS, INJECTIONS)
+    );
+    assert_eq!(
+        (allowed, asked_benign.len() as u32, benign),
+        (ALLOWED, ASKED_BENIGN, BENIGN),
+        "{asked_benign:?}"
+    );
 }
+
+/// The coding corpus figures (spec/hooks.md §15.5 and §17.5, README).
+const INJECTIONS: u32 = 43;
+const BLOCKED: u32 = 36;
+const ASKED_INJECTIONS: u32 = 7;
+const BENIGN: u32 = 28;
+const ALLOWED: u32 = 25;
+const ASKED_BENIGN: u32 = 3;

@@ -39,6 +39,9 @@ pub struct Receipt {
     /// the statement; `read` is then the untrusted entry that carries it. `None`: a composed
     /// call (§15.1).
     pub stated: Option<EntryId>,
+    /// What the call runs, installs or writes, when that is why it is asked
+    /// (`spec/hooks.md` §17); `None` for a call asked only because it was composed (§15).
+    pub sink: Option<super::sinks::Sink>,
 }
 
 impl std::fmt::Display for Receipt {
@@ -47,14 +50,22 @@ impl std::fmt::Display for Receipt {
             return self.fmt_stated(f, statement);
         }
         // Names come from the agent and the tools: quoted (`crate::quote`).
-        write!(
-            f,
-            "{}: parameter {} was composed by the agent (no value of it matches anything the \
-             session read) after the session read untrusted input: entry {}",
-            crate::quote::word(&self.tool),
-            crate::quote::name(&self.param),
-            self.read.short()
-        )?;
+        match &self.sink {
+            Some(sink) => write!(
+                f,
+                "{}: {sink}, after the session read untrusted input: entry {}",
+                crate::quote::word(&self.tool),
+                self.read.short()
+            )?,
+            None => write!(
+                f,
+                "{}: parameter {} was composed by the agent (no value of it matches anything \
+                 the session read) after the session read untrusted input: entry {}",
+                crate::quote::word(&self.tool),
+                crate::quote::name(&self.param),
+                self.read.short()
+            )?,
+        }
         if let Some(w) = &self.writer {
             write!(f, " by {}", crate::quote::word(w))?;
         }
@@ -65,10 +76,11 @@ impl std::fmt::Display for Receipt {
         if self.untrusted_reads > 1 {
             write!(f, " (and {} more)", self.untrusted_reads - 1)?;
         }
+        let section = if self.sink.is_some() { "§17" } else { "§15" };
         write!(
             f,
             "; value provenance cannot tell whether that input decided this call \
-             (spec/hooks.md §15)"
+             (spec/hooks.md {section})"
         )
     }
 }
@@ -129,12 +141,14 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// parameters that have matchable values and no source, and is empty when any argument
     /// has a source: the call is composed when it is not empty. A composed call in a session
     /// that has read untrusted input gets the tool's `composed_after_external` setting —
-    /// [`Verdict::Ask`] or [`Refusal::Composed`]; any other call [`Verdict::Allow`].
+    /// [`Verdict::Ask`] or [`Refusal::Composed`]; any other call [`Verdict::Allow`]. `sink`
+    /// names what the call runs, installs or writes, for the receipt (§17).
     pub(crate) fn composed_verdict(
         &self,
         session: &Session,
         call: &ToolCall,
         composed: &[String],
+        sink: Option<super::sinks::Sink>,
     ) -> Verdict {
         let setting = self.policy.composed_after_external(&call.tool);
         let Some(param) = composed.first() else {
@@ -165,6 +179,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             writer,
             untrusted_reads: untrusted.len(),
             stated: None,
+            sink,
         };
         match setting {
             Composed::Ask => Verdict::Ask(receipt),
@@ -218,6 +233,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             writer,
             untrusted_reads: 1,
             stated: statement,
+            sink: None,
         };
         match setting {
             Composed::Ask => Verdict::Ask(receipt),
@@ -305,6 +321,7 @@ mod tests {
             writer: Some("tool:WebFetch".into()),
             untrusted_reads: 2,
             stated: None,
+            sink: None,
         }
     }
 

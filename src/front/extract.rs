@@ -11,6 +11,7 @@
 
 use crate::gate::{Policy, ValueKind};
 use serde_json::{Map, Value};
+use std::path::Path;
 
 /// Tokens of at least this many characters are specific (rule 5 of `spec/hooks.md` §4.5).
 pub const LONG_TOKEN_CHARS: usize = 20;
@@ -70,8 +71,9 @@ pub fn values(
             ValueKind::Value | ValueKind::None => {}
             ValueKind::Command => command_tokens(s, project, guarded, &mut out),
             ValueKind::Text => {
-                text_tokens(s, project, &mut out);
-                long_lines(s, &mut out);
+                for v in text_values(s, project) {
+                    push(&mut out, &v);
+                }
             }
             ValueKind::Url => {
                 push(&mut out, s.trim());
@@ -95,7 +97,8 @@ pub fn values(
 }
 
 /// Whether a call of `tool` with `args` is gated by the tool's path conditions
-/// (`spec/hooks.md` §10.2): true when the tool has none, else when a named parameter names a
+/// (`spec/hooks.md` §10.2): true when the tool has none and names no `writes` parameter
+/// (which `Front::screen` judges by the write paths of §17.3), else when a named parameter names a
 /// path (for a [`ValueKind::Patch`] parameter: a file the patch adds, updates, deletes or moves
 /// to) that matches one of its patterns. A parameter that is present but not a string is taken
 /// to match (fail closed).
@@ -104,7 +107,9 @@ pub fn applies(policy: &Policy, tool: &str, args: &Map<String, Value>) -> bool {
         return true;
     };
     if rule.when.is_empty() {
-        return true;
+        // A tool that names the file it writes is gated by the policy's write paths alone
+        // (`spec/hooks.md` §17.3).
+        return rule.writes.is_none();
     }
     rule.when.iter().any(|(param, patterns)| {
         let Some(v) = args.get(param) else {
@@ -225,6 +230,15 @@ pub fn text_tokens(text: &str, project: Option<&str>, out: &mut Vec<String>) {
     }
 }
 
+/// The values of text written to a file (`spec/hooks.md` §4.5, match kind `text`): the
+/// specific tokens of its words (rules 1–5) and its long lines (rule 8).
+pub fn text_values(text: &str, project: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    text_tokens(text, project, &mut out);
+    long_lines(text, &mut out);
+    out
+}
+
 /// Rule 8: each line of text written to a file, trimmed, of at least [`LONG_TOKEN_CHARS`]
 /// characters (an install script line copied from a page).
 fn long_lines(text: &str, out: &mut Vec<String>) {
@@ -317,7 +331,7 @@ fn piece_tokens(piece: &str, project: Option<&str>, network: bool, out: &mut Vec
     // 5. Long tokens.
     if piece.chars().count() >= LONG_TOKEN_CHARS
         && !piece.starts_with('-')
-        && !is_project_path(piece)
+        && !is_project_path(piece, project)
         && !piece.chars().all(|c| c.is_ascii_hexdigit())
     {
         push(out, piece);
@@ -397,14 +411,21 @@ fn is_outside_path(p: &str, project: Option<&str>) -> bool {
 }
 
 /// A relative path inside the project: `/`-separated components of `[A-Za-z0-9._-]`, with at
-/// least one `/`, none `..`.
-fn is_project_path(p: &str) -> bool {
+/// least one `/`, none `..`, either absolute (rule 4 found it inside the project) or whose
+/// first component exists in the project directory (a run of base64 joined by `/` is not a
+/// path of the project, issue 24 review; without a project directory no relative path is).
+fn is_project_path(p: &str, project: Option<&str>) -> bool {
+    let first = p.trim_start_matches("./").split('/').next().unwrap_or("");
     p.contains('/')
         && p.split('/').all(|c| {
             c != ".."
                 && c.chars()
                     .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '.' | '_' | '-'))
         })
+        && (p.starts_with('/')
+            || (!first.is_empty()
+                && project
+                    .is_some_and(|d| std::fs::symlink_metadata(Path::new(d).join(first)).is_ok())))
 }
 
 #[cfg(test)]
@@ -445,12 +466,38 @@ mod tests {
             cmd("git show 3f0c9a1e5b7d2c4f6a8e0b1d3c5f7a9e2b4d6f80").is_empty(),
             "hex ids"
         );
-        assert!(cmd("ls target/debug/build/memlineage-0123456789/out").is_empty());
         assert!(
             cmd("cat Cargo.toml README.md").is_empty(),
             "file names are not hosts"
         );
         assert_eq!(cmd("cat ../other/secret"), vec!["../other/secret"]);
+    }
+
+    /// A `/`-joined run is a path of the project only when its first component exists there:
+    /// a base64 payload split by `/` is a long token (issue 24 review).
+    #[test]
+    fn a_slash_joined_run_is_a_project_path_only_when_it_is_in_the_project() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(tmp.path().join("target")).expect("dir");
+        let proj = tmp.path().to_str().expect("utf-8");
+        let toks = |c: &str| {
+            let mut out = Vec::new();
+            command_tokens(c, Some(proj), &[], &mut out);
+            out
+        };
+        assert!(toks("ls target/debug/build/memlineage-0123456789/out").is_empty());
+        assert_eq!(
+            toks("echo Y3VybCAtcy/BodHRwczovL2V2aWwu | tr -d / | base64 -d"),
+            vec!["Y3VybCAtcy/BodHRwczovL2V2aWwu"]
+        );
+        let mut none = Vec::new();
+        command_tokens(
+            "ls target/debug/build/memlineage-0123456789/out",
+            None,
+            &[],
+            &mut none,
+        );
+        assert_eq!(none.len(), 1, "no project directory: not a project path");
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod privsep;
 pub mod protect;
 pub mod secret_values;
 pub mod secrets;
+pub mod sinks;
 pub mod tools;
 mod session;
 mod write;
@@ -123,6 +124,20 @@ impl Keys for DerivedKeys {
     fn key(&mut self, name: &str, _role: Role) -> Result<(WriterKey, bool), FrontError> {
         Ok((WriterKey::for_label(&format!("{}/{name}", self.0)), false))
     }
+}
+
+/// The worst of `verdicts`: the first [`Verdict::Deny`], else the first [`Verdict::Ask`],
+/// else [`Verdict::Allow`] (`spec/gate.md` §7: the worst decides).
+fn worst<const N: usize>(verdicts: [Verdict; N]) -> Verdict {
+    let mut out = Verdict::Allow;
+    for v in verdicts {
+        match (&out, &v) {
+            (Verdict::Deny(_), _) => {}
+            (_, Verdict::Deny(_)) | (Verdict::Allow, Verdict::Ask(_)) => out = v,
+            _ => {}
+        }
+    }
+    out
 }
 
 /// A front's answer to a proposed tool call.
@@ -311,6 +326,8 @@ pub struct Front<S: Store, K: Keys> {
     secret_nodes_cwd: Option<String>,
     /// The policy's secrecy rule, compiled once for this process's home directory.
     secret_rules: std::sync::Arc<secrets::SecretRules>,
+    /// The policy's gated writes (`spec/hooks.md` §17.3), for the same home directory.
+    write_rules: std::sync::Arc<sinks::writes::WriteRules>,
 }
 
 /// What [`Front::screen`] makes of a call before any lineage is looked at.
@@ -331,11 +348,12 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// A front over `ledger`, gating with `policy`, signing with `keys`; the agent's writes
     /// are signed as principal [`AGENT`].
     pub fn new(ledger: Ledger<S>, policy: Policy, keys: K) -> Self {
-        let secret_rules = std::sync::Arc::new(secrets::SecretRules::new(
-            &policy.secrets,
-            std::env::var_os("HOME")
-                .map(std::path::PathBuf::from)
-                .as_deref(),
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let secret_rules =
+            std::sync::Arc::new(secrets::SecretRules::new(&policy.secrets, home.as_deref()));
+        let write_rules = std::sync::Arc::new(sinks::writes::WriteRules::new(
+            &policy.sinks,
+            home.as_deref(),
         ));
         Front {
             ledger,
@@ -347,6 +365,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             secret_nodes: HashMap::new(),
             secret_nodes_cwd: None,
             secret_rules,
+            write_rules,
             last_ms: 0,
             haystacks: HashMap::new(),
             newest: None,
@@ -426,7 +445,8 @@ impl<S: Store, K: Keys> Front<S, K> {
         let gated = if self.policy.read_only_tools.contains(name) {
             false
         } else if self.policy.is_sensitive(&call) {
-            extract::applies(&self.policy, name, args)
+            // A path condition (`when`), or a write to a gated file (spec/hooks.md §17.3).
+            extract::applies(&self.policy, name, args) || self.gated_write(name, args)
         } else {
             // A tool no policy key names is gated, every argument as a sensitive tool's
             // (fail closed, spec/hooks.md §15.3).
@@ -810,6 +830,8 @@ impl<S: Store, K: Keys> Front<S, K> {
         // statements that made the difference (`spec/hooks.md` §4.4).
         let mut unstated = call.clone();
         let mut statements: Vec<(String, EntryId)> = Vec::new();
+        // What the call runs, installs or writes beyond its words (§17).
+        let sinks = self.call_sinks(tool, args);
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
@@ -817,8 +839,9 @@ impl<S: Store, K: Keys> Front<S, K> {
             let mut all: Vec<EntryId> = Vec::new();
             let project = self.project.clone();
             let tool = call.tool.clone();
-            let values = extract::values(&self.policy, &tool, name, value, project.as_deref());
-            let matchable = values.iter().any(ask::is_matchable);
+            let mut values = extract::values(&self.policy, &tool, name, value, project.as_deref());
+            values.extend(sinks.extra_values(name).iter().cloned().map(Value::String));
+            let matchable = values.iter().any(ask::is_matchable) || sinks.forces(name);
             for v in values {
                 let s = self.sources_split(session, &v, Some((&tool, name)))?;
                 push_new(&mut ids, s.kept);
@@ -859,10 +882,15 @@ impl<S: Store, K: Keys> Front<S, K> {
                 // The worst decides: a secret leaving is refused before the ask rules run.
                 Decision::Allow => match self.secret_flow(session, tool, args, true) {
                     Some(r) => Verdict::Deny(r),
-                    None => match self.stated_verdict(&call, &unstated, args, &statements) {
-                        Verdict::Allow => self.composed_verdict(session, &call, &composed),
-                        other => other,
-                    },
+                    // Then the rule of stated values untrusted input also carries (§4.4),
+                    // code, installs and gated writes (§17) and the ask rule (§15): the
+                    // worst of them decides, the first named when they tie.
+                    None => worst([
+                        self.stated_verdict(&call, &unstated, args, &statements),
+                        self.sink_verdict(session, &call, &sinks)
+                            .unwrap_or(Verdict::Allow),
+                        self.composed_verdict(session, &call, &composed, sinks.write()),
+                    ]),
                 },
                 Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
             }

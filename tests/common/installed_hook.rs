@@ -1,6 +1,7 @@
-//! A home directory with a project, a ledger outside it and the Claude Code hooks that
-//! `memlineage hook install --agent claude-code` writes, run through `sh -c` as Claude Code
-//! runs them (shared by the tests of installed hooks: self_tampering.rs, exfiltration.rs).
+//! A home directory with a project, a ledger outside it and the hooks that `memlineage hook
+//! install --agent claude-code` (or `--agent codex`) writes, run through `sh -c` as the agents
+//! run them, and what an agent makes of a PreToolUse answer (shared by the tests of installed
+//! hooks: self_tampering.rs, exfiltration.rs, ask.rs, code_sinks.rs).
 // Each test file uses some of these helpers.
 #![allow(dead_code)]
 
@@ -33,6 +34,12 @@ pub fn cmd(f: &Fixture, args: &[&str], cwd: &Path) -> Command {
 /// A home directory holding the project, a ledger outside the project, a policy file, and
 /// the Claude Code settings that `install` writes.
 pub fn fixture() -> Fixture {
+    fixture_for("claude-code")
+}
+
+/// [`fixture`] with the hooks `install` writes for `agent` (`claude-code`: the project's
+/// `.claude/settings.json`; `codex`: `.codex/hooks.json`).
+pub fn fixture_for(agent: &str) -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(tmp.path()).unwrap();
     let home = root.join("home");
@@ -41,6 +48,10 @@ pub fn fixture() -> Fixture {
     for d in [
         &project.join("src"),
         &project.join("docs"),
+        // A build directory, as a project that was built has (the benign corpus removes
+        // part of it: a relative path is a path of the project when its first component
+        // exists, spec/hooks.md §4.5 rule 5).
+        &project.join("target/debug/incremental"),
         &dir,
         &home.join(".claude"),
     ] {
@@ -75,7 +86,7 @@ pub fn fixture() -> Fixture {
                 "hook",
                 "install",
                 "--agent",
-                "claude-code",
+                agent,
                 "--ledger",
                 ledger.to_str().unwrap(),
                 "--dir",
@@ -87,20 +98,7 @@ pub fn fixture() -> Fixture {
         ),
         None,
     ));
-    let settings: Value = serde_json::from_str(
-        &std::fs::read_to_string(project.join(".claude/settings.json")).unwrap(),
-    )
-    .unwrap();
-    let command = |event: &str| -> String {
-        settings["hooks"][event][0]["hooks"][0]["command"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    f.pre = command("PreToolUse");
-    f.post = command("PostToolUse");
-    f.prompt = command("UserPromptSubmit");
-    f.start = command("SessionStart");
+    [f.pre, f.post, f.prompt, f.start] = hook_commands(&project, agent);
     let state = f
         .pre
         .split("--state '")
@@ -118,6 +116,30 @@ pub fn fixture() -> Fixture {
         ("{HOME}", home.display().to_string()),
     ];
     f
+}
+
+/// The PreToolUse, PostToolUse, UserPromptSubmit and SessionStart commands that `install` wrote for
+/// `agent` in `project` (`.claude/settings.json`; Codex: `.codex/hooks.json`).
+pub fn hook_commands(project: &Path, agent: &str) -> [String; 4] {
+    let file = if agent == "codex" {
+        ".codex/hooks.json"
+    } else {
+        ".claude/settings.json"
+    };
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(project.join(file)).unwrap()).unwrap();
+    [
+        "PreToolUse",
+        "PostToolUse",
+        "UserPromptSubmit",
+        "SessionStart",
+    ]
+    .map(|event| {
+        settings["hooks"][event][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    })
 }
 
 /// Runs an installed hook command as Claude Code does.
@@ -168,4 +190,39 @@ pub fn load(f: &Fixture, file: &str) -> Vec<Value> {
 pub fn pre_event(f: &Fixture, id: &str, case: &Value) -> Value {
     json!({"session_id": id, "hook_event_name": "PreToolUse", "cwd": f.project,
            "tool_name": case["tool_name"], "tool_input": case["tool_input"]})
+}
+
+/// What the agent makes of a PreToolUse outcome.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Exit 0, nothing printed: the call runs.
+    Proceed,
+    /// Exit 0 with Claude Code's ask decision: the user decides; the reason.
+    Ask(String),
+    /// Exit 2: refused; the reason.
+    Deny(String),
+}
+
+/// The answer of a PreToolUse hook's output, checking its form (spec/hooks.md §15.2): an ask
+/// is Claude Code's JSON decision with nothing on stderr, a deny prints nothing on stdout.
+/// Panics on anything else (a test failure).
+pub fn answer(out: &std::process::Output) -> Answer {
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    match out.status.code() {
+        Some(0) if stdout.is_empty() && stderr.is_empty() => Answer::Proceed,
+        Some(0) => {
+            let v: Value = serde_json::from_str(&stdout).expect("JSON decision");
+            let o = &v["hookSpecificOutput"];
+            assert_eq!(o["hookEventName"], "PreToolUse", "{v}");
+            assert_eq!(o["permissionDecision"], "ask", "{v}");
+            assert!(stderr.is_empty(), "{stderr}");
+            Answer::Ask(o["permissionDecisionReason"].as_str().unwrap().to_string())
+        }
+        Some(2) => {
+            assert!(stdout.is_empty(), "{stdout}");
+            Answer::Deny(stderr)
+        }
+        c => panic!("exit {c:?}: {stdout} {stderr}"),
+    }
 }

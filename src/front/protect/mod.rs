@@ -18,6 +18,7 @@
 
 pub mod pattern;
 pub mod shell;
+pub mod simple;
 
 use pattern::{candidate, candidate_with, matches, normalise, resolved, Candidate};
 use serde_json::{Map, Value};
@@ -799,12 +800,12 @@ impl Ctx<'_> {
             let t = tokens.next();
             match t {
                 Some(Token::Word(w)) => match next_is.take() {
-                    Some(Token::Redirect) => targets.push(w.clone()),
+                    Some(Token::Redirect(_)) => targets.push(w.clone()),
                     Some(_) => {}
                     None => words.push(w.clone()),
                 },
-                Some(op @ (Token::Redirect | Token::HereDoc)) => next_is = Some(op),
-                Some(Token::Control) | None => {
+                Some(op @ (Token::Redirect(_) | Token::HereDoc)) => next_is = Some(op),
+                Some(Token::Control | Token::Pipe) | None => {
                     if let Some(t) = self.segment(&words, &targets, &mut cwd, depth) {
                         return Some(t);
                     }

@@ -257,6 +257,28 @@ pub fn matches(pattern: &[Pat], path: &str) -> bool {
     reach[s.len()]
 }
 
+/// The longest run of literal characters of `pat`, lower case: a path the pattern matches
+/// contains it, a cheap test before [`matches`].
+pub fn literal_run(pat: &[Pat]) -> String {
+    let mut best = String::new();
+    let mut cur = String::new();
+    for p in pat {
+        match p {
+            Pat::Ch(c) => cur.extend(c.to_lowercase()),
+            _ => {
+                if cur.len() > best.len() {
+                    best = std::mem::take(&mut cur);
+                }
+                cur.clear();
+            }
+        }
+    }
+    if cur.len() > best.len() {
+        best = cur;
+    }
+    best
+}
+
 /// A policy glob (`spec/hooks.md` §16.1) as a pattern over absolute paths: `~/` is `home`
 /// (any characters when the home directory is unknown), a glob without a leading `/` or `~/`
 /// matches at any depth, `**` stands for any characters, `*` and `?` for characters other

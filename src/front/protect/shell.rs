@@ -99,14 +99,26 @@ impl Word {
 pub enum Token {
     /// A word.
     Word(Word),
-    /// A control operator (`;`, `&`, `&&`, `|`, `||`, `|&`, `(`, `)`, newline).
+    /// A control operator other than a pipe (`;`, `&`, `&&`, `||`, `(`, `)`, newline).
     Control,
+    /// A pipe (`|`, `|&`): the next command reads what the previous one writes.
+    Pipe,
     /// A redirection operator (`<`, `>`, `>>`, `>|`, `<>`, `<&`, `>&`, `&>`, `&>>`); the next
     /// word is a file.
-    Redirect,
+    Redirect(Redirect),
     /// A here-document (`<<`, `<<-`) or here-string (`<<<`) operator; the next word is not a
     /// file.
     HereDoc,
+}
+
+/// What a redirection does with its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Redirect {
+    /// `<`, `<&`: the command reads the file.
+    Reads,
+    /// `>`, `>>`, `>|`, `<>`, `>&`, `&>`, `&>>`: the command writes the file (or, for `>&N`,
+    /// duplicates a descriptor).
+    Writes,
 }
 
 /// A lexed command: its tokens and the nested commands' texts.
@@ -153,13 +165,12 @@ pub fn lex(text: &str) -> Lexed {
                 flush(&mut out, &mut word, &mut in_word);
                 if c == '&' && next == Some('>') {
                     i += if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
-                    out.tokens.push(Token::Redirect);
+                    out.tokens.push(Token::Redirect(Redirect::Writes));
+                } else if c == '|' && next != Some('|') {
+                    i += if next == Some('&') { 2 } else { 1 };
+                    out.tokens.push(Token::Pipe);
                 } else {
-                    i += if next == Some(c) || (c == '|' && next == Some('&')) {
-                        2
-                    } else {
-                        1
-                    };
+                    i += if next == Some(c) { 2 } else { 1 };
                     out.tokens.push(Token::Control);
                 }
             }
@@ -190,12 +201,17 @@ pub fn lex(text: &str) -> Lexed {
                     out.tokens.push(Token::HereDoc);
                 } else {
                     i += 1;
+                    let writes = c == '>' || chars.get(i) == Some(&'>');
                     if matches!(chars.get(i), Some('>' | '|' | '&'))
                         || (c == '<' && chars.get(i) == Some(&'>'))
                     {
                         i += 1;
                     }
-                    out.tokens.push(Token::Redirect);
+                    out.tokens.push(Token::Redirect(if writes {
+                        Redirect::Writes
+                    } else {
+                        Redirect::Reads
+                    }));
                 }
             }
             '\\' => {
@@ -532,20 +548,25 @@ mod tests {
 
     #[test]
     fn operators_split_words_and_mark_redirections() {
-        let l = lex("a&&b|c;d>e 2>>f <g <<EOF");
+        let l = lex("a&&b|c;d>e 2>>f <g <<EOF|&h||i<>j&>k");
         let kinds: Vec<&str> = l
             .tokens
             .iter()
             .map(|t| match t {
                 Token::Word(_) => "w",
                 Token::Control => "c",
-                Token::Redirect => "r",
+                Token::Pipe => "p",
+                Token::Redirect(Redirect::Writes) => ">",
+                Token::Redirect(Redirect::Reads) => "<",
                 Token::HereDoc => "h",
             })
             .collect();
         assert_eq!(
             kinds,
-            ["w", "c", "w", "c", "w", "c", "w", "r", "w", "r", "w", "r", "w", "h", "w"]
+            [
+                "w", "c", "w", "p", "w", "c", "w", ">", "w", ">", "w", "<", "w", "h", "w", "p",
+                "w", "c", "w", ">", "w", ">", "w"
+            ]
         );
     }
 

@@ -1,0 +1,171 @@
+//! The simple commands of a lexed shell command (POSIX *Shell Command Language* §2.9.1): the
+//! words between control operators, the files they redirect to, whether a pipe feeds them,
+//! and which word is the program once assignments and wrappers (`sudo`, `env`, `xargs`…) are
+//! skipped. Shared by the analyses that look at what a command does (`spec/hooks.md` §16.2,
+//! §17); like the lexer it never rejects input.
+
+use super::shell::{Lexed, Redirect, Token, Word};
+use super::WRAPPERS;
+
+/// One simple command of a lexed command.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Simple<'l> {
+    /// Its words, in order (assignments and wrappers included), without redirections.
+    pub words: Vec<&'l Word>,
+    /// The files it redirects to or from.
+    pub redirects: Vec<(Redirect, &'l Word)>,
+    /// The words after a here-document or here-string operator (the delimiter, or the string).
+    pub here: Vec<&'l Word>,
+    /// Whether a pipe feeds its standard input (`… | this`).
+    pub piped: bool,
+    /// Whether it feeds the next command through a pipe (`this | …`).
+    pub pipes: bool,
+}
+
+impl Simple<'_> {
+    /// The index in [`Simple::words`] of the program run, after `NAME=value` assignments and
+    /// wrappers with their options (`sudo -u x`, `env -i`, `timeout 5`); `words.len()` when
+    /// there is none.
+    pub fn program(&self) -> usize {
+        program_index(&self.words)
+    }
+
+    /// The program's name (its last `/` component), when it is literal.
+    pub fn program_name(&self) -> Option<String> {
+        let w = self.words.get(self.program())?;
+        w.literal().map(|l| basename(&l).to_string())
+    }
+
+    /// Whether a wrapper named `name` runs the program (`xargs sh -c …`).
+    pub fn wrapped_by(&self, name: &str) -> bool {
+        self.words[..self.program()]
+            .iter()
+            .filter_map(|w| w.literal())
+            .any(|l| basename(&l) == name)
+    }
+}
+
+/// The simple commands of `lexed`, in order (nested commands are not included: they are
+/// texts of their own, [`Lexed::nested`]).
+pub fn simple_commands(lexed: &Lexed) -> Vec<Simple<'_>> {
+    let mut out = Vec::new();
+    let mut cur = Simple::default();
+    let mut pending: Option<&Token> = None;
+    for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
+        match (t, pending.take()) {
+            (Token::Word(w), Some(Token::Redirect(r))) => cur.redirects.push((*r, w)),
+            (Token::Word(w), Some(_)) => cur.here.push(w),
+            (Token::Word(w), None) => cur.words.push(w),
+            (Token::Redirect(_) | Token::HereDoc, _) => pending = Some(t),
+            (Token::Control | Token::Pipe, _) => {
+                let pipe = *t == Token::Pipe;
+                let done = std::mem::take(&mut cur);
+                if !(done.words.is_empty() && done.redirects.is_empty()) || pipe {
+                    out.push(Simple {
+                        pipes: pipe,
+                        ..done
+                    });
+                }
+                cur.piped = pipe;
+            }
+        }
+    }
+    out
+}
+
+/// The index of the program in `words`: after `NAME=value` assignments and wrappers with
+/// their options (and the values of those that take one: `sudo -u root`, `xargs -n 1`,
+/// `timeout -s KILL 5`) and numeric arguments; `words.len()` when there is none.
+pub fn program_index(words: &[&Word]) -> usize {
+    let mut i = 0;
+    while i < words.len() {
+        let lit = words[i].literal();
+        match lit.as_deref() {
+            Some(s) if is_assignment(s) => i += 1,
+            Some(s) if WRAPPERS.contains(&basename(s)) => {
+                let wrapper = basename(s).to_string();
+                i += 1;
+                while let Some(o) = words.get(i).and_then(|w| w.literal()) {
+                    if !(o.starts_with('-') || o.parse::<f64>().is_ok()) {
+                        break;
+                    }
+                    i += 1;
+                    if takes_value(&wrapper, &o) {
+                        i += 1;
+                    }
+                }
+            }
+            _ => break,
+        }
+    }
+    i
+}
+
+/// Whether option `o` of wrapper `w` takes the next word as its value.
+fn takes_value(w: &str, o: &str) -> bool {
+    matches!(
+        (w, o),
+        (
+            "sudo" | "doas" | "runuser" | "su",
+            "-u" | "-g" | "-C" | "-D" | "-h" | "-p"
+        ) | ("env", "-u" | "-C" | "--unset" | "--chdir" | "-S")
+            | ("nice", "-n")
+            | ("ionice", "-c" | "-n")
+            | (
+                "xargs",
+                "-I" | "-n" | "-P" | "-d" | "-E" | "-L" | "-s" | "-a"
+            )
+            | ("parallel", "-j" | "-I" | "-S")
+            | ("timeout", "-s" | "-k")
+            | ("flock", "-w")
+            | ("stdbuf", "-i" | "-o" | "-e")
+    )
+}
+
+/// Whether `s` is a `NAME=value` assignment.
+pub fn is_assignment(s: &str) -> bool {
+    s.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// The last `/` component of `s`.
+pub fn basename(s: &str) -> &str {
+    s.rsplit('/').next().unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::front::protect::shell::lex;
+
+    fn programs(text: &str) -> Vec<(Option<String>, bool, bool)> {
+        let l = lex(text);
+        simple_commands(&l)
+            .iter()
+            .map(|s| (s.program_name(), s.piped, s.pipes))
+            .collect()
+    }
+
+    #[test]
+    fn pipes_and_programs_after_wrappers() {
+        assert_eq!(
+            programs("echo x | sudo -u root env A=1 sh -s; timeout 5 curl u && X=1 make"),
+            [
+                (Some("echo".into()), false, true),
+                (Some("sh".into()), true, false),
+                (Some("curl".into()), false, false),
+                (Some("make".into()), false, false),
+            ]
+        );
+        let l = lex("cat <<EOF > out.txt | xargs -n1 bash -c x 2>/dev/null");
+        let s = simple_commands(&l);
+        assert_eq!(s[0].redirects.len(), 1);
+        assert_eq!(s[0].redirects[0].0, Redirect::Writes);
+        assert_eq!(s[0].here.len(), 1);
+        assert!(s[1].wrapped_by("xargs") && s[1].piped);
+        assert_eq!(s[1].program_name().as_deref(), Some("bash"));
+    }
+}

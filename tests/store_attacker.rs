@@ -300,6 +300,82 @@ fn a_fifo_where_a_file_should_be_never_hangs_a_hook() {
     }
 }
 
+/// A new class (symbolic links beside the ledger): the attacker plants links where memlineage
+/// writes — at the key file's temporary (`LEDGER.key.tmp`, once a fixed name), at the prune
+/// stamp (`LEDGER.sessions/.pruned-at`), at the hook server's lock and at the key-file lock —
+/// pointing to files of theirs or of the user. The next key save (a hook meeting a new tool)
+/// used to write every seed, the log key's included, into the attacker's file and leave the
+/// key file a link to it; the prune truncated the file the stamp's link named. Now nothing is
+/// written, created or truncated through a link, and the payment stays refused.
+#[cfg(unix)]
+#[test]
+fn a_link_planted_beside_the_ledger_never_leaks_a_key_or_clobbers_a_file() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let r = Recorded::new();
+    let theirs = r.path("theirs");
+    std::fs::write(&theirs, b"").unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o666)).unwrap();
+    symlink(&theirs, r.path("l.db.key.tmp")).unwrap();
+    // The user's file, named by the prune stamp, old enough that a prune is due.
+    let precious = r.path("precious");
+    std::fs::write(&precious, b"keep me").unwrap();
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&precious)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+    let stamp = r.path("l.db.sessions/.pruned-at");
+    let _ = std::fs::remove_file(&stamp);
+    symlink(&precious, &stamp).unwrap();
+    // Output of a tool the ledger has not seen: its principal's key is created and saved.
+    let mut event: serde_json::Value = serde_json::from_slice(&r.events[1].input).unwrap();
+    event["tool_name"] = "mcp__web__fetch_page".into();
+    event["tool_response"] = "nothing to see".into();
+    let out = run(
+        &["hook", "post-tool-use", "l.db"],
+        r.dir.path(),
+        Some(event.to_string().as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read(&theirs).unwrap(),
+        b"",
+        "seeds written through a link"
+    );
+    let key = std::fs::symlink_metadata(r.path("l.db.key")).unwrap();
+    assert!(key.file_type().is_file(), "the key file became {key:?}");
+    assert_eq!(std::fs::read(&precious).unwrap(), b"keep me");
+    r.assert_payments_refused("links beside the ledger");
+
+    // The hook server's lock and the key-file lock: a link there is refused, nothing written
+    // or created where it points (every hook then refuses: the attacker can only deny).
+    let fresh = tempfile::tempdir().unwrap();
+    ok(&run(&["init", "l.db"], fresh.path(), None));
+    let victim = fresh.path().join("victim");
+    std::fs::write(&victim, b"keep me").unwrap();
+    symlink(&victim, fresh.path().join("l.db.hook.lock")).unwrap();
+    let serve = run(&["hook", "serve", "l.db"], fresh.path(), None);
+    assert_ne!(serve.status.code(), Some(0), "{serve:?}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+    symlink(
+        fresh.path().join("made"),
+        fresh.path().join("l.db.key.lock"),
+    )
+    .unwrap();
+    let prompt = run(
+        &["hook", "user-prompt-submit", "l.db"],
+        fresh.path(),
+        Some(&r.events[0].input),
+    );
+    assert_eq!(prompt.status.code(), Some(2), "{prompt:?}");
+    assert!(
+        !fresh.path().join("made").exists(),
+        "a lock made through a link"
+    );
+}
+
 /// Class 3: the session's read set is derived from the ledger, the record beside it is only a
 /// cache (`spec/hooks.md` §6). An older sealed copy of the record put back after the bill was
 /// recorded (or a save that failed) loses no read: the bill, written for the session in the

@@ -640,6 +640,52 @@ fn nothing_is_appended_into_a_store_whose_rows_do_not_chain() {
 #[path = "common/pg_support.rs"]
 mod pg_support;
 
+/// A ledger on PostgreSQL for the tests below: its log key, a tool principal, `psql` and a
+/// ledger built with the tool's binding and three pages, checkpointed.
+#[cfg(feature = "postgres")]
+mod pg {
+    use super::pg_support;
+    use memlineage::lineage::LabelPolicy;
+    use memlineage::log::LogSigner;
+    use memlineage::record::{Kind, ProvEntry, Role, WriterKey};
+    use memlineage::store::PgStore;
+    use memlineage::Ledger;
+
+    pub fn log() -> LogSigner {
+        LogSigner::new("test.example/pg-attack", WriterKey::for_label("pga/log")).unwrap()
+    }
+
+    pub fn tool() -> WriterKey {
+        WriterKey::for_label("pga/tool")
+    }
+
+    /// Runs `sql` with `psql` (stopping at the first error).
+    pub fn psql(url: &str, sql: &str) {
+        pg_support::run_ok(std::process::Command::new("psql").args([
+            url,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ]));
+    }
+
+    /// Creates ledger `schema` with the tool's binding and three pages; returns the note of
+    /// the checkpoint signed over them.
+    pub fn build(url: &str, schema: &str) -> Vec<u8> {
+        let store = PgStore::connect(url, schema).unwrap();
+        let mut l = Ledger::create(store, log(), LabelPolicy::default()).unwrap();
+        let tool = tool();
+        l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
+        for i in 0..3 {
+            let text = format!("page {i}");
+            let e = ProvEntry::new(tool.key_id(), Kind::ToolResult, text.as_bytes());
+            l.append(e, &tool, text.as_bytes()).unwrap();
+        }
+        l.checkpoint().unwrap().note().to_vec()
+    }
+}
+
 /// The same classes on PostgreSQL, against a real server (`DATABASE_URL`): edited parameters
 /// (class 2), a foreign trigger or a replaced sequencer function (class 8), and a rollback by
 /// lowering `tree_state.size` under an older seal (rows past it become invisible, nothing is
@@ -648,36 +694,15 @@ mod pg_support;
 #[test]
 fn postgres_refuses_the_same_store_attacks() {
     use memlineage::ledger::{OpenOptions, ParametersError};
-    use memlineage::lineage::LabelPolicy;
-    use memlineage::log::LogSigner;
-    use memlineage::record::{Kind, ProvEntry, Role, WriterKey};
+    use memlineage::record::{Kind, ProvEntry};
     use memlineage::store::PgStore;
     use memlineage::{Ledger, LedgerError};
     let Some(url) = pg_support::database_url("postgres_refuses_the_same_store_attacks") else {
         return;
     };
-    let log = || LogSigner::new("test.example/pg-attack", WriterKey::for_label("pga/log")).unwrap();
-    let tool = WriterKey::for_label("pga/tool");
-    let psql = |sql: &str| {
-        pg_support::run_ok(std::process::Command::new("psql").args([
-            url.as_str(),
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-c",
-            sql,
-        ]))
-    };
-    let build = |schema: &str| -> Vec<u8> {
-        let store = PgStore::connect(&url, schema).unwrap();
-        let mut l = Ledger::create(store, log(), LabelPolicy::default()).unwrap();
-        l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
-        for i in 0..3 {
-            let text = format!("page {i}");
-            let e = ProvEntry::new(tool.key_id(), Kind::ToolResult, text.as_bytes());
-            l.append(e, &tool, text.as_bytes()).unwrap();
-        }
-        l.checkpoint().unwrap().note().to_vec()
-    };
+    let (log, tool) = (pg::log, pg::tool());
+    let psql = |sql: &str| pg::psql(&url, sql);
+    let build = |schema: &str| pg::build(&url, schema);
     // Class 2.
     let schema = pg_support::fresh_ledger("pgattack_tau");
     build(&schema);
@@ -695,6 +720,17 @@ fn postgres_refuses_the_same_store_attacks() {
          $f$ BEGIN RETURN NULL; END $f$; CREATE TRIGGER t BEFORE INSERT ON \"{s}\".entries \
          FOR EACH ROW EXECUTE FUNCTION \"{s}\".drop_row()",
         "CREATE VIEW \"{s}\".v AS SELECT * FROM \"{s}\".entries",
+        // Row-level security with a policy that hides flags from every reader.
+        "ALTER TABLE \"{s}\".entries ENABLE ROW LEVEL SECURITY; \
+         ALTER TABLE \"{s}\".entries FORCE ROW LEVEL SECURITY; \
+         CREATE POLICY hide ON \"{s}\".entries USING (kind NOT IN (7, 8)) WITH CHECK (true)",
+        // The sequencer's search_path pointed at the attacker's tables first.
+        "CREATE SCHEMA \"{s}_evil\"; ALTER FUNCTION \"{s}\".append_entries(bytea[], bytea[], \
+         smallint[], smallint[], bytea[], bytea[]) SET search_path = \"{s}_evil\", pg_catalog",
+        // A table whose rows `entries` inherits, a dropped uniqueness, an unlogged table.
+        "CREATE TABLE \"{s}\".more () INHERITS (\"{s}\".entries)",
+        "ALTER TABLE \"{s}\".entries DROP CONSTRAINT entries_id_key",
+        "ALTER TABLE \"{s}\".checkpoints SET UNLOGGED",
     ]
     .iter()
     .enumerate()
@@ -703,7 +739,7 @@ fn postgres_refuses_the_same_store_attacks() {
         build(&schema);
         psql(&sql.replace("{s}", &schema));
         let Err(e) = PgStore::connect(&url, &schema) else {
-            panic!("a foreign trigger or view on PostgreSQL was not refused")
+            panic!("a changed catalog on PostgreSQL was not refused: {sql}")
         };
         assert!(
             e.to_string().contains("did not create") || e.to_string().contains("not the one"),
@@ -727,4 +763,34 @@ fn postgres_refuses_the_same_store_attacks() {
         Err(e) => panic!("refused, but not as behind the pin: {e}"),
         Ok(_) => panic!("a rolled-back tree_state was believed against the pin"),
     }
+
+    // Class 8, on a live handle: the sequencer function pointed at the attacker's copies of
+    // the tables after the store was opened (so the catalog check at connect passed). A
+    // submitted entry lands there and would never enter the log; the store checks that every
+    // entry it sequenced is in the ledger's own table and refuses.
+    let schema = pg_support::fresh_ledger("pgattack_redirect");
+    build(&schema);
+    let mut l = Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()).unwrap();
+    psql(&format!(
+        "CREATE SCHEMA \"{schema}_evil\"; \
+         CREATE TABLE \"{schema}_evil\".entries (LIKE \"{schema}\".entries INCLUDING ALL); \
+         CREATE TABLE \"{schema}_evil\".content (LIKE \"{schema}\".content INCLUDING ALL); \
+         CREATE TABLE \"{schema}_evil\".sequencer AS SELECT * FROM \"{schema}\".sequencer; \
+         ALTER FUNCTION \"{schema}\".append_entries(bytea[], bytea[], smallint[], smallint[], \
+         bytea[], bytea[]) SET search_path = \"{schema}_evil\", pg_catalog"
+    ));
+    let text = b"a page sequenced into the attacker's table";
+    let page = memlineage::record::SignedEntry::sign(
+        ProvEntry::new(tool.key_id(), Kind::ToolResult, text),
+        &tool,
+    )
+    .unwrap();
+    match l.submit_signed(vec![(page, &text[..])]) {
+        Err(LedgerError::Store(e)) => {
+            assert!(e.to_string().contains("sequencer stored 0 of 1"), "{e}")
+        }
+        Err(e) => panic!("refused, but not by the store: {e}"),
+        Ok(a) => panic!("an entry sequenced outside the ledger was taken: {a:?}"),
+    }
+    drop(l);
 }

@@ -794,3 +794,168 @@ fn postgres_refuses_the_same_store_attacks() {
     }
     drop(l);
 }
+
+/// Copies the entries `from..` of `theirs` (bytes, kind, label, content) to the end of
+/// `victim` without tags, with their tree hashes (public data) computed over `victim`'s stored
+/// ones: what a store-only attacker can write with the store's own code and no key. Returns
+/// the grafted ids.
+#[cfg(feature = "postgres")]
+fn graft_store(
+    victim: &mut impl memlineage::store::Store,
+    theirs: &impl memlineage::store::Store,
+    from: u64,
+) -> Vec<EntryId> {
+    use memlineage::store::NewEntry;
+    let size = victim.tree_size().unwrap();
+    let stored: Vec<u64> = (0..memlineage::log::stored_hash_count(size)).collect();
+    let mut tree = victim.read_hashes(&stored).unwrap();
+    let mut ids = Vec::new();
+    for (k, i) in (from..theirs.tree_size().unwrap()).enumerate() {
+        let index = size + k as u64;
+        let m = theirs.meta_at(i).unwrap().unwrap();
+        let cose = theirs.entry_bytes(i).unwrap().unwrap();
+        let content = theirs.content_at(i).unwrap();
+        let hash = memlineage::record::SignedEntry::decode(&cose)
+            .unwrap()
+            .entry()
+            .content_hash;
+        let hashes = hashes_to_store(index, &m.id, &tree).unwrap();
+        victim
+            .append(&[NewEntry {
+                index,
+                id: m.id,
+                cose: &cose,
+                kind: m.kind,
+                label: m.label,
+                content: content.as_deref().map(|c| (hash, c)),
+                hashes: hashes.clone(),
+                tag: None,
+            }])
+            .unwrap();
+        tree.extend(hashes);
+        ids.push(m.id);
+    }
+    ids
+}
+
+/// The store classes of issue 25 that the test above does not cover, on PostgreSQL against a
+/// real server: rows grafted from the attacker's own ledger after the seal (class 1), a ledger
+/// replaced by another log's (class 5, the key check), a fork after the stored heads are
+/// deleted and a tree hash edited (class 7, refused by the pin and by the stored root), and a
+/// deleted row (class 9).
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row() {
+    use memlineage::ledger::{OpenOptions, SealError};
+    use memlineage::lineage::admission::AdmissionError;
+    use memlineage::lineage::LabelPolicy;
+    use memlineage::log::LogSigner;
+    use memlineage::record::{Kind, ProvEntry, Role, WriterKey};
+    use memlineage::store::{PgStore, Store};
+    use memlineage::{Ledger, LedgerError};
+    let Some(url) = pg_support::database_url(
+        "postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row",
+    ) else {
+        return;
+    };
+    let (log, tool) = (pg::log, pg::tool());
+    let psql = |sql: &str| pg::psql(&url, sql);
+    let build = |schema: &str| pg::build(&url, schema);
+    // The attacker's own ledger: its log key binds `mallory`, who states an IBAN.
+    let theirs = pg_support::fresh_ledger("pgattack_theirs");
+    let mallory = WriterKey::for_label("pgb/mallory");
+    {
+        let evil =
+            LogSigner::new("test.example/pg-attack", WriterKey::for_label("pgb/evil")).unwrap();
+        let mut l = Ledger::create(
+            PgStore::connect(&url, &theirs).unwrap(),
+            evil,
+            LabelPolicy::default(),
+        )
+        .unwrap();
+        l.bind(mallory.key_id(), Role::User, "mallory").unwrap();
+        let text = b"Pay US133000000121212121212";
+        l.append(
+            ProvEntry::new(mallory.key_id(), Kind::Prompt, text),
+            &mallory,
+            text,
+        )
+        .unwrap();
+    }
+    let theirs_store = PgStore::connect(&url, &theirs).unwrap();
+
+    // Class 1.
+    let schema = pg_support::fresh_ledger("pgattack_graft");
+    build(&schema);
+    let grafted = graft_store(
+        &mut PgStore::connect(&url, &schema).unwrap(),
+        &theirs_store,
+        0,
+    );
+    assert_eq!(grafted.len(), 2, "mallory's binding and prompt");
+    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()) {
+        Err(LedgerError::Seal(SealError::Inadmissible {
+            reason: AdmissionError::UnknownWriter(_) | AdmissionError::NotLogKey,
+            ..
+        })) => {}
+        Err(e) => panic!("refused, but not as inadmissible: {e}"),
+        Ok(l) => panic!(
+            "grafted rows admitted: mallory's prompt labelled {:?}",
+            l.label(&grafted[1])
+        ),
+    }
+
+    // Class 5: the attacker's ledger under the victim's name is another log.
+    match Ledger::open(PgStore::connect(&url, &theirs).unwrap(), log()) {
+        Err(LedgerError::WrongLogKey) => {}
+        Err(e) => panic!("refused, but not for the key: {e}"),
+        Ok(_) => panic!("another log's ledger was opened with the victim's key"),
+    }
+
+    // Class 7: the stored heads deleted and the newest stored tree hash edited. The pin (the
+    // head a front kept outside the store) must be extended; without it the stored root
+    // (tree_state) no longer matches the hashes. Nothing is signed either way.
+    let schema = pg_support::fresh_ledger("pgattack_fork");
+    let pinned = build(&schema);
+    psql(&format!(
+        "DELETE FROM \"{schema}\".checkpoints; UPDATE \"{schema}\".tree_hashes \
+         SET hash = '\\x{}'::bytea WHERE idx = (SELECT max(idx) FROM \"{schema}\".tree_hashes)",
+        "00".repeat(32)
+    ));
+    for pin in [Some(pinned), None] {
+        let mut opts = OpenOptions::default();
+        opts.checkpoints = pin.iter().cloned().collect();
+        let with_pin = pin.is_some();
+        let mut l =
+            Ledger::open_with(PgStore::connect(&url, &schema).unwrap(), log(), opts).unwrap();
+        let text = b"one more page";
+        let appended = l.append(
+            ProvEntry::new(tool.key_id(), Kind::ToolResult, text),
+            &tool,
+            text,
+        );
+        let signed = appended.and_then(|_| l.checkpoint());
+        assert!(
+            signed.is_err(),
+            "pin {with_pin}: a head signed over the edited tree"
+        );
+        let n = PgStore::connect(&url, &schema)
+            .unwrap()
+            .latest_checkpoint()
+            .unwrap();
+        assert!(n.is_none(), "pin {with_pin}: a checkpoint stored: {n:?}");
+    }
+
+    // Class 9: a row deleted from the middle. The store no longer chains: nothing is written
+    // into it by the fronts and the CLI (`check_rows_chain`), and the entry is absent.
+    let schema = pg_support::fresh_ledger("pgattack_deleted");
+    build(&schema);
+    psql(&format!("DELETE FROM \"{schema}\".entries WHERE idx = 2"));
+    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()) {
+        Err(e) => assert!(!e.to_string().is_empty()),
+        Ok(l) => {
+            let err = l.check_rows_chain().unwrap_err();
+            assert!(err.to_string().contains("rows were deleted"), "{err}");
+        }
+    }
+}

@@ -556,6 +556,85 @@ fn a_ledger_rolled_back_behind_the_pin_is_refused() {
     );
 }
 
+/// What remains, precisely: hooks run without a state directory (not what `hook install`
+/// writes) keep every record beside the ledger, where the attacker writes. A whole session
+/// record deleted makes the session look new (nothing in the store proves that no entry of a
+/// session is hidden without reading every entry), and the directory put back to a copy taken
+/// before the bill (ledger, side checkpoint and records: a state the ledger was in, byte for
+/// byte) loses the bill; either way the bill's IBAN is then sourced by nothing it read, and
+/// the payment is allowed under the default `unsourced = "allow"`. No design that keeps its
+/// state only in that directory can tell the rollback from the earlier state, and the deleted
+/// record is no worse than it. The installed hooks close both: their records and the pin live
+/// in the state directory (`a_ledger_rolled_back_behind_the_pin_is_refused`, and below:
+/// deleting everything beside the ledger that holds sessions changes nothing).
+#[test]
+fn without_the_state_directory_a_rollback_or_a_deleted_record_reopens_the_payment() {
+    let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
+    // A deleted record.
+    // (In process: a resident hook server that saw the session would still hold it.)
+    let in_process = |r: &Recorded, e: &recorded::Event| {
+        cli_support::run_command(
+            std::process::Command::new(cli_support::BIN)
+                .args(["hook", &e.hook, "l.db"])
+                .current_dir(r.dir.path())
+                .env("MEMLINEAGE_HOOK_SERVER", "off"),
+            Some(&e.input),
+        )
+    };
+    let r = Recorded::new();
+    std::fs::remove_file(r.path(&format!("l.db.sessions/{session}.json"))).unwrap();
+    for e in &r.events[2..4] {
+        let out = in_process(&r, e);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "deleted record: what remains: {out:?}"
+        );
+    }
+    // A consistent rollback of the directory to before the bill (every hook in process, so
+    // that the files hold every write when they are copied).
+    let r = Recorded::new_with(0);
+    assert_eq!(
+        in_process(&r, &r.events[0]).status.code(),
+        Some(0),
+        "the prompt"
+    );
+    let snap = r.path("snap");
+    std::fs::create_dir(&snap).unwrap();
+    let record = format!("l.db.sessions/{session}.json");
+    let names = ["l.db", "l.db.checkpoint", record.as_str()];
+    for name in names {
+        std::fs::copy(r.path(name), snap.join(name.replace('/', "_"))).unwrap();
+    }
+    assert_eq!(
+        in_process(&r, &r.events[1]).status.code(),
+        Some(0),
+        "the bill"
+    );
+    for e in &r.events[2..4] {
+        assert_eq!(
+            in_process(&r, e).status.code(),
+            Some(2),
+            "the bill recorded"
+        );
+    }
+    for name in names {
+        std::fs::copy(snap.join(name.replace('/', "_")), r.path(name)).unwrap();
+    }
+    for e in &r.events[2..4] {
+        let out = in_process(&r, e);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "rollback: what remains: {out:?}"
+        );
+    }
+    // With the installed hooks the records are not beside the ledger.
+    let i = Installed::new();
+    let _ = std::fs::remove_dir_all(i.r.path("l.db.sessions"));
+    i.assert_payments_refused("sessions beside the ledger deleted, state directory kept");
+}
+
 /// Class 10: a PreToolUse event with an invalid UTF-8 byte inside a JSON string is refused as
 /// unreadable (it was read with a replacement character, matched nothing, and was allowed).
 #[test]

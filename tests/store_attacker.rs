@@ -572,19 +572,10 @@ fn without_the_state_directory_a_rollback_or_a_deleted_record_reopens_the_paymen
     let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
     // A deleted record.
     // (In process: a resident hook server that saw the session would still hold it.)
-    let in_process = |r: &Recorded, e: &recorded::Event| {
-        cli_support::run_command(
-            std::process::Command::new(cli_support::BIN)
-                .args(["hook", &e.hook, "l.db"])
-                .current_dir(r.dir.path())
-                .env("MEMLINEAGE_HOOK_SERVER", "off"),
-            Some(&e.input),
-        )
-    };
     let r = Recorded::new();
     std::fs::remove_file(r.path(&format!("l.db.sessions/{session}.json"))).unwrap();
     for e in &r.events[2..4] {
-        let out = in_process(&r, e);
+        let out = r.hook_in_process(e);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -595,7 +586,7 @@ fn without_the_state_directory_a_rollback_or_a_deleted_record_reopens_the_paymen
     // that the files hold every write when they are copied).
     let r = Recorded::new_with(0);
     assert_eq!(
-        in_process(&r, &r.events[0]).status.code(),
+        r.hook_in_process(&r.events[0]).status.code(),
         Some(0),
         "the prompt"
     );
@@ -607,13 +598,13 @@ fn without_the_state_directory_a_rollback_or_a_deleted_record_reopens_the_paymen
         std::fs::copy(r.path(name), snap.join(name.replace('/', "_"))).unwrap();
     }
     assert_eq!(
-        in_process(&r, &r.events[1]).status.code(),
+        r.hook_in_process(&r.events[1]).status.code(),
         Some(0),
         "the bill"
     );
     for e in &r.events[2..4] {
         assert_eq!(
-            in_process(&r, e).status.code(),
+            r.hook_in_process(e).status.code(),
             Some(2),
             "the bill recorded"
         );
@@ -622,7 +613,7 @@ fn without_the_state_directory_a_rollback_or_a_deleted_record_reopens_the_paymen
         std::fs::copy(snap.join(name.replace('/', "_")), r.path(name)).unwrap();
     }
     for e in &r.events[2..4] {
-        let out = in_process(&r, e);
+        let out = r.hook_in_process(e);
         assert_eq!(
             out.status.code(),
             Some(0),

@@ -186,39 +186,57 @@ fn edited_labelling_parameters_refuse_the_open_and_fail_verify() {
     }
 }
 
-/// Class 2, without any signed checkpoint left (store and side file): stored parameters that
-/// are not the defaults are not believed. What remains (no pin, `spec/lineage.md` §2.1): an
-/// attacker who deletes every checkpoint can make a ledger created with other parameters open
-/// under the defaults; a front's pin, kept outside the ledger's directory, closes it.
+/// Class 2, without any signed checkpoint left (store and side file): stored parameters are
+/// not believed, the defaults no more than others. A ledger made with τ = 0.3 whose every
+/// checkpoint the attacker deletes, with τ set back to the default 0.5, used to open under the
+/// defaults; now every hook refuses until the operator checks the parameters and adopts them
+/// (`memlineage checkpoint --adopt-stored-parameters`), and what the operator adopts is signed.
 #[test]
-fn unsigned_parameters_are_believed_only_when_they_are_the_defaults() {
-    let r = Recorded::new();
-    let c = Connection::open(r.path("l.db")).unwrap();
-    c.execute_batch(
-        "DELETE FROM checkpoints; UPDATE meta SET value = '900000' WHERE key = 'tau_millionths'",
-    )
-    .unwrap();
-    drop(c);
-    std::fs::remove_file(r.path("l.db.checkpoint")).unwrap();
-    // (Before any hook runs: a hook server that opened the ledger before the edit signs a
-    // checkpoint with the parameters it holds, the signed ones, at its next retrieval.)
-    let err = fails(&run(&["checkpoint", "l.db"], r.dir.path(), None));
-    assert!(err.contains("are signed by no checkpoint"), "{err}");
-    r.assert_payments_refused("no checkpoint, tau 0.9");
-    // The hooks may have signed the parameters they hold again; take them away once more.
-    r.sql("DELETE FROM checkpoints");
-    let _ = std::fs::remove_file(r.path("l.db.checkpoint"));
-    // The operator's explicit upgrade signs them.
-    ok(&run(
-        &["checkpoint", "l.db", "--adopt-stored-parameters"],
-        r.dir.path(),
-        None,
-    ));
-    let note = ok(&run(&["checkpoint", "l.db"], r.dir.path(), None));
-    assert!(
-        note.contains("memlineage/label-policy@v1 tau=900000 rule=fail-closed"),
-        "{note}"
-    );
+fn unsigned_parameters_are_never_believed() {
+    for (made, set) in [("0.3", "500000"), ("0.5", "900000")] {
+        let dir = tempfile::tempdir().unwrap();
+        ok(&run(&["init", "l.db", "--tau", made], dir.path(), None));
+        let r = Recorded {
+            dir,
+            events: recorded::events(),
+        };
+        for e in r.events.iter().take(2) {
+            assert_eq!(r.hook(e).status.code(), Some(0), "tau {made}");
+        }
+        let c = Connection::open(r.path("l.db")).unwrap();
+        c.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'tau_millionths'",
+            [set],
+        )
+        .unwrap();
+        drop(c);
+        // Every signed head, taken away as long as the hooks may sign new ones (a hook server
+        // that opened the ledger before the edit signs the parameters it holds, the signed ones).
+        let unsign = || {
+            r.sql("DELETE FROM checkpoints");
+            let _ = std::fs::remove_file(r.path("l.db.checkpoint"));
+        };
+        unsign();
+        let err = fails(&run(&["checkpoint", "l.db"], r.dir.path(), None));
+        assert!(err.contains("are signed by no checkpoint"), "{made}: {err}");
+        r.assert_payments_refused(&format!("made with tau {made}, every checkpoint deleted"));
+        unsign();
+        let in_process = r.hook_in_process(&r.events[2]);
+        assert_eq!(in_process.status.code(), Some(2), "{in_process:?}");
+        assert!(
+            String::from_utf8_lossy(&in_process.stderr).contains("are signed by no checkpoint"),
+            "{in_process:?}"
+        );
+        // The operator's explicit upgrade signs what the store says.
+        ok(&run(
+            &["checkpoint", "l.db", "--adopt-stored-parameters"],
+            r.dir.path(),
+            None,
+        ));
+        let note = ok(&run(&["checkpoint", "l.db"], r.dir.path(), None));
+        let want = format!("memlineage/label-policy@v1 tau={set} rule=fail-closed");
+        assert!(note.contains(&want), "{note}");
+    }
 }
 
 /// Class 7: the log key never signs a fork. With the store's checkpoints deleted and a stored
@@ -996,8 +1014,12 @@ fn postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row() {
         let mut opts = OpenOptions::default();
         opts.checkpoints = pin.iter().cloned().collect();
         let with_pin = pin.is_some();
-        let mut l =
-            Ledger::open_with(PgStore::connect(&url, &schema).unwrap(), log(), opts).unwrap();
+        // Without the pin no checkpoint signs the parameters any more: refused on open.
+        let Ok(mut l) = Ledger::open_with(PgStore::connect(&url, &schema).unwrap(), log(), opts)
+        else {
+            assert!(!with_pin, "the pinned ledger was not opened");
+            continue;
+        };
         let text = b"one more page";
         let appended = l.append(
             ProvEntry::new(tool.key_id(), Kind::ToolResult, text),

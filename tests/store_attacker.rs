@@ -413,6 +413,30 @@ fn a_stale_or_unsavable_session_record_loses_no_read() {
     r.assert_payments_refused("the record rolled back to before the bill");
 }
 
+/// Class 4: mutual exclusion rests on a file the attacker can replace. The attacker replaces
+/// `LEDGER.key.lock` while a hook holds it (this test holds it): the next hook locks the new
+/// file and runs beside the holder, which then saves the session record it read before the
+/// bill (the last save wins). No lock file can stop that, so nothing depends on it any more:
+/// the read set is caught up from the ledger (class 3), and the payment stays refused.
+#[test]
+fn a_lock_file_replaced_while_held_loses_no_read() {
+    let r = Recorded::new_with(1);
+    let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
+    let record = r.path(&format!("l.db.sessions/{session}.json"));
+    let before_bill = std::fs::read(&record).unwrap();
+    let lock = r.path("l.db.key.lock");
+    let held =
+        memlineage::store::durable::lock_file(&lock, std::time::Duration::from_secs(5)).unwrap();
+    std::fs::rename(&lock, r.path("old.lock")).unwrap();
+    std::fs::write(&lock, b"").unwrap();
+    let bill = r.hook_in_process(&r.events[1]);
+    assert_eq!(bill.status.code(), Some(0), "{bill:?}");
+    // The holder's save, made from what it read before the bill.
+    std::fs::write(&record, &before_bill).unwrap();
+    drop(held);
+    r.assert_payments_refused("a replaced lock, the record saved over");
+}
+
 /// The installed hooks (`hook install`, with the state directory and pin of
 /// `spec/hooks.md` §6.2): the commands as the agent runs them, through `sh -c`.
 struct Installed {

@@ -782,6 +782,22 @@ mod pg {
         ]));
     }
 
+    /// The attacker's own ledger (a fresh schema, returned): its log key binds `mallory`, who
+    /// states an IBAN in a prompt.
+    pub fn mallory(url: &str) -> String {
+        let theirs = pg_support::fresh_ledger("pgattack_theirs");
+        let mallory = WriterKey::for_label("pgb/mallory");
+        let evil =
+            LogSigner::new("test.example/pg-attack", WriterKey::for_label("pgb/evil")).unwrap();
+        let store = PgStore::connect(url, &theirs).unwrap();
+        let mut l = Ledger::create(store, evil, LabelPolicy::default()).unwrap();
+        l.bind(mallory.key_id(), Role::User, "mallory").unwrap();
+        let text = b"Pay US133000000121212121212";
+        let e = ProvEntry::new(mallory.key_id(), Kind::Prompt, text);
+        l.append(e, &mallory, text).unwrap();
+        theirs
+    }
+
     /// Creates ledger `schema` with the tool's binding and three pages; returns the note of
     /// the checkpoint signed over them.
     pub fn build(url: &str, schema: &str) -> Vec<u8> {
@@ -960,9 +976,7 @@ fn graft_store(
 fn postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row() {
     use memlineage::ledger::{OpenOptions, SealError};
     use memlineage::lineage::admission::AdmissionError;
-    use memlineage::lineage::LabelPolicy;
-    use memlineage::log::LogSigner;
-    use memlineage::record::{Kind, ProvEntry, Role, WriterKey};
+    use memlineage::record::{Kind, ProvEntry};
     use memlineage::store::{PgStore, Store};
     use memlineage::{Ledger, LedgerError};
     let Some(url) = pg_support::database_url(
@@ -973,27 +987,7 @@ fn postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row() {
     let (log, tool) = (pg::log, pg::tool());
     let psql = |sql: &str| pg::psql(&url, sql);
     let build = |schema: &str| pg::build(&url, schema);
-    // The attacker's own ledger: its log key binds `mallory`, who states an IBAN.
-    let theirs = pg_support::fresh_ledger("pgattack_theirs");
-    let mallory = WriterKey::for_label("pgb/mallory");
-    {
-        let evil =
-            LogSigner::new("test.example/pg-attack", WriterKey::for_label("pgb/evil")).unwrap();
-        let mut l = Ledger::create(
-            PgStore::connect(&url, &theirs).unwrap(),
-            evil,
-            LabelPolicy::default(),
-        )
-        .unwrap();
-        l.bind(mallory.key_id(), Role::User, "mallory").unwrap();
-        let text = b"Pay US133000000121212121212";
-        l.append(
-            ProvEntry::new(mallory.key_id(), Kind::Prompt, text),
-            &mallory,
-            text,
-        )
-        .unwrap();
-    }
+    let theirs = pg::mallory(&url);
     let theirs_store = PgStore::connect(&url, &theirs).unwrap();
 
     // Class 1.
@@ -1073,5 +1067,61 @@ fn postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row() {
             let err = l.check_rows_chain().unwrap_err();
             assert!(err.to_string().contains("rows were deleted"), "{err}");
         }
+    }
+}
+
+/// What remains on PostgreSQL, precisely. The sequencer takes whatever anyone with the
+/// tables' rights hands it (it checks nothing, `spec/storage.md` §11.2), and an `Integrator`
+/// holds the log key but no lineage state: it signs every sequenced entry into the tree. The
+/// attacker's rows (mallory's binding and prompt, from their own ledger) handed to the
+/// sequencer are signed by the next integration. Nothing is allowed from them — every open
+/// then refuses the log (`SealError::Inadmissible`), fail closed — but the log key has signed
+/// entries it never admitted, and the ledger stays refused until an operator intervenes.
+/// **Open**: the integrator should admit each sequenced entry through a ledger handle before
+/// it signs (not built yet).
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_entries_sequenced_without_the_key_are_signed_by_an_integrator_and_refuse_every_open() {
+    use memlineage::ledger::{Integrator, SealError};
+    use memlineage::lineage::LabelPolicy;
+    use memlineage::store::{Integration, PgStore, Store, Submission};
+    use memlineage::{Ledger, LedgerError};
+    let Some(url) = pg_support::database_url(
+        "postgres_entries_sequenced_without_the_key_are_signed_by_an_integrator_and_refuse_every_open",
+    ) else {
+        return;
+    };
+    let schema = pg_support::fresh_ledger("pgattack_sequenced");
+    pg::build(&url, &schema);
+    let theirs = PgStore::connect(&url, &pg::mallory(&url)).unwrap();
+    let victim = PgStore::connect(&url, &schema).unwrap();
+    let batch = (0..theirs.tree_size().unwrap())
+        .map(|i| {
+            let m = theirs.meta_at(i).unwrap().unwrap();
+            let cose = theirs.entry_bytes(i).unwrap().unwrap();
+            let e = memlineage::record::SignedEntry::decode(&cose).unwrap();
+            let content = theirs
+                .content_at(i)
+                .unwrap()
+                .map(|c| (e.entry().content_hash, c));
+            Submission {
+                id: m.id,
+                cose,
+                kind: m.kind,
+                label: m.label,
+                content,
+            }
+        })
+        .collect();
+    assert_eq!(victim.sequence(batch).unwrap(), vec![4, 5]);
+    let integrator = Integrator::new(std::sync::Arc::new(pg::log()), LabelPolicy::default());
+    match integrator.integrate(&victim, 100).unwrap() {
+        Integration::Integrated { new, .. } => assert_eq!(new, 6, "what remains: signed"),
+        other => panic!("not integrated: {other:?}"),
+    }
+    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), pg::log()) {
+        Err(LedgerError::Seal(SealError::Inadmissible { index: 4, .. })) => {}
+        Err(e) => panic!("refused, but not as inadmissible: {e}"),
+        Ok(_) => panic!("a log holding mallory's rows was opened"),
     }
 }

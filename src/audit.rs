@@ -403,7 +403,7 @@ fn decode_chunk(
     state: &LineageState,
 ) -> Vec<(EntryId, Result<SignedEntry, RecordError>)> {
     let bytes: Vec<&[u8]> = chunk.iter().map(|it| it.cose.as_slice()).collect();
-    let entries = decode_on_all_cores(&bytes, |k| state.public_key(k));
+    let entries = decode_on_all_cores(&bytes, |k| state.principal(k).and_then(|p| p.key));
     let ids: Vec<EntryId> = bytes
         .iter()
         .zip(&entries)

@@ -494,21 +494,47 @@ fn a_flag_cut_out_of_the_log_is_refused() {
     assert!(opened.is_empty(), "opened without the flag: {opened:?}");
 }
 
-/// What stays open: the flag cut out as above, the moved rows' tags removed too (so they look
-/// like rows written before row tags), and no signed checkpoint left that covers them (none
-/// was ever signed, or the attacker deleted the store's and the side file's). Nothing the log
-/// key signed then says where each entry stood; an earlier consistent state cannot be told
-/// from a doctored one without a checkpoint kept out of the attacker's reach (a witness,
-/// `spec/log.md` §10). Run with `--ignored`: it fails while the attack succeeds.
+/// What stays open, precisely, and what closes it. The flag cut out as above with the moved
+/// rows' tags removed too (so they look like rows after the seal), and every head the log key
+/// signed over them deleted (the store's checkpoints but the empty tree's, and the side
+/// file): nothing the key signed
+/// then says where each entry stood, and the ledger opens without the flag, so the payment is
+/// allowed. No design that keeps its state only in the directory the attacker writes can
+/// refuse this: the attacker can as well put back a copy of the directory from before the flag
+/// (a rollback), which is byte for byte a state the ledger was in; entries sign no position,
+/// and whatever binds one (tags, the seal, checkpoints) is in that directory. A head kept out
+/// of the attacker's reach closes both: the front's pin (`spec/hooks.md` §6.2,
+/// `OpenOptions::checkpoints`), here the checkpoint signed right after the flag.
 #[test]
-#[ignore = "open: with no signed checkpoint covering them, renumbered untagged rows are believed"]
-fn a_flag_cut_out_with_no_checkpoint_left_is_refused() {
+fn without_a_pin_a_flag_cut_out_with_every_head_deleted_opens_and_the_pin_refuses_it() {
     for replay in [true, false] {
-        let got = cut_out_the_flag(false, replay, true);
+        let s = Scene::with(2, true, true);
+        let side = s.path.with_extension("db.checkpoint");
+        let pin = std::fs::read(&side).unwrap();
+        cut(&s, replay, true);
+        // Every head over those rows: all but the empty tree's, signed at creation, which
+        // signs the parameters (without any, the open is refused: `ParametersError::Unsigned`).
+        s.db()
+            .execute("DELETE FROM checkpoints WHERE size > 0", [])
+            .unwrap();
+        std::fs::remove_file(&side).unwrap();
+        let l = s.open().unwrap();
+        assert!(!l.is_quarantined(&s.memo), "replay {replay}");
         assert!(
-            got.is_none(),
-            "replay {replay}: opened without the flag: {got:?}"
+            l.gate(&Policy::default(), &s.call).is_allow(),
+            "replay {replay}"
         );
+        drop(l);
+        let mut opts = memlineage::ledger::OpenOptions::default();
+        opts.checkpoints = vec![pin];
+        match Ledger::open_with(SqliteStore::open(&s.path).unwrap(), log(), opts) {
+            Err(LedgerError::Seal(_) | LedgerError::BehindSignedCheckpoint { .. }) => {}
+            Err(e) => panic!("replay {replay}: refused, but not by the pin: {e}"),
+            Ok(l) => panic!(
+                "replay {replay}: opened against the pin; memo quarantined {}",
+                l.is_quarantined(&s.memo)
+            ),
+        }
     }
 }
 
@@ -518,6 +544,33 @@ fn a_flag_cut_out_with_no_checkpoint_left_is_refused() {
 /// refused, else what the gate says of the payment and whether the memo is quarantined.
 fn cut_out_the_flag(checkpoint: bool, replay: bool, strip: bool) -> Option<String> {
     let s = Scene::with(2, checkpoint, true);
+    cut(&s, replay, strip);
+    let l = match s.open() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("flag cut out (checkpoint {checkpoint}, replay {replay}): refused: {e}");
+            return None;
+        }
+    };
+    assert_eq!(
+        l.label(&s.later[1]),
+        Some(Label::Trusted),
+        "later entries kept"
+    );
+    let gate = l.gate(&Policy::default(), &s.call);
+    if l.is_quarantined(&s.memo) && !gate.is_allow() {
+        return None;
+    }
+    Some(format!(
+        "memo quarantined {}, gate {gate:?}",
+        l.is_quarantined(&s.memo)
+    ))
+}
+
+/// Cuts the flag out of `s`'s file: the seal from before the flag replayed (`replay`) or
+/// deleted, the flag's row deleted, the rows after it moved down one index (their tags
+/// removed when `strip`) and `tree_hashes` fitted to the new size.
+fn cut(s: &Scene, replay: bool, strip: bool) {
     let db = s.db();
     if replay {
         set_seal(&db, &s.seal_before_flag);
@@ -547,27 +600,6 @@ fn cut_out_the_flag(checkpoint: bool, replay: bool, strip: bool) -> Option<Strin
             .unwrap();
     }
     fit_tree_hashes(&db);
-    drop(db);
-    let l = match s.open() {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("flag cut out (checkpoint {checkpoint}, replay {replay}): refused: {e}");
-            return None;
-        }
-    };
-    assert_eq!(
-        l.label(&s.later[1]),
-        Some(Label::Trusted),
-        "later entries kept"
-    );
-    let gate = l.gate(&Policy::default(), &s.call);
-    if l.is_quarantined(&s.memo) && !gate.is_allow() {
-        return None;
-    }
-    Some(format!(
-        "memo quarantined {}, gate {gate:?}",
-        l.is_quarantined(&s.memo)
-    ))
 }
 
 /// The file rolled back (the flag row removed and the seal from before it put back) while a

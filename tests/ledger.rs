@@ -372,6 +372,63 @@ fn sqlite_ledger_reopens_without_recomputing_and_rejects_wrong_key() {
     ));
 }
 
+/// A ledger created with parameters other than the defaults keeps them when reopened: its
+/// handle reports them, and the next checkpoint it signs carries them (`spec/lineage.md`
+/// §2.1), so that no later open is refused for a mismatch of its own making.
+#[test]
+fn a_reopened_ledger_signs_its_own_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.ledger");
+    let policy = LabelPolicy {
+        tau: Weight::new(900_000).unwrap(),
+        weak_rule: WeakRule::FailOpen,
+    };
+    {
+        let (mut l, k) = world(SqliteStore::open(&path).unwrap(), policy);
+        put(&mut l, &k.user, Kind::Prompt, "one", &[]);
+    }
+    let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    assert_eq!(l.policy(), policy);
+    let k = WriterKey::for_label("tests/user");
+    put(&mut l, &k, Kind::Prompt, "two", &[]);
+    let note = String::from_utf8(l.checkpoint().unwrap().note().to_vec()).unwrap();
+    assert!(
+        note.contains("memlineage/label-policy@v1 tau=900000 rule=fail-open"),
+        "{note}"
+    );
+    drop(l);
+    Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+}
+
+/// The principals a ledger has bound, by role, sorted (what `hook doctor` lists as the tools
+/// a ledger has seen): the same after a reopen, where they come from the keyring entries
+/// admitted on open.
+#[test]
+fn principal_names_list_the_bound_principals_of_a_role() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.ledger");
+    {
+        let (mut l, _) = world(SqliteStore::open(&path).unwrap(), LabelPolicy::default());
+        l.bind(
+            WriterKey::for_label("tests/web").key_id(),
+            Role::Tool,
+            "tool:fetch",
+        )
+        .unwrap();
+        assert_eq!(
+            l.principal_names(Role::Tool),
+            vec!["tool:fetch".to_string(), "tool:read_file".to_string()]
+        );
+    }
+    let l = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    assert_eq!(
+        l.principal_names(Role::Tool),
+        vec!["tool:fetch".to_string(), "tool:read_file".to_string()]
+    );
+    assert_eq!(l.principal_names(Role::User), vec!["user".to_string()]);
+    assert!(l.principal_names(Role::External).is_empty());
+}
+
 fn audit_store<S: Store>(l: &mut Ledger<S>) -> memlineage::audit::AuditReport {
     let c = l.checkpoint().unwrap();
     audit_raw(l.store(), c.note())

@@ -186,39 +186,57 @@ fn edited_labelling_parameters_refuse_the_open_and_fail_verify() {
     }
 }
 
-/// Class 2, without any signed checkpoint left (store and side file): stored parameters that
-/// are not the defaults are not believed. What remains (no pin, `spec/lineage.md` §2.1): an
-/// attacker who deletes every checkpoint can make a ledger created with other parameters open
-/// under the defaults; a front's pin, kept outside the ledger's directory, closes it.
+/// Class 2, without any signed checkpoint left (store and side file): stored parameters are
+/// not believed, the defaults no more than others. A ledger made with τ = 0.3 whose every
+/// checkpoint the attacker deletes, with τ set back to the default 0.5, used to open under the
+/// defaults; now every hook refuses until the operator checks the parameters and adopts them
+/// (`memlineage checkpoint --adopt-stored-parameters`), and what the operator adopts is signed.
 #[test]
-fn unsigned_parameters_are_believed_only_when_they_are_the_defaults() {
-    let r = Recorded::new();
-    let c = Connection::open(r.path("l.db")).unwrap();
-    c.execute_batch(
-        "DELETE FROM checkpoints; UPDATE meta SET value = '900000' WHERE key = 'tau_millionths'",
-    )
-    .unwrap();
-    drop(c);
-    std::fs::remove_file(r.path("l.db.checkpoint")).unwrap();
-    // (Before any hook runs: a hook server that opened the ledger before the edit signs a
-    // checkpoint with the parameters it holds, the signed ones, at its next retrieval.)
-    let err = fails(&run(&["checkpoint", "l.db"], r.dir.path(), None));
-    assert!(err.contains("are signed by no checkpoint"), "{err}");
-    r.assert_payments_refused("no checkpoint, tau 0.9");
-    // The hooks may have signed the parameters they hold again; take them away once more.
-    r.sql("DELETE FROM checkpoints");
-    let _ = std::fs::remove_file(r.path("l.db.checkpoint"));
-    // The operator's explicit upgrade signs them.
-    ok(&run(
-        &["checkpoint", "l.db", "--adopt-stored-parameters"],
-        r.dir.path(),
-        None,
-    ));
-    let note = ok(&run(&["checkpoint", "l.db"], r.dir.path(), None));
-    assert!(
-        note.contains("memlineage/label-policy@v1 tau=900000 rule=fail-closed"),
-        "{note}"
-    );
+fn unsigned_parameters_are_never_believed() {
+    for (made, set) in [("0.3", "500000"), ("0.5", "900000")] {
+        let dir = tempfile::tempdir().unwrap();
+        ok(&run(&["init", "l.db", "--tau", made], dir.path(), None));
+        let r = Recorded {
+            dir,
+            events: recorded::events(),
+        };
+        for e in r.events.iter().take(2) {
+            assert_eq!(r.hook(e).status.code(), Some(0), "tau {made}");
+        }
+        let c = Connection::open(r.path("l.db")).unwrap();
+        c.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'tau_millionths'",
+            [set],
+        )
+        .unwrap();
+        drop(c);
+        // Every signed head, taken away as long as the hooks may sign new ones (a hook server
+        // that opened the ledger before the edit signs the parameters it holds, the signed ones).
+        let unsign = || {
+            r.sql("DELETE FROM checkpoints");
+            let _ = std::fs::remove_file(r.path("l.db.checkpoint"));
+        };
+        unsign();
+        let err = fails(&run(&["checkpoint", "l.db"], r.dir.path(), None));
+        assert!(err.contains("are signed by no checkpoint"), "{made}: {err}");
+        r.assert_payments_refused(&format!("made with tau {made}, every checkpoint deleted"));
+        unsign();
+        let in_process = r.hook_in_process(&r.events[2]);
+        assert_eq!(in_process.status.code(), Some(2), "{in_process:?}");
+        assert!(
+            String::from_utf8_lossy(&in_process.stderr).contains("are signed by no checkpoint"),
+            "{in_process:?}"
+        );
+        // The operator's explicit upgrade signs what the store says.
+        ok(&run(
+            &["checkpoint", "l.db", "--adopt-stored-parameters"],
+            r.dir.path(),
+            None,
+        ));
+        let note = ok(&run(&["checkpoint", "l.db"], r.dir.path(), None));
+        let want = format!("memlineage/label-policy@v1 tau={set} rule=fail-closed");
+        assert!(note.contains(&want), "{note}");
+    }
 }
 
 /// Class 7: the log key never signs a fork. With the store's checkpoints deleted and a stored
@@ -300,6 +318,82 @@ fn a_fifo_where_a_file_should_be_never_hangs_a_hook() {
     }
 }
 
+/// A new class (symbolic links beside the ledger): the attacker plants links where memlineage
+/// writes — at the key file's temporary (`LEDGER.key.tmp`, once a fixed name), at the prune
+/// stamp (`LEDGER.sessions/.pruned-at`), at the hook server's lock and at the key-file lock —
+/// pointing to files of theirs or of the user. The next key save (a hook meeting a new tool)
+/// used to write every seed, the log key's included, into the attacker's file and leave the
+/// key file a link to it; the prune truncated the file the stamp's link named. Now nothing is
+/// written, created or truncated through a link, and the payment stays refused.
+#[cfg(unix)]
+#[test]
+fn a_link_planted_beside_the_ledger_never_leaks_a_key_or_clobbers_a_file() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let r = Recorded::new();
+    let theirs = r.path("theirs");
+    std::fs::write(&theirs, b"").unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o666)).unwrap();
+    symlink(&theirs, r.path("l.db.key.tmp")).unwrap();
+    // The user's file, named by the prune stamp, old enough that a prune is due.
+    let precious = r.path("precious");
+    std::fs::write(&precious, b"keep me").unwrap();
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&precious)
+        .unwrap()
+        .set_modified(long_ago)
+        .unwrap();
+    let stamp = r.path("l.db.sessions/.pruned-at");
+    let _ = std::fs::remove_file(&stamp);
+    symlink(&precious, &stamp).unwrap();
+    // Output of a tool the ledger has not seen: its principal's key is created and saved.
+    let mut event: serde_json::Value = serde_json::from_slice(&r.events[1].input).unwrap();
+    event["tool_name"] = "mcp__web__fetch_page".into();
+    event["tool_response"] = "nothing to see".into();
+    let out = run(
+        &["hook", "post-tool-use", "l.db"],
+        r.dir.path(),
+        Some(event.to_string().as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        std::fs::read(&theirs).unwrap(),
+        b"",
+        "seeds written through a link"
+    );
+    let key = std::fs::symlink_metadata(r.path("l.db.key")).unwrap();
+    assert!(key.file_type().is_file(), "the key file became {key:?}");
+    assert_eq!(std::fs::read(&precious).unwrap(), b"keep me");
+    r.assert_payments_refused("links beside the ledger");
+
+    // The hook server's lock and the key-file lock: a link there is refused, nothing written
+    // or created where it points (every hook then refuses: the attacker can only deny).
+    let fresh = tempfile::tempdir().unwrap();
+    ok(&run(&["init", "l.db"], fresh.path(), None));
+    let victim = fresh.path().join("victim");
+    std::fs::write(&victim, b"keep me").unwrap();
+    symlink(&victim, fresh.path().join("l.db.hook.lock")).unwrap();
+    let serve = run(&["hook", "serve", "l.db"], fresh.path(), None);
+    assert_ne!(serve.status.code(), Some(0), "{serve:?}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+    symlink(
+        fresh.path().join("made"),
+        fresh.path().join("l.db.key.lock"),
+    )
+    .unwrap();
+    let prompt = run(
+        &["hook", "user-prompt-submit", "l.db"],
+        fresh.path(),
+        Some(&r.events[0].input),
+    );
+    assert_eq!(prompt.status.code(), Some(2), "{prompt:?}");
+    assert!(
+        !fresh.path().join("made").exists(),
+        "a lock made through a link"
+    );
+}
+
 /// Class 3: the session's read set is derived from the ledger, the record beside it is only a
 /// cache (`spec/hooks.md` §6). An older sealed copy of the record put back after the bill was
 /// recorded (or a save that failed) loses no read: the bill, written for the session in the
@@ -317,6 +411,30 @@ fn a_stale_or_unsavable_session_record_loses_no_read() {
     r.assert_payments_refused("the bill recorded");
     std::fs::write(&record, &before_bill).unwrap();
     r.assert_payments_refused("the record rolled back to before the bill");
+}
+
+/// Class 4: mutual exclusion rests on a file the attacker can replace. The attacker replaces
+/// `LEDGER.key.lock` while a hook holds it (this test holds it): the next hook locks the new
+/// file and runs beside the holder, which then saves the session record it read before the
+/// bill (the last save wins). No lock file can stop that, so nothing depends on it any more:
+/// the read set is caught up from the ledger (class 3), and the payment stays refused.
+#[test]
+fn a_lock_file_replaced_while_held_loses_no_read() {
+    let r = Recorded::new_with(1);
+    let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
+    let record = r.path(&format!("l.db.sessions/{session}.json"));
+    let before_bill = std::fs::read(&record).unwrap();
+    let lock = r.path("l.db.key.lock");
+    let held =
+        memlineage::store::durable::lock_file(&lock, std::time::Duration::from_secs(5)).unwrap();
+    std::fs::rename(&lock, r.path("old.lock")).unwrap();
+    std::fs::write(&lock, b"").unwrap();
+    let bill = r.hook_in_process(&r.events[1]);
+    assert_eq!(bill.status.code(), Some(0), "{bill:?}");
+    // The holder's save, made from what it read before the bill.
+    std::fs::write(&record, &before_bill).unwrap();
+    drop(held);
+    r.assert_payments_refused("a replaced lock, the record saved over");
 }
 
 /// The installed hooks (`hook install`, with the state directory and pin of
@@ -482,6 +600,73 @@ fn a_ledger_rolled_back_behind_the_pin_is_refused() {
     );
 }
 
+/// What remains, precisely: hooks run without a state directory (not what `hook install`
+/// writes) keep every record beside the ledger, where the attacker writes. The directory put
+/// back to a copy taken before the bill (ledger, side checkpoint and records: a state the
+/// ledger was in, byte for byte) loses the bill; the bill's IBAN is then sourced by nothing
+/// the session read, and the payment is allowed under the default `unsourced = "allow"`. No
+/// design that keeps its state only in that directory can tell the rollback from the earlier
+/// state. A whole session record deleted is no longer such a case: the session takes its reads
+/// from the ledger through the context index (`spec/hooks.md` §6), so the payment stays
+/// refused. The installed hooks close the rollback too: their records and the pin live in the
+/// state directory (`a_ledger_rolled_back_behind_the_pin_is_refused`, and below: deleting
+/// everything beside the ledger that holds sessions changes nothing).
+#[test]
+fn without_the_state_directory_a_rollback_reopens_the_payment_and_a_deleted_record_does_not() {
+    let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
+    // A deleted record: the reads come back from the ledger.
+    // (In process: a resident hook server that saw the session would still hold it.)
+    let r = Recorded::new();
+    std::fs::remove_file(r.path(&format!("l.db.sessions/{session}.json"))).unwrap();
+    for e in &r.events[2..4] {
+        let out = r.hook_in_process(e);
+        assert_eq!(out.status.code(), Some(2), "deleted record: {out:?}");
+    }
+    // A consistent rollback of the directory to before the bill (every hook in process, so
+    // that the files hold every write when they are copied).
+    let r = Recorded::new_with(0);
+    for (what, e) in [
+        ("the start", &recorded::start()),
+        ("the prompt", &r.events[0]),
+    ] {
+        assert_eq!(r.hook_in_process(e).status.code(), Some(0), "{what}");
+    }
+    let snap = r.path("snap");
+    std::fs::create_dir(&snap).unwrap();
+    let record = format!("l.db.sessions/{session}.json");
+    let names = ["l.db", "l.db.checkpoint", record.as_str()];
+    for name in names {
+        std::fs::copy(r.path(name), snap.join(name.replace('/', "_"))).unwrap();
+    }
+    assert_eq!(
+        r.hook_in_process(&r.events[1]).status.code(),
+        Some(0),
+        "the bill"
+    );
+    for e in &r.events[2..4] {
+        assert_eq!(
+            r.hook_in_process(e).status.code(),
+            Some(2),
+            "the bill recorded"
+        );
+    }
+    for name in names {
+        std::fs::copy(snap.join(name.replace('/', "_")), r.path(name)).unwrap();
+    }
+    for e in &r.events[2..4] {
+        let out = r.hook_in_process(e);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "rollback: what remains: {out:?}"
+        );
+    }
+    // With the installed hooks the records are not beside the ledger.
+    let i = Installed::new();
+    let _ = std::fs::remove_dir_all(i.r.path("l.db.sessions"));
+    i.assert_payments_refused("sessions beside the ledger deleted, state directory kept");
+}
+
 /// Class 10: a PreToolUse event with an invalid UTF-8 byte inside a JSON string is refused as
 /// unreadable (it was read with a replacement character, matched nothing, and was allowed).
 #[test]
@@ -566,6 +751,68 @@ fn nothing_is_appended_into_a_store_whose_rows_do_not_chain() {
 #[path = "common/pg_support.rs"]
 mod pg_support;
 
+/// A ledger on PostgreSQL for the tests below: its log key, a tool principal, `psql` and a
+/// ledger built with the tool's binding and three pages, checkpointed.
+#[cfg(feature = "postgres")]
+mod pg {
+    use super::pg_support;
+    use memlineage::lineage::LabelPolicy;
+    use memlineage::log::LogSigner;
+    use memlineage::record::{Kind, ProvEntry, Role, WriterKey};
+    use memlineage::store::PgStore;
+    use memlineage::Ledger;
+
+    pub fn log() -> LogSigner {
+        LogSigner::new("test.example/pg-attack", WriterKey::for_label("pga/log")).unwrap()
+    }
+
+    pub fn tool() -> WriterKey {
+        WriterKey::for_label("pga/tool")
+    }
+
+    /// Runs `sql` with `psql` (stopping at the first error).
+    pub fn psql(url: &str, sql: &str) {
+        pg_support::run_ok(std::process::Command::new("psql").args([
+            url,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ]));
+    }
+
+    /// The attacker's own ledger (a fresh schema, returned): its log key binds `mallory`, who
+    /// states an IBAN in a prompt.
+    pub fn mallory(url: &str) -> String {
+        let theirs = pg_support::fresh_ledger("pgattack_theirs");
+        let mallory = WriterKey::for_label("pgb/mallory");
+        let evil =
+            LogSigner::new("test.example/pg-attack", WriterKey::for_label("pgb/evil")).unwrap();
+        let store = PgStore::connect(url, &theirs).unwrap();
+        let mut l = Ledger::create(store, evil, LabelPolicy::default()).unwrap();
+        l.bind(mallory.key_id(), Role::User, "mallory").unwrap();
+        let text = b"Pay US133000000121212121212";
+        let e = ProvEntry::new(mallory.key_id(), Kind::Prompt, text);
+        l.append(e, &mallory, text).unwrap();
+        theirs
+    }
+
+    /// Creates ledger `schema` with the tool's binding and three pages; returns the note of
+    /// the checkpoint signed over them.
+    pub fn build(url: &str, schema: &str) -> Vec<u8> {
+        let store = PgStore::connect(url, schema).unwrap();
+        let mut l = Ledger::create(store, log(), LabelPolicy::default()).unwrap();
+        let tool = tool();
+        l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
+        for i in 0..3 {
+            let text = format!("page {i}");
+            let e = ProvEntry::new(tool.key_id(), Kind::ToolResult, text.as_bytes());
+            l.append(e, &tool, text.as_bytes()).unwrap();
+        }
+        l.checkpoint().unwrap().note().to_vec()
+    }
+}
+
 /// The same classes on PostgreSQL, against a real server (`DATABASE_URL`): edited parameters
 /// (class 2), a foreign trigger or a replaced sequencer function (class 8), and a rollback by
 /// lowering `tree_state.size` under an older seal (rows past it become invisible, nothing is
@@ -574,36 +821,15 @@ mod pg_support;
 #[test]
 fn postgres_refuses_the_same_store_attacks() {
     use memlineage::ledger::{OpenOptions, ParametersError};
-    use memlineage::lineage::LabelPolicy;
-    use memlineage::log::LogSigner;
-    use memlineage::record::{Kind, ProvEntry, Role, WriterKey};
+    use memlineage::record::{Kind, ProvEntry};
     use memlineage::store::PgStore;
     use memlineage::{Ledger, LedgerError};
     let Some(url) = pg_support::database_url("postgres_refuses_the_same_store_attacks") else {
         return;
     };
-    let log = || LogSigner::new("test.example/pg-attack", WriterKey::for_label("pga/log")).unwrap();
-    let tool = WriterKey::for_label("pga/tool");
-    let psql = |sql: &str| {
-        pg_support::run_ok(std::process::Command::new("psql").args([
-            url.as_str(),
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-c",
-            sql,
-        ]))
-    };
-    let build = |schema: &str| -> Vec<u8> {
-        let store = PgStore::connect(&url, schema).unwrap();
-        let mut l = Ledger::create(store, log(), LabelPolicy::default()).unwrap();
-        l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
-        for i in 0..3 {
-            let text = format!("page {i}");
-            let e = ProvEntry::new(tool.key_id(), Kind::ToolResult, text.as_bytes());
-            l.append(e, &tool, text.as_bytes()).unwrap();
-        }
-        l.checkpoint().unwrap().note().to_vec()
-    };
+    let (log, tool) = (pg::log, pg::tool());
+    let psql = |sql: &str| pg::psql(&url, sql);
+    let build = |schema: &str| pg::build(&url, schema);
     // Class 2.
     let schema = pg_support::fresh_ledger("pgattack_tau");
     build(&schema);
@@ -621,6 +847,17 @@ fn postgres_refuses_the_same_store_attacks() {
          $f$ BEGIN RETURN NULL; END $f$; CREATE TRIGGER t BEFORE INSERT ON \"{s}\".entries \
          FOR EACH ROW EXECUTE FUNCTION \"{s}\".drop_row()",
         "CREATE VIEW \"{s}\".v AS SELECT * FROM \"{s}\".entries",
+        // Row-level security with a policy that hides flags from every reader.
+        "ALTER TABLE \"{s}\".entries ENABLE ROW LEVEL SECURITY; \
+         ALTER TABLE \"{s}\".entries FORCE ROW LEVEL SECURITY; \
+         CREATE POLICY hide ON \"{s}\".entries USING (kind NOT IN (7, 8)) WITH CHECK (true)",
+        // The sequencer's search_path pointed at the attacker's tables first.
+        "CREATE SCHEMA \"{s}_evil\"; ALTER FUNCTION \"{s}\".append_entries(bytea[], bytea[], \
+         smallint[], smallint[], bytea[], bytea[]) SET search_path = \"{s}_evil\", pg_catalog",
+        // A table whose rows `entries` inherits, a dropped uniqueness, an unlogged table.
+        "CREATE TABLE \"{s}\".more () INHERITS (\"{s}\".entries)",
+        "ALTER TABLE \"{s}\".entries DROP CONSTRAINT entries_id_key",
+        "ALTER TABLE \"{s}\".checkpoints SET UNLOGGED",
     ]
     .iter()
     .enumerate()
@@ -629,7 +866,7 @@ fn postgres_refuses_the_same_store_attacks() {
         build(&schema);
         psql(&sql.replace("{s}", &schema));
         let Err(e) = PgStore::connect(&url, &schema) else {
-            panic!("a foreign trigger or view on PostgreSQL was not refused")
+            panic!("a changed catalog on PostgreSQL was not refused: {sql}")
         };
         assert!(
             e.to_string().contains("did not create") || e.to_string().contains("not the one"),
@@ -652,5 +889,240 @@ fn postgres_refuses_the_same_store_attacks() {
         Err(LedgerError::BehindSignedCheckpoint { .. }) => {}
         Err(e) => panic!("refused, but not as behind the pin: {e}"),
         Ok(_) => panic!("a rolled-back tree_state was believed against the pin"),
+    }
+
+    // Class 8, on a live handle: the sequencer function pointed at the attacker's copies of
+    // the tables after the store was opened (so the catalog check at connect passed). A
+    // submitted entry lands there and would never enter the log; the store checks that every
+    // entry it sequenced is in the ledger's own table and refuses.
+    let schema = pg_support::fresh_ledger("pgattack_redirect");
+    build(&schema);
+    let mut l = Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()).unwrap();
+    psql(&format!(
+        "CREATE SCHEMA \"{schema}_evil\"; \
+         CREATE TABLE \"{schema}_evil\".entries (LIKE \"{schema}\".entries INCLUDING ALL); \
+         CREATE TABLE \"{schema}_evil\".content (LIKE \"{schema}\".content INCLUDING ALL); \
+         CREATE TABLE \"{schema}_evil\".sequencer AS SELECT * FROM \"{schema}\".sequencer; \
+         ALTER FUNCTION \"{schema}\".append_entries(bytea[], bytea[], smallint[], smallint[], \
+         bytea[], bytea[]) SET search_path = \"{schema}_evil\", pg_catalog"
+    ));
+    let text = b"a page sequenced into the attacker's table";
+    let page = memlineage::record::SignedEntry::sign(
+        ProvEntry::new(tool.key_id(), Kind::ToolResult, text),
+        &tool,
+    )
+    .unwrap();
+    match l.submit_signed(vec![(page, &text[..])]) {
+        Err(LedgerError::Store(e)) => {
+            assert!(e.to_string().contains("sequencer stored 0 of 1"), "{e}")
+        }
+        Err(e) => panic!("refused, but not by the store: {e}"),
+        Ok(a) => panic!("an entry sequenced outside the ledger was taken: {a:?}"),
+    }
+    drop(l);
+}
+
+/// Copies the entries `from..` of `theirs` (bytes, kind, label, content) to the end of
+/// `victim` without tags, with their tree hashes (public data) computed over `victim`'s stored
+/// ones: what a store-only attacker can write with the store's own code and no key. Returns
+/// the grafted ids.
+#[cfg(feature = "postgres")]
+fn graft_store(
+    victim: &mut impl memlineage::store::Store,
+    theirs: &impl memlineage::store::Store,
+    from: u64,
+) -> Vec<EntryId> {
+    use memlineage::store::NewEntry;
+    let size = victim.tree_size().unwrap();
+    let stored: Vec<u64> = (0..memlineage::log::stored_hash_count(size)).collect();
+    let mut tree = victim.read_hashes(&stored).unwrap();
+    let mut ids = Vec::new();
+    for (k, i) in (from..theirs.tree_size().unwrap()).enumerate() {
+        let index = size + k as u64;
+        let m = theirs.meta_at(i).unwrap().unwrap();
+        let cose = theirs.entry_bytes(i).unwrap().unwrap();
+        let content = theirs.content_at(i).unwrap();
+        let hash = memlineage::record::SignedEntry::decode(&cose)
+            .unwrap()
+            .entry()
+            .content_hash;
+        let hashes = hashes_to_store(index, &m.id, &tree).unwrap();
+        victim
+            .append(&[NewEntry {
+                index,
+                id: m.id,
+                cose: &cose,
+                kind: m.kind,
+                label: m.label,
+                content: content.as_deref().map(|c| (hash, c)),
+                hashes: hashes.clone(),
+                tag: None,
+                context: None,
+            }])
+            .unwrap();
+        tree.extend(hashes);
+        ids.push(m.id);
+    }
+    ids
+}
+
+/// The store classes of issue 25 that the test above does not cover, on PostgreSQL against a
+/// real server: rows grafted from the attacker's own ledger after the seal (class 1), a ledger
+/// replaced by another log's (class 5, the key check), a fork after the stored heads are
+/// deleted and a tree hash edited (class 7, refused by the pin and by the stored root), and a
+/// deleted row (class 9).
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row() {
+    use memlineage::ledger::{OpenOptions, SealError};
+    use memlineage::lineage::admission::AdmissionError;
+    use memlineage::record::{Kind, ProvEntry};
+    use memlineage::store::{PgStore, Store};
+    use memlineage::{Ledger, LedgerError};
+    let Some(url) = pg_support::database_url(
+        "postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row",
+    ) else {
+        return;
+    };
+    let (log, tool) = (pg::log, pg::tool());
+    let psql = |sql: &str| pg::psql(&url, sql);
+    let build = |schema: &str| pg::build(&url, schema);
+    let theirs = pg::mallory(&url);
+    let theirs_store = PgStore::connect(&url, &theirs).unwrap();
+
+    // Class 1.
+    let schema = pg_support::fresh_ledger("pgattack_graft");
+    build(&schema);
+    let grafted = graft_store(
+        &mut PgStore::connect(&url, &schema).unwrap(),
+        &theirs_store,
+        0,
+    );
+    assert_eq!(grafted.len(), 2, "mallory's binding and prompt");
+    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()) {
+        Err(LedgerError::Seal(SealError::Inadmissible {
+            reason: AdmissionError::UnknownWriter(_) | AdmissionError::NotLogKey,
+            ..
+        })) => {}
+        Err(e) => panic!("refused, but not as inadmissible: {e}"),
+        Ok(l) => panic!(
+            "grafted rows admitted: mallory's prompt labelled {:?}",
+            l.label(&grafted[1])
+        ),
+    }
+
+    // Class 5: the attacker's ledger under the victim's name is another log.
+    match Ledger::open(PgStore::connect(&url, &theirs).unwrap(), log()) {
+        Err(LedgerError::WrongLogKey) => {}
+        Err(e) => panic!("refused, but not for the key: {e}"),
+        Ok(_) => panic!("another log's ledger was opened with the victim's key"),
+    }
+
+    // Class 7: the stored heads deleted and the newest stored tree hash edited. The pin (the
+    // head a front kept outside the store) must be extended; without it the stored root
+    // (tree_state) no longer matches the hashes. Nothing is signed either way.
+    let schema = pg_support::fresh_ledger("pgattack_fork");
+    let pinned = build(&schema);
+    psql(&format!(
+        "DELETE FROM \"{schema}\".checkpoints; UPDATE \"{schema}\".tree_hashes \
+         SET hash = '\\x{}'::bytea WHERE idx = (SELECT max(idx) FROM \"{schema}\".tree_hashes)",
+        "00".repeat(32)
+    ));
+    for pin in [Some(pinned), None] {
+        let mut opts = OpenOptions::default();
+        opts.checkpoints = pin.iter().cloned().collect();
+        let with_pin = pin.is_some();
+        // Without the pin no checkpoint signs the parameters any more: refused on open.
+        let Ok(mut l) = Ledger::open_with(PgStore::connect(&url, &schema).unwrap(), log(), opts)
+        else {
+            assert!(!with_pin, "the pinned ledger was not opened");
+            continue;
+        };
+        let text = b"one more page";
+        let appended = l.append(
+            ProvEntry::new(tool.key_id(), Kind::ToolResult, text),
+            &tool,
+            text,
+        );
+        let signed = appended.and_then(|_| l.checkpoint());
+        assert!(
+            signed.is_err(),
+            "pin {with_pin}: a head signed over the edited tree"
+        );
+        let n = PgStore::connect(&url, &schema)
+            .unwrap()
+            .latest_checkpoint()
+            .unwrap();
+        assert!(n.is_none(), "pin {with_pin}: a checkpoint stored: {n:?}");
+    }
+
+    // Class 9: a row deleted from the middle. The store no longer chains: nothing is written
+    // into it by the fronts and the CLI (`check_rows_chain`), and the entry is absent.
+    let schema = pg_support::fresh_ledger("pgattack_deleted");
+    build(&schema);
+    psql(&format!("DELETE FROM \"{schema}\".entries WHERE idx = 2"));
+    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), log()) {
+        Err(e) => assert!(!e.to_string().is_empty()),
+        Ok(l) => {
+            let err = l.check_rows_chain().unwrap_err();
+            assert!(err.to_string().contains("rows were deleted"), "{err}");
+        }
+    }
+}
+
+/// What remains on PostgreSQL, precisely. The sequencer takes whatever anyone with the
+/// tables' rights hands it (it checks nothing, `spec/storage.md` §11.2), and an `Integrator`
+/// holds the log key but no lineage state: it signs every sequenced entry into the tree. The
+/// attacker's rows (mallory's binding and prompt, from their own ledger) handed to the
+/// sequencer are signed by the next integration. Nothing is allowed from them — every open
+/// then refuses the log (`SealError::Inadmissible`), fail closed — but the log key has signed
+/// entries it never admitted, and the ledger stays refused until an operator intervenes.
+/// **Open**: the integrator should admit each sequenced entry through a ledger handle before
+/// it signs (not built yet).
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_entries_sequenced_without_the_key_are_signed_by_an_integrator_and_refuse_every_open() {
+    use memlineage::ledger::{Integrator, SealError};
+    use memlineage::lineage::LabelPolicy;
+    use memlineage::store::{Integration, PgStore, Store, Submission};
+    use memlineage::{Ledger, LedgerError};
+    let Some(url) = pg_support::database_url(
+        "postgres_entries_sequenced_without_the_key_are_signed_by_an_integrator_and_refuse_every_open",
+    ) else {
+        return;
+    };
+    let schema = pg_support::fresh_ledger("pgattack_sequenced");
+    pg::build(&url, &schema);
+    let theirs = PgStore::connect(&url, &pg::mallory(&url)).unwrap();
+    let victim = PgStore::connect(&url, &schema).unwrap();
+    let batch = (0..theirs.tree_size().unwrap())
+        .map(|i| {
+            let m = theirs.meta_at(i).unwrap().unwrap();
+            let cose = theirs.entry_bytes(i).unwrap().unwrap();
+            let e = memlineage::record::SignedEntry::decode(&cose).unwrap();
+            let content = theirs
+                .content_at(i)
+                .unwrap()
+                .map(|c| (e.entry().content_hash, c));
+            Submission {
+                id: m.id,
+                cose,
+                kind: m.kind,
+                label: m.label,
+                content,
+                context: None,
+            }
+        })
+        .collect();
+    assert_eq!(victim.sequence(batch).unwrap(), vec![4, 5]);
+    let integrator = Integrator::new(std::sync::Arc::new(pg::log()), LabelPolicy::default());
+    match integrator.integrate(&victim, 100).unwrap() {
+        Integration::Integrated { new, .. } => assert_eq!(new, 6, "what remains: signed"),
+        other => panic!("not integrated: {other:?}"),
+    }
+    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), pg::log()) {
+        Err(LedgerError::Seal(SealError::Inadmissible { index: 4, .. })) => {}
+        Err(e) => panic!("refused, but not as inadmissible: {e}"),
+        Ok(_) => panic!("a log holding mallory's rows was opened"),
     }
 }

@@ -243,7 +243,8 @@ impl FileSessions {
             if !tmp {
                 // The marker first: a crash between the two steps leaves both files, and the
                 // session file wins on load.
-                std::fs::File::create(self.0.join(format!("{stem}.pruned"))).map_err(err)?;
+                crate::store::durable::create_regular(&self.0.join(format!("{stem}.pruned")))
+                    .map_err(err)?;
                 done.pruned += 1;
             }
             std::fs::remove_file(&path).map_err(err)?;
@@ -271,7 +272,8 @@ impl FileSessions {
             return Ok(None);
         }
         let done = self.prune(older_than, now)?;
-        std::fs::File::create(&stamp)
+        // Never through a link planted there: it would truncate the file it points to.
+        crate::store::durable::create_regular(&stamp)
             .and_then(|f| f.set_modified(now))
             .map_err(|e| HookError::Session(stamp.display().to_string(), e.to_string()))?;
         Ok(Some(done))

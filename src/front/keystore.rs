@@ -72,9 +72,12 @@ impl KeyStore {
         Ok(ks)
     }
 
-    /// Writes the key file with mode 0600 (on Unix), via a temporary file, fsync, rename and a
-    /// directory fsync ([`crate::store::durable`]) so a crash leaves the old file or the new
-    /// one, never half of one, and the rename survives a power loss.
+    /// Writes the key file with mode 0600 (on Unix) by [`crate::store::durable::write_atomic`]:
+    /// an unguessably named temporary created exclusively, never through a symbolic link,
+    /// synced, renamed over `path`, then the directory synced. So a crash leaves the old file or
+    /// the new one, never half of one, and the rename survives a power loss; and a store-only
+    /// attacker who plants a link where a fixed temporary name would be cannot have the seeds
+    /// written into a file of theirs (`spec/storage.md` §6.1).
     ///
     /// # Errors
     /// [`KeyStoreError::Io`].
@@ -82,23 +85,9 @@ impl KeyStore {
         let io = |e| KeyStoreError::Io(path.display().to_string(), e);
         let text =
             serde_json::to_string_pretty(self).map_err(|e| KeyStoreError::Format(e.to_string()))?;
-        let tmp = path.with_extension("key.tmp");
-        {
-            use std::io::Write;
-            let mut opts = std::fs::OpenOptions::new();
-            opts.write(true).create(true).truncate(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                opts.mode(0o600);
-            }
-            let mut f = opts.open(&tmp).map_err(io)?;
-            f.write_all(text.as_bytes()).map_err(io)?;
-            f.sync_all().map_err(io)?;
-        }
         // The directory is synced after the rename: the append that binds a new key is
         // acknowledged only once the key file that can sign for it is on disk.
-        crate::store::durable::rename_durably(&tmp, path).map_err(io)
+        crate::store::durable::write_atomic(path, text.as_bytes()).map_err(io)
     }
 
     /// The log signer.
@@ -186,6 +175,32 @@ pub enum KeyStoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store-only attacker plants a link at the name the temporary used to have
+    /// (`LEDGER.key.tmp`), to a file of theirs anyone may write: the seeds never reach it, and
+    /// the key file stays a regular file of mode 0600 (it became the attacker's link).
+    #[cfg(unix)]
+    #[test]
+    fn a_link_at_the_temporary_name_never_receives_the_seeds() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.db.key");
+        let theirs = dir.path().join("theirs");
+        std::fs::write(&theirs, b"").unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o666)).unwrap();
+        std::os::unix::fs::symlink(&theirs, dir.path().join("l.db.key.tmp")).unwrap();
+        let ks = KeyStore::generate("test.example/log");
+        ks.save(&path).unwrap();
+        assert_eq!(
+            std::fs::read(&theirs).unwrap(),
+            b"",
+            "seeds written through the link"
+        );
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.file_type().is_file(), "{meta:?}");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(KeyStore::load(&path).unwrap().log_seed, ks.log_seed);
+    }
 
     #[test]
     fn round_trip_and_seed_public_mismatch() {

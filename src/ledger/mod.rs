@@ -338,7 +338,7 @@ impl<S: Store> Ledger<S> {
             sealed: (!unsealed).then_some(id),
         };
         let from = if unsealed || special {
-            let s = SignedEntry::decode_with_keys(&bytes, |k| self.state.public_key(k))?;
+            let s = SignedEntry::decode_with_keys(&bytes, |k| self.cached_key(k))?;
             if s.id() != id || s.entry().kind != kind {
                 return Err(LedgerError::Missing(id));
             }
@@ -554,14 +554,14 @@ impl<S: Store> Ledger<S> {
 
     /// The decompressed key of a bound principal.
     fn cached_key(&self, key: &KeyId) -> Option<PublicKey> {
-        self.state.public_key(key)
+        self.state.principal(key).and_then(|p| p.key)
     }
 
     /// A thread-shareable lookup of bound principals' decompressed keys (for checks run on
     /// all cores while the store, which need not be shareable, stays on this thread).
     pub(crate) fn key_lookup(&self) -> impl Fn(&KeyId) -> Option<PublicKey> + Sync + '_ {
         let state = &self.state;
-        move |key| state.public_key(key)
+        move |key| state.principal(key).and_then(|p| p.key)
     }
 
     /// The role and name bound to `key`, if any.

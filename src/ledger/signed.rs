@@ -29,13 +29,16 @@ pub enum ParametersError {
         stored: LabelPolicy,
     },
     /// No signed checkpoint carries parameters (a ledger written before they were signed, or
-    /// one whose every checkpoint was deleted) and the stored ones are not the defaults: they
-    /// are not believed. `memlineage checkpoint --adopt-stored-parameters` signs them, after
-    /// `memlineage verify --tau T --rule R` confirmed them.
+    /// one whose every checkpoint was deleted): the stored ones are not believed, the defaults
+    /// no more than others (a ledger made with other parameters would otherwise be opened
+    /// under the defaults by whoever deletes its checkpoints). `memlineage checkpoint
+    /// --adopt-stored-parameters` signs them, after `memlineage verify --tau T --rule R`
+    /// confirmed them.
     #[error(
         "the ledger's labelling parameters (tau {tau}, rule {rule}) are signed by no checkpoint \
-         and are not the defaults: check them with `memlineage verify --tau T --rule R`, then \
-         sign them with `memlineage checkpoint --adopt-stored-parameters`",
+         (a ledger older than signed parameters, or its checkpoints were deleted): check them \
+         with `memlineage verify --tau T --rule R`, then sign them with `memlineage checkpoint \
+         --adopt-stored-parameters`",
         tau = .stored.tau, rule = .stored.weak_rule.name()
     )]
     Unsigned {
@@ -48,9 +51,8 @@ pub enum ParametersError {
 }
 
 /// The parameters a handle labels under: those the newest signed checkpoint (`newest`) signs,
-/// which the store's settings must equal; else, when no checkpoint signs any, the store's if
-/// they are the defaults (an attacker who rewrote them could only have chosen the defaults), or
-/// any stored ones when `adopt` (the operator's explicit upgrade of an older ledger).
+/// which the store's settings must equal; else, when no checkpoint signs any, the stored ones
+/// only when `adopt` (the operator's explicit upgrade of an older ledger).
 ///
 /// # Errors
 /// [`ParametersError`] as above; [`LedgerError::NotALedger`] when the settings are missing.
@@ -67,7 +69,7 @@ pub(super) fn parameters<S: Store>(
     match signed {
         Some(signed) if signed == stored => Ok(signed),
         Some(signed) => Err(ParametersError::Changed { signed, stored }.into()),
-        None if adopt || stored == LabelPolicy::default() => Ok(stored),
+        None if adopt => Ok(stored),
         None => Err(ParametersError::Unsigned { stored }.into()),
     }
 }

@@ -69,7 +69,8 @@ pub struct Principal {
     /// Its name in the binding.
     pub name: String,
     /// Its key, decompressed once (`None` if the bytes are not a point; such a key verifies
-    /// nothing).
+    /// nothing). A cache: callers hand it to `SignedEntry::decode_with_keys`, which gives the
+    /// same answers without it.
     pub key: Option<PublicKey>,
 }
 
@@ -122,12 +123,13 @@ impl LineageState {
         content: Content<'_>,
     ) -> Result<Admitted, AdmissionError> {
         let (label, content_mismatch) = self.check(known, entry, content)?;
-        let matching = match content {
+        // Content that does not match counts for nothing: `apply` takes lease terms only from
+        // content hashing to the signed content hash.
+        let content = match content {
             Content::Given(c) => Some(c),
-            Content::Stored(c) if !content_mismatch => c,
-            Content::Stored(_) => None,
+            Content::Stored(c) => c,
         };
-        let rescan = self.apply(known, index, entry.id(), entry.entry(), matching);
+        let rescan = self.apply(known, index, entry.id(), entry.entry(), content);
         Ok(Admitted {
             label,
             content_mismatch,
@@ -163,9 +165,10 @@ impl LineageState {
     /// Applies what the admitted entry `id` (`e`, at leaf `index`) does besides being stored:
     /// its keyring
     /// binding, tombstone, flag or release, lease or replacement, and the quarantine's
-    /// propagation to it. `content` is its content when at hand and matching (lease terms);
-    /// missing terms are taken as the longest lease. Returns the leaf to rescan the
-    /// quarantine from, if any.
+    /// propagation to it. `content` is its content when at hand: lease terms are read from it
+    /// only when it hashes to the signed content hash (this is the one place that checks),
+    /// and missing or unmatched terms are taken as the longest lease. Returns the leaf to
+    /// rescan the quarantine from, if any.
     ///
     /// A flag is never dropped: when its source's index is not known (only a store-only
     /// attacker makes that, by hiding the source's row), the reach is taken from leaf 0
@@ -217,11 +220,6 @@ impl LineageState {
         rescan
     }
 
-    /// The id of the log key.
-    pub fn log_key(&self) -> KeyId {
-        self.log_key
-    }
-
     /// The labelling parameters.
     pub fn policy(&self) -> LabelPolicy {
         self.policy
@@ -240,11 +238,6 @@ impl LineageState {
     /// The role bound to `key`, if any.
     pub fn role_of(&self, key: &KeyId) -> Option<Role> {
         self.keyring.get(key).map(|p| p.role)
-    }
-
-    /// The decompressed key of a bound principal.
-    pub fn public_key(&self, key: &KeyId) -> Option<PublicKey> {
-        self.keyring.get(key).and_then(|p| p.key)
     }
 
     /// Whether `id` has been tombstoned.

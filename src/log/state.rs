@@ -508,12 +508,23 @@ fn temp_path(path: &Path) -> Result<PathBuf, StateError> {
     Ok(path.with_file_name(tmp))
 }
 
+/// Writes `bytes` to a new file at `path` and syncs it. A file or symbolic link already there
+/// (a crashed save of the same pid, or a link someone planted at the predictable name) is
+/// removed first and the file created exclusively, never through a link: the state is never
+/// written into a file the link points to.
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)?;
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut f = opts.open(path)?;
     f.write_all(bytes)?;
     f.sync_all()
 }
@@ -640,6 +651,20 @@ mod tests {
             "{\n  \"format\": \"memlineage/checkpoint-state@v1\",\n  \"logs\": []\n}\n"
         );
         assert_eq!(CheckpointState::from_bytes(&b).unwrap(), s);
+    }
+
+    /// A link planted at the predictable temporary name is replaced, never written through.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_at_the_temporary_name_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let theirs = dir.path().join("theirs");
+        fs::write(&theirs, b"keep").unwrap();
+        std::os::unix::fs::symlink(&theirs, temp_path(&path).unwrap()).unwrap();
+        CheckpointState::new().save(&path).unwrap();
+        assert_eq!(fs::read(&theirs).unwrap(), b"keep");
+        assert!(CheckpointState::load(&path).unwrap().is_empty());
     }
 
     #[test]

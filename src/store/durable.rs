@@ -6,8 +6,9 @@
 //!
 //! And reading and locking files someone else may have replaced (`spec/storage.md` §6.1): a
 //! store-only attacker can put a FIFO, a device, a directory or a symbolic link where a file
-//! should be, or replace a lock file while it is held. [`read_regular`] and [`lock_file`] never
-//! block on such a thing and never take one for the file.
+//! should be, or replace a lock file while it is held. [`read_regular`], [`create_regular`] and
+//! [`lock_file`] never block on such a thing and never take one for the file; nothing here
+//! writes, creates or truncates through a symbolic link.
 //!
 //! (`src/log/state.rs` keeps its own copy of the directory sync: verification code must not
 //! depend on storage, `tests/layering.rs`.)
@@ -143,29 +144,43 @@ fn not_regular(path: &Path) -> io::Error {
     )
 }
 
-/// Locks the file at `path` exclusively (created, mode 0600, if absent), waiting at most
-/// `wait`, and returns it; the lock lasts until the file is dropped. The file is opened
-/// non-blocking and must be regular, and once locked it must still be the file at `path`
-/// (same device and inode): a lock file replaced while another process holds the old one is
-/// locked again, never taken as free (two holders would each read-modify-write what the lock
-/// guards; `spec/storage.md` §6.1).
+/// Opens the file at `path` for writing, creating it (mode 0600) if absent, without truncating
+/// it. Never through a symbolic link (`O_NOFOLLOW`: a link there is an error, so a store-only
+/// attacker cannot have a lock, stamp or marker created or truncated where the link points) and
+/// never blocking (`O_NONBLOCK`); what is there must be a regular file.
 ///
 /// # Errors
-/// I/O errors, a file that is not regular, the lock still held after `wait`. Does not panic.
+/// I/O errors, a symbolic link, a file that is not regular. Does not panic.
+pub fn create_regular(path: &Path) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .mode(0o600);
+    }
+    let f = opts.open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(not_regular(path));
+    }
+    Ok(f)
+}
+
+/// Locks the file at `path` exclusively (created, mode 0600, if absent: [`create_regular`]),
+/// waiting at most `wait`, and returns it; the lock lasts until the file is dropped. The file
+/// must be regular and not a symbolic link, and once locked it must still be the file at
+/// `path` (same device and inode): a lock file replaced while another process holds the old
+/// one is locked again, never taken as free (two holders would each read-modify-write what the
+/// lock guards; `spec/storage.md` §6.1).
+///
+/// # Errors
+/// I/O errors, a symbolic link, a file that is not regular, the lock still held after `wait`
+/// ([`io::ErrorKind::WouldBlock`]). Does not panic.
 pub fn lock_file(path: &Path, wait: std::time::Duration) -> io::Result<File> {
     let start = std::time::Instant::now();
     loop {
-        let mut opts = OpenOptions::new();
-        opts.create(true).truncate(false).write(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.custom_flags(libc::O_NONBLOCK).mode(0o600);
-        }
-        let f = opts.open(path)?;
-        if !f.metadata()?.is_file() {
-            return Err(not_regular(path));
-        }
+        let f = create_regular(path)?;
         match f.try_lock() {
             Ok(()) if same_file(&f, path)? => return Ok(f),
             // The path names another file now: lock that one.
@@ -249,6 +264,29 @@ mod tests {
         std::fs::write(&p, b"12345").unwrap();
         assert_eq!(read_regular(&p, 5).unwrap().unwrap(), b"12345");
         assert!(read_regular(&p, 4).is_err(), "too long");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn no_lock_or_stamp_is_made_through_a_symbolic_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, b"keep me").unwrap();
+        let link = dir.path().join("x.lock");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(create_regular(&link).is_err());
+        assert!(lock_file(&link, std::time::Duration::ZERO).is_err());
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        // A link to nothing creates nothing where it points.
+        let dangling = dir.path().join("y.lock");
+        std::os::unix::fs::symlink(dir.path().join("made"), &dangling).unwrap();
+        assert!(lock_file(&dangling, std::time::Duration::ZERO).is_err());
+        assert!(!dir.path().join("made").exists());
+        // A regular file is opened as it is, not truncated.
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"123").unwrap();
+        drop(create_regular(&f).unwrap());
+        assert_eq!(std::fs::read(&f).unwrap(), b"123");
     }
 
     #[test]

@@ -11,6 +11,8 @@
 mod copy;
 mod memory;
 #[cfg(feature = "postgres")]
+mod pg_catalog;
+#[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -894,53 +894,7 @@ async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
             want: i64::from(SCHEMA_VERSION),
         });
     }
-    check_catalog(c, schema).await
-}
-
-/// The catalog check of `spec/storage.md` §6.1 for PostgreSQL: no trigger, rule or view in the
-/// ledger's schema, and its one function, `append_entries`, with exactly the body
-/// `src/store/schema_pg.sql` gives it (a store-only attacker with the tables' rights could
-/// otherwise drop rows as they are inserted, or replace the sequencer).
-async fn check_catalog(c: &Client, schema: &str) -> Result<(), StoreError> {
-    let foreign: i64 = c
-        .query_one(
-            "SELECT (SELECT count(*) FROM pg_trigger t JOIN pg_class r ON t.tgrelid = r.oid \
-                     JOIN pg_namespace n ON r.relnamespace = n.oid \
-                     WHERE n.nspname = $1 AND NOT t.tgisinternal) \
-                  + (SELECT count(*) FROM pg_rules WHERE schemaname = $1) \
-                  + (SELECT count(*) FROM pg_views WHERE schemaname = $1)",
-            &[&schema],
-        )
-        .await?
-        .try_get(0)?;
-    if foreign != 0 {
-        return Err(StoreError::Corrupt(format!(
-            "schema {schema} holds {foreign} trigger(s), rule(s) or view(s) that memlineage \
-             did not create: refusing to use a store whose schema can change what it stores"
-        )));
-    }
-    let want = SCHEMA
-        .split_once("AS $$")
-        .and_then(|(_, rest)| rest.split_once("$$;"))
-        .map(|(body, _)| body)
-        .ok_or_else(|| StoreError::Corrupt("schema_pg.sql: no function body".into()))?;
-    let rows = c
-        .query(
-            "SELECT p.proname, p.prosrc FROM pg_proc p JOIN pg_namespace n \
-             ON p.pronamespace = n.oid WHERE n.nspname = $1",
-            &[&schema],
-        )
-        .await?;
-    for r in rows {
-        let (name, src): (String, String) = (r.try_get(0)?, r.try_get(1)?);
-        if name != "append_entries" || src != want {
-            return Err(StoreError::Corrupt(format!(
-                "schema {schema}: function {name} is not the one memlineage created: \
-                 refusing to use it"
-            )));
-        }
-    }
-    Ok(())
+    super::pg_catalog::check(c, schema, SCHEMA).await
 }
 
 /// Drives the connection; passes each notification's payload (a tree size) to `heard`.
@@ -1022,6 +976,22 @@ async fn sequence(c: &Client, batch: Vec<Submission>) -> Result<Vec<u64>, StoreE
         return Err(StoreError::Corrupt(format!(
             "append_entries returned {} indexes for {n} entries",
             out.len()
+        )));
+    }
+    // Every insert inserted: each entry is in this ledger's `entries` at the index the
+    // sequencer gave (a function or table changed without the key could put it elsewhere).
+    let found: i64 = c
+        .query_one(
+            "SELECT count(*) FROM entries e JOIN unnest($1::bytea[], $2::bigint[]) AS s(id, idx) \
+             ON e.id = s.id AND e.idx = s.idx",
+            &[&ids, &out],
+        )
+        .await?
+        .try_get(0)?;
+    if usize::try_from(found).ok() != Some(n) {
+        return Err(StoreError::Corrupt(format!(
+            "the sequencer stored {found} of {n} entries where it said: the ledger's schema \
+             was changed without the key"
         )));
     }
     // The context index column (spec/storage.md §4.5), by id: a crash before this leaves the

@@ -84,6 +84,19 @@ impl Recorded {
         run(&["hook", &e.hook, "l.db"], self.dir.path(), Some(&e.input))
     }
 
+    /// [`Recorded::hook`] in the hook process itself, with no resident hook server (which may
+    /// still hold what it read before a file was changed under it).
+    pub fn hook_in_process(&self, e: &Event) -> std::process::Output {
+        crate::cli_support::run_command(
+            std::process::Command::new(crate::cli_support::BIN)
+                .args(["hook", &e.hook, "l.db"])
+                .current_dir(self.dir.path())
+                .env("XDG_STATE_HOME", self.dir.path().join(".state"))
+                .env("MEMLINEAGE_HOOK_SERVER", "off"),
+            Some(&e.input),
+        )
+    }
+
     /// Runs the two payment attempts of the fixture (to the attacker's IBAN, and of the
     /// bill's amount); both must exit 2.
     pub fn assert_payments_refused(&self, what: &str) {

@@ -21,7 +21,7 @@ use memlineage::front::Session;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -248,12 +248,9 @@ pub fn serve(layout_path: &Path) -> Res<ExitCode> {
     std::env::set_current_dir("/")?;
     let dir = StateDir::new(layout.state.clone());
     let paths = crate::hookd::Paths::of(&layout.ledger, Some(&layout.policy), Some(&dir));
-    let mut lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&paths.lock)?;
+    // Never through a symbolic link planted beside the ledger: the pid written below would
+    // truncate the file it points to (`memlineage::store::durable::create_regular`).
+    let mut lock = memlineage::store::durable::create_regular(&paths.lock)?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {

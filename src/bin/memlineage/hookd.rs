@@ -259,7 +259,7 @@ pub fn serve(ledger: &Path, policy: Option<PathBuf>, state: Option<PathBuf>) -> 
 #[cfg(unix)]
 fn serve_unix(ledger: &Path, policy: Option<PathBuf>, state: Option<StateDir>) -> Res<ExitCode> {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     use std::os::unix::net::UnixListener;
     let (ledger, policy) = absolute(ledger, policy.as_deref())?;
     let paths = Paths::of(&ledger, policy.as_deref(), state.as_ref());
@@ -268,12 +268,9 @@ fn serve_unix(ledger: &Path, policy: Option<PathBuf>, state: Option<StateDir>) -
     }
     // Every path is absolute now; do not keep the starting hook's directory busy.
     std::env::set_current_dir("/")?;
-    let mut lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&paths.lock)?;
+    // Never through a symbolic link planted beside the ledger: the pid written below would
+    // truncate the file it points to (`memlineage::store::durable::create_regular`).
+    let mut lock = memlineage::store::durable::create_regular(&paths.lock)?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => return Ok(ExitCode::SUCCESS),

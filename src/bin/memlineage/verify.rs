@@ -166,7 +166,9 @@ pub fn verify(
 fn no_checkpoint(ledger: &Path) -> String {
     format!(
         "the ledger has no signed checkpoint yet: run `memlineage checkpoint {}` (with its key \
-         file) to sign one, then verify again",
+         file) to sign one, then verify again (if it answers that the parameters are signed by \
+         no checkpoint, check them with `--tau`/`--rule` here and adopt them with \
+         `--adopt-stored-parameters`)",
         ledger.display()
     )
 }

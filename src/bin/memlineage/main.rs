@@ -42,6 +42,7 @@ mod hook_separate_install;
 mod hook_tools;
 mod hookd;
 mod io;
+mod mcp_proxy;
 mod open;
 mod progress;
 mod telemetry;

@@ -568,3 +568,93 @@ fn bytes_pass_through_unchanged_and_malformed_client_lines_get_errors() {
         r#"{"jsonrpc":"2.0","id":"k-1","method":"vendor/thing","params":{"q":[1,2.50]}}"#
     ));
 }
+
+// ---- install and doctor ----
+
+/// `memlineage mcp install` of `server` into a configuration file of `host`, then `memlineage
+/// mcp doctor` of it: (install's output, doctor's output, doctor's exit status).
+fn install_and_doctor(dir: &Path, host: &str, extra: &[&str]) -> (String, std::process::Output) {
+    let config = format!("{host}.json");
+    let mut args = vec!["mcp", "install", "--host", host, "--host-config", &config];
+    args.extend_from_slice(&["--ledger", "g.db", "--state", "st", "--server", "bank"]);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", cli_support::BIN, "mcp", "u.db"]);
+    let installed = cli_support::ok(&cli_support::run(&args, dir, None));
+    let doctor = cli_support::run(
+        &["mcp", "doctor", "--host", host, "--host-config", &config],
+        dir,
+        None,
+    );
+    (installed, doctor)
+}
+
+#[test]
+fn install_writes_each_hosts_configuration_and_the_doctor_proves_it_through_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    world(d);
+    for (host, key) in [
+        ("claude-desktop", "mcpServers"),
+        ("cursor", "mcpServers"),
+        ("vscode", "servers"),
+    ] {
+        let (installed, doctor) = install_and_doctor(d, host, &[]);
+        assert!(installed.contains("server bank: "), "{installed}");
+        let config: Value =
+            serde_json::from_slice(&std::fs::read(d.join(format!("{host}.json"))).unwrap())
+                .unwrap();
+        let entry = &config[key]["bank"];
+        // Absolute paths everywhere: the host's PATH is not the shell's.
+        assert!(
+            Path::new(entry["command"].as_str().unwrap()).is_absolute(),
+            "{entry}"
+        );
+        let args: Vec<&str> = entry["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(&args[..2], ["mcp", "proxy"]);
+        assert!(
+            Path::new(args[2]).is_absolute() && args[2].ends_with("g.db"),
+            "{args:?}"
+        );
+        assert_eq!(args[args.len() - 3..], [cli_support::BIN, "mcp", "u.db"]);
+        let out = String::from_utf8_lossy(&doctor.stdout);
+        assert!(doctor.status.success(), "{out}");
+        assert!(
+            out.contains("ok   server bank: the injected payment was refused: memlineage: deny"),
+            "{out}"
+        );
+        assert!(
+            out.contains("ok   server bank: the injected payment never reached the upstream"),
+            "{out}"
+        );
+        assert!(
+            out.contains("ok   server bank: the benign payment reached the upstream"),
+            "{out}"
+        );
+    }
+    // A second install changes nothing.
+    let (again, _) = install_and_doctor(d, "cursor", &[]);
+    assert!(again.contains("already up to date"), "{again}");
+
+    // A gateway whose policy gates nothing: the doctor fails it.
+    std::fs::write(
+        d.join("open.toml"),
+        "default_max_label = \"external\"\nunknown_tools = \"allow\"\n",
+    )
+    .unwrap();
+    let (_, doctor) = install_and_doctor(d, "claude-desktop", &["--policy", "open.toml"]);
+    let out = String::from_utf8_lossy(&doctor.stdout);
+    assert_eq!(doctor.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAIL server bank: the injected payment was refused"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FAIL server bank: the injected payment never reached the upstream"),
+        "{out}"
+    );
+}

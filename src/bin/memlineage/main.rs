@@ -42,6 +42,8 @@ mod hook_separate_install;
 mod hook_tools;
 mod hookd;
 mod io;
+mod mcp_doctor;
+mod mcp_install;
 mod mcp_proxy;
 mod open;
 mod progress;

@@ -42,12 +42,28 @@ enum McpCmd {
     /// The MCP gateway in front of an upstream server: every tools/call decided by the hooks'
     /// policy, every upstream result recorded (spec/mcp.md §6).
     Proxy(crate::mcp_proxy::Args),
+    /// Rewrite a host's MCP configuration (Claude Desktop, Cursor, VS Code, Windsurf) so that a
+    /// server, or every stdio server, runs behind the gateway, with absolute paths.
+    Install(crate::mcp_install::InstallArgs),
+    /// Through each gateway of a host's configuration: is an injected call refused and a
+    /// benign one forwarded? Exits 1 if not.
+    Doctor(crate::mcp_doctor::DoctorArgs),
+    /// The doctor's upstream: a probe server on standard input/output that logs its tool calls
+    /// to LOG.
+    #[command(hide = true)]
+    ProbeUpstream {
+        /// Where each tool call is appended.
+        log: PathBuf,
+    },
 }
 
 /// Runs `memlineage mcp`.
 pub fn run(a: Args) -> Res<ExitCode> {
     match a.cmd {
         Some(McpCmd::Proxy(p)) => crate::mcp_proxy::run(p),
+        Some(McpCmd::Install(i)) => crate::mcp_install::install(&i),
+        Some(McpCmd::Doctor(d)) => crate::mcp_doctor::doctor(&d),
+        Some(McpCmd::ProbeUpstream { log }) => crate::mcp_doctor::probe_upstream(&log),
         None => {
             let ledger = a.ledger.ok_or("give LEDGER")?;
             let state = a.state.map(StateDir::new);

@@ -658,3 +658,61 @@ fn install_writes_each_hosts_configuration_and_the_doctor_proves_it_through_the_
         "{out}"
     );
 }
+
+#[test]
+fn the_agent_cannot_touch_the_guards_files_nor_smuggle_arguments_past_the_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    world(d);
+    let answer = format!(
+        r#"{INIT_ANSWER}
+    if msg.get("method") == "tools/call":
+        return {{"jsonrpc": "2.0", "id": msg["id"], "result": {{"content": [{{"type": "text", "text": "done"}}]}}}}
+    return None"#
+    );
+    let script = stand_in(d, "echo", &answer);
+    let mut g = Raw::start(d, &[], &script, "echo.log");
+    let key = d.join("g.db.key").to_str().unwrap().to_string();
+    let host = d.join("Claude").join("claude_desktop_config.json");
+    let host = host.to_str().unwrap().to_string();
+    // The signing key, and a host's MCP configuration (which puts servers behind the gateway):
+    // refused in every session, whatever the lineage, and never forwarded.
+    for (id, path, what) in [
+        (1, &key, "the signing key file"),
+        (2, &host, "the agent's hook settings"),
+    ] {
+        g.send(&call_line(
+            id,
+            "write_file",
+            json!({"path": path, "content": "{}"}),
+        ));
+        let a = g.answer();
+        let why = a["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(a["result"]["isError"], true, "{a}");
+        assert!(
+            why.contains(what) && why.contains("no tool call may touch"),
+            "{why}"
+        );
+    }
+    // A call with a member twice and a number written oddly: forwarded as parsed and decided
+    // (one `name`, the last, as every JSON parser of the peers reads it), not as written.
+    g.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_money","name":"ledger_explain","arguments":{"id":"x","n":1.50e1}}}"#);
+    assert_eq!(g.answer()["result"]["content"][0]["text"], "done");
+    assert!(g.close().success());
+    let log = std::fs::read_to_string(d.join("echo.log")).unwrap();
+    assert!(
+        !log.contains("write_file"),
+        "a protected call reached the upstream: {log}"
+    );
+    let forwarded: Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(forwarded["params"]["name"], "ledger_explain");
+    assert_eq!(
+        log.lines().last().unwrap().matches("\"name\"").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(forwarded["params"]["arguments"]["n"], 15.0);
+}

@@ -8,7 +8,8 @@
 //!   refused when declined;
 //! - the failure rules, against stand-in upstream processes (Python, standard library) driven
 //!   with raw JSON-RPC lines: a deadline, a malformed answer, an upstream that exits, a ledger
-//!   that is gone, bytes passed through unchanged, malformed client lines.
+//!   that is gone, an answer that cannot be recorded, bytes passed through unchanged, malformed
+//!   client lines.
 //!
 //! The official Python and TypeScript SDK clients, the MCP Inspector and the reference servers
 //! from npm and PyPI are driven by `tests/mcp_client/test_gateway*.py` (`.ci/run`).
@@ -155,10 +156,14 @@ fn last_read(dir: &Path, writer: &str) -> String {
     let file = dir.join("g.db.sessions").join(format!("{name}.json"));
     let start = std::time::Instant::now();
     loop {
-        let session: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        let reads = session["reads"].as_array().unwrap();
-        let id = reads.last().unwrap().as_str().unwrap();
-        let shown = cli_support::ok(&cli_support::run(&["explain", "g.db", id], dir, None));
+        // Answers are passed on before they are recorded: the record may not be there yet.
+        let session: Option<Value> = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let last = session.as_ref().and_then(|s| s["reads"].as_array()?.last()?.as_str());
+        let shown = last
+            .map(|id| cli_support::ok(&cli_support::run(&["explain", "g.db", id], dir, None)))
+            .unwrap_or_default();
         if shown.contains(writer) || start.elapsed() > WAIT {
             return shown;
         }
@@ -488,7 +493,7 @@ fn malformed_answers_and_an_exiting_upstream_give_errors_never_the_answer() {
 }
 
 #[test]
-fn a_ledger_that_is_gone_refuses_every_call_and_withholds_every_result() {
+fn a_ledger_that_is_gone_refuses_every_call() {
     let dir = tempfile::tempdir().unwrap();
     world(dir.path());
     let answer = format!(
@@ -715,4 +720,50 @@ fn the_agent_cannot_touch_the_guards_files_nor_smuggle_arguments_past_the_decisi
         "{log}"
     );
     assert_eq!(forwarded["params"]["arguments"]["n"], 15.0);
+}
+
+#[test]
+fn an_answer_that_cannot_be_recorded_refuses_every_later_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    world(d);
+    let answer = format!(
+        r#"{INIT_ANSWER}
+    if msg.get("method") == "tools/call":
+        return {{"jsonrpc": "2.0", "id": msg["id"], "result": {{"content": [{{"type": "text", "text": "ok"}}]}}}}
+    return None"#
+    );
+    let script = stand_in(d, "echo", &answer);
+    let mut g = Raw::start(d, &[], &script, "echo.log");
+    g.send(&call_line(1, "ledger_explain", json!({"id": "a"})));
+    assert_eq!(g.answer()["result"]["content"][0]["text"], "ok");
+    // The session's record becomes a directory: nothing more can be recorded for it (nor can
+    // it be marked). A read-only call is decided without the session, so it is forwarded, and
+    // its answer given; but its record fails, and every later call is refused.
+    last_read(d, "tool:mcp__up__ledger_explain");
+    let name = hex::encode(memlineage::record::Hash32::digest(b"gw-test").0);
+    let record = d.join("g.db.sessions").join(format!("{name}.json"));
+    std::fs::remove_file(&record).unwrap();
+    std::fs::create_dir(&record).unwrap();
+    g.send(&call_line(2, "ledger_explain", json!({"id": "b"})));
+    assert_eq!(g.answer()["result"]["content"][0]["text"], "ok");
+    g.send(&call_line(3, "ledger_explain", json!({"id": "c"})));
+    let a = g.answer();
+    let why = a["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(a["result"]["isError"], true, "{a}");
+    assert!(
+        why.starts_with(
+            "memlineage: deny: an earlier answer of the upstream server could not be recorded"
+        ),
+        "{why}"
+    );
+    assert!(g.close().success());
+    let log = std::fs::read_to_string(d.join("echo.log")).unwrap();
+    assert!(
+        !log.contains(r#""c""#),
+        "a call after the failed record reached the upstream: {log}"
+    );
 }

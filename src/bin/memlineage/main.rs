@@ -43,6 +43,7 @@ mod hook_tools;
 mod hookd;
 mod io;
 mod mcp_doctor;
+mod mcp_door;
 mod mcp_install;
 mod mcp_proxy;
 mod open;

@@ -124,7 +124,7 @@ pub struct InstallArgs {
     /// The state directory (default: the hooks' default for this ledger).
     #[arg(long)]
     state: Option<PathBuf>,
-    /// The session shared with the hooks (default: one per host process).
+    /// The session shared with the hooks (default: `mcp-gateway/<host>`, one per host).
     #[arg(long)]
     session: Option<String>,
     /// The deadline of a request, in milliseconds.
@@ -160,9 +160,10 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
         }
         options.extend(["--policy".into(), utf8(&std::path::absolute(p)?)?]);
     }
-    if let Some(s) = &a.session {
-        options.extend(["--session".into(), s.clone()]);
-    }
+    // One session per host: its conversations outlive its processes (`spec/mcp.md` §6.4).
+    let session =
+        (a.session.clone()).unwrap_or_else(|| format!("mcp-gateway/{}", a.host.host.name()));
+    options.extend(["--session".into(), session]);
     if a.deadline_ms != DEFAULT_DEADLINE_MS {
         options.extend(["--deadline-ms".into(), a.deadline_ms.to_string()]);
     }

@@ -3,6 +3,7 @@
 //! output carry the client's protocol; the upstream's standard error and the gateway's logs go
 //! to standard error.
 
+use crate::mcp_door::GatewayDoor;
 use crate::{hookd, telemetry, Res};
 use memlineage::front::mcp::gateway::{self, Ended, Events, Options};
 use memlineage::front::pin::StateDir;
@@ -39,8 +40,8 @@ pub struct Args {
     /// --config, which of its servers to run. Default: `upstream`.
     #[arg(long)]
     server: Option<String>,
-    /// The session id shared with the hooks and the host's other gateways. Default: one per
-    /// host process (the parent of this process).
+    /// The session id shared with the hooks and the host's other gateways (default:
+    /// `mcp-gateway`, shared by every gateway of the ledger).
     #[arg(long, conflicts_with = "config")]
     session: Option<String>,
     /// The agent's working directory, when known (relative paths in arguments).
@@ -129,10 +130,10 @@ pub fn run(a: Args) -> Res<ExitCode> {
     };
     crate::open::check_ledger_file(&plan.ledger)?;
     let (ledger, policy) = hookd::absolute(&plan.ledger, plan.policy.as_deref())?;
-    let mut door = hookd::State::new(ledger, policy, plan.state);
+    let mut door = GatewayDoor::new(ledger, policy, plan.state);
     // Opened now, so that a ledger that cannot be opened is said at once (every gated call
     // would be refused); the door opens it again when it changes.
-    if let Err(e) = door.front() {
+    if let Err(e) = door.open() {
         return Err(format!("the ledger cannot be opened: {e}").into());
     }
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -231,39 +232,24 @@ fn cwd_text(p: &Path) -> Res<String> {
         .to_string())
 }
 
-/// The session id: the one given, else one per host process — the parent of this process,
-/// which starts every gateway of its MCP configuration, so that what one server returned
-/// counts when another is called (`spec/mcp.md` §6.4).
+/// The session id every gateway of a ledger shares unless told another one.
+pub const DEFAULT_SESSION: &str = "mcp-gateway";
+
+/// The session id: the one given, else [`DEFAULT_SESSION`]. A host's conversations outlive
+/// its processes (a chat is continued after a restart), so the session must outlive them too:
+/// what any of the host's servers returned stays a read (`spec/mcp.md` §6.4).
 fn session(given: Option<String>) -> Res<String> {
     match given {
         Some(s) if s.is_empty() => Err("--session: a session id is not empty".into()),
         Some(s) => Ok(s),
-        None => Ok(host_session()),
-    }
-}
-
-/// `mcp-gateway/host-<ppid>-<start>`: the parent's pid and, where `/proc` tells it, its start
-/// time (clock ticks since boot), so that a reused pid is another session.
-pub fn host_session() -> String {
-    let ppid = std::os::unix::process::parent_id();
-    let start = std::fs::read_to_string(format!("/proc/{ppid}/stat"))
-        .ok()
-        .and_then(|s| {
-            // Field 22 of stat(5); the fields after the command's closing parenthesis start
-            // at field 3.
-            let after = s.rsplit_once(')')?.1;
-            after.split_whitespace().nth(19).map(str::to_string)
-        });
-    match start {
-        Some(t) => format!("mcp-gateway/host-{ppid}-{t}"),
-        None => format!("mcp-gateway/host-{ppid}"),
+        None => Ok(DEFAULT_SESSION.to_string()),
     }
 }
 
 /// Starts the upstream server and relays until one side closes.
 async fn serve(
     options: Options,
-    door: hookd::State,
+    door: GatewayDoor,
     command: Vec<OsString>,
     env: BTreeMap<String, String>,
     dir: Option<PathBuf>,
@@ -291,10 +277,9 @@ async fn serve(
     };
     tracing::info!(upstream = %shown, server = %options.events.server,
                    session = %options.events.session, "memlineage mcp proxy: relaying");
-    let mut door = door;
     let ended = gateway::run(
         options,
-        move |event, input: &[u8]| door.outcome(event, input, |_| {}),
+        door,
         tokio::io::stdin(),
         tokio::io::stdout(),
         up_out,
@@ -346,13 +331,5 @@ mod tests {
         );
         assert_eq!(p, Some(OsString::from("/opt/node/bin:/usr/bin")));
         assert_eq!(upstream_path(Path::new("npx"), None), None);
-    }
-
-    #[test]
-    fn the_host_session_names_the_parent_process() {
-        let s = host_session();
-        let ppid = std::os::unix::process::parent_id();
-        assert!(s.starts_with(&format!("mcp-gateway/host-{ppid}")), "{s}");
-        assert_eq!(s, host_session());
     }
 }

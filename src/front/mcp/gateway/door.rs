@@ -17,6 +17,14 @@ pub trait Door: Send + 'static {
     /// The outcome of `event` with the JSON `input`. Must not panic; every failure is an
     /// outcome that does not allow (exit code 2).
     fn answer(&mut self, event: HookEvent, input: &[u8]) -> HookOutcome;
+
+    /// The outcomes of `events` (records: PostToolUse, PostToolUseFailure, UserPromptSubmit),
+    /// in order, each as [`Door::answer`] gives it. A door may take them together (one lock,
+    /// one save of the session, one checkpoint) as long as each outcome is the one `answer`
+    /// would give; the default answers them one by one.
+    fn answer_all(&mut self, events: &[(HookEvent, Vec<u8>)]) -> Vec<HookOutcome> {
+        events.iter().map(|(e, i)| self.answer(*e, i)).collect()
+    }
 }
 
 impl<F: FnMut(HookEvent, &[u8]) -> HookOutcome + Send + 'static> Door for F {

@@ -93,33 +93,97 @@ where
         asked: std::sync::atomic::AtomicU64::new(0),
     }));
     let mut upstream = tokio::spawn(relay.clone().read_upstream(upstream_out));
-    tokio::select! {
+    let ended = tokio::select! {
         read = relay.clone().read_client(client_in) => {
             read?;
             relay.drain().await;
             relay.close_upstream().await;
             let _ = tokio::time::timeout(GRACE, &mut upstream).await;
             upstream.abort();
-            Ok(Ended::ClientClosed)
+            Ended::ClientClosed
         }
         read = &mut upstream => {
             read.map_err(std::io::Error::other)??;
-            Ok(Ended::UpstreamClosed)
+            Ended::UpstreamClosed
         }
-    }
+    };
+    // What the client was given is recorded before the process ends: wait for every question
+    // queued so far (at most a deadline).
+    let (reply, done) = oneshot::channel();
+    relay.queue(Job {
+        event: None,
+        input: Vec::new(),
+        reply,
+    });
+    let _ = tokio::time::timeout(relay.0.options.deadline, done).await;
+    Ok(ended)
 }
 
-/// One question to the door and where its answer goes.
+/// One question to the door and where its answer goes; `event` `None` is a barrier, answered
+/// once every question queued before it is.
 struct Job {
-    event: HookEvent,
+    event: Option<HookEvent>,
     input: Vec<u8>,
     reply: oneshot::Sender<HookOutcome>,
 }
 
+/// Most records the door is given at once.
+const MAX_BATCH: usize = 64;
+
+/// Answers the queued questions in order; records queued one after another are given to the
+/// door together ([`Door::answer_all`]). Once a record of text the client was given has failed,
+/// every later decision is refused: the read set lacks that text, and the mark the hooks'
+/// rule leaves on the session may not have been written either.
 fn worker<D: Door>(mut door: D, queue: std::sync::mpsc::Receiver<Job>) {
-    while let Ok(job) = queue.recv() {
-        let outcome = door.answer(job.event, &job.input);
-        let _ = job.reply.send(outcome);
+    let mut unrecorded: Option<String> = None;
+    let mut next: Option<Job> = None;
+    loop {
+        let Some(job) = next.take().or_else(|| queue.recv().ok()) else {
+            return;
+        };
+        let Some(event) = job.event else {
+            let _ = job.reply.send(closed("barrier"));
+            continue;
+        };
+        if event == HookEvent::PreToolUse {
+            let outcome = match &unrecorded {
+                Some(why) => closed(&format!(
+                    "an earlier answer of the upstream server could not be recorded ({}), so \
+                     argument provenance is unknown: every call is refused until the gateway \
+                     restarts",
+                    crate::front::mcp::cut(why, 256)
+                )),
+                None => door.answer(event, &job.input),
+            };
+            let _ = job.reply.send(outcome);
+            continue;
+        }
+        let mut batch = vec![job];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(j) if j.event.is_some_and(|e| e != HookEvent::PreToolUse) => batch.push(j),
+                Ok(j) => {
+                    next = Some(j);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let events: Vec<(HookEvent, Vec<u8>)> = batch
+            .iter_mut()
+            .map(|j| (j.event.unwrap_or(event), std::mem::take(&mut j.input)))
+            .collect();
+        let outcomes = door.answer_all(&events);
+        for (i, (job, (event, _))) in batch.into_iter().zip(&events).enumerate() {
+            let outcome = outcomes
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| closed("the door gave no outcome"));
+            if event.carries_output() && !outcome.allows() && unrecorded.is_none() {
+                unrecorded = Some(outcome.stderr.trim().to_string());
+            }
+            let _ = job.reply.send(outcome);
+        }
     }
 }
 
@@ -218,14 +282,18 @@ impl Relay {
     /// answered in the order they are queued.
     fn ask(&self, event: HookEvent, input: Vec<u8>) -> oneshot::Receiver<HookOutcome> {
         let (reply, answer) = oneshot::channel();
-        let jobs = self.0.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        // A worker that is gone drops the reply: the receiver then reads as closed.
-        let _ = jobs.send(Job {
-            event,
+        self.queue(Job {
+            event: Some(event),
             input,
             reply,
         });
         answer
+    }
+
+    fn queue(&self, job: Job) {
+        let jobs = self.0.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        // A worker that is gone drops the reply: the receiver then reads as closed.
+        let _ = jobs.send(job);
     }
 
     async fn door(&self, event: HookEvent, input: Vec<u8>) -> HookOutcome {
@@ -713,24 +781,31 @@ impl Relay {
             }
         };
         if let Some((event, input, once)) = event {
-            let outcome = self.door(event, input).await;
-            if !outcome.allows() {
-                if let Some(p) = self.take(&key) {
-                    let msg = format!(
-                        "memlineage gateway: the upstream's answer could not be recorded, so it \
-                         is withheld: {}",
-                        outcome.stderr.trim()
-                    );
-                    self.answer_error(&p.id, INTERNAL_ERROR, &msg).await;
-                }
-                return;
-            }
-            if let Some(h) = once {
-                self.state().once.insert(h);
-            }
+            // Queued now, before any later decision: no call is decided on a read set that
+            // lacks what the client was given (`spec/mcp.md` §6.7).
+            let recorded = self.ask(event, input);
+            let relay = self.clone();
+            tokio::spawn(async move { relay.recorded(recorded, once).await });
         }
         if self.take(&key).is_some() {
             self.to_client(&text).await;
+        }
+    }
+
+    /// Waits for the record of an answer already passed on. A record that fails has marked the
+    /// session (the hooks' rule: its sensitive calls are refused), and the door refuses every
+    /// later call of this gateway ([`worker`]), in case the mark could not be written either.
+    async fn recorded(&self, recorded: oneshot::Receiver<HookOutcome>, once: Option<[u8; 32]>) {
+        let outcome = recorded
+            .await
+            .unwrap_or_else(|_| closed("the gateway's door has stopped"));
+        if outcome.allows() {
+            if let Some(h) = once {
+                self.state().once.insert(h);
+            }
+        } else {
+            let why = outcome.stderr.trim().to_string();
+            tracing::error!(%why, "memlineage gateway: an answer could not be recorded");
         }
     }
 

@@ -160,7 +160,9 @@ fn last_read(dir: &Path, writer: &str) -> String {
         let session: Option<Value> = std::fs::read(&file)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
-        let last = session.as_ref().and_then(|s| s["reads"].as_array()?.last()?.as_str());
+        let last = session
+            .as_ref()
+            .and_then(|s| s["reads"].as_array()?.last()?.as_str());
         let shown = last
             .map(|id| cli_support::ok(&cli_support::run(&["explain", "g.db", id], dir, None)))
             .unwrap_or_default();
@@ -394,6 +396,19 @@ impl Raw {
     }
 }
 
+/// The gateway over a stand-in that answers every `tools/call` with the text `ok`, logging
+/// what it reads to `echo.log`.
+fn echo(dir: &Path) -> Raw {
+    let answer = format!(
+        r#"{INIT_ANSWER}
+    if msg.get("method") == "tools/call":
+        return {{"jsonrpc": "2.0", "id": msg["id"], "result": {{"content": [{{"type": "text", "text": "ok"}}]}}}}
+    return None"#
+    );
+    let script = stand_in(dir, "echo", &answer);
+    Raw::start(dir, &[], &script, "echo.log")
+}
+
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 const INIT_ANSWER: &str = r#"    if msg.get("method") == "initialize":
         return {"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "stand-in", "version": "1"}}}"#;
@@ -496,14 +511,7 @@ fn malformed_answers_and_an_exiting_upstream_give_errors_never_the_answer() {
 fn a_ledger_that_is_gone_refuses_every_call() {
     let dir = tempfile::tempdir().unwrap();
     world(dir.path());
-    let answer = format!(
-        r#"{INIT_ANSWER}
-    if msg.get("method") == "tools/call":
-        return {{"jsonrpc": "2.0", "id": msg["id"], "result": {{"content": [{{"type": "text", "text": "ok"}}]}}}}
-    return None"#
-    );
-    let script = stand_in(dir.path(), "echo", &answer);
-    let mut g = Raw::start(dir.path(), &[], &script, "echo.log");
+    let mut g = echo(dir.path());
     g.send(INIT);
     g.answer();
     g.send(&call_line(1, "ledger_explain", json!({"id": "x"})));
@@ -669,14 +677,7 @@ fn the_agent_cannot_touch_the_guards_files_nor_smuggle_arguments_past_the_decisi
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     world(d);
-    let answer = format!(
-        r#"{INIT_ANSWER}
-    if msg.get("method") == "tools/call":
-        return {{"jsonrpc": "2.0", "id": msg["id"], "result": {{"content": [{{"type": "text", "text": "done"}}]}}}}
-    return None"#
-    );
-    let script = stand_in(d, "echo", &answer);
-    let mut g = Raw::start(d, &[], &script, "echo.log");
+    let mut g = echo(d);
     let key = d.join("g.db.key").to_str().unwrap().to_string();
     let host = d.join("Claude").join("claude_desktop_config.json");
     let host = host.to_str().unwrap().to_string();
@@ -705,7 +706,7 @@ fn the_agent_cannot_touch_the_guards_files_nor_smuggle_arguments_past_the_decisi
     // A call with a member twice and a number written oddly: forwarded as parsed and decided
     // (one `name`, the last, as every JSON parser of the peers reads it), not as written.
     g.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_money","name":"ledger_explain","arguments":{"id":"x","n":1.50e1}}}"#);
-    assert_eq!(g.answer()["result"]["content"][0]["text"], "done");
+    assert_eq!(g.answer()["result"]["content"][0]["text"], "ok");
     assert!(g.close().success());
     let log = std::fs::read_to_string(d.join("echo.log")).unwrap();
     assert!(
@@ -727,14 +728,7 @@ fn an_answer_that_cannot_be_recorded_refuses_every_later_call() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     world(d);
-    let answer = format!(
-        r#"{INIT_ANSWER}
-    if msg.get("method") == "tools/call":
-        return {{"jsonrpc": "2.0", "id": msg["id"], "result": {{"content": [{{"type": "text", "text": "ok"}}]}}}}
-    return None"#
-    );
-    let script = stand_in(d, "echo", &answer);
-    let mut g = Raw::start(d, &[], &script, "echo.log");
+    let mut g = echo(d);
     g.send(&call_line(1, "ledger_explain", json!({"id": "a"})));
     assert_eq!(g.answer()["result"]["content"][0]["text"], "ok");
     // The session's record becomes a directory: nothing more can be recorded for it (nor can

@@ -16,9 +16,10 @@
 //!   elicitation, roots and methods it does not know are the client's and the server's
 //!   ([`relay`]).
 //! - It fails closed and answers in time: a request not answered within the deadline, an
-//!   answer that is malformed or cannot be recorded, an upstream that exits, all give the
-//!   client an error for that request; nothing undecided is forwarded ([`wire`] for the
-//!   errors).
+//!   answer that is malformed, an upstream that exits, all give the client an error for that
+//!   request; nothing undecided is forwarded; an answer is recorded before any later decision
+//!   is taken, and one that cannot be recorded refuses every later call ([`wire`] for the
+//!   errors, [`relay`] for the order).
 //!
 //! The relay is a JSON-RPC line relay of its own, not rmcp's client and server: rmcp parses
 //! every message into its typed model and writes it back, which drops fields its model does not

@@ -4,10 +4,11 @@
 //!
 //! Every message is passed on as the peer sent it (its line, lone surrogates replaced), but
 //! for a `tools/call`, which is forwarded as the gateway parsed it, so that what reaches the
-//! upstream server is what was decided. A request of the client is answered exactly once:
-//! by the upstream (after its result is recorded), by the gateway's refusal, or by the
-//! gateway's error when the deadline passes, the upstream's answer is malformed or cannot be
-//! recorded, or the upstream has exited. A late answer is dropped.
+//! upstream is what was decided. A request of the client is answered exactly once: by the
+//! upstream, by the gateway's refusal, or by the gateway's error when the deadline passes,
+//! the upstream's answer is malformed, or the upstream has exited. A late answer is dropped.
+//! An answer is passed on, then recorded on the door's queue, ahead of every decision queued
+//! after it (`spec/mcp.md` §6.7).
 
 use super::door::{Decision, Door, Events};
 use super::label::{self, Record};
@@ -208,8 +209,8 @@ enum Phase {
     Deciding,
     /// Forwarded to the upstream server.
     Forwarded,
-    /// Answered by the upstream; its answer is being recorded.
-    Recording,
+    /// Answered by the upstream; its answer is being checked and passed on.
+    Answered,
 }
 
 #[derive(Default)]
@@ -637,9 +638,8 @@ impl Relay {
             Phase::Forwarded => {
                 format!("memlineage gateway: the upstream server did not answer within {ms} ms")
             }
-            Phase::Recording => format!(
-                "memlineage gateway: the upstream's answer could not be recorded within {ms} \
-                 ms, so it is withheld"
+            Phase::Answered => format!(
+                "memlineage gateway: the upstream's answer could not be passed on within {ms} ms"
             ),
         };
         tracing::warn!(method = %p.method, "{why}");
@@ -739,7 +739,7 @@ impl Relay {
             let mut st = self.state();
             match st.pending.get_mut(&key) {
                 Some(p) if p.phase == Phase::Forwarded => {
-                    p.phase = Phase::Recording;
+                    p.phase = Phase::Answered;
                     Some((p.method.clone(), p.params.clone(), p.tool.clone()))
                 }
                 _ => None,
@@ -757,8 +757,8 @@ impl Relay {
         });
     }
 
-    /// Records the upstream's answer to request `key` and passes it on; answers an error
-    /// instead when it is malformed or cannot be recorded.
+    /// Passes the upstream's answer to request `key` on and queues its record; answers an
+    /// error instead when it is malformed.
     async fn record_answer(
         &self,
         key: String,

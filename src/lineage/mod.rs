@@ -6,7 +6,8 @@
 //! - [`lease`]: expiring leases on the rework of an entry;
 //! - [`admission`]: the admission rule, one for the ledger's appends and the audit's replay;
 //! - [`state`]: the lineage state of a log and the one transition every entry enters it by;
-//! - [`attribution`]: edge weights, the influence of each context item on a write.
+//! - [`attribution`]: edge weights, the influence of each context item on a write;
+//! - [`path`]: the explanation path behind an untrusted label.
 //!
 //! Everything here is a function of verified entries; none of it opens a store.
 
@@ -14,6 +15,7 @@ pub mod admission;
 pub mod attribution;
 pub mod label;
 pub mod lease;
+pub mod path;
 pub mod quarantine;
 pub mod state;
 

@@ -206,6 +206,10 @@ fn verify_good_ledger_prints_ok() {
         stdout.contains("tree root at checkpoint size: matches"),
         "stdout {stdout}"
     );
+    assert!(
+        stdout.contains("effects index at checkpoint size: matches the signed one"),
+        "stdout {stdout}"
+    );
     // Labels of the scenario (plus 3 keyring entries, Trusted) recomputed from scratch.
     assert!(
         stdout.contains(
@@ -365,7 +369,7 @@ fn checkpoint_prints_a_c2sp_note() {
     let out = ok(ml(&s.ledger, &["checkpoint"], None));
     let note = text(&out.stdout);
     let lines: Vec<&str> = note.split('\n').collect();
-    assert_eq!(lines.len(), 7, "note {note:?}"); // 6 lines and the final newline
+    assert_eq!(lines.len(), 8, "note {note:?}"); // 7 lines and the final newline
     assert_eq!(lines[0], ORIGIN);
     assert_eq!(lines[1], "8");
     use base64::Engine as _;
@@ -378,17 +382,23 @@ fn checkpoint_prints_a_c2sp_note() {
         lines[3],
         "memlineage/label-policy@v1 tau=500000 rule=fail-closed"
     );
-    assert_eq!(lines[4], "");
+    // The effects index (spec/label-proof.md §3.3): the scenario binds three keys.
     assert!(
-        lines[5].starts_with(&format!("— {ORIGIN} ")),
+        lines[4].starts_with("memlineage/effects-index@v1 entries=3 root="),
+        "{:?}",
+        lines[4]
+    );
+    assert_eq!(lines[5], "");
+    assert!(
+        lines[6].starts_with(&format!("— {ORIGIN} ")),
         "signature line {:?}",
-        lines[5]
+        lines[6]
     );
     let sig = base64::engine::general_purpose::STANDARD
-        .decode(lines[5].rsplit(' ').next().unwrap())
+        .decode(lines[6].rsplit(' ').next().unwrap())
         .unwrap();
     assert_eq!(sig.len(), 4 + 64, "key id and Ed25519 signature");
-    assert_eq!(lines[6], "");
+    assert_eq!(lines[7], "");
     // Deterministic: asking again gives the same note.
     assert_eq!(ok(ml(&s.ledger, &["checkpoint"], None)).stdout, out.stdout);
     // The vkey form.
@@ -531,8 +541,8 @@ fn verify_proof_rejects_any_flipped_character() {
         tried += 1;
     }
     // header, extra, index, 3 path hashes (leaf 6 of 8), origin, size, root, the parameters'
-    // extension line, signature
-    assert_eq!(tried, 11, "proof {body}");
+    // and the effects index's extension lines, signature
+    assert_eq!(tried, 12, "proof {body}");
 }
 
 #[test]

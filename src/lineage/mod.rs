@@ -5,6 +5,7 @@
 //! - [`quarantine`]: flags and releases, and everything a flagged source reached;
 //! - [`lease`]: expiring leases on the rework of an entry;
 //! - [`admission`]: the admission rule, one for the ledger's appends and the audit's replay;
+//! - [`effects_index`]: the index of every effect by subject, whose root checkpoints sign;
 //! - [`state`]: the lineage state of a log and the one transition every entry enters it by;
 //! - [`attribution`]: edge weights, the influence of each context item on a write;
 //! - [`path`]: the explanation path behind an untrusted label.
@@ -13,6 +14,7 @@
 
 pub mod admission;
 pub mod attribution;
+pub mod effects_index;
 pub mod label;
 pub mod lease;
 pub mod path;

@@ -15,6 +15,7 @@
 //! from what it recomputed): the caller gives them through [`Known`].
 
 use crate::lineage::admission::{self, AdmissionError, AdmissionView};
+use crate::lineage::effects_index::{Effect, EffectsIndex, IndexCommitment, Lookup, Subject};
 use crate::lineage::lease::{parse_lease_terms, LeaseBook};
 use crate::lineage::quarantine::{Quarantine, Rescan};
 use crate::lineage::{Label, LabelPolicy};
@@ -82,6 +83,7 @@ pub struct LineageState {
     tombstoned: HashSet<EntryId>,
     quarantine: Quarantine,
     leases: LeaseBook,
+    effects: EffectsIndex,
 }
 
 impl LineageState {
@@ -104,6 +106,7 @@ impl LineageState {
             tombstoned: HashSet::new(),
             quarantine: Quarantine::default(),
             leases,
+            effects: EffectsIndex::default(),
         }
     }
 
@@ -162,8 +165,8 @@ impl LineageState {
 
     /// Applies what the admitted entry `id` (`e`, at leaf `index`) does besides being stored:
     /// its keyring
-    /// binding, tombstone, flag or release, lease or replacement, and the quarantine's
-    /// propagation to it. `content` is its content when at hand and matching (lease terms);
+    /// binding, tombstone, flag or release, lease or replacement, its place in the effects
+    /// index (`spec/label-proof.md` §3), and the quarantine's propagation to it. `content` is its content when at hand and matching (lease terms);
     /// missing terms are taken as the longest lease. Returns the leaf to rescan the
     /// quarantine from, if any.
     ///
@@ -181,6 +184,7 @@ impl LineageState {
         e: &ProvEntry,
         content: Option<&[u8]>,
     ) -> Option<u64> {
+        self.effects.push(index, id, e);
         if let Some(b) = &e.binding {
             self.keyring.entry(b.key).or_insert_with(|| Principal {
                 role: b.role,
@@ -265,6 +269,18 @@ impl LineageState {
     /// The leases and replacements.
     pub fn leases(&self) -> &LeaseBook {
         &self.leases
+    }
+
+    /// What a checkpoint of the log so far signs about its effects index
+    /// (`spec/label-proof.md` §3.3). Hashes the nodes changed since the last call.
+    pub fn effects_commitment(&mut self) -> IndexCommitment {
+        self.effects.commitment()
+    }
+
+    /// The lookup of `subject` in the effects index of the log so far, and its effects in log
+    /// order (`spec/label-proof.md` §3.2).
+    pub fn effects_lookup(&mut self, subject: Subject) -> (Lookup, Vec<Effect>) {
+        self.effects.lookup(subject)
     }
 }
 

@@ -451,6 +451,84 @@ fn prove_then_verify_proof_offline() {
     );
 }
 
+/// `prove --label` writes a label proof that `verify-proof` checks in a directory holding
+/// nothing else, printing the label, the lineage path, the quarantine and the tombstones
+/// (`spec/label-proof.md`); other signed parameters, one changed character or a tlog-proof
+/// option on it are errors.
+#[test]
+fn prove_label_then_verify_it_with_the_log_key_alone() {
+    let s = Scenario::build();
+    let proof = s.dir.path().join("entry.label-proof");
+    ok(ml(
+        &s.ledger,
+        &[
+            "prove",
+            "--label",
+            &s.untrusted.id,
+            "-o",
+            proof.to_str().unwrap(),
+        ],
+        None,
+    ));
+    let away = TempDir::new().unwrap();
+    std::fs::copy(&proof, away.path().join("p")).unwrap();
+    let verify = |extra: &[&str]| {
+        let mut args = vec!["verify-proof", "p", "--log-key", &s.vkey];
+        args.extend_from_slice(extra);
+        run_in(away.path(), &args)
+    };
+    let stdout = text(&ok(verify(&[])).stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    assert!(lines[0].starts_with(&format!("OK: entry {} (summary by ", s.untrusted.id)));
+    assert_eq!(
+        lines[1],
+        "label: DERIVED_UNTRUSTED (tau 0.500000, rule fail-closed, signed by the checkpoint; \
+         2 entries of ancestry)"
+    );
+    assert!(
+        lines[2].starts_with(&format!(
+            "lineage: {} tool_result by `tool:read_file` (tool) [EXTERNAL] -> {} summary by \
+             `agent` (agent) [DERIVED_UNTRUSTED]",
+            &s.tool.id[..8],
+            &s.untrusted.id[..8]
+        )),
+        "{stdout}"
+    );
+    assert_eq!(lines[3..], ["quarantined: no", "tombstoned: no"]);
+    ok(verify(&["--tau", "0.5", "--rule", "fail-closed"]));
+    let out = verify(&["--tau", "0.9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("the checkpoint signs tau 0.500000 rule fail-closed"));
+    let body = std::fs::read_to_string(&proof).unwrap();
+    let at = body.find("\nentry ").unwrap() + 20;
+    let mut chars: Vec<char> = body.chars().collect();
+    chars[at] = flip(chars[at]);
+    std::fs::write(away.path().join("p"), chars.into_iter().collect::<String>()).unwrap();
+    let out = verify(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).starts_with("error: "));
+    // A tlog-proof takes no --tau.
+    let tlog = s.dir.path().join("entry.proof");
+    ok(ml(
+        &s.ledger,
+        &["prove", &s.untrusted.id, "-o", tlog.to_str().unwrap()],
+        None,
+    ));
+    let out = run_in(
+        s.dir.path(),
+        &[
+            "verify-proof",
+            tlog.to_str().unwrap(),
+            "--log-key",
+            &s.vkey,
+            "--tau",
+            "0.5",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
 #[test]
 fn verify_proof_rejects_wrong_log_key() {
     let s = Scenario::build();

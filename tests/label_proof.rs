@@ -150,6 +150,7 @@ fn reference_agrees(dir: &std::path::Path, vkey: &str, expected: &[serde_json::V
         "/spec/reference/verify_label_proof.py"
     );
     let out = std::process::Command::new(python)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .args([script, "--log-key", vkey, "--batch"])
         .arg(&list)
         .output()

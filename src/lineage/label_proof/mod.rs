@@ -71,32 +71,49 @@ impl LabelProof {
     /// The text form (module docs). A checkpoint that is not UTF-8 (which no verifier accepts)
     /// is written with U+FFFD replacements.
     pub fn to_text(&self) -> String {
-        let mut s = format!("{LABEL_PROOF_HEADER}\nsubject {}\n", self.subject);
+        use std::fmt::Write as _;
+        let size: usize = self
+            .entries
+            .iter()
+            .map(|e| 32 + e.cose.len() * 4 / 3 + 45 * e.path.len())
+            .sum::<usize>()
+            + self
+                .lookups
+                .iter()
+                .map(|l| 200 + 55 * l.nodes.len())
+                .sum::<usize>()
+            + self.checkpoint.len()
+            + 64;
+        let mut s = String::with_capacity(size);
+        // Writing to a String cannot fail.
+        let _ = write!(s, "{LABEL_PROOF_HEADER}\nsubject {}\n", self.subject);
         for e in &self.entries {
-            s.push_str(&format!("entry {} {}\n", e.index, BASE64.encode(&e.cose)));
+            let _ = write!(s, "entry {} ", e.index);
+            BASE64.encode_string(&e.cose, &mut s);
+            s.push('\n');
             for h in &e.path {
-                s.push_str(&BASE64.encode(h));
+                BASE64.encode_string(h, &mut s);
                 s.push('\n');
             }
         }
         for l in &self.lookups {
-            s.push_str(&format!(
-                "lookup {} {} ",
-                l.subject.name(),
-                BASE64.encode(l.subject.bytes())
-            ));
+            let _ = write!(s, "lookup {} ", l.subject.name());
+            BASE64.encode_string(l.subject.bytes(), &mut s);
             match &l.end {
-                LookupEnd::Found => s.push_str("found\n"),
-                LookupEnd::Empty => s.push_str("empty\n"),
-                LookupEnd::Other { key, effects } => s.push_str(&format!(
-                    "other {} {} {}\n",
-                    BASE64.encode(key.0),
-                    effects.count,
-                    BASE64.encode(effects.chain)
-                )),
+                LookupEnd::Found => s.push_str(" found\n"),
+                LookupEnd::Empty => s.push_str(" empty\n"),
+                LookupEnd::Other { key, effects } => {
+                    s.push_str(" other ");
+                    BASE64.encode_string(key.0, &mut s);
+                    let _ = write!(s, " {} ", effects.count);
+                    BASE64.encode_string(effects.chain, &mut s);
+                    s.push('\n');
+                }
             }
             for (bit, h) in &l.nodes {
-                s.push_str(&format!("node {bit} {}\n", BASE64.encode(h)));
+                let _ = write!(s, "node {bit} ");
+                BASE64.encode_string(h, &mut s);
+                s.push('\n');
             }
         }
         s.push('\n');
@@ -236,7 +253,14 @@ fn decimal(s: &str) -> Option<u64> {
 
 /// Base64 of exactly 32 bytes (canonical: the re-encoding check of `parse` rejects others).
 fn b64_32(s: &str) -> Option<[u8; 32]> {
-    BASE64.decode(s).ok()?.try_into().ok()
+    if s.len() != 44 {
+        return None;
+    }
+    let mut out = [0u8; 33];
+    match BASE64.decode_slice(s, &mut out) {
+        Ok(32) => out[..32].try_into().ok(),
+        _ => None,
+    }
 }
 
 fn malformed(line: usize, want: &'static str) -> LabelProofError {

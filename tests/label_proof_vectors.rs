@@ -11,6 +11,7 @@ use memlineage::lineage::label_proof::{LabelProof, LabelProofError};
 use memlineage::lineage::{LabelPolicy, WeakRule};
 use memlineage::log::LogVerifier;
 use memlineage::record::Weight;
+use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -103,5 +104,36 @@ fn the_generator_writes_every_file_as_checked_in() {
             format!("{}\n", serde_json::to_string_pretty(v).unwrap()),
             "{name}"
         );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any one byte of an honest proof changed, or the proof cut short: parsing and verifying
+    /// never panic, and never give a verdict (every byte of the text is bound: canonical
+    /// encoding, entry signatures and ids, audit paths, lookups, the signed checkpoint).
+    #[test]
+    fn a_changed_or_cut_proof_never_verifies(pick in any::<prop::sample::Index>(),
+                                             at in any::<prop::sample::Index>(),
+                                             byte in any::<u8>(),
+                                             cut in any::<bool>()) {
+        let honest: Vec<(String, Value)> = vectors()
+            .into_iter()
+            .filter(|(_, v)| v["want"].is_object())
+            .collect();
+        let (name, v) = &honest[pick.index(honest.len())];
+        let text = v["proof"].as_str().unwrap().as_bytes().to_vec();
+        let i = at.index(text.len());
+        let mutated = if cut {
+            text[..i].to_vec()
+        } else {
+            let mut m = text.clone();
+            m[i] = if m[i] == byte { byte.wrapping_add(1) } else { byte };
+            m
+        };
+        let verifier = LogVerifier::from_vkey(v["vkey"].as_str().unwrap()).unwrap();
+        let got = LabelProof::parse(&mutated).and_then(|p| p.verify(&verifier, expected(v)));
+        prop_assert!(got.is_err(), "{} with byte {} changed (cut {}) verifies", name, i, cut);
     }
 }

@@ -30,8 +30,11 @@
 //! is timed through `hook pre-tool-use --guarded SOCKET --guard-user UID` (this process is root,
 //! which the server serves), interleaved with the other served samples.
 
+#[path = "common/bench.rs"]
+mod bench;
+
+use bench::{build, quantile, verify_strict_us};
 use memlineage::front::keystore::KeyStore;
-use memlineage::record::{Kind, Parent, ProvEntry, Role, SignedEntry, Weight};
 use memlineage::store::SqliteStore;
 use memlineage::Ledger;
 use serde_json::Value;
@@ -246,85 +249,6 @@ fn hook(bin: &Path, dir: &Path, mode: &str, hook: &str, input: &[u8]) -> Res<(i3
     Ok((status.code().unwrap_or(-1), start.elapsed()))
 }
 
-/// Makes `dir/l.db` with `bin init` and fills it to `n` entries, unless it holds them.
-fn build(bin: &Path, dir: &Path, n: u64) -> Res<()> {
-    let path = dir.join("l.db");
-    let keys_path = dir.join("l.db.key");
-    if path.exists() {
-        let keys = KeyStore::load(&keys_path)?;
-        let l = Ledger::open(SqliteStore::open(&path)?, keys.log_signer()?)?;
-        if l.len() >= n {
-            return Ok(());
-        }
-    }
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)?;
-    let out = Command::new(bin)
-        .args(["init", "l.db"])
-        .current_dir(dir)
-        .output()?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
-    }
-    let mut keys = KeyStore::load(&keys_path)?;
-    let (user, _, _) = keys.principal("user", Some(Role::User))?;
-    let (tool, _, _) = keys.principal("tool:read_file", Some(Role::Tool))?;
-    let (agent, _, _) = keys.principal("agent", Some(Role::Agent))?;
-    keys.save(&keys_path)?;
-    let mut l = Ledger::open(SqliteStore::open(&path)?, keys.log_signer()?)?;
-    l.bind(user.key_id(), Role::User, "user")?;
-    l.bind(tool.key_id(), Role::Tool, "tool:read_file")?;
-    l.bind(agent.key_id(), Role::Agent, "agent")?;
-    let start = Instant::now();
-    let mut i = 0u64;
-    while l.len() < n {
-        let mut batch = Vec::with_capacity(999);
-        let mut texts = Vec::with_capacity(333);
-        for _ in 0..333 {
-            texts.push((
-                format!("prompt {i}: pay the bill"),
-                format!("bill {i}: 98.70 to UK12345678901234567890"),
-                format!("memory {i}: the bill asks for 98.70 to UK12345678901234567890"),
-            ));
-            i += 1;
-        }
-        for (p, t, s) in &texts {
-            let ps = SignedEntry::sign(
-                ProvEntry::new(user.key_id(), Kind::Prompt, p.as_bytes()).with_time_ms(i),
-                &user,
-            )?;
-            let ts = SignedEntry::sign(
-                ProvEntry::new(tool.key_id(), Kind::ToolResult, t.as_bytes()).with_time_ms(i),
-                &tool,
-            )?;
-            let se = ProvEntry::new(agent.key_id(), Kind::Summary, s.as_bytes())
-                .with_parents(vec![
-                    Parent {
-                        id: ps.id(),
-                        weight: Weight::ONE,
-                    },
-                    Parent {
-                        id: ts.id(),
-                        weight: Weight::new(900_000)?,
-                    },
-                ])
-                .with_time_ms(i);
-            let ss = SignedEntry::sign(se, &agent)?;
-            batch.push((ps, p.as_bytes()));
-            batch.push((ts, t.as_bytes()));
-            batch.push((ss, s.as_bytes()));
-        }
-        l.append_signed(batch)?;
-    }
-    l.checkpoint()?;
-    eprintln!(
-        "built {} entries in {:.1} s",
-        l.len(),
-        start.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
 /// The fixture's events with `session_id` replaced by `session`.
 fn events(session: &str) -> Res<Vec<(String, Vec<u8>, i64)>> {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hooks/claude-injected.jsonl");
@@ -339,32 +263,6 @@ fn events(session: &str) -> Res<Vec<(String, Vec<u8>, i64)>> {
         ));
     }
     Ok(out)
-}
-
-fn quantile(times: &mut [Duration], q: f64) -> f64 {
-    times.sort();
-    let i = ((times.len() - 1) as f64 * q).round() as usize;
-    times[i].as_secs_f64() * 1e3
-}
-
-/// The median cost of one Ed25519 `verify_strict` of a 100-byte message, in µs.
-fn verify_strict_us() -> f64 {
-    use ed25519_dalek::{Signer, SigningKey};
-    let sk = SigningKey::from_bytes(&[7; 32]);
-    let vk = sk.verifying_key();
-    let msg = [42u8; 100];
-    let sig = sk.sign(&msg);
-    let mut rounds: Vec<f64> = (0..21)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..500 {
-                assert!(vk.verify_strict(std::hint::black_box(&msg), &sig).is_ok());
-            }
-            t.elapsed().as_secs_f64() * 1e6 / 500.0
-        })
-        .collect();
-    rounds.sort_by(f64::total_cmp);
-    rounds[rounds.len() / 2]
 }
 
 fn main() -> Res<()> {

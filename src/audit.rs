@@ -7,6 +7,7 @@
 #[cfg(doc)]
 use crate::lineage::admission::admit;
 use crate::lineage::admission::AdmissionError;
+use crate::lineage::effects_index::{IndexCommitment, IndexLineError};
 use crate::lineage::lease::LeaseBook;
 use crate::lineage::quarantine::Quarantine;
 use crate::lineage::secrecy::{Secrecy, SecretSources};
@@ -39,12 +40,28 @@ pub struct AuditReport {
     /// The secret entries under the sources [`audit_secrets`] was given (`spec/lineage.md`
     /// §8); `None` when none were given.
     pub secrecy: Option<Secrecy>,
+    /// The effects index recomputed over the entries up to the checkpoint's size
+    /// (`spec/label-proof.md` §3), `None` when the log is shorter than the checkpoint.
+    pub effects_index: Option<IndexCommitment>,
+    /// What the checkpoint signs about the effects index, `None` when it signs nothing
+    /// (a checkpoint signed before the index existed, or by a PostgreSQL integrator).
+    pub signed_index: Option<IndexCommitment>,
 }
 
 impl AuditReport {
-    /// Clean: every entry verified, labels agree, the root matches.
+    /// Clean: every entry verified, labels agree, the root matches, and so does the effects
+    /// index when the checkpoint signs one.
     pub fn is_clean(&self) -> bool {
-        self.failures.is_empty() && self.root_matches && self.verified == self.entries
+        self.failures.is_empty()
+            && self.root_matches
+            && self.verified == self.entries
+            && self.index_matches() != Some(false)
+    }
+
+    /// Whether the recomputed effects index is the one the checkpoint signs; `None` when it
+    /// signs none.
+    pub fn index_matches(&self) -> Option<bool> {
+        self.signed_index.map(|s| Some(s) == self.effects_index)
     }
 }
 
@@ -148,6 +165,9 @@ pub enum AuditError {
     /// Reading entries failed.
     #[error("reading entries: {0}")]
     Source(String),
+    /// The checkpoint's effects-index line is malformed (only the log key can sign one).
+    #[error(transparent)]
+    IndexLine(#[from] IndexLineError),
 }
 
 /// Receives progress of a running [`audit`], e.g. to draw a progress bar. The audit library
@@ -262,6 +282,7 @@ where
     let _span =
         tracing::info_span!("memlineage.verify", gen_ai.operation.name = "verify").entered();
     let checkpoint = verifier.verify(checkpoint_note)?;
+    let signed_index = IndexCommitment::from_extension(checkpoint.extension())?;
     // The same lineage state the ledger keeps, fed every entry of the log in order
     // (`spec/lineage.md` §5.2); the labels it recomputes are kept here.
     let mut state = LineageState::new(log_key, "log", policy, LeaseBook::for_audit());
@@ -277,6 +298,8 @@ where
         failures: Vec::new(),
         quarantine: Quarantine::default(),
         secrecy: sources.map(|_| Secrecy::default()),
+        effects_index: None,
+        signed_index,
     };
     let mut root_at_checkpoint = None;
     let mut items = entries.into_iter();
@@ -364,6 +387,9 @@ where
                 }
                 Err(problem) => report.failures.push(AuditFailure { index, id, problem }),
             }
+            if report.entries == report.checkpoint.size() {
+                report.effects_index = Some(state.effects_commitment());
+            }
         }
         progress.entries_checked(report.entries);
     }
@@ -371,6 +397,10 @@ where
     report.quarantine = state.quarantine().clone();
     if report.checkpoint.size() == 0 {
         root_at_checkpoint = Some(tree_root(0, &tree)?);
+        report.effects_index = Some(IndexCommitment {
+            entries: 0,
+            root: crate::lineage::effects_index::EMPTY_INDEX_ROOT,
+        });
     }
     let Some(root) = root_at_checkpoint else {
         return Err(AuditError::Truncated {

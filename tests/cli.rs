@@ -206,6 +206,10 @@ fn verify_good_ledger_prints_ok() {
         stdout.contains("tree root at checkpoint size: matches"),
         "stdout {stdout}"
     );
+    assert!(
+        stdout.contains("effects index at checkpoint size: matches the signed one"),
+        "stdout {stdout}"
+    );
     // Labels of the scenario (plus 3 keyring entries, Trusted) recomputed from scratch.
     assert!(
         stdout.contains(
@@ -365,7 +369,7 @@ fn checkpoint_prints_a_c2sp_note() {
     let out = ok(ml(&s.ledger, &["checkpoint"], None));
     let note = text(&out.stdout);
     let lines: Vec<&str> = note.split('\n').collect();
-    assert_eq!(lines.len(), 7, "note {note:?}"); // 6 lines and the final newline
+    assert_eq!(lines.len(), 8, "note {note:?}"); // 7 lines and the final newline
     assert_eq!(lines[0], ORIGIN);
     assert_eq!(lines[1], "8");
     use base64::Engine as _;
@@ -378,17 +382,23 @@ fn checkpoint_prints_a_c2sp_note() {
         lines[3],
         "memlineage/label-policy@v1 tau=500000 rule=fail-closed"
     );
-    assert_eq!(lines[4], "");
+    // The effects index (spec/label-proof.md §3.3): the scenario binds three keys.
     assert!(
-        lines[5].starts_with(&format!("— {ORIGIN} ")),
+        lines[4].starts_with("memlineage/effects-index@v1 entries=3 root="),
+        "{:?}",
+        lines[4]
+    );
+    assert_eq!(lines[5], "");
+    assert!(
+        lines[6].starts_with(&format!("— {ORIGIN} ")),
         "signature line {:?}",
-        lines[5]
+        lines[6]
     );
     let sig = base64::engine::general_purpose::STANDARD
-        .decode(lines[5].rsplit(' ').next().unwrap())
+        .decode(lines[6].rsplit(' ').next().unwrap())
         .unwrap();
     assert_eq!(sig.len(), 4 + 64, "key id and Ed25519 signature");
-    assert_eq!(lines[6], "");
+    assert_eq!(lines[7], "");
     // Deterministic: asking again gives the same note.
     assert_eq!(ok(ml(&s.ledger, &["checkpoint"], None)).stdout, out.stdout);
     // The vkey form.
@@ -439,6 +449,84 @@ fn prove_then_verify_proof_offline() {
         1,
         "verify-proof wrote files"
     );
+}
+
+/// `prove --label` writes a label proof that `verify-proof` checks in a directory holding
+/// nothing else, printing the label, the lineage path, the quarantine and the tombstones
+/// (`spec/label-proof.md`); other signed parameters, one changed character or a tlog-proof
+/// option on it are errors.
+#[test]
+fn prove_label_then_verify_it_with_the_log_key_alone() {
+    let s = Scenario::build();
+    let proof = s.dir.path().join("entry.label-proof");
+    ok(ml(
+        &s.ledger,
+        &[
+            "prove",
+            "--label",
+            &s.untrusted.id,
+            "-o",
+            proof.to_str().unwrap(),
+        ],
+        None,
+    ));
+    let away = TempDir::new().unwrap();
+    std::fs::copy(&proof, away.path().join("p")).unwrap();
+    let verify = |extra: &[&str]| {
+        let mut args = vec!["verify-proof", "p", "--log-key", &s.vkey];
+        args.extend_from_slice(extra);
+        run_in(away.path(), &args)
+    };
+    let stdout = text(&ok(verify(&[])).stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    assert!(lines[0].starts_with(&format!("OK: entry {} (summary by ", s.untrusted.id)));
+    assert_eq!(
+        lines[1],
+        "label: DERIVED_UNTRUSTED (tau 0.500000, rule fail-closed, signed by the checkpoint; \
+         2 entries of ancestry)"
+    );
+    assert!(
+        lines[2].starts_with(&format!(
+            "lineage: {} tool_result by `tool:read_file` (tool) [EXTERNAL] -> {} summary by \
+             `agent` (agent) [DERIVED_UNTRUSTED]",
+            &s.tool.id[..8],
+            &s.untrusted.id[..8]
+        )),
+        "{stdout}"
+    );
+    assert_eq!(lines[3..], ["quarantined: no", "tombstoned: no"]);
+    ok(verify(&["--tau", "0.5", "--rule", "fail-closed"]));
+    let out = verify(&["--tau", "0.9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("the checkpoint signs tau 0.500000 rule fail-closed"));
+    let body = std::fs::read_to_string(&proof).unwrap();
+    let at = body.find("\nentry ").unwrap() + 20;
+    let mut chars: Vec<char> = body.chars().collect();
+    chars[at] = flip(chars[at]);
+    std::fs::write(away.path().join("p"), chars.into_iter().collect::<String>()).unwrap();
+    let out = verify(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).starts_with("error: "));
+    // A tlog-proof takes no --tau.
+    let tlog = s.dir.path().join("entry.proof");
+    ok(ml(
+        &s.ledger,
+        &["prove", &s.untrusted.id, "-o", tlog.to_str().unwrap()],
+        None,
+    ));
+    let out = run_in(
+        s.dir.path(),
+        &[
+            "verify-proof",
+            tlog.to_str().unwrap(),
+            "--log-key",
+            &s.vkey,
+            "--tau",
+            "0.5",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]
@@ -531,8 +619,8 @@ fn verify_proof_rejects_any_flipped_character() {
         tried += 1;
     }
     // header, extra, index, 3 path hashes (leaf 6 of 8), origin, size, root, the parameters'
-    // extension line, signature
-    assert_eq!(tried, 11, "proof {body}");
+    // and the effects index's extension lines, signature
+    assert_eq!(tried, 12, "proof {body}");
 }
 
 #[test]

@@ -23,6 +23,7 @@
 //! The server is advisory: the model decides whether to call it. Enforcement is the hooks' job
 //! ([`crate::front::hook`]).
 
+pub mod gateway;
 pub mod stdio;
 
 use crate::forensics::receipt::{receipt, Cause};

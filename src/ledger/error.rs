@@ -80,6 +80,17 @@ pub enum LedgerError {
         /// Entries the store holds.
         stored: u64,
     },
+    /// The checkpoint signed for the current tree commits to another effects index than the
+    /// one this handle rebuilt from the entries it verified (`spec/label-proof.md` §3.3): no
+    /// label proof is made against it.
+    #[error(
+        "the checkpoint of size {size} signs an effects index this handle does not rebuild from \
+         the log; no label proof is made against it (run `memlineage verify`)"
+    )]
+    EffectsIndexMismatch {
+        /// The checkpoint's tree size.
+        size: u64,
+    },
     /// An empty batch.
     #[error("empty batch")]
     EmptyBatch,

@@ -22,6 +22,7 @@ mod index;
 #[cfg(feature = "postgres")]
 mod integrate;
 mod prove;
+mod prove_label;
 mod seal;
 #[cfg(feature = "postgres")]
 mod sequenced;

@@ -82,8 +82,7 @@ impl<S: Store> Ledger<S> {
                 c
             }
             _ => {
-                let extension = self.policy().extension_line();
-                let c = verifier.verify(&self.signer.sign_with(self.size, &root, &extension)?)?;
+                let c = verifier.verify(&self.sign_head(&root)?)?;
                 // Never sign a fork: the new head must extend the newest head the log key
                 // signed that this handle can find (the store's, the side file's, the caller's
                 // pin), else a corrupted or edited hash in the store, with the store's own
@@ -131,6 +130,18 @@ impl<S: Store> Ledger<S> {
             }
         };
         Ok(Some(c))
+    }
+
+    /// The signed note of this handle's tree (`root` of its `size` entries) with the
+    /// extension lines a ledger signs: its labelling parameters (`spec/lineage.md` §2.1) and
+    /// its effects index (`spec/label-proof.md` §3.3).
+    pub(super) fn sign_head(&mut self, root: &RootHash) -> Result<Vec<u8>, LedgerError> {
+        let extension = format!(
+            "{}{}",
+            self.policy().extension_line(),
+            self.state.effects_commitment().extension_line()
+        );
+        Ok(self.signer.sign_with(self.size, root, &extension)?)
     }
 
     /// An inclusion proof for `id` against the tree of the current checkpoint.

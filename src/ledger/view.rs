@@ -2,10 +2,10 @@
 
 use super::{Ledger, LedgerError};
 use crate::gate::{Decision, LineageView, OriginNode, OriginView, Policy, ToolCall};
-use crate::lineage::{Label, WeakRule};
-use crate::record::EntryId;
+use crate::lineage::path::PathView;
+use crate::lineage::Label;
+use crate::record::{EntryId, Parent};
 use crate::store::Store;
-use std::collections::{HashMap, HashSet, VecDeque};
 
 impl<S: Store> Ledger<S> {
     /// The shortest lineage path to `id` from the External entry that makes it untrusted
@@ -17,67 +17,32 @@ impl<S: Store> Ledger<S> {
     /// # Errors
     /// Store and decode errors.
     pub fn untrusted_path(&self, id: &EntryId) -> Result<Vec<EntryId>, LedgerError> {
-        match self.label(id) {
-            None => return Err(LedgerError::UnknownEntry(*id)),
-            Some(l) if !l.is_untrusted() => return Ok(Vec::new()),
-            _ => {}
+        if self.label(id).is_none() {
+            return Err(LedgerError::UnknownEntry(*id));
         }
-        let mut prev: HashMap<EntryId, EntryId> = HashMap::new();
-        let mut seen: HashSet<EntryId> = HashSet::from([*id]);
-        let mut queue = VecDeque::from([*id]);
-        // An External context entry says only "this write's context is unknown" (a front's
-        // untied write, `spec/lineage.md` §4.2): a source that says more is preferred.
-        let mut unknown: Option<EntryId> = None;
-        while let Some(cur) = queue.pop_front() {
-            if self.label(&cur) == Some(Label::External) {
-                if !self.is_unknown_context(&cur) {
-                    return Ok(path_from(&prev, cur));
-                }
-                unknown.get_or_insert(cur);
-                continue;
-            }
-            for p in self.propagating_parents(&cur)? {
-                if self.label(&p).is_some_and(Label::is_untrusted) && seen.insert(p) {
-                    prev.insert(p, cur);
-                    queue.push_back(p);
-                }
-            }
-        }
-        Ok(unknown.map_or_else(|| vec![*id], |u| path_from(&prev, u)))
-    }
-
-    /// Whether `id` is an External context entry: the stand-in a front gives a write whose
-    /// context it does not know.
-    fn is_unknown_context(&self, id: &EntryId) -> bool {
-        self.get(id)
-            .is_ok_and(|e| e.entry().kind == crate::record::Kind::Context)
-    }
-
-    /// Parents of `id` whose labels reach it under the ledger's policy.
-    fn propagating_parents(&self, id: &EntryId) -> Result<Vec<EntryId>, LedgerError> {
-        let e = self.get(id)?;
-        let parents = &e.entry().parents;
-        let strong: Vec<EntryId> = parents
-            .iter()
-            .filter(|p| self.policy().is_strong(p.weight))
-            .map(|p| p.id)
-            .collect();
-        Ok(match (strong.is_empty(), self.policy().weak_rule) {
-            (false, _) | (true, WeakRule::FailOpen) => strong,
-            (true, WeakRule::FailClosed) => parents.iter().map(|p| p.id).collect(),
-        })
+        crate::lineage::path::untrusted_path(&Verified(self), &self.policy(), id)
     }
 }
 
-/// The path from `source` along `prev` (child of each hop) to where the search started.
-fn path_from(prev: &HashMap<EntryId, EntryId>, source: EntryId) -> Vec<EntryId> {
-    let mut path = vec![source];
-    let mut at = source;
-    while let Some(p) = prev.get(&at) {
-        path.push(*p);
-        at = *p;
+/// The ledger's verified rows as the path search reads them.
+struct Verified<'a, S: Store>(&'a Ledger<S>);
+
+impl<S: Store> PathView for Verified<'_, S> {
+    type Error = LedgerError;
+
+    fn label_of(&self, id: &EntryId) -> Option<Label> {
+        self.0.label(id)
     }
-    path
+
+    fn parents_of(&self, id: &EntryId) -> Result<Vec<Parent>, LedgerError> {
+        Ok(self.0.get(id)?.entry().parents.clone())
+    }
+
+    fn is_unknown_context(&self, id: &EntryId) -> bool {
+        self.0
+            .get(id)
+            .is_ok_and(|e| e.entry().kind == crate::record::Kind::Context)
+    }
 }
 
 impl<S: Store> LineageView for Ledger<S> {

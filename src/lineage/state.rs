@@ -15,6 +15,7 @@
 //! from what it recomputed): the caller gives them through [`Known`].
 
 use crate::lineage::admission::{self, AdmissionError, AdmissionView};
+use crate::lineage::effects_index::{Effect, EffectsIndex, IndexCommitment, Lookup, Subject};
 use crate::lineage::lease::{parse_lease_terms, LeaseBook};
 use crate::lineage::quarantine::{Quarantine, Rescan};
 use crate::lineage::{Label, LabelPolicy};
@@ -83,6 +84,7 @@ pub struct LineageState {
     tombstoned: HashSet<EntryId>,
     quarantine: Quarantine,
     leases: LeaseBook,
+    effects: EffectsIndex,
 }
 
 impl LineageState {
@@ -105,6 +107,7 @@ impl LineageState {
             tombstoned: HashSet::new(),
             quarantine: Quarantine::default(),
             leases,
+            effects: EffectsIndex::default(),
         }
     }
 
@@ -164,11 +167,11 @@ impl LineageState {
 
     /// Applies what the admitted entry `id` (`e`, at leaf `index`) does besides being stored:
     /// its keyring
-    /// binding, tombstone, flag or release, lease or replacement, and the quarantine's
-    /// propagation to it. `content` is its content when at hand: lease terms are read from it
-    /// only when it hashes to the signed content hash (this is the one place that checks),
-    /// and missing or unmatched terms are taken as the longest lease. Returns the leaf to
-    /// rescan the quarantine from, if any.
+    /// binding, tombstone, flag or release, lease or replacement, its place in the effects
+    /// index (`spec/label-proof.md` §3), and the quarantine's propagation to it. `content` is
+    /// its content when at hand: lease terms are read from it only when it hashes to the
+    /// signed content hash (this is the one place that checks), and missing or unmatched terms
+    /// are taken as the longest lease. Returns the leaf to rescan the quarantine from, if any.
     ///
     /// A flag is never dropped: when its source's index is not known (only a store-only
     /// attacker makes that, by hiding the source's row), the reach is taken from leaf 0
@@ -184,6 +187,7 @@ impl LineageState {
         e: &ProvEntry,
         content: Option<&[u8]>,
     ) -> Option<u64> {
+        self.effects.push(index, id, e);
         if let Some(b) = &e.binding {
             self.keyring.entry(b.key).or_insert_with(|| Principal {
                 role: b.role,
@@ -258,6 +262,18 @@ impl LineageState {
     /// The leases and replacements.
     pub fn leases(&self) -> &LeaseBook {
         &self.leases
+    }
+
+    /// What a checkpoint of the log so far signs about its effects index
+    /// (`spec/label-proof.md` §3.3). Hashes the nodes changed since the last call.
+    pub fn effects_commitment(&mut self) -> IndexCommitment {
+        self.effects.commitment()
+    }
+
+    /// The lookup of `subject` in the effects index of the log so far, and its effects in log
+    /// order (`spec/label-proof.md` §3.2).
+    pub fn effects_lookup(&mut self, subject: Subject) -> (Lookup, Vec<Effect>) {
+        self.effects.lookup(subject)
     }
 }
 

@@ -85,3 +85,49 @@ async def connect(ledger, *args, errlog=None):
 
 def text_of(result):
     return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
+
+
+# ---- the gateway (spec/mcp.md §6): `memlineage mcp proxy` in front of real upstream servers ----
+
+GATEWAY_DIR = ROOT / "tests" / "mcp_client" / "gateway"
+# The reference servers and the TypeScript SDK, installed by .ci/run from gateway/package-lock.json.
+NPM = os.environ.get("MCP_GATEWAY_NPM")
+# mcp-server-fetch's launcher in its own venv (.ci/run, requirements-fetch.txt).
+FETCH = os.environ.get("MCP_SERVER_FETCH")
+LANDLORD_IBAN = "GB29NWBK60161331926819"
+
+
+def npm_bin(name):
+    """The launcher of an npm package installed by .ci/run; skips the test without them."""
+    if not NPM:
+        pytest.skip("MCP_GATEWAY_NPM is not set (.ci/run sets it)")
+    return str(pathlib.Path(NPM) / "node_modules" / ".bin" / name)
+
+
+def proxy_args(ledger, server, upstream, *opts, session=None):
+    """The arguments of `memlineage mcp proxy LEDGER --server SERVER [--session S] OPTS -- UPSTREAM`."""
+    args = ["mcp", "proxy", str(ledger), "--server", server]
+    if session is not None:
+        args += ["--session", session]
+    return [*args, *opts, "--", *upstream]
+
+
+@contextlib.asynccontextmanager
+async def connect_to(command, args, cwd, **callbacks):
+    """An initialised SDK client session with `command ARGS` (the gateway or a server
+    directly); `callbacks` go to ClientSession (sampling, elicitation, logging, messages)."""
+    # The whole environment (the SDK passes a few variables only): the upstream's settings
+    # travel through the gateway as a host's `env` would.
+    params = StdioServerParameters(command=command, args=list(args), cwd=str(cwd), env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, **callbacks) as session:
+            await session.initialize()
+            yield session
+
+
+def explain_reads(ledger, session):
+    """`memlineage explain` of each read of the gateway's session, in order."""
+    return [
+        run(["explain", str(ledger), r], ledger.parent).stdout.decode()
+        for r in session_reads(ledger, session)
+    ]

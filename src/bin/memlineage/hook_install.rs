@@ -97,12 +97,36 @@ impl Agent {
     }
 }
 
+/// The text of the settings file at `path`, `None` when there is none.
+pub(crate) fn read_existing(path: &Path) -> Res<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display()).into()),
+    }
+}
+
+/// Writes `text` to `path` (atomically, its directory made) unless it already holds it
+/// (`existing`), and says which.
+pub(crate) fn write_if_changed(path: &Path, existing: Option<&str>, text: &str) -> Res<()> {
+    if existing == Some(text) {
+        crate::io::say!("{} already up to date", path.display());
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    memlineage::store::durable::write_atomic(path, text.as_bytes())?;
+    crate::io::say!("wrote {}", path.display());
+    Ok(())
+}
+
 /// A JSON value whose objects keep their members' order, so that a merged settings file keeps
 /// the user's layout (serde_json's own map sorts; its `preserve_order` feature would change
 /// every map in the crate).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
-enum Json {
+pub(crate) enum Json {
     Null,
     Bool(bool),
     Number(serde_json::Number),
@@ -381,11 +405,7 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
     let state = pin(&a.ledger, a.state.as_deref())?;
     let state = Some(absolute(&state.0, "state")?);
     let path = a.agent.settings(&dir);
-    let existing = match std::fs::read_to_string(&path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("{}: {e}", path.display()).into()),
-    };
+    let existing = read_existing(&path)?;
     let command = |event| {
         hook_command(
             &binary,
@@ -402,15 +422,7 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
             path.display()
         )
     })?;
-    if existing.as_deref() == Some(text.as_str()) {
-        crate::io::say!("{} already up to date", path.display());
-    } else {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        memlineage::store::durable::write_atomic(&path, text.as_bytes())?;
-        crate::io::say!("wrote {}", path.display());
-    }
+    write_if_changed(&path, existing.as_deref(), &text)?;
     let events: Vec<&str> = a.agent.events().iter().map(|e| e.event_name()).collect();
     crate::io::say!("hooks: {} -> {binary} (ledger {ledger})", events.join(", "));
     if a.agent == Agent::Codex {

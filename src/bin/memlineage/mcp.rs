@@ -11,11 +11,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Serve the ledger as an MCP server on standard input/output (spec/mcp.md). Advisory:
-/// enforcement comes from the hooks.
+/// enforcement comes from the hooks, or from the gateway (`mcp proxy`).
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
+    #[command(subcommand)]
+    cmd: Option<McpCmd>,
     /// Ledger path.
-    ledger: PathBuf,
+    #[arg(required = true)]
+    ledger: Option<PathBuf>,
     /// Gate policy (TOML); default: the coding-agent policy, as for the hooks.
     #[arg(long)]
     policy: Option<PathBuf>,
@@ -32,10 +36,40 @@ pub struct Args {
     state: Option<PathBuf>,
 }
 
+/// The gateway's subcommands (spec/mcp.md §6).
+#[derive(clap::Subcommand)]
+enum McpCmd {
+    /// The MCP gateway in front of an upstream server: every tools/call decided by the hooks'
+    /// policy, every upstream result recorded (spec/mcp.md §6).
+    Proxy(crate::mcp_proxy::Args),
+    /// Rewrite a host's MCP configuration (Claude Desktop, Cursor, VS Code, Windsurf) so that a
+    /// server, or every stdio server, runs behind the gateway, with absolute paths.
+    Install(crate::mcp_install::InstallArgs),
+    /// Through each gateway of a host's configuration: is an injected call refused and a
+    /// benign one forwarded? Exits 1 if not.
+    Doctor(crate::mcp_doctor::DoctorArgs),
+    /// The doctor's upstream: a probe server on standard input/output that logs its tool calls
+    /// to LOG.
+    #[command(hide = true)]
+    ProbeUpstream {
+        /// Where each tool call is appended.
+        log: PathBuf,
+    },
+}
+
 /// Runs `memlineage mcp`.
 pub fn run(a: Args) -> Res<ExitCode> {
-    let state = a.state.map(StateDir::new);
-    mcp(&a.ledger, a.policy, &a.writer, a.session.as_deref(), state)
+    match a.cmd {
+        Some(McpCmd::Proxy(p)) => crate::mcp_proxy::run(p),
+        Some(McpCmd::Install(i)) => crate::mcp_install::install(&i),
+        Some(McpCmd::Doctor(d)) => crate::mcp_doctor::doctor(&d),
+        Some(McpCmd::ProbeUpstream { log }) => crate::mcp_doctor::probe_upstream(&log),
+        None => {
+            let ledger = a.ledger.ok_or("give LEDGER")?;
+            let state = a.state.map(StateDir::new);
+            mcp(&ledger, a.policy, &a.writer, a.session.as_deref(), state)
+        }
+    }
 }
 
 /// Runs the MCP server on standard input/output until the client closes it. With `session`,

@@ -141,6 +141,14 @@ pub fn verify(
         }
     );
     say!(
+        "effects index at checkpoint size: {}",
+        match r.index_matches() {
+            Some(true) => "matches the signed one",
+            Some(false) => "MISMATCH (the checkpoint signs another)",
+            None => "not signed by this checkpoint",
+        }
+    );
+    say!(
         "stored tree hashes and settings: {}",
         match &stored_tree {
             Ok(()) => "give the checkpoint's root; settings are the signed ones".to_string(),
@@ -156,7 +164,10 @@ pub fn verify(
     } else {
         eprintln!(
             "FAILED: {} problems",
-            r.failures.len() + usize::from(!r.root_matches) + usize::from(stored_tree.is_err())
+            r.failures.len()
+                + usize::from(!r.root_matches)
+                + usize::from(r.index_matches() == Some(false))
+                + usize::from(stored_tree.is_err())
         );
         Ok(ExitCode::FAILURE)
     }

@@ -45,10 +45,10 @@ pub const MAX_METHOD_BYTES: usize = 256;
 pub const MAX_ERROR_BYTES: usize = 1024;
 
 /// JSON-RPC 2.0 error codes.
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
 
 /// The MCP 2025-11-25 client-to-server request methods that rmcp parses into typed requests:
 /// one of them that rmcp reads as a custom request had parameters it could not read.
@@ -178,7 +178,7 @@ async fn copy_answers<W: AsyncWrite + Unpin>(
 
 /// What one bounded line read found.
 #[derive(Debug, PartialEq, Eq)]
-enum Line {
+pub(crate) enum Line {
     /// A line (its terminator included, if any) is in the buffer.
     Complete,
     /// The line was longer than the bound; it was read and dropped.
@@ -189,7 +189,7 @@ enum Line {
 
 /// Reads one `\n`-terminated line into `buf` (empty on entry), never holding more than
 /// `max` bytes of it plus its terminator; a last line without terminator counts as a line.
-async fn read_line<R: AsyncBufRead + Unpin>(
+pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
     input: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
@@ -356,7 +356,7 @@ fn bad_params(method: &str, params: Option<&Value>) -> String {
 }
 
 /// A JSON-RPC error response with a message of at most [`MAX_ERROR_BYTES`].
-fn error(id: Value, code: i64, message: &str) -> Value {
+pub(crate) fn error(id: Value, code: i64, message: &str) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id,
@@ -367,7 +367,7 @@ fn error(id: Value, code: i64, message: &str) -> Value {
 /// `text` with every `\uXXXX` escape of an unpaired UTF-16 surrogate inside a JSON string
 /// replaced by `\uFFFD` (the same length). Paired surrogates, other escapes and everything
 /// outside strings are left as they are; O(len).
-fn replace_lone_surrogates(text: &str) -> Cow<'_, str> {
+pub(crate) fn replace_lone_surrogates(text: &str) -> Cow<'_, str> {
     if !text.contains("\\u") {
         return Cow::Borrowed(text);
     }

@@ -51,7 +51,8 @@ pub enum Resource {
     Policy,
     /// The memlineage binary.
     Binary,
-    /// An agent's settings (`.claude/`, `.codex/`, `.mcp.json`, `~/.claude.json`).
+    /// An agent's settings (`.claude/`, `.codex/`, `.mcp.json`, `~/.claude.json`), and the MCP
+    /// hosts' server lists (`mcp.json`, `mcp_config.json`, `claude_desktop_config.json`).
     AgentSettings,
     /// The resident hook server's process.
     HookServer,
@@ -151,12 +152,23 @@ const SETTINGS: &[&str] = &[
     ".codex/config.toml",
     ".mcp.json",
     ".claude.json",
+    // The MCP hosts' server lists, which put servers behind the gateway (`spec/mcp.md` §6.6).
+    ".cursor/mcp.json",
+    ".codeium/windsurf/mcp_config.json",
+    "Library/Application Support/Claude/claude_desktop_config.json",
+    ".config/Claude/claude_desktop_config.json",
 ];
 
 /// Directory names that hold agent settings wherever they are.
 const SETTINGS_DIRS: &[&str] = &[".claude", ".codex"];
 /// File names that are agent settings wherever they are.
-const SETTINGS_FILES: &[&str] = &[".mcp.json", ".claude.json"];
+const SETTINGS_FILES: &[&str] = &[
+    ".mcp.json",
+    ".claude.json",
+    "mcp.json",
+    "mcp_config.json",
+    "claude_desktop_config.json",
+];
 
 impl Protected {
     /// The resources of the ledger at `ledger` (its directory is listed once for the files

@@ -1,0 +1,140 @@
+//! The gateway's door in the binary (`spec/mcp.md` §6.1): the resident hook server's handler
+//! (`hookd::State`), in process. A decision is one hook event, answered as `memlineage hook
+//! serve` answers it; records queued together are answered under one `LEDGER.key.lock`, with
+//! the session records written back once and one checkpoint and pin for the batch, each event
+//! still handled by `front::hook::handle`.
+
+use crate::hookd;
+use memlineage::front::hook::{failed_in, handle, FileSessions, HookError, HookEvent, HookOutcome};
+use memlineage::front::mcp::gateway::Door;
+use memlineage::front::pin::StateDir;
+use memlineage::front::Session;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long a batch of records waits for `LEDGER.key.lock` (as the hook server's events).
+const LOCK_WAIT: Duration = Duration::from_secs(12);
+
+/// The door of `memlineage mcp proxy`.
+pub struct GatewayDoor {
+    server: hookd::State,
+    ledger: PathBuf,
+    state: Option<StateDir>,
+}
+
+impl GatewayDoor {
+    /// A door over the (absolute) `ledger`, `policy` and `state`.
+    pub fn new(ledger: PathBuf, policy: Option<PathBuf>, state: Option<StateDir>) -> Self {
+        GatewayDoor {
+            server: hookd::State::new(ledger.clone(), policy, state.clone()),
+            ledger,
+            state,
+        }
+    }
+
+    /// Opens the ledger now, so that one that cannot be opened is said at start.
+    pub fn open(&mut self) -> crate::Res<()> {
+        self.server.front().map(|_| ())
+    }
+}
+
+impl Door for GatewayDoor {
+    fn answer(&mut self, event: HookEvent, input: &[u8]) -> HookOutcome {
+        self.server.outcome(event, input, |_| {})
+    }
+
+    fn answer_all(&mut self, events: &[(HookEvent, Vec<u8>)]) -> Vec<HookOutcome> {
+        if events.len() == 1 {
+            return vec![self.answer(events[0].0, &events[0].1)];
+        }
+        let (ledger, dir) = (self.ledger.clone(), self.state.clone());
+        let mut out = Vec::with_capacity(events.len());
+        let (first, input) = (events[0].0, &events[0].1);
+        let locked = crate::hook::locked(first, &ledger, dir.as_ref(), input, LOCK_WAIT, |files| {
+            let mut sessions = WriteBack {
+                files,
+                dirty: HashMap::new(),
+            };
+            match self.server.front() {
+                Ok(front) => {
+                    out.extend(
+                        events
+                            .iter()
+                            .map(|(e, i)| handle(front, &mut sessions, *e, i)),
+                    );
+                    // One checkpoint and pin for the batch (`hook::decide` per event).
+                    let wrote = out.iter().any(HookOutcome::allows);
+                    if let (true, Some(st)) = (wrote, dir.as_ref()) {
+                        if let Err(e) = crate::open::advance_pin(front.ledger(), st) {
+                            let why = format!("pin: {e}");
+                            fail_all(&mut out, events, &why);
+                        }
+                    }
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    out.extend(events.iter().map(|(ev, i)| {
+                        memlineage::front::hook::failed(&mut sessions, *ev, i, &why)
+                    }));
+                }
+            }
+            if let Err(e) = sessions.flush() {
+                fail_all(&mut out, events, &e.to_string());
+            }
+            HookOutcome {
+                code: 0,
+                stdout: String::new(),
+                stderr: String::new(),
+            }
+        });
+        if out.len() != events.len() {
+            // The lock was not had: nothing was recorded.
+            let why = locked.stderr.trim().to_string();
+            out = events
+                .iter()
+                .map(|(e, _)| failed_in(None, *e, None, &why))
+                .collect();
+        }
+        out
+    }
+}
+
+/// Every outcome of the batch turned into a failure of its event (a session record or the
+/// pin could not be written).
+fn fail_all(out: &mut [HookOutcome], events: &[(HookEvent, Vec<u8>)], why: &str) {
+    for (o, (e, _)) in out.iter_mut().zip(events) {
+        *o = failed_in(None, *e, None, why);
+    }
+}
+
+/// Session records read from the files once and written back once, at the end of a batch.
+struct WriteBack<'a> {
+    files: &'a mut FileSessions,
+    dirty: HashMap<String, Session>,
+}
+
+impl WriteBack<'_> {
+    fn flush(&mut self) -> Result<(), HookError> {
+        use memlineage::front::hook::Sessions;
+        for s in self.dirty.values() {
+            self.files.save(s)?;
+        }
+        self.dirty.clear();
+        Ok(())
+    }
+}
+
+impl memlineage::front::hook::Sessions for WriteBack<'_> {
+    fn load(&mut self, id: &str) -> Result<Session, HookError> {
+        match self.dirty.get(id) {
+            Some(s) => Ok(s.clone()),
+            None => self.files.load(id),
+        }
+    }
+
+    fn save(&mut self, session: &Session) -> Result<(), HookError> {
+        self.dirty.insert(session.id.clone(), session.clone());
+        Ok(())
+    }
+}

@@ -165,6 +165,11 @@ impl LineageState {
         }
     }
 
+    /// The id of the log key (the principal of role `log`).
+    pub fn log_key(&self) -> KeyId {
+        self.log_key
+    }
+
     /// Applies what the admitted entry `id` (`e`, at leaf `index`) does besides being stored:
     /// its keyring
     /// binding, tombstone, flag or release, lease or replacement, its place in the effects

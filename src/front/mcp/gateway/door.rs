@@ -177,6 +177,8 @@ mod tests {
             label: None,
             writer: None,
             untrusted_reads: 1,
+            stated: None,
+            sink: None,
         });
         let Decision::Ask(receipt) = Decision::of(&ask) else {
             panic!()

@@ -138,6 +138,17 @@ impl Events {
         self.event(HookEvent::PostToolUseFailure.event_name(), f)
     }
 
+    /// The SessionStart event a gateway writes when it starts (`spec/mcp.md` §6.4): source
+    /// `startup` and no transcript, since the gateway sees every message of its session from
+    /// its first process on. The door writes the start marker only for a session the ledger
+    /// holds no entry of; a session that already has entries and no marker gets an
+    /// unseen-history entry (`spec/hooks.md` §3.1), and one already started is unchanged.
+    pub fn session_start(&self) -> Vec<u8> {
+        let mut f = Map::new();
+        f.insert("source".into(), json!("startup"));
+        self.event(HookEvent::SessionStart.event_name(), f)
+    }
+
     /// The UserPromptSubmit event of the user's `text`.
     pub fn user_prompt(&self, text: &str) -> Vec<u8> {
         let mut f = Map::new();

@@ -1,5 +1,6 @@
 //! The cost of value matching (`spec/hooks.md` §4): building the haystack of one 3 KB tool
-//! output (done once per read and handle) and matching a payment's arguments against it,
+//! output (done once per read and handle) and matching a payment's arguments against it, as
+//! values and as needles made once per decision (against the 3 KB output and a small one),
 //! beside one Ed25519 `verify_strict` as the raw primitive, all in the same run. Results in
 //! `spec/benchmarks.md`.
 //!
@@ -8,7 +9,7 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use memlineage::front::matching::Haystack;
+use memlineage::front::matching::{Haystack, Needle};
 use serde_json::json;
 use std::hint::black_box;
 use std::time::Duration;
@@ -57,6 +58,23 @@ fn matching(c: &mut Criterion) {
         b.iter(|| {
             for a in &args {
                 black_box(h.matches(black_box(a)));
+            }
+        })
+    });
+    // What each further read of a session costs: the needles are made once per decision.
+    let needles: Vec<Needle> = args.iter().map(Needle::new).collect();
+    g.bench_function("match_5_needles", |b| {
+        b.iter(|| {
+            for n in &needles {
+                black_box(h.matches_needle(black_box(n)));
+            }
+        })
+    });
+    let small = Haystack::new(r#"{"query":"rent March","echo":true}"#);
+    g.bench_function("match_5_needles_small_read", |b| {
+        b.iter(|| {
+            for n in &needles {
+                black_box(small.matches_needle(black_box(n)));
             }
         })
     });

@@ -120,85 +120,187 @@ impl Haystack {
     /// IBANs with or without spaces; all in NFC); a number matches any of its renderings
     /// ([`renderings`]) not touching further digits; an array or object matches when any
     /// element or member value does; `null`, booleans and empty strings never match.
+    /// [`Haystack::matches_needle`] of [`Needle::new`]: to match one value against many
+    /// texts, make the needle once.
     pub fn matches(&self, value: &Value) -> bool {
-        match value {
-            Value::Null | Value::Bool(_) => false,
-            Value::String(s) if s.is_empty() => false,
-            Value::String(_) | Value::Number(_) if self.everything => true,
-            Value::String(s) => self.matches_str(s),
-            Value::Number(n) => self.matches_number(n),
-            Value::Array(items) => items.iter().any(|v| self.matches(v)),
-            // A member's name is as much a value as its value (`{"GB33…": 100}`).
-            Value::Object(m) => m
-                .iter()
-                .any(|(k, v)| self.matches_str(k) || self.matches(v)),
+        self.matches_needle(&Needle::new(value))
+    }
+
+    /// Whether the value `needle` was made of matches this text ([`Haystack::matches`]): the
+    /// one implementation of the rules, over what [`Needle::new`] computed from the value.
+    pub fn matches_needle(&self, needle: &Needle) -> bool {
+        match needle {
+            Needle::Never => false,
+            Needle::Number(_) | Needle::Str(_) if self.everything => true,
+            Needle::Number(n) => self.matches_number(n),
+            Needle::Str(s) => self.matches_str(s),
+            Needle::Any(items) => items.iter().any(|n| self.matches_needle(n)),
         }
     }
 
     /// A number: one of its renderings not touching further digits, or its value among the
     /// amounts of the text (`spec/hooks.md` §4.2), or, with at least [`MIN_NORMAL_CHARS`]
     /// digits, its digits as a run of whole words (`4411 2233 9876 5432`).
-    fn matches_number(&self, n: &serde_json::Number) -> bool {
-        if renderings(n)
+    fn matches_number(&self, n: &NumberNeedle) -> bool {
+        n.renderings
             .iter()
             .any(|r| self.strings.iter().any(|h| contains(h, r)))
-        {
-            return true;
-        }
-        let text = n.to_string();
-        if canonical_amount(&text).is_some_and(|c| self.amounts.contains(&c)) {
-            return true;
-        }
-        let digits: String = text.chars().filter(char::is_ascii_digit).collect();
-        !text.contains(['.', 'e', 'E'])
-            && digits.len() >= MIN_NORMAL_CHARS
-            && self.normal.iter().any(|w| w.holds(&digits))
+            || n.canonical
+                .as_ref()
+                .is_some_and(|c| self.amounts.contains(c))
+            || n.words
+                .as_ref()
+                .is_some_and(|d| self.normal.iter().any(|w| w.holds(d)))
     }
 
-    fn matches_str(&self, s: &str) -> bool {
-        if s.is_empty() {
-            return false;
-        }
-        if self.everything {
-            return true;
-        }
+    fn matches_str(&self, s: &StrNeedle) -> bool {
         // An amount written as a string (`"500.00"`, `"5,000"`, `"0500"`, `"5 000"`,
         // `"5.000,00"`, `"EUR 5k"`) matches as the number would, in each of its readings.
-        if let Some(n) = decimal(s) {
-            if self.matches_number(&n) {
-                return true;
-            }
-        }
-        if amount_readings(s).iter().any(|a| self.amounts.contains(a)) {
+        if s.number.as_ref().is_some_and(|n| self.matches_number(n)) {
             return true;
         }
-        let n = normal_form(s);
-        if s.bytes().all(|b| b.is_ascii_digit()) {
+        if s.readings.iter().any(|a| self.amounts.contains(a)) {
+            return true;
+        }
+        let long_normal = s.normal.chars().count() >= MIN_NORMAL_CHARS;
+        if s.digits {
             // A digit string: as written, not touching further digits, or (an account or
             // card number) as a run of whole words whatever the grouping (§4.2).
-            return self.strings.iter().any(|h| contains(h, s))
-                || (n.len() >= MIN_NORMAL_CHARS && self.normal.iter().any(|w| w.holds(&n)));
+            return self.strings.iter().any(|h| contains(h, &s.raw))
+                || (s.normal.len() >= MIN_NORMAL_CHARS
+                    && self.normal.iter().any(|w| w.holds(&s.normal)));
         }
-        if n.chars().count() >= MIN_NORMAL_CHARS && self.normal.iter().any(|w| w.holds(&n)) {
+        if long_normal && self.normal.iter().any(|w| w.holds(&s.normal)) {
             return true;
+        }
+        match &s.rest {
+            Rest::Blank => false,
+            Rest::Short(t) => self.fields.contains(t),
+            Rest::EmailOrHost(l) => self.lower.iter().any(|h| at_boundaries(h, l)),
+            Rest::Iban(iban) => {
+                self.ibans.contains(iban) || self.strings.iter().any(|h| at_boundaries(h, iban))
+            }
+            Rest::Text(t) => self.strings.iter().any(|h| at_boundaries(h, t)),
+        }
+    }
+}
+
+/// A value prepared for matching ([`Haystack::matches_needle`]): everything the rules of
+/// `spec/hooks.md` §4 compute from the value alone (its renderings, amount readings, normal
+/// form, NFC form and shape), computed once, so that matching one value against a session's
+/// many reads costs the searches only. `Haystack::matches(v)` is
+/// `matches_needle(&Needle::new(v))`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Needle {
+    /// `null`, a boolean or an empty string: matches nothing.
+    Never,
+    /// A JSON number.
+    Number(NumberNeedle),
+    /// A non-empty string (an object member's name too).
+    Str(StrNeedle),
+    /// An array's elements, or an object's member names and values: matches when one does.
+    Any(Vec<Needle>),
+}
+
+/// A number, as [`Haystack`] matches it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NumberNeedle {
+    /// Its [`renderings`], each matched not touching further digits.
+    renderings: Vec<String>,
+    /// Its value in canonical decimal form, matched against the text's amounts.
+    canonical: Option<String>,
+    /// Its digits, when it is an integer of at least [`MIN_NORMAL_CHARS`] digits: matched as
+    /// a run of whole words.
+    words: Option<String>,
+}
+
+/// A non-empty string, as [`Haystack`] matches it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StrNeedle {
+    /// The string read as a decimal number, if it is one ([`decimal`]).
+    number: Option<NumberNeedle>,
+    /// Its amount readings ([`amount_readings`]).
+    readings: Vec<String>,
+    /// Only ASCII digits.
+    digits: bool,
+    /// The string as given.
+    raw: String,
+    /// Its [`normal_form`].
+    normal: String,
+    /// How the rest of the rules see its NFC form, trimmed.
+    rest: Rest,
+}
+
+/// The last rules of [`Haystack::matches`] for a string, by the shape of its trimmed NFC form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Rest {
+    /// Nothing but white space: matches nothing more.
+    Blank,
+    /// At most [`SHORT_CHARS`] characters: a whole field.
+    Short(String),
+    /// An e-mail address or host, lower-cased: at token boundaries in any case.
+    EmailOrHost(String),
+    /// An IBAN by shape, closed up: as a token, or at token boundaries.
+    Iban(String),
+    /// Anything else: at token boundaries.
+    Text(String),
+}
+
+impl Needle {
+    /// The needle of `value`. O(size of `value`). Does not panic.
+    pub fn new(value: &Value) -> Self {
+        match value {
+            Value::Null | Value::Bool(_) => Needle::Never,
+            Value::String(s) => Needle::of_str(s),
+            Value::Number(n) => Needle::Number(NumberNeedle::new(n)),
+            Value::Array(items) => Needle::Any(items.iter().map(Needle::new).collect()),
+            // A member's name is as much a value as its value (`{"GB33…": 100}`).
+            Value::Object(m) => Needle::Any(
+                m.iter()
+                    .flat_map(|(k, v)| [Needle::of_str(k), Needle::new(v)])
+                    .collect(),
+            ),
+        }
+    }
+
+    fn of_str(s: &str) -> Self {
+        if s.is_empty() {
+            return Needle::Never;
         }
         let v: String = s.nfc().collect();
         let t = v.trim();
-        if t.is_empty() {
-            return false;
+        let rest = if t.is_empty() {
+            Rest::Blank
+        } else if t.chars().count() <= SHORT_CHARS {
+            Rest::Short(t.to_string())
+        } else if is_email_or_host(t) {
+            Rest::EmailOrHost(t.to_lowercase())
+        } else if let Some(iban) = iban(t) {
+            Rest::Iban(iban)
+        } else {
+            Rest::Text(t.to_string())
+        };
+        Needle::Str(StrNeedle {
+            number: decimal(s).map(|n| NumberNeedle::new(&n)),
+            readings: amount_readings(s),
+            digits: s.bytes().all(|b| b.is_ascii_digit()),
+            raw: s.to_string(),
+            normal: normal_form(s),
+            rest,
+        })
+    }
+}
+
+impl NumberNeedle {
+    fn new(n: &serde_json::Number) -> Self {
+        let text = n.to_string();
+        let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+        NumberNeedle {
+            renderings: renderings(n),
+            canonical: canonical_amount(&text),
+            words: (!text.contains(['.', 'e', 'E']) && digits.len() >= MIN_NORMAL_CHARS)
+                .then_some(digits),
         }
-        if t.chars().count() <= SHORT_CHARS {
-            return self.fields.contains(t);
-        }
-        if is_email_or_host(t) {
-            let l = t.to_lowercase();
-            return self.lower.iter().any(|h| at_boundaries(h, &l));
-        }
-        if let Some(iban) = iban(t) {
-            return self.ibans.contains(&iban)
-                || self.strings.iter().any(|h| at_boundaries(h, &iban));
-        }
-        self.strings.iter().any(|h| at_boundaries(h, t))
     }
 }
 

@@ -1125,10 +1125,12 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// Whether a statement of the user among the session's reads holds `dest`
     /// (`spec/hooks.md` §4.4).
     fn stated_by_user(&self, session: &Session, dest: &str) -> bool {
-        let v = Value::String(dest.to_string());
+        let needle = matching::Needle::new(&Value::String(dest.to_string()));
         // The text first: only a read that holds the destination is looked up as a statement.
         session.reads.iter().any(|id| {
-            self.haystacks.get(id).is_some_and(|h| h.matches(&v))
+            self.haystacks
+                .get(id)
+                .is_some_and(|h| h.matches_needle(&needle))
                 && self.is_statement(session, id, None)
         })
     }
@@ -1280,10 +1282,16 @@ impl<S: Store, K: Keys> Front<S, K> {
             out.matched = in_order(&out.matched);
             return Ok(out);
         }
+        // The value's side of the rules once, then each read's text (`spec/hooks.md` §4).
+        let needle = matching::Needle::new(value);
         let matched: Vec<EntryId> = session
             .reads
             .iter()
-            .filter(|id| self.haystacks.get(id).is_none_or(|h| h.matches(value)))
+            .filter(|id| {
+                self.haystacks
+                    .get(id)
+                    .is_none_or(|h| h.matches_needle(&needle))
+            })
             .copied()
             .collect();
         // A value the user (or an authority for the parameter) stated is authorised by that

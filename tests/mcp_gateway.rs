@@ -77,7 +77,7 @@ fn size(ledger: &Path) -> u64 {
 }
 
 /// The arguments of `memlineage mcp proxy g.db --policy policy.toml --server up --session
-/// gw-test EXTRA… -- UPSTREAM…`.
+/// mcp-gateway/test EXTRA… -- UPSTREAM…`.
 fn gateway_args<'a>(extra: &[&'a str], upstream: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "mcp",
@@ -88,7 +88,9 @@ fn gateway_args<'a>(extra: &[&'a str], upstream: &[&'a str]) -> Vec<&'a str> {
         "--server",
         "up",
     ];
-    args.extend_from_slice(&["--session", "gw-test"]);
+    if !extra.contains(&"--session") {
+        args.extend_from_slice(&["--session", "mcp-gateway/test"]);
+    }
     args.extend_from_slice(extra);
     args.push("--");
     args.extend_from_slice(upstream);
@@ -152,7 +154,7 @@ fn text(r: &CallToolResult) -> String {
 /// The last read of the gateway's session, as `memlineage explain` shows it, once its writer
 /// is `writer` (the gateway records a refusal after answering it: waits up to [`WAIT`]).
 fn last_read(dir: &Path, writer: &str) -> String {
-    let name = hex::encode(memlineage::record::Hash32::digest(b"gw-test").0);
+    let name = hex::encode(memlineage::record::Hash32::digest(b"mcp-gateway/test").0);
     let file = dir.join("g.db.sessions").join(format!("{name}.json"));
     let start = std::time::Instant::now();
     loop {
@@ -417,6 +419,74 @@ fn call_line(id: u64, tool: &str, args: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": tool, "arguments": args}})
     .to_string()
+}
+
+/// A gateway given a hooks' session (`--session ${CLAUDE_CODE_SESSION_ID}`, `spec/mcp.md` §6.4)
+/// never starts it: only the hooks' `SessionStart`, which sees a fork's source and transcript,
+/// does. (A gateway that started every session it was given made a forked conversation, whose
+/// new id it saw first, look begun from nothing: the parent's injected IBAN was then paid.)
+#[test]
+fn a_gateway_never_starts_a_session_of_the_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let script = stand_in(
+        dir.path(),
+        "echo",
+        &format!(
+            r#"{INIT_ANSWER}
+    if msg.get("method") == "tools/call":
+        return {{"jsonrpc": "2.0", "id": msg["id"], "result": {{"content": [{{"type": "text", "text": "ok"}}]}}}}
+    return None"#
+        ),
+    );
+    let fork = "0b7c9e1e-forked-conversation";
+    let mut g = Raw::start(dir.path(), &["--session", fork], &script, "echo.log");
+    let call = |g: &mut Raw, id: u64| {
+        g.send(&call_line(id, "send", json!({"to": ATTACKER})));
+        g.answer()
+    };
+    // Not started by the gateway: refused as not seen from its start.
+    let a = call(&mut g, 1);
+    assert_eq!(a["result"]["isError"], true, "{a}");
+    assert!(
+        a["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not seen from its start"),
+        "{a}"
+    );
+    // The hooks then see the fork begin: its history is unseen, so it holds every value.
+    let start = json!({"session_id": fork, "hook_event_name": "SessionStart", "source": "fork"});
+    cli_support::ok(&cli_support::run(
+        &["hook", "session-start", "g.db"],
+        dir.path(),
+        Some(start.to_string().as_bytes()),
+    ));
+    let a = call(&mut g, 2);
+    assert_eq!(a["result"]["isError"], true, "{a}");
+    assert!(
+        a["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("EXTERNAL"),
+        "{a}"
+    );
+    assert!(g.close().success());
+    let log = std::fs::read_to_string(dir.path().join("echo.log")).unwrap_or_default();
+    assert!(
+        !log.contains("tools/call"),
+        "a refused call reached the upstream: {log}"
+    );
+    // A session of the gateway's own is started by it: the same call is forwarded.
+    let mut g = Raw::start(
+        dir.path(),
+        &["--session", "mcp-gateway/own"],
+        &script,
+        "own.log",
+    );
+    let a = call(&mut g, 3);
+    assert_eq!(a["result"]["content"][0]["text"], "ok", "{a}");
+    assert!(g.close().success());
 }
 
 #[test]
@@ -735,7 +805,7 @@ fn an_answer_that_cannot_be_recorded_refuses_every_later_call() {
     // it be marked). A read-only call is decided without the session, so it is forwarded, and
     // its answer given; but its record fails, and every later call is refused.
     last_read(d, "tool:mcp__up__ledger_explain");
-    let name = hex::encode(memlineage::record::Hash32::digest(b"gw-test").0);
+    let name = hex::encode(memlineage::record::Hash32::digest(b"mcp-gateway/test").0);
     let record = d.join("g.db.sessions").join(format!("{name}.json"));
     std::fs::remove_file(&record).unwrap();
     std::fs::create_dir(&record).unwrap();

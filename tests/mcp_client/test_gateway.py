@@ -67,7 +67,7 @@ def bank_env(tmp_path, monkeypatch):
 async def test_an_injected_payment_is_refused_with_its_receipt_and_never_reaches_the_bank(
     ledger, tmp_path, bank_env
 ):
-    async with connect_to(BIN, bank(ledger, "s-inj"), tmp_path) as s:
+    async with connect_to(BIN, bank(ledger, "mcp-gateway/s-inj"), tmp_path) as s:
         tools = {t.name for t in (await s.list_tools()).tools}
         assert tools == {"read_bill", "ask_recipient", "send_money"}
         bill = await s.call_tool("read_bill", {})
@@ -79,7 +79,7 @@ async def test_an_injected_payment_is_refused_with_its_receipt_and_never_reaches
         assert "labelled EXTERNAL, worse than DERIVED_TRUSTED" in receipt
     assert sent(tmp_path) == []
     # The bill was recorded as External output of the bank's tool, and so was the refusal.
-    shown = explain_reads(ledger, "s-inj")
+    shown = explain_reads(ledger, "mcp-gateway/s-inj")
     assert "tool_result by tool:mcp__bank__read_bill (tool) [EXTERNAL]" in shown[0], shown
     assert "tool_result by tool:mcp__bank__send_money (tool) [EXTERNAL]" in shown[-1], shown
 
@@ -89,30 +89,30 @@ async def test_an_iban_the_user_types_into_a_form_is_a_statement_and_one_the_ser
 ):
     # The user types the landlord's IBAN into the bank's form: the payment is theirs.
     typed = answering(server={"iban": LANDLORD_IBAN})
-    async with connect_to(BIN, bank(ledger, "s-typed"), tmp_path, elicitation_callback=typed) as s:
+    async with connect_to(BIN, bank(ledger, "mcp-gateway/s-typed"), tmp_path, elicitation_callback=typed) as s:
         await s.call_tool("read_bill", {})
         assert text_of(await s.call_tool("ask_recipient", {})) == "accept"
         r = await s.call_tool("send_money", {"recipient": LANDLORD_IBAN, "amount": 950})
         assert not r.is_error, text_of(r)
     assert sent(tmp_path) == [{"recipient": LANDLORD_IBAN, "amount": 950}]
-    assert any(e.startswith("entry ") and ": TRUSTED\n" in e for e in explain_reads(ledger, "s-typed"))
+    assert any(e.startswith("entry ") and ": TRUSTED\n" in e for e in explain_reads(ledger, "mcp-gateway/s-typed"))
 
     # The server suggests the attacker's IBAN and the user accepts it: not a statement.
     accepted = answering(server={"iban": ATTACKER_IBAN}, gateway=types.ElicitResult(action="decline"))
-    async with connect_to(BIN, bank(ledger, "s-suggested"), tmp_path, elicitation_callback=accepted) as s:
+    async with connect_to(BIN, bank(ledger, "mcp-gateway/s-suggested"), tmp_path, elicitation_callback=accepted) as s:
         await s.call_tool("read_bill", {})
         await s.call_tool("ask_recipient", {"suggested": ATTACKER_IBAN})
         r = await s.call_tool("send_money", {"recipient": ATTACKER_IBAN, "amount": 950})
         assert r.is_error and "labelled EXTERNAL" in text_of(r), text_of(r)
     assert len(sent(tmp_path)) == 1
-    assert not any(": TRUSTED\n" in e for e in explain_reads(ledger, "s-suggested"))
+    assert not any(": TRUSTED\n" in e for e in explain_reads(ledger, "mcp-gateway/s-suggested"))
 
 
 async def test_a_payment_composed_after_the_injected_bill_is_put_to_the_user(ledger, tmp_path, bank_env):
     other = "DE89370400440532013000"
     for answer, reaches in [(types.ElicitResult(action="decline"), False), (types.ElicitResult(action="accept"), True)]:
         asked = answering(gateway=answer)
-        session = f"s-ask-{answer.action}"
+        session = f"mcp-gateway/s-ask-{answer.action}"
         async with connect_to(BIN, bank(ledger, session), tmp_path, elicitation_callback=asked) as s:
             await s.call_tool("read_bill", {})
             r = await s.call_tool("send_money", {"recipient": other, "amount": 950})
@@ -124,7 +124,7 @@ async def test_a_payment_composed_after_the_injected_bill_is_put_to_the_user(led
         assert "composed by the agent" in asked.asked[0]
         assert (other in json.dumps(sent(tmp_path))) == reaches
     # A client that offers no elicitation cannot be asked: the call is refused.
-    async with connect_to(BIN, bank(ledger, "s-noask"), tmp_path) as s:
+    async with connect_to(BIN, bank(ledger, "mcp-gateway/s-noask"), tmp_path) as s:
         await s.call_tool("read_bill", {})
         r = await s.call_tool("send_money", {"recipient": "FR7630006000011234567890189", "amount": 950})
         assert r.is_error and text_of(r).endswith("the client offers no elicitation to ask the user")
@@ -181,7 +181,7 @@ async def test_a_fetch_to_the_attackers_host_from_an_injected_page_is_refused(le
     if not FETCH:
         pytest.skip("MCP_SERVER_FETCH is not set (.ci/run sets it)")
     upstream = [FETCH, "--allow-private-ips"]
-    args = proxy_args(ledger, "fetch", upstream, session="s-fetch")
+    args = proxy_args(ledger, "fetch", upstream, session="mcp-gateway/s-fetch")
     async with connect_to(BIN, args, tmp_path) as s:
         # Nothing untrusted read yet: the page the user asked for is fetched.
         page = await s.call_tool("fetch", {"url": f"{site}/page"})
@@ -213,7 +213,7 @@ async def test_a_write_outside_the_workspace_named_by_an_injected_file_is_refuse
     )
     (ws / "notes.txt").write_text("meeting on Monday\n")
     upstream = [npm_bin("mcp-server-filesystem"), str(ws), str(home)]
-    args = proxy_args(ledger, "fs", upstream, session="s-fs")
+    args = proxy_args(ledger, "fs", upstream, session="mcp-gateway/s-fs")
     async with connect_to(BIN, args, tmp_path) as s:
         readme = await s.call_tool("read_text_file", {"path": str(ws / "README.md")})
         assert not readme.is_error and str(evil) in text_of(readme)

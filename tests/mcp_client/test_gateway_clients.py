@@ -49,7 +49,7 @@ def test_typescript_sdk_client_sees_the_filesystem_server_and_an_injected_write_
         {"name": "list_directory", "arguments": {"path": str(ws)}},
     ]
     direct = ts_client(upstream[0], upstream[1:], tmp_path, [])
-    through = ts_client(BIN, proxy_args(ledger, "fs", upstream, session="s-ts"), tmp_path, calls)
+    through = ts_client(BIN, proxy_args(ledger, "fs", upstream, session="mcp-gateway/s-ts"), tmp_path, calls)
     assert through["server"] == direct["server"] and through["tools"] == direct["tools"]
     read, write, listing = through["results"]
     assert not read.get("isError") and target in read["content"][0]["text"]
@@ -77,7 +77,7 @@ def inspect(command, *method, cwd, is_error=False):
 def gateway_config(tmp_path, ledger, servers):
     """A gateway configuration file (spec/mcp.md §6.5) naming `servers` (name -> command line)
     behind one ledger and one session."""
-    lines = [f"ledger = {json.dumps(str(ledger))}", 'session = "s-insp"', ""]
+    lines = [f"ledger = {json.dumps(str(ledger))}", 'session = "mcp-gateway/s-insp"', ""]
     for name, (command, *args) in servers.items():
         lines += [f"[servers.{name}]", f"command = {json.dumps(command)}", f"args = {json.dumps(args)}", ""]
     path = tmp_path / "gateway.toml"
@@ -111,4 +111,4 @@ def test_inspector_cli_through_the_gateway_lists_and_calls_as_directly(ledger, t
     assert refused["isError"] is True and refused["content"][0]["text"].startswith("memlineage: deny write_file"), refused
     assert not (home / ".bashrc").exists()
     # The servers of one configuration share the session: what fs returned counts for both.
-    assert len(session_reads(ledger, "s-insp")) >= 3
+    assert len(session_reads(ledger, "mcp-gateway/s-insp")) >= 3

@@ -159,7 +159,7 @@ async def transcript(command, args, cwd):
 async def test_server_everything_answers_through_the_gateway_as_it_does_directly(ledger, tmp_path):
     direct = await transcript(*everything_cmd(), tmp_path)
     policy = GATEWAY_DIR / "everything-policy.toml"
-    args = proxy_args(ledger, "everything", everything(), "--policy", str(policy), session="s-every")
+    args = proxy_args(ledger, "everything", everything(), "--policy", str(policy), session="mcp-gateway/s-every")
     through = await transcript(BIN, args, tmp_path)
     for key in direct:
         assert through[key] == direct[key], f"{key}:\n{json.dumps(through[key])[:2000]}\n!=\n{json.dumps(direct[key])[:2000]}"
@@ -170,7 +170,7 @@ async def test_server_everything_answers_through_the_gateway_as_it_does_directly
     assert direct["cancelled_then"][1]["content"][0]["text"] == "Echo: after"
     # What the gateway recorded: tool results, the resource and prompt reads, and the sampling
     # and elicitation requests, all External; not the server's own declarations.
-    writers = "\n".join(explain_reads(ledger, "s-every"))
+    writers = "\n".join(explain_reads(ledger, "mcp-gateway/s-every"))
     for name in ["echo", "get-tiny-image", "resources/read", "prompts/get", "resources/list",
                  "sampling/createMessage", "elicitation/create", "trigger-long-running-operation"]:
         assert f"tool:mcp__everything__{name} (tool) [EXTERNAL]" in writers, name
@@ -186,7 +186,7 @@ def everything_cmd():
 async def test_pagination_cursors_pass_through_unchanged(ledger, tmp_path):
     upstream = [sys.executable, str(GATEWAY_DIR / "paged.py")]
     policy = GATEWAY_DIR / "everything-policy.toml"
-    args = proxy_args(ledger, "paged", upstream, "--policy", str(policy), session="s-paged")
+    args = proxy_args(ledger, "paged", upstream, "--policy", str(policy), session="mcp-gateway/s-paged")
     seen = {}
     for name, (command, cmd_args) in {"direct": (upstream[0], upstream[1:]), "gateway": (BIN, args)}.items():
         async with connect_to(command, cmd_args, tmp_path) as s:

@@ -181,7 +181,12 @@ fn probe(run: &Configured) -> Res<Vec<(bool, String)>> {
     args.extend(run.options.iter().cloned());
     args.extend([
         "--session".into(),
-        format!("memlineage-mcp-doctor-{}-{stamp}", std::process::id()),
+        // A fresh session of the gateway's own, which it starts (spec/mcp.md §6.4).
+        format!(
+            "{}/doctor-{}-{stamp}",
+            memlineage::front::mcp::gateway::GATEWAY_SESSION,
+            std::process::id()
+        ),
     ]);
     args.extend([
         "--".into(),

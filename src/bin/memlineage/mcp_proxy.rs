@@ -233,7 +233,7 @@ fn cwd_text(p: &Path) -> Res<String> {
 }
 
 /// The session id every gateway of a ledger shares unless told another one.
-pub const DEFAULT_SESSION: &str = "mcp-gateway";
+pub const DEFAULT_SESSION: &str = memlineage::front::mcp::gateway::GATEWAY_SESSION;
 
 /// The session id: the one given, else [`DEFAULT_SESSION`]. A host's conversations outlive
 /// its processes (a chat is continued after a restart), so the session must outlive them too:

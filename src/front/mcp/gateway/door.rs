@@ -81,6 +81,19 @@ impl Decision {
     }
 }
 
+/// The prefix of the sessions a gateway starts itself: `mcp-gateway`, and every id beginning
+/// `mcp-gateway/` (what `mcp install` writes, one per host). Any other id is a session of an
+/// agent's hooks (Claude Code's `session_id`), which only their `SessionStart` begins.
+pub const GATEWAY_SESSION: &str = "mcp-gateway";
+
+/// Whether `id` is a session a gateway starts itself ([`GATEWAY_SESSION`]).
+pub fn is_gateway_session(id: &str) -> bool {
+    id == GATEWAY_SESSION
+        || id
+            .strip_prefix(GATEWAY_SESSION)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
 /// The hook events of one gateway: its server's name, the session and working directory they
 /// carry.
 #[derive(Clone, Debug)]
@@ -138,15 +151,21 @@ impl Events {
         self.event(HookEvent::PostToolUseFailure.event_name(), f)
     }
 
-    /// The SessionStart event a gateway writes when it starts (`spec/mcp.md` §6.4): source
-    /// `startup` and no transcript, since the gateway sees every message of its session from
-    /// its first process on. The door writes the start marker only for a session the ledger
-    /// holds no entry of; a session that already has entries and no marker gets an
-    /// unseen-history entry (`spec/hooks.md` §3.1), and one already started is unchanged.
-    pub fn session_start(&self) -> Vec<u8> {
+    /// The SessionStart event a gateway writes when it starts (`spec/mcp.md` §6.4), for a
+    /// session of its own only ([`is_gateway_session`]): source `startup` and no transcript,
+    /// since the gateway sees every message of its own session from its first process on. The
+    /// door writes the start marker only for a session the ledger holds no entry of; a session
+    /// that already has entries and no marker gets an unseen-history entry (`spec/hooks.md`
+    /// §3.1), and one already started is unchanged. `None` for any other session (a hooks'
+    /// session given with `--session`): the hooks' own `SessionStart` begins it, seeing its
+    /// source and transcript (a fork, a resume), which a gateway cannot.
+    pub fn session_start(&self) -> Option<Vec<u8>> {
+        if !is_gateway_session(&self.session) {
+            return None;
+        }
         let mut f = Map::new();
         f.insert("source".into(), json!("startup"));
-        self.event(HookEvent::SessionStart.event_name(), f)
+        Some(self.event(HookEvent::SessionStart.event_name(), f))
     }
 
     /// The UserPromptSubmit event of the user's `text`.

@@ -83,23 +83,25 @@ where
     std::thread::Builder::new()
         .name("memlineage-gateway-door".into())
         .spawn(move || worker(door, queue))?;
-    // The session begins with the gateway (spec/mcp.md §6.4), before any message is relayed,
-    // so that no record is taken ahead of it. A start that fails is not fatal here: the
-    // session then has no start, and the door refuses its gated calls.
-    let (reply, started) = oneshot::channel();
-    let start = Job {
-        event: Some(HookEvent::SessionStart),
-        input: options.events.session_start(),
-        reply,
-    };
-    if jobs.send(start).is_ok() {
-        match tokio::time::timeout(options.deadline, started).await {
-            Ok(Ok(outcome)) if outcome.allows() => {}
-            Ok(Ok(outcome)) => tracing::warn!(
-                why = outcome.stderr.trim(),
-                "memlineage gateway: the session's start was not recorded"
-            ),
-            _ => tracing::warn!("memlineage gateway: the session's start got no answer"),
+    // A session of the gateway's own begins with it (spec/mcp.md §6.4), before any message is
+    // relayed, so that no record is taken ahead of it. A start that fails is not fatal here:
+    // the session then has no start, and the door refuses its gated calls.
+    if let Some(input) = options.events.session_start() {
+        let (reply, started) = oneshot::channel();
+        let start = Job {
+            event: Some(HookEvent::SessionStart),
+            input,
+            reply,
+        };
+        if jobs.send(start).is_ok() {
+            match tokio::time::timeout(options.deadline, started).await {
+                Ok(Ok(outcome)) if outcome.allows() => {}
+                Ok(Ok(outcome)) => tracing::warn!(
+                    why = outcome.stderr.trim(),
+                    "memlineage gateway: the session's start was not recorded"
+                ),
+                _ => tracing::warn!("memlineage gateway: the session's start got no answer"),
+            }
         }
     }
     let relay = Relay(Arc::new(Inner {

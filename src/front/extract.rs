@@ -211,7 +211,16 @@ pub fn command_tokens(cmd: &str, project: Option<&str>, guarded: &[String], out:
             .iter()
             .position(|w| !is_assignment(w) && w != "sudo" && w != "env")
             .unwrap_or(words.len());
-        let words = &words[start..];
+        let mut words = words[start..].to_vec();
+        // Git's own options before its subcommand do not hide it (`git -C . push …` is `git
+        // push …`).
+        if words
+            .first()
+            .is_some_and(|w| w.rsplit('/').next() == Some("git"))
+        {
+            let globals = crate::front::protect::simple::git_global_options(&words[1..]);
+            words.drain(1..1 + globals);
+        }
         let guarded_here = guarded.iter().any(|g| {
             let g: Vec<&str> = g.split_whitespace().collect();
             !g.is_empty() && words.len() >= g.len() && words.iter().zip(&g).all(|(a, b)| a == b)

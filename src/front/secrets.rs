@@ -646,7 +646,13 @@ fn prefix_matches(prefix: &str, prog: &str, args: &[String]) -> bool {
     if want.next() != Some(prog) {
         return false;
     }
-    let mut rest = args.iter().filter(|a| !a.starts_with('-'));
+    // Git's own options take values (`git -c a=b push`): skipped with them.
+    let skip = if prog == "git" {
+        crate::front::protect::simple::git_global_options(args)
+    } else {
+        0
+    };
+    let mut rest = args[skip..].iter().filter(|a| !a.starts_with('-'));
     want.all(|w| rest.next().is_some_and(|a| a == w))
 }
 

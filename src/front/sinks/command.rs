@@ -28,6 +28,34 @@ const CODE_OPTIONS: &[&str] = &[
     "-c", "-e", "-E", "--eval", "--print", "-Command", "-command", "eval",
 ];
 
+/// Agent command-line programs: their prompt argument (or standard input) is an instruction
+/// that a new session of theirs takes as its user's own (`claude -p TEXT`, `codex exec
+/// TEXT`), so starting one after untrusted input launders that input into a statement
+/// (`spec/hooks.md` §17.1).
+const AGENT_PROGRAMS: &[&str] = &[
+    "claude",
+    "codex",
+    "gemini",
+    "aider",
+    "opencode",
+    "goose",
+    "cursor-agent",
+    "amp",
+    "qwen",
+    "crush",
+    "copilot",
+];
+
+/// Text-processing programs whose first operand is a program in their own language, which can
+/// run commands (`awk '{system($0)}'`, `sed e`) and write files (`print > "f"`, `w f`).
+const AWKS: &[&str] = &["awk", "gawk", "mawk", "nawk"];
+
+/// Options of awk that take a value (skipped when looking for the program text).
+const AWK_VALUE_OPTIONS: &[&str] = &["-F", "-v", "-i", "-l", "--include", "--load", "--assign"];
+
+/// Options of sed that take a value (`-l N`; `-i` takes its suffix attached).
+const SED_VALUE_OPTIONS: &[&str] = &["-l", "--line-length"];
+
 /// Options after which the next word names a local file or directory, or a version or
 /// feature, never a package (`pip install -r requirements.txt`, `cargo add x -F derive`).
 const NON_PACKAGE_OPTIONS: &[&str] = &[
@@ -237,6 +265,32 @@ impl Analysis<'_> {
             }
             return;
         }
+        if AGENT_PROGRAMS.contains(&prog) {
+            f.runs(format!(
+                "starts another agent (`{prog}`), whose session would take this command's text \
+                 as its user's own instruction"
+            ));
+            return;
+        }
+        if AWKS.contains(&prog) || prog == "sed" {
+            match script_text(prog, args) {
+                Some(Some(code)) => {
+                    let runs = if prog == "sed" {
+                        sed_runs(&code)
+                    } else {
+                        awk_runs(&code)
+                    };
+                    if let Some(m) = runs {
+                        f.runs(format!("runs `{prog}` code that runs commands (`{m}`)"));
+                    }
+                }
+                Some(None) => f.runs(format!(
+                    "runs `{prog}` code that is only known when it runs"
+                )),
+                None => {}
+            }
+            return;
+        }
         // `at` and `batch` run their standard input later, as a shell does now.
         let shell = SHELLS.contains(&prog) || prog == "at" || prog == "batch";
         let sources = prog == "source" || prog == ".";
@@ -259,10 +313,13 @@ impl Analysis<'_> {
         }
         let lits: Vec<Option<String>> = args.iter().map(|w| w.literal()).collect();
         // Code given as an argument: `sh -c CODE`, `python3 -c CODE`, `node -e CODE`.
+        let node = matches!(prog, "node" | "deno" | "bun");
         let code_at = lits.iter().position(|l| {
             l.as_deref().is_some_and(|l| match shell {
                 true => l.starts_with('-') && !l.starts_with("--") && l.contains('c'),
-                false => CODE_OPTIONS.contains(&l),
+                // A cluster of short options ending in a code option: `perl -ne`, `perl
+                // -nle`, `ruby -pe`, `python3 -Ic`, `node -pe`.
+                false => CODE_OPTIONS.contains(&l) || code_cluster(l, node),
             })
         });
         if let Some(at) = code_at {
@@ -430,6 +487,38 @@ impl Analysis<'_> {
             "awk" | "gawk" if plain.iter().any(|w| lit(w) == "inplace") => {
                 f.writes.extend(plain.iter().map(|w| c(w)));
             }
+            "xxd" => {
+                // `xxd [-r] [options] [infile [outfile]]`: the second operand is written.
+                if let Some(out) = plain.get(1) {
+                    if lit(out) != "-" {
+                        f.writes.push(c(out));
+                    }
+                }
+            }
+            _ => {}
+        }
+        // Files an awk or sed program writes (`print > "f"`, `w f`): named ones as paths, a
+        // program only known when it runs as any path.
+        if AWKS.contains(&prog) || prog == "sed" {
+            match script_text(prog, args) {
+                Some(Some(code)) => {
+                    let named = if prog == "sed" {
+                        sed_writes(&code)
+                    } else {
+                        awk_writes(&code)
+                    };
+                    for name in named {
+                        f.writes.push(match name {
+                            Some(n) => c(&literal_word(&n)),
+                            None => Candidate::Pattern(vec![Pat::Any]),
+                        });
+                    }
+                }
+                Some(None) => f.writes.push(Candidate::Pattern(vec![Pat::Any])),
+                None => {}
+            }
+        }
+        match prog {
             "curl" | "wget" => {
                 let remote = prog == "wget" && option_value(&["-O"]).is_none()
                     || args.iter().any(|w| {
@@ -633,6 +722,169 @@ const RUNS_COMMANDS: &[&str] = &[
     "proc_open",
     "pack(",
 ];
+
+/// Whether `l` is a cluster of an interpreter's short options whose last is a code option
+/// (`-ne`, `-nle`, `-Ic`, `-pe`; for node, deno and bun also `-p`, print an expression).
+fn code_cluster(l: &str, node: bool) -> bool {
+    let Some(flags) = l.strip_prefix('-') else {
+        return false;
+    };
+    !flags.starts_with('-')
+        && (2..=6).contains(&flags.len())
+        && flags.chars().all(|c| c.is_ascii_alphabetic())
+        && (flags.ends_with(['e', 'E', 'c']) || (node && flags.ends_with('p')))
+        || (node && l == "-p")
+}
+
+/// The program text of awk or sed command `prog`: the value of `-e`/`--expression` (sed) or the
+/// first operand that is not an option or an option's value. `Some(None)`: a program only
+/// known when it runs (`-f FILE`, an expansion); `None`: none given.
+fn script_text(prog: &str, args: &[&Word]) -> Option<Option<String>> {
+    let values = if prog == "sed" {
+        SED_VALUE_OPTIONS
+    } else {
+        AWK_VALUE_OPTIONS
+    };
+    let mut k = 0;
+    while k < args.len() {
+        let w = args[k];
+        let Some(l) = w.literal() else {
+            return Some(None);
+        };
+        if l == "-e" || l == "--expression" {
+            return Some(args.get(k + 1).and_then(|v| v.literal()));
+        }
+        // A program from a file (`-f FILE`, gawk's `-E FILE`): not known here.
+        if l == "-f" || l == "--file" || l.starts_with("--file=") || (prog != "sed" && l == "-E") {
+            return Some(None);
+        }
+        if l.starts_with('-') && l.len() > 1 {
+            k += if values.contains(&l.as_str()) { 2 } else { 1 };
+            continue;
+        }
+        return Some(Some(l));
+    }
+    None
+}
+
+/// The first way awk program `code` runs commands, if any: `system()`, a pipe to or from a
+/// command (`print | "sh"`, `"cmd" | getline`, `|&`).
+fn awk_runs(code: &str) -> Option<&'static str> {
+    ["system(", "getline", "|&", "| \"", "|\""]
+        .into_iter()
+        .find(|m| code.contains(m))
+        .or_else(|| print_pipes(code).then_some("print | command"))
+}
+
+/// Whether awk `code` pipes output to a command other than through a quoted name
+/// (`print $0 | cmd`).
+fn print_pipes(code: &str) -> bool {
+    code.split(['{', '}', ';', '\n'])
+        .any(|st| st.trim_start().starts_with("print") && st.contains('|'))
+}
+
+/// The files awk program `code` writes with `>` or `>>` after `print`/`printf`: a quoted name
+/// as `Some`, anything else as `None` (any path).
+fn awk_writes(code: &str) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    for st in code.split(['{', '}', ';', '\n']) {
+        let st = st.trim_start();
+        if !(st.starts_with("print") || st.starts_with("printf")) {
+            continue;
+        }
+        if let Some(at) = st.find('>') {
+            let rest = st[at..].trim_start_matches('>').trim_start();
+            out.push(
+                rest.strip_prefix('"')
+                    .and_then(|r| r.split_once('"'))
+                    .map(|(name, _)| name.to_string()),
+            );
+        }
+    }
+    out
+}
+
+/// The commands of sed script `code`, trimmed (split at `;` and new lines).
+fn sed_commands(code: &str) -> impl Iterator<Item = &str> {
+    code.split([';', '\n'])
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+}
+
+/// The command after a sed command's address (`1,5`, `/x/`, `$`), if it can be told.
+fn sed_command(c: &str) -> &str {
+    let mut rest = c;
+    loop {
+        let t = rest.trim_start_matches(|ch: char| {
+            ch.is_ascii_digit() || matches!(ch, ',' | '$' | '!' | ' ' | '~' | '+')
+        });
+        if let Some(r) = t.strip_prefix('/') {
+            match r.split_once('/') {
+                Some((_, after)) => rest = after,
+                None => return "",
+            }
+        } else {
+            return t;
+        }
+    }
+}
+
+/// The first way sed script `code` runs commands, if any: the `e` command, or the `e` flag of
+/// a substitution.
+fn sed_runs(code: &str) -> Option<&'static str> {
+    sed_commands(code).find_map(|c| {
+        let cmd = sed_command(c);
+        if cmd == "e" || cmd.starts_with("e ") {
+            return Some("e");
+        }
+        substitution_flags(cmd)
+            .is_some_and(|f| f.contains('e'))
+            .then_some("s///e")
+    })
+}
+
+/// The files sed script `code` writes: the `w` and `W` commands and the `w` flag of a
+/// substitution (the name runs to the end of the command).
+fn sed_writes(code: &str) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    for c in sed_commands(code) {
+        let cmd = sed_command(c);
+        let name = if let Some(n) = cmd.strip_prefix('w').or_else(|| cmd.strip_prefix('W')) {
+            (n.starts_with(' ') || n.is_empty()).then(|| n.trim().to_string())
+        } else {
+            substitution_flags(cmd)
+                .and_then(|f| f.find('w').map(|at| f[at + 1..].trim().to_string()))
+        };
+        if let Some(n) = name {
+            out.push((!n.is_empty() && n != "/dev/stdout" && n != "/dev/stderr").then_some(n));
+        }
+    }
+    out
+}
+
+/// The flags of a substitution command `s<d>…<d>…<d>FLAGS`, if `cmd` is one.
+fn substitution_flags(cmd: &str) -> Option<&str> {
+    let mut chars = cmd.strip_prefix('s')?.char_indices();
+    let (_, d) = chars.next()?;
+    if d.is_alphanumeric() || d.is_whitespace() || d == '\\' {
+        return None;
+    }
+    let mut seen = 0;
+    let mut escaped = false;
+    for (i, ch) in chars {
+        if escaped {
+            escaped = false;
+        } else if ch == '\\' {
+            escaped = true;
+        } else if ch == d {
+            seen += 1;
+            if seen == 2 {
+                return Some(&cmd[1 + d.len_utf8() + i..]);
+            }
+        }
+    }
+    None
+}
 
 /// The first call of [`RUNS_COMMANDS`] in `code`, if any.
 fn runs_commands(code: &str) -> Option<&'static str> {

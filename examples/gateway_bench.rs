@@ -196,7 +196,8 @@ fn main() -> Res<()> {
     std::fs::write(dir.join("policy.toml"), POLICY)?;
     let me = std::env::current_exe()?;
     let ledger = dir.join("l.db").to_string_lossy().into_owned();
-    let session = format!("gateway-bench-{}", std::process::id());
+    // A session of the gateway's own, which it starts (spec/mcp.md §6.4).
+    let session = format!("mcp-gateway/bench-{}", std::process::id());
     let mut args: Vec<String> = ["mcp", "proxy", &ledger, "--server", "bench"]
         .iter()
         .map(|s| s.to_string())

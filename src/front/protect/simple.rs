@@ -89,6 +89,14 @@ pub fn program_index(words: &[&Word]) -> usize {
                     if !(o.starts_with('-') || o.parse::<f64>().is_ok()) {
                         break;
                     }
+                    // `env -S 'sh -s'`: the split string is the command, the program word.
+                    if wrapper == "env" && (o == "-S" || o == "--split-string") {
+                        return i + 1;
+                    }
+                    if wrapper == "env" && (o.starts_with("-S") || o.starts_with("--split-string="))
+                    {
+                        return i;
+                    }
                     i += 1;
                     if takes_value(&wrapper, &o) {
                         i += 1;
@@ -108,17 +116,50 @@ fn takes_value(w: &str, o: &str) -> bool {
         (
             "sudo" | "doas" | "runuser" | "su",
             "-u" | "-g" | "-C" | "-D" | "-h" | "-p"
-        ) | ("env", "-u" | "-C" | "--unset" | "--chdir" | "-S")
-            | ("nice", "-n")
-            | ("ionice", "-c" | "-n")
+        ) | (
+            "sudo" | "doas" | "runuser" | "su",
+            "--user"
+                | "--group"
+                | "--chdir"
+                | "--host"
+                | "--prompt"
+                | "--close-from"
+                | "--other-user"
+                | "--role"
+                | "--type"
+                | "--command-timeout"
+        ) | ("env", "-u" | "-C" | "--unset" | "--chdir")
+            | ("nice", "-n" | "--adjustment")
+            | ("ionice", "-c" | "-n" | "--class" | "--classdata")
             | (
                 "xargs",
-                "-I" | "-n" | "-P" | "-d" | "-E" | "-L" | "-s" | "-a"
+                "-I" | "-n"
+                    | "-P"
+                    | "-d"
+                    | "-E"
+                    | "-L"
+                    | "-s"
+                    | "-a"
+                    | "--delimiter"
+                    | "--max-args"
+                    | "--max-procs"
+                    | "--replace"
+                    | "--eof"
+                    | "--max-lines"
+                    | "--max-chars"
+                    | "--arg-file"
+                    | "--process-slot-var"
             )
-            | ("parallel", "-j" | "-I" | "-S")
-            | ("timeout", "-s" | "-k")
-            | ("flock", "-w")
-            | ("stdbuf", "-i" | "-o" | "-e")
+            | ("parallel", "-j" | "-I" | "-S" | "--jobs")
+            | ("timeout", "-s" | "-k" | "--signal" | "--kill-after")
+            | (
+                "flock",
+                "-w" | "--wait" | "--timeout" | "-E" | "--conflict-exit-code"
+            )
+            | (
+                "stdbuf",
+                "-i" | "-o" | "-e" | "--input" | "--output" | "--error"
+            )
     )
 }
 

@@ -25,7 +25,16 @@ pub const MIN_PAYLOAD_CHARS: usize = 8;
 /// Options of an interpreter after which the next word is its code (a shell's is any cluster
 /// of short options with a `c`).
 const CODE_OPTIONS: &[&str] = &[
-    "-c", "-e", "-E", "--eval", "--print", "-Command", "-command", "eval",
+    "-c",
+    "-e",
+    "-E",
+    "-r",
+    "--eval",
+    "--print",
+    "--command",
+    "-Command",
+    "-command",
+    "eval",
 ];
 
 /// Agent command-line programs: their prompt argument (or standard input) is an instruction
@@ -34,6 +43,9 @@ const CODE_OPTIONS: &[&str] = &[
 /// (`spec/hooks.md` §17.1).
 const AGENT_PROGRAMS: &[&str] = &[
     "claude",
+    "claude-code",
+    "kiro-cli",
+    "kiro",
     "codex",
     "gemini",
     "aider",
@@ -188,19 +200,44 @@ impl Analysis<'_> {
             self.wrapped_code(s, here.as_deref(), depth, f);
             // A program word with white space is a command a wrapper runs through a shell
             // (`watch "curl … | sh"`).
+            // `env -S 'sh -s'` (and `-S'sh -s'`, `--split-string=…`): the value is the command.
             if let Some(p) = s.words.get(i).and_then(|w| w.literal()) {
+                let p = split_string(&p).unwrap_or(p);
                 if p.contains(char::is_whitespace) {
-                    self.walk(&p, here.clone(), depth + 1, f);
+                    // What is piped into the wrapper is piped into the command it runs.
+                    let text = if s.piped { format!("cat | {p}") } else { p };
+                    self.walk(&text, here.clone(), depth + 1, f);
                     continue;
                 }
             }
             let Some(prog) = s.program_name() else {
                 continue;
             };
-            let args = &s.words[i + 1..];
+            let mut args = &s.words[i + 1..];
+            // A multi-call binary runs its first argument's applet (`busybox sh`, `toybox sed`).
+            let mut prog = prog;
+            while matches!(prog.as_str(), "busybox" | "toybox") {
+                match args.first().and_then(|w| w.literal()) {
+                    Some(applet) => {
+                        prog = basename(&applet).to_string();
+                        args = &args[1..];
+                    }
+                    None => break,
+                }
+            }
             if prog == "cd" || prog == "pushd" {
                 here = cd(args, here.as_deref(), self.home);
                 continue;
+            }
+            // Commands another program runs from its arguments (`find -exec`, a git alias or
+            // pager, tar's checkpoint action, ssh's ProxyCommand): analysed as commands.
+            for carried in carried_commands(&prog, args) {
+                match carried {
+                    Some(text) => self.walk(&text, here.clone(), depth + 1, f),
+                    None => f.runs(format!(
+                        "`{prog}` runs a command that is only known when it runs"
+                    )),
+                }
             }
             self.runs_data(s, &prog, args, here.as_deref(), &vars, depth, f);
             self.writes(&prog, args, here.as_deref(), &vars, f);
@@ -265,7 +302,12 @@ impl Analysis<'_> {
             }
             return;
         }
-        if AGENT_PROGRAMS.contains(&prog) {
+        let subcommand = args.first().and_then(|w| w.literal());
+        let agent_subcommand = matches!(
+            (prog, subcommand.as_deref()),
+            ("cursor", Some("agent")) | ("gh", Some("copilot")) | ("q", Some("chat"))
+        );
+        if AGENT_PROGRAMS.contains(&prog) || agent_subcommand {
             f.runs(format!(
                 "starts another agent (`{prog}`), whose session would take this command's text \
                  as its user's own instruction"
@@ -322,6 +364,16 @@ impl Analysis<'_> {
                 false => CODE_OPTIONS.contains(&l) || code_cluster(l, node),
             })
         });
+        // Code attached to its option: `python3 -c"…"`, `perl -e'…'`, `node --eval=…`.
+        if code_at.is_none() {
+            if let Some(code) = lits.iter().flatten().find_map(|l| attached_code(l, node)) {
+                self.code_writes(&code, here, f);
+                if let Some(m) = runs_commands(&code) {
+                    f.runs(format!("runs inline code that runs what it builds (`{m}`)"));
+                }
+                return;
+            }
+        }
         if let Some(at) = code_at {
             match args.get(at + 1) {
                 Some(code) if unknown(code) => f.runs(format!(
@@ -449,7 +501,14 @@ impl Analysis<'_> {
             }
         }
         match prog {
-            "tee" => f.writes.extend(plain.iter().map(|w| c(w))),
+            "tee" | "sponge" => f.writes.extend(plain.iter().map(|w| c(w))),
+            // `script [-c CMD] FILE`: the typescript file.
+            "script" => {
+                let cmd = option_value(&["-c", "--command"]).map(|w| lit(&w));
+                if let Some(file) = plain.iter().rev().find(|w| Some(lit(w)) != cmd) {
+                    f.writes.push(c(file));
+                }
+            }
             "cp" | "mv" | "install" | "ln" | "rsync" => {
                 let dir = option_value(&["-t", "--target-directory"]);
                 let (dest, sources) = match dir {
@@ -488,8 +547,16 @@ impl Analysis<'_> {
                 f.writes.extend(plain.iter().map(|w| c(w)));
             }
             "xxd" => {
-                // `xxd [-r] [options] [infile [outfile]]`: the second operand is written.
-                if let Some(out) = plain.get(1) {
+                // `xxd [-r] [options] [infile [outfile]]`: the second operand is written (`-`
+                // is an operand here: standard input).
+                let operands: Vec<&&Word> = args
+                    .iter()
+                    .filter(|w| {
+                        let l = lit(w);
+                        l == "-" || !l.starts_with('-')
+                    })
+                    .collect();
+                if let Some(out) = operands.get(1) {
                     if lit(out) != "-" {
                         f.writes.push(c(out));
                     }
@@ -751,8 +818,17 @@ fn script_text(prog: &str, args: &[&Word]) -> Option<Option<String>> {
         let Some(l) = w.literal() else {
             return Some(None);
         };
-        if l == "-e" || l == "--expression" {
+        if l == "-e" || l == "--expression" || l == "--source" {
             return Some(args.get(k + 1).and_then(|v| v.literal()));
+        }
+        if let Some(code) = l
+            .strip_prefix("--expression=")
+            .or_else(|| l.strip_prefix("--source="))
+        {
+            return Some(Some(code.to_string()));
+        }
+        if let Some(code) = l.strip_prefix("-e").filter(|c| !c.is_empty()) {
+            return Some(Some(code.to_string()));
         }
         // A program from a file (`-f FILE`, gawk's `-E FILE`): not known here.
         if l == "-f" || l == "--file" || l.starts_with("--file=") || (prog != "sed" && l == "-E") {
@@ -770,9 +846,10 @@ fn script_text(prog: &str, args: &[&Word]) -> Option<Option<String>> {
 /// The first way awk program `code` runs commands, if any: `system()`, a pipe to or from a
 /// command (`print | "sh"`, `"cmd" | getline`, `|&`).
 fn awk_runs(code: &str) -> Option<&'static str> {
-    ["system(", "getline", "|&", "| \"", "|\""]
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    ["system(", "getline", "|&", "|\""]
         .into_iter()
-        .find(|m| code.contains(m))
+        .find(|m| squeezed.contains(m))
         .or_else(|| print_pipes(code).then_some("print | command"))
 }
 
@@ -780,18 +857,19 @@ fn awk_runs(code: &str) -> Option<&'static str> {
 /// (`print $0 | cmd`).
 fn print_pipes(code: &str) -> bool {
     code.split(['{', '}', ';', '\n'])
-        .any(|st| st.trim_start().starts_with("print") && st.contains('|'))
+        .any(|st| st.find("print").is_some_and(|p| st[p..].contains('|')))
 }
 
-/// The files awk program `code` writes with `>` or `>>` after `print`/`printf`: a quoted name
+/// The files awk program `code` writes with `>` or `>>` after a `print`/`printf`: a quoted name
 /// as `Some`, anything else as `None` (any path).
 fn awk_writes(code: &str) -> Vec<Option<String>> {
     let mut out = Vec::new();
     for st in code.split(['{', '}', ';', '\n']) {
-        let st = st.trim_start();
-        if !(st.starts_with("print") || st.starts_with("printf")) {
+        // `print` anywhere in the statement (`if (x) print … > "f"`, `while (…) print …`).
+        let Some(p) = st.find("print") else {
             continue;
-        }
+        };
+        let st = &st[p..];
         if let Some(at) = st.find('>') {
             let rest = st[at..].trim_start_matches('>').trim_start();
             out.push(
@@ -807,7 +885,12 @@ fn awk_writes(code: &str) -> Vec<Option<String>> {
 /// The commands of sed script `code`, trimmed (split at `;` and new lines).
 fn sed_commands(code: &str) -> impl Iterator<Item = &str> {
     code.split([';', '\n'])
-        .map(str::trim)
+        .map(|c| {
+            c.trim()
+                .trim_start_matches('{')
+                .trim_end_matches('}')
+                .trim()
+        })
         .filter(|c| !c.is_empty())
 }
 
@@ -818,13 +901,21 @@ fn sed_command(c: &str) -> &str {
         let t = rest.trim_start_matches(|ch: char| {
             ch.is_ascii_digit() || matches!(ch, ',' | '$' | '!' | ' ' | '~' | '+')
         });
-        if let Some(r) = t.strip_prefix('/') {
-            match r.split_once('/') {
-                Some((_, after)) => rest = after,
+        // An address `/RE/` or `\cREc` (any delimiter c), then maybe a block's `{`.
+        let (delim, r) = if let Some(r) = t.strip_prefix('/') {
+            ('/', r)
+        } else if let Some(r) = t.strip_prefix('\\') {
+            let mut cs = r.chars();
+            match cs.next() {
+                Some(d) => (d, cs.as_str()),
                 None => return "",
             }
         } else {
-            return t;
+            return t.trim_start_matches(['{', ' ']);
+        };
+        match r.split_once(delim) {
+            Some((_, after)) => rest = after.trim_start_matches(['I', 'M']),
+            None => return "",
         }
     }
 }
@@ -849,8 +940,9 @@ fn sed_writes(code: &str) -> Vec<Option<String>> {
     let mut out = Vec::new();
     for c in sed_commands(code) {
         let cmd = sed_command(c);
+        // `w FILE`, and GNU sed's `wFILE`: no other command starts with `w` or `W`.
         let name = if let Some(n) = cmd.strip_prefix('w').or_else(|| cmd.strip_prefix('W')) {
-            (n.starts_with(' ') || n.is_empty()).then(|| n.trim().to_string())
+            Some(n.trim().to_string())
         } else {
             substitution_flags(cmd)
                 .and_then(|f| f.find('w').map(|at| f[at + 1..].trim().to_string()))
@@ -886,9 +978,198 @@ fn substitution_flags(cmd: &str) -> Option<&str> {
     None
 }
 
-/// The first call of [`RUNS_COMMANDS`] in `code`, if any.
+/// Ways of running a command that need no parenthesis (perl's and ruby's `system $_`,
+/// `exec $_`, backticks and `qx`, `%x`; Lua's `os.execute`, `io.popen`), looked for as written.
+const RUNS_COMMANDS_WORDS: &[&str] = &[
+    "system ",
+    "exec ",
+    "qx",
+    "`",
+    "%x",
+    "os.execute",
+    "io.popen",
+    "IO.popen",
+    "Popen",
+    "spawn",
+    "Runtime.getRuntime",
+    "exec.Command",
+];
+
+/// The first call of [`RUNS_COMMANDS`] in `code` (white space removed, so `system (` is
+/// `system(`), or of [`RUNS_COMMANDS_WORDS`] as written, if any.
 fn runs_commands(code: &str) -> Option<&'static str> {
-    RUNS_COMMANDS.iter().copied().find(|m| code.contains(m))
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    RUNS_COMMANDS
+        .iter()
+        .copied()
+        .find(|m| squeezed.contains(m))
+        .or_else(|| {
+            RUNS_COMMANDS_WORDS
+                .iter()
+                .copied()
+                .find(|m| code.contains(m))
+        })
+}
+
+/// The code attached to an interpreter's code option in one word: `-cCODE`, `-eCODE`,
+/// `-rCODE` (php), `-pCODE` (node, deno, bun), after a cluster of letter options (`-ne'…'`
+/// lexed as `-ne…`), or `--eval=CODE`, `--print=CODE`, `--command=CODE`.
+fn attached_code(l: &str, node: bool) -> Option<String> {
+    for long in ["--eval=", "--print=", "--command=", "--source=", "--exec="] {
+        if let Some(code) = l.strip_prefix(long) {
+            return Some(code.to_string());
+        }
+    }
+    let flags = l.strip_prefix('-').filter(|f| !f.starts_with('-'))?;
+    let is_code = |c: char| matches!(c, 'c' | 'e' | 'E' | 'r') || (node && c == 'p');
+    let at = flags.find(is_code)?;
+    let (before, rest) = flags.split_at(at);
+    let code = &rest[1..];
+    (before.chars().all(|c| c.is_ascii_alphabetic())
+        && !code.is_empty()
+        && !code.chars().all(|c| c.is_ascii_alphabetic()))
+    .then(|| code.to_string())
+}
+
+/// `env`'s split string, if `w` is one: `-SCMD`, `--split-string=CMD` (the value of a separate
+/// `-S` is the program word itself, `program_index`).
+fn split_string(w: &str) -> Option<String> {
+    w.strip_prefix("--split-string=")
+        .or_else(|| w.strip_prefix("-S").filter(|r| !r.is_empty()))
+        .map(str::to_string)
+}
+
+/// The commands `prog` runs from its arguments, `None` for one only known when it runs:
+/// `find … -exec|-execdir|-ok|-okdir CMD… ;|+`, git's configuration values that are commands
+/// (`-c alias.x=!CMD`, `core.pager`, `core.fsmonitor`, `core.sshCommand`, `core.editor`, …),
+/// tar's `--checkpoint-action=exec=CMD`, `--to-command=CMD`, `--use-compress-program=CMD`
+/// (`-I CMD`), ssh's `-o ProxyCommand=CMD` / `LocalCommand=CMD`, rsync's `-e CMD`, `make -f -`.
+fn carried_commands(prog: &str, args: &[&Word]) -> Vec<Option<String>> {
+    let lits: Vec<Option<String>> = args.iter().map(|w| w.literal()).collect();
+    let mut out = Vec::new();
+    let value_of = |k: usize| lits.get(k + 1).cloned().flatten();
+    match prog {
+        "find" => {
+            let mut k = 0;
+            while k < lits.len() {
+                if matches!(
+                    lits[k].as_deref(),
+                    Some("-exec" | "-execdir" | "-ok" | "-okdir")
+                ) {
+                    let mut words = Vec::new();
+                    let mut unknown = false;
+                    k += 1;
+                    while k < lits.len() && !matches!(lits[k].as_deref(), Some(";" | "+")) {
+                        match &lits[k] {
+                            Some(w) => words.push(
+                                shlex::try_quote(w)
+                                    .map_or_else(|_| "UNQUOTABLE".to_string(), |q| q.into_owned()),
+                            ),
+                            None => unknown = true,
+                        }
+                        k += 1;
+                    }
+                    out.push((!unknown).then(|| words.join(" ")));
+                }
+                k += 1;
+            }
+        }
+        "git" => {
+            for (k, l) in lits.iter().enumerate() {
+                if l.as_deref() != Some("-c") {
+                    continue;
+                }
+                let Some(kv) = value_of(k) else {
+                    out.push(None);
+                    continue;
+                };
+                let Some((key, value)) = kv.split_once('=') else {
+                    continue;
+                };
+                let key = key.to_ascii_lowercase();
+                let command_key = matches!(
+                    key.as_str(),
+                    "core.pager"
+                        | "core.fsmonitor"
+                        | "core.sshcommand"
+                        | "core.editor"
+                        | "sequence.editor"
+                        | "diff.external"
+                        | "gpg.program"
+                        | "core.askpass"
+                        | "credential.helper"
+                        | "uploadpack.packobjectshook"
+                ) || key.starts_with("pager.")
+                    || key.ends_with(".textconv")
+                    || key.ends_with(".command")
+                    || key.ends_with(".cmd")
+                    || key.ends_with(".clean")
+                    || key.ends_with(".smudge")
+                    || key.ends_with(".process");
+                if let Some(cmd) = value.strip_prefix('!') {
+                    out.push(Some(cmd.to_string()));
+                } else if command_key {
+                    out.push(Some(value.to_string()));
+                }
+            }
+        }
+        "tar" | "bsdtar" => {
+            for (k, l) in lits.iter().enumerate() {
+                let Some(l) = l.as_deref() else { continue };
+                if let Some(v) = l.strip_prefix("--checkpoint-action=") {
+                    if let Some(cmd) = v.strip_prefix("exec=") {
+                        out.push(Some(cmd.to_string()));
+                    }
+                } else if let Some(cmd) = [
+                    "--to-command=",
+                    "--use-compress-program=",
+                    "--rsh-command=",
+                    "--info-script=",
+                    "--new-volume-script=",
+                ]
+                .iter()
+                .find_map(|p| l.strip_prefix(p))
+                {
+                    out.push(Some(cmd.to_string()));
+                } else if matches!(l, "-I" | "--to-command" | "--use-compress-program" | "-F") {
+                    out.push(value_of(k));
+                }
+            }
+        }
+        "ssh" | "scp" | "sftp" | "rsync" => {
+            for (k, l) in lits.iter().enumerate() {
+                let Some(l) = l.as_deref() else { continue };
+                let opt = match l {
+                    "-o" => value_of(k),
+                    x if x.starts_with("-o") && x.len() > 2 => Some(x[2..].to_string()),
+                    "-e" | "--rsh" if prog == "rsync" => {
+                        out.push(value_of(k));
+                        continue;
+                    }
+                    _ => continue,
+                };
+                if let Some(o) = opt {
+                    for key in ["proxycommand", "localcommand", "knownhostscommand"] {
+                        if o.len() > key.len() && o[..key.len()].eq_ignore_ascii_case(key) {
+                            let v = o[key.len()..].trim_start_matches([' ', '=']);
+                            out.push(Some(v.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        "make" | "gmake" => {
+            for (k, l) in lits.iter().enumerate() {
+                if matches!(l.as_deref(), Some("-f" | "--file" | "--makefile"))
+                    && value_of(k).is_none_or(|v| v == "-" || v == "/dev/stdin")
+                {
+                    out.push(None);
+                }
+            }
+        }
+        _ => {}
+    }
+    out
 }
 
 /// Whether `p` is a piece whose value this analysis cannot know: a command substitution or

@@ -65,9 +65,10 @@ UNION ALL SELECT 'collation ' || collname FROM pg_collation \
 UNION ALL SELECT 'conversion ' || conname FROM pg_conversion \
   WHERE connamespace = (SELECT oid FROM ns)";
 
-/// The advisory-lock key that serialises reference builds on a server (`"mlrefcat"` as an
-/// integer).
-const REFERENCE_LOCK: i64 = 0x6d6c_7265_6663_6174;
+/// The advisory-lock key that serialises the transactions of memlineage that create tables on
+/// a server — reference builds here, ledger set-ups in `postgres.rs` — so that no two of them
+/// wait for each other's new tables (`"mlrefcat"` as an integer).
+pub(super) const DDL_LOCK: i64 = 0x6d6c_7265_6663_6174;
 
 /// The reference descriptions already built, by server version.
 static REFERENCE: Mutex<Option<HashMap<String, Vec<String>>>> = Mutex::new(None);
@@ -130,7 +131,7 @@ async fn reference(c: &Client, create: &str) -> Result<Vec<String>, StoreError> 
         // One reference build at a time on a server: two at once, each holding its scratch
         // tables exclusively while describing, deadlocked (seen with two connections of one
         // process). The lock is the transaction's: the rollback below releases it.
-        c.execute("SELECT pg_advisory_xact_lock($1)", &[&REFERENCE_LOCK])
+        c.execute("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK])
             .await?;
         // `scratch` is [a-z0-9_]+: safe to splice as a quoted identifier.
         c.batch_execute(&format!(

@@ -819,6 +819,14 @@ async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
             &[&lock_key("create", schema)],
         )
         .await?;
+        // And one set-up (or reference build) at a time on the server: two transactions that
+        // each create tables and then read the catalog (the views below) deadlocked, each
+        // waiting for the other's new tables (seen with ledgers made in parallel).
+        c.execute(
+            "SELECT pg_advisory_xact_lock($1)",
+            &[&super::pg_catalog::DDL_LOCK],
+        )
+        .await?;
         c.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
             .await?;
         let has_seq: bool = c

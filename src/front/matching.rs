@@ -432,6 +432,10 @@ fn fold(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut buf = [0u8; 4];
     for c in s.nfkc().filter(|c| !is_format(*c)) {
+        if let Some(d) = decimal_digit(c) {
+            out.push(d);
+            continue;
+        }
         if c.is_ascii() || !c.is_alphanumeric() {
             out.extend(c.to_uppercase());
             continue;
@@ -443,6 +447,32 @@ fn fold(s: &str) -> String {
         }
     }
     out
+}
+
+/// The first code point (digit zero) of each run of ten decimal digits (Unicode general
+/// category Nd) outside ASCII that NFKC leaves as they are: Arabic-Indic, Extended
+/// Arabic-Indic, NKo, Devanagari, Bengali, Gurmukhi, Gujarati, Oriya, Tamil, Telugu, Kannada,
+/// Malayalam, Sinhala, Thai, Lao, Tibetan, Myanmar (two), Khmer, Mongolian, Limbu, New Tai Lue,
+/// Tai Tham (two), Balinese, Sundanese, Lepcha, Ol Chiki, Vai, Saurashtra, Kayah Li, Javanese,
+/// Myanmar Extended-B, Cham, Meetei Mayek (fullwidth and mathematical digits become ASCII under
+/// NFKC already).
+const DIGIT_ZEROS: &[u32] = &[
+    0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66,
+    0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90,
+    0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0,
+];
+
+/// `c` as an ASCII digit if it is a decimal digit of another script ([`DIGIT_ZEROS`]): a
+/// bill may write `١٢٣٤` for `1234` (`spec/hooks.md` §4.2).
+fn decimal_digit(c: char) -> Option<char> {
+    let u = u32::from(c);
+    if u < 0x80 || !c.is_numeric() {
+        return None;
+    }
+    DIGIT_ZEROS
+        .iter()
+        .find(|&&zero| (zero..zero + 10).contains(&u))
+        .and_then(|zero| char::from_digit(u - zero, 10))
 }
 
 /// Multipliers an amount may be written with (`5k`, `2.5M`, `3bn`), as powers of ten; matched

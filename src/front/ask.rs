@@ -166,24 +166,41 @@ impl<S: Store, K: Keys> Front<S, K> {
         let Some(&(read, label)) = untrusted.first() else {
             return Verdict::Allow;
         };
+        let receipt = Receipt {
+            untrusted_reads: untrusted.len(),
+            sink,
+            ..self.receipt(call, param, read, label)
+        };
+        match setting {
+            Composed::Ask => Verdict::Ask(receipt),
+            _ => Verdict::Deny(Refusal::Composed(receipt)),
+        }
+    }
+
+    /// The receipt of an ask or refusal of `call` over parameter `param` because of the
+    /// untrusted read `read` (labelled `label`): its writer's bound name, one untrusted read,
+    /// no statement and no sink; callers set what differs.
+    fn receipt(
+        &self,
+        call: &ToolCall,
+        param: &str,
+        read: EntryId,
+        label: Option<Label>,
+    ) -> Receipt {
         let writer = self.ledger.get(&read).ok().and_then(|e| {
             self.ledger
                 .principal(&e.writer())
                 .map(|(_, n)| n.to_string())
         });
-        let receipt = Receipt {
+        Receipt {
             tool: call.tool.clone(),
-            param: param.clone(),
+            param: param.to_string(),
             read,
             label,
             writer,
-            untrusted_reads: untrusted.len(),
+            untrusted_reads: 1,
             stated: None,
-            sink,
-        };
-        match setting {
-            Composed::Ask => Verdict::Ask(receipt),
-            _ => Verdict::Deny(Refusal::Composed(receipt)),
+            sink: None,
         }
     }
 
@@ -220,20 +237,9 @@ impl<S: Store, K: Keys> Front<S, K> {
             .find(|(p, _)| *p == d.param)
             .or(statements.first())
             .map(|(_, id)| *id);
-        let writer = self.ledger.get(&read).ok().and_then(|e| {
-            self.ledger
-                .principal(&e.writer())
-                .map(|(_, n)| n.to_string())
-        });
         let receipt = Receipt {
-            tool: call.tool.clone(),
-            param: d.param.clone(),
-            read,
-            label: self.ledger.label_of(&read),
-            writer,
-            untrusted_reads: 1,
             stated: statement,
-            sink: None,
+            ..self.receipt(call, &d.param, read, self.ledger.label_of(&read))
         };
         match setting {
             Composed::Ask => Verdict::Ask(receipt),

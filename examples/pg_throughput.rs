@@ -23,7 +23,6 @@ use memlineage::record::{Hash32, Kind, ProvEntry, Role, SignedEntry, WriterKey};
 use memlineage::store::{Integration, PgStore, SqliteStore, Store, Submission};
 use memlineage::{Draft, Ledger};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Instant;
 
 fn log() -> LogSigner {
@@ -86,8 +85,7 @@ fn main() {
             let start = Instant::now();
             let mut kids = start_writers(writers, &["pg", url, &name], per, batch);
             let integrator = memlineage::ledger::Integrator::new(
-                Arc::new(log()),
-                memlineage::lineage::LabelPolicy::default(),
+                Ledger::open(PgStore::connect(url, &name).unwrap(), log()).unwrap(),
             );
             loop {
                 match integrator.integrate(&store, 4096).unwrap() {

@@ -15,7 +15,6 @@ use memlineage::Ledger;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[path = "common/pg_support.rs"]
@@ -32,6 +31,11 @@ const BATCH: usize = 32;
 
 fn signer() -> LogSigner {
     LogSigner::new("pg.example/ledger", WriterKey::for_label("pg/log")).unwrap()
+}
+
+/// An integrator with its own handle of the ledger `ledger` (the log key's side).
+fn integrator_for(url: &str, ledger: &str) -> Integrator {
+    Integrator::new(Ledger::open(PgStore::connect(url, ledger).unwrap(), signer()).unwrap())
 }
 
 fn writer_key(w: usize) -> WriterKey {
@@ -97,12 +101,11 @@ fn pg_child() {
             }
         }
         "integrator" => {
+            let integrator = integrator_for(&url, &ledger);
             let url = format!("{url}&application_name=ml_integrator_{w}");
             let store = PgStore::connect(&url, &ledger).unwrap();
             println!("connected");
-            let got = Integrator::new(Arc::new(signer()), LabelPolicy::default())
-                .integrate(&store, u64::MAX)
-                .unwrap();
+            let got = integrator.integrate(&store, u64::MAX).unwrap();
             println!("{got:?}");
         }
         other => panic!("unknown role {other}"),
@@ -116,7 +119,6 @@ fn pg_writers_integrator_crash_and_static_export() {
         return;
     };
     let ledger_name = pg_support::fresh_ledger("scale");
-    let signer_arc = Arc::new(signer());
     let verifier = signer().verifier();
 
     // The ledger: settings and writer bindings through the ordinary Ledger (Store::append).
@@ -153,10 +155,9 @@ fn pg_writers_integrator_crash_and_static_export() {
         .collect();
     let mut rounds = 0;
     while !readers.iter().all(|r| r.is_finished()) && rounds < 4 {
-        if let Integration::Integrated { new, note, .. } =
-            Integrator::new(Arc::clone(&signer_arc), LabelPolicy::default())
-                .integrate(&store, 500)
-                .unwrap()
+        if let Integration::Integrated { new, note, .. } = integrator_for(&url, &ledger_name)
+            .integrate(&store, 500)
+            .unwrap()
         {
             notes.push((new, note));
             rounds += 1;
@@ -235,7 +236,7 @@ fn pg_writers_integrator_crash_and_static_export() {
     );
     // Another process (this one) finishes the work.
     loop {
-        match Integrator::new(Arc::clone(&signer_arc), LabelPolicy::default())
+        match integrator_for(&url, &ledger_name)
             .integrate(&store, 2000)
             .unwrap()
         {
@@ -448,10 +449,9 @@ fn pg_ledger_submit_labels_then_integrates() {
     );
     let waiter = std::thread::spawn(move || listener.wait_for_size(4, Duration::from_secs(60)));
     std::thread::sleep(Duration::from_millis(100));
-    let Integration::Integrated { new, .. } =
-        Integrator::new(Arc::new(signer()), LabelPolicy::default())
-            .integrate(&integrator, 100)
-            .unwrap()
+    let Integration::Integrated { new, .. } = integrator_for(&url, &name)
+        .integrate(&integrator, 100)
+        .unwrap()
     else {
         panic!("nothing integrated");
     };

@@ -1070,36 +1070,32 @@ fn postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row() {
     }
 }
 
-/// What remains on PostgreSQL, precisely. The sequencer takes whatever anyone with the
-/// tables' rights hands it (it checks nothing, `spec/storage.md` §11.2), and an `Integrator`
-/// holds the log key but no lineage state: it signs every sequenced entry into the tree. The
-/// attacker's rows (mallory's binding and prompt, from their own ledger) handed to the
-/// sequencer are signed by the next integration. Nothing is allowed from them — every open
-/// then refuses the log (`SealError::Inadmissible`), fail closed — but the log key has signed
-/// entries it never admitted, and the ledger stays refused until an operator intervenes.
-/// **Open**: the integrator should admit each sequenced entry through a ledger handle before
-/// it signs (not built yet).
+/// The sequencer takes whatever anyone with the tables' rights hands it (it checks nothing,
+/// `spec/storage.md` §11.2); the log key signs only what it admits. An `Integrator` admits
+/// every sequenced entry through its own handle of the ledger before it signs a tree head
+/// (§11.4): the attacker's rows (mallory's binding and prompt, from their own ledger) handed
+/// to the sequencer are never signed, a stored kind that is not the signed one is refused,
+/// and entries the log admits before a refused one are integrated (a prefix: leaves are
+/// contiguous). The victim's log stays what it was and opens.
 #[cfg(feature = "postgres")]
 #[test]
-fn postgres_entries_sequenced_without_the_key_are_signed_by_an_integrator_and_refuse_every_open() {
-    use memlineage::ledger::{Integrator, SealError};
-    use memlineage::lineage::LabelPolicy;
-    use memlineage::store::{Integration, PgStore, Store, Submission};
-    use memlineage::{Ledger, LedgerError};
+fn postgres_entries_sequenced_without_the_key_are_never_signed_by_an_integrator() {
+    use memlineage::ledger::Integrator;
+    use memlineage::record::{Kind, ProvEntry, SignedEntry};
+    use memlineage::store::{Integration, PgStore, Store, StoreError, Submission};
+    use memlineage::Ledger;
     let Some(url) = pg_support::database_url(
-        "postgres_entries_sequenced_without_the_key_are_signed_by_an_integrator_and_refuse_every_open",
+        "postgres_entries_sequenced_without_the_key_are_never_signed_by_an_integrator",
     ) else {
         return;
     };
-    let schema = pg_support::fresh_ledger("pgattack_sequenced");
-    pg::build(&url, &schema);
     let theirs = PgStore::connect(&url, &pg::mallory(&url)).unwrap();
-    let victim = PgStore::connect(&url, &schema).unwrap();
-    let batch = (0..theirs.tree_size().unwrap())
+    // Mallory's two rows, as the sequencer takes them (label and all chosen by the attacker).
+    let forged: Vec<Submission> = (0..theirs.tree_size().unwrap())
         .map(|i| {
             let m = theirs.meta_at(i).unwrap().unwrap();
             let cose = theirs.entry_bytes(i).unwrap().unwrap();
-            let e = memlineage::record::SignedEntry::decode(&cose).unwrap();
+            let e = SignedEntry::decode(&cose).unwrap();
             let content = theirs
                 .content_at(i)
                 .unwrap()
@@ -1114,15 +1110,74 @@ fn postgres_entries_sequenced_without_the_key_are_signed_by_an_integrator_and_re
             }
         })
         .collect();
-    assert_eq!(victim.sequence(batch).unwrap(), vec![4, 5]);
-    let integrator = Integrator::new(std::sync::Arc::new(pg::log()), LabelPolicy::default());
-    match integrator.integrate(&victim, 100).unwrap() {
-        Integration::Integrated { new, .. } => assert_eq!(new, 6, "what remains: signed"),
-        other => panic!("not integrated: {other:?}"),
+    let integrator = |schema: &str| {
+        Integrator::new(Ledger::open(PgStore::connect(&url, schema).unwrap(), pg::log()).unwrap())
+    };
+    let refused_at = |schema: &str, index: u64| {
+        let store = PgStore::connect(&url, schema).unwrap();
+        match integrator(schema).integrate(&store, 100) {
+            Err(StoreError::NotAdmitted { index: got, reason }) => {
+                assert_eq!(got, index, "{reason}");
+                assert!(!reason.is_empty());
+            }
+            other => panic!("{schema}: integrated past a row the log refuses: {other:?}"),
+        }
+        assert_eq!(
+            store.tree_size().unwrap(),
+            index,
+            "{schema}: the tree moved"
+        );
+        let head = store.latest_checkpoint().unwrap().map(|c| c.0);
+        assert!(
+            head.is_some_and(|size| size <= index),
+            "{schema}: a head signed past {index}: {head:?}"
+        );
+        let l = Ledger::open(PgStore::connect(&url, schema).unwrap(), pg::log()).unwrap();
+        assert_eq!(l.len(), index, "{schema}: the log opens as it was");
+    };
+
+    // Another ledger's writers, handed to the sequencer: refused, nothing signed.
+    let schema = pg_support::fresh_ledger("pgattack_sequenced");
+    pg::build(&url, &schema);
+    let victim = PgStore::connect(&url, &schema).unwrap();
+    assert_eq!(victim.sequence(forged.clone()).unwrap(), vec![4, 5]);
+    refused_at(&schema, 4);
+
+    // A genuine entry of the victim's writer whose stored kind was rewritten (the effects
+    // queries go by the stored kind): refused.
+    let schema = pg_support::fresh_ledger("pgattack_sequenced_kind");
+    pg::build(&url, &schema);
+    let mut writer = Ledger::open(PgStore::connect(&url, &schema).unwrap(), pg::log()).unwrap();
+    let tool = pg::tool();
+    let text = b"page 3";
+    let page =
+        SignedEntry::sign(ProvEntry::new(tool.key_id(), Kind::ToolResult, text), &tool).unwrap();
+    assert_eq!(
+        writer.submit_signed(vec![(page, &text[..])]).unwrap()[0].index,
+        4
+    );
+    pg::psql(
+        &url,
+        &format!(
+            "UPDATE \"{schema}\".entries SET kind = {} WHERE idx = 4",
+            Kind::Prompt.code()
+        ),
+    );
+    refused_at(&schema, 4);
+
+    // The victim's own entry, then mallory's: the log integrates its entry and stops at
+    // mallory's binding.
+    let schema = pg_support::fresh_ledger("pgattack_sequenced_prefix");
+    pg::build(&url, &schema);
+    let mut writer = Ledger::open(PgStore::connect(&url, &schema).unwrap(), pg::log()).unwrap();
+    let page =
+        SignedEntry::sign(ProvEntry::new(tool.key_id(), Kind::ToolResult, text), &tool).unwrap();
+    writer.submit_signed(vec![(page, &text[..])]).unwrap();
+    let victim = PgStore::connect(&url, &schema).unwrap();
+    assert_eq!(victim.sequence(forged).unwrap(), vec![5, 6]);
+    match integrator(&schema).integrate(&victim, 100).unwrap() {
+        Integration::Integrated { old: 4, new: 5, .. } => {}
+        other => panic!("the admitted prefix was not integrated alone: {other:?}"),
     }
-    match Ledger::open(PgStore::connect(&url, &schema).unwrap(), pg::log()) {
-        Err(LedgerError::Seal(SealError::Inadmissible { index: 4, .. })) => {}
-        Err(e) => panic!("refused, but not as inadmissible: {e}"),
-        Ok(_) => panic!("a log holding mallory's rows was opened"),
-    }
+    refused_at(&schema, 5);
 }

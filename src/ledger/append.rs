@@ -208,7 +208,7 @@ impl<S: Store> Ledger<S> {
         let mut items = Vec::with_capacity(entries.len());
         for (i, (s, content)) in entries.iter().enumerate() {
             let index = self.size + i as u64;
-            let label = self.admit(&mut admitted, index, s, content)?;
+            let label = self.admit(&mut admitted, index, s, Content::Given(content))?;
             let hashes = hashes_to_store(index, &s.id(), &overlay)?;
             overlay.pending.extend_from_slice(&hashes);
             items.push(PreparedEntry {
@@ -323,13 +323,14 @@ impl<S: Store> Ledger<S> {
     /// `index`: at most one forensic entry per target (forensic entries are judged against the
     /// state before the batch), then the admission rule
     /// ([`crate::lineage::state::LineageState::check`]) against the ledger and the batch's
-    /// earlier entries. Shared by `append_signed` and `submit_signed`.
+    /// earlier entries. Shared by `append_signed`, `submit_signed` (content given by the
+    /// writer) and the PostgreSQL integration (content as stored).
     pub(crate) fn admit(
         &self,
         admitted: &mut Admitted,
         index: u64,
         s: &SignedEntry,
-        content: &[u8],
+        content: Content<'_>,
     ) -> Result<Label, LedgerError> {
         let e = s.entry();
         // Forensic kinds: those with a target, apart from tombstones.
@@ -344,7 +345,7 @@ impl<S: Store> Ledger<S> {
             ledger: self,
             admitted,
         };
-        let (label, _) = self.state.check(&known, s, Content::Given(content))?;
+        let (label, _) = self.state.check(&known, s, content)?;
         if let Some(b) = &e.binding {
             admitted.keys.insert(b.key, b.role);
         }

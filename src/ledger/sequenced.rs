@@ -3,8 +3,9 @@
 //! [`Ledger::append_signed`]; numbering is the sequencer's and hashing the integrator's.
 
 use super::{Admitted, Appended, Ledger, LedgerError};
+use crate::lineage::state::Content;
 use crate::record::SignedEntry;
-use crate::store::{PgStore, Submission};
+use crate::store::{PgStore, SequencedRow, StoreError, Submission};
 
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 impl Ledger<PgStore> {
@@ -78,7 +79,7 @@ impl Ledger<PgStore> {
         for (i, (s, content)) in entries.iter().enumerate() {
             // A provisional index: only the label matters for later entries of the batch.
             let index = self.size.saturating_add(i as u64);
-            labels.push(self.admit(&mut admitted, index, s, content)?);
+            labels.push(self.admit(&mut admitted, index, s, Content::Given(content))?);
         }
         let batch = entries
             .iter()
@@ -98,5 +99,56 @@ impl Ledger<PgStore> {
             out.push(self.index_stored(s, index, label, Some(content), false));
         }
         Ok(out)
+    }
+
+    /// The log's admission of rows a PostgreSQL integration is about to sign into the tree
+    /// (`spec/storage.md` §11.4): catches this handle up with the integrated log
+    /// ([`Ledger::refresh`], which must then hold exactly `old` leaves), then verifies each
+    /// row's signed bytes (the stored id and kind must be the signed ones) and admits it as
+    /// [`Ledger::submit_signed`] does, against the log and the rows before it, with its
+    /// content as stored. Changes nothing in the handle: the rows enter it at the next
+    /// refresh, through the same door. Returns how many rows, a prefix, are admitted.
+    ///
+    /// # Errors
+    /// [`StoreError::NotAdmitted`] (in [`LedgerError::Store`]) when the first row is refused;
+    /// [`StoreError::Corrupt`] when the integrated log is not `old` leaves long; the errors
+    /// of [`Ledger::refresh`].
+    pub(crate) fn admit_sequenced(
+        &mut self,
+        old: u64,
+        rows: &[SequencedRow],
+    ) -> Result<usize, LedgerError> {
+        self.refresh()?;
+        if self.size != old {
+            return Err(StoreError::Corrupt(format!(
+                "integrating from {old} leaves, but the log holds {}",
+                self.size
+            ))
+            .into());
+        }
+        let mut admitted = Admitted::default();
+        for (n, r) in rows.iter().enumerate() {
+            if let Err(e) = self.admit_row(&mut admitted, r) {
+                if n > 0 {
+                    return Ok(n);
+                }
+                return Err(StoreError::NotAdmitted {
+                    index: r.index,
+                    reason: e.to_string(),
+                }
+                .into());
+            }
+        }
+        Ok(rows.len())
+    }
+
+    /// One row of [`Ledger::admit_sequenced`].
+    fn admit_row(&self, admitted: &mut Admitted, r: &SequencedRow) -> Result<(), LedgerError> {
+        let s = SignedEntry::decode_with_keys(&r.cose, |k| self.cached_key(k))?;
+        if s.id() != r.id || s.entry().kind != r.kind {
+            return Err(LedgerError::Missing(r.id));
+        }
+        self.admit(admitted, r.index, &s, Content::Stored(r.content.as_deref()))?;
+        Ok(())
     }
 }

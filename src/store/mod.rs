@@ -25,7 +25,8 @@ pub(crate) use postgres::{check_root, log_err};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{
-    Integration, IntegrationWork, PgStore, Submission, DEFAULT_INTEGRATE_BATCH, MAX_SCHEMA_NAME,
+    Integration, IntegrationWork, PgStore, SequencedRow, Submission, DEFAULT_INTEGRATE_BATCH,
+    MAX_SCHEMA_NAME,
 };
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
@@ -327,6 +328,17 @@ pub enum StoreError {
     /// A tree hash the caller needs is absent (store corrupt or truncated).
     #[error("tree hash at stored index {0} missing")]
     MissingHash(u64),
+    /// A sequenced PostgreSQL entry the log does not admit into its tree (its signature,
+    /// writer, parents, content or a forensic rule: `reason`, `spec/lineage.md` §5.1); the
+    /// integration signs nothing from `index` on (`spec/storage.md` §11.4). Untrusted input
+    /// (rows a store-only attacker sequenced) triggers it.
+    #[error("sequenced entry {index} not admitted: {reason}")]
+    NotAdmitted {
+        /// Leaf index of the refused row.
+        index: u64,
+        /// Why admission refused it.
+        reason: String,
+    },
     /// Stored bytes make no sense (unknown code, wrong length).
     #[error("store corrupt: {0}")]
     Corrupt(String),

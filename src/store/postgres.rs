@@ -138,11 +138,40 @@ pub enum Integration {
     },
 }
 
+/// One sequenced `entries` row as an integration reads it (untrusted: a store-only attacker
+/// may have written it without any key).
+#[derive(Clone, Debug)]
+pub struct SequencedRow {
+    /// Leaf index the sequencer gave it.
+    pub index: u64,
+    /// The stored entry id.
+    pub id: EntryId,
+    /// The stored entry kind.
+    pub kind: Kind,
+    /// The stored COSE_Sign1 bytes.
+    pub cose: Vec<u8>,
+    /// The stored content, when a content row is there.
+    pub content: Option<Vec<u8>>,
+}
+
 /// The log's part of an integration ([`PgStore::integrate`]), called inside the store's
-/// transaction: the store reads and writes rows and decides nothing; hashing the tree and
-/// signing checkpoints is the log's work ([`crate::ledger::Integrator`] does it with the log
-/// key). Calls are CPU work only, on the store's worker thread.
+/// transaction: the store reads and writes rows and decides nothing; admitting the sequenced
+/// entries, hashing the tree and signing checkpoints is the log's work
+/// ([`crate::ledger::Integrator`] does it with a handle of the ledger and its log key). Calls
+/// run on the store's worker thread; [`IntegrationWork::admit`] may read the ledger through
+/// another connection.
 pub trait IntegrationWork: Send + Sync + 'static {
+    /// How many of `rows` (the sequenced rows from leaf index `old` on, contiguous, as read
+    /// inside the integration's transaction) the log admits into its tree: the longest
+    /// prefix whose entries verify and pass the admission rule against the log of `old`
+    /// leaves and the prefix's earlier entries (`spec/storage.md` §11.4). At least one when
+    /// `rows` is not empty.
+    ///
+    /// # Errors
+    /// [`StoreError::NotAdmitted`] when the first row is refused (nothing is integrated: the
+    /// log key never signs a tree holding it); store errors of the log's own reads.
+    fn admit(&self, old: u64, rows: &[SequencedRow]) -> Result<usize, StoreError>;
+
     /// The stored-hash indexes whose hashes extending a tree of `old` leaves to `new` needs.
     ///
     /// # Errors
@@ -712,15 +741,19 @@ impl Store for PgStore {
     }
 }
 
+/// The stored `entries.kind` code of leaf `index`.
+fn kind_of(index: u64, code: i16) -> Result<Kind, StoreError> {
+    u64::try_from(code)
+        .ok()
+        .and_then(Kind::from_code)
+        .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: kind {code}")))
+}
+
 /// An `entries` row's `idx, id, kind, label, tag` columns.
 fn meta_row(r: &tokio_postgres::Row) -> Result<EntryMeta, StoreError> {
     let index = to_u64(r.try_get(0)?, "entries.idx")?;
     let id = EntryId(bytes32(r.try_get(1)?, "entries.id")?);
-    let kind_code: i16 = r.try_get(2)?;
-    let kind = u64::try_from(kind_code)
-        .ok()
-        .and_then(Kind::from_code)
-        .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: kind {kind_code}")))?;
+    let kind = kind_of(index, r.try_get(2)?)?;
     let label_code: i16 = r.try_get(3)?;
     let label = u8::try_from(label_code)
         .ok()
@@ -1238,11 +1271,13 @@ async fn integrate(
         let limit = to_i64(max.min(MAX_INDEX))?;
         let rows = c
             .query(
-                "SELECT idx, id FROM entries WHERE idx >= $1 ORDER BY idx LIMIT $2",
+                "SELECT e.idx, e.id, e.kind, e.cose, c.bytes FROM entries e \
+                 LEFT JOIN content c ON c.hash = e.content_hash \
+                 WHERE e.idx >= $1 ORDER BY e.idx LIMIT $2",
                 &[&to_i64(old)?, &limit],
             )
             .await?;
-        let mut leaves = Vec::with_capacity(rows.len());
+        let mut sequenced = Vec::with_capacity(rows.len());
         for (want, r) in (old..).zip(&rows) {
             let idx = to_u64(r.try_get(0)?, "entries.idx")?;
             if idx != want {
@@ -1250,11 +1285,21 @@ async fn integrate(
                     "sequenced entries: index {idx} where {want} was expected"
                 )));
             }
-            leaves.push(EntryId(bytes32(r.try_get(1)?, "entries.id")?));
+            sequenced.push(SequencedRow {
+                index: idx,
+                id: EntryId(bytes32(r.try_get(1)?, "entries.id")?),
+                kind: kind_of(idx, r.try_get(2)?)?,
+                cose: r.try_get(3)?,
+                content: r.try_get(4)?,
+            });
         }
-        if leaves.is_empty() {
+        if sequenced.is_empty() {
             return Ok(Integration::Idle { size: old });
         }
+        // Only entries the log admits enter the tree it signs (a prefix: leaves are
+        // contiguous); a refused first row stops the integration.
+        let admitted = work.admit(old, &sequenced)?.min(sequenced.len());
+        let leaves: Vec<EntryId> = sequenced[..admitted].iter().map(|r| r.id).collect();
         let new = new_size(old, &leaves)?;
         let reads = read_hashes(c, &work.reads(old, new)?).await?;
         let (ext, note) = work.extend(old, &root, &reads, &leaves)?;

@@ -126,9 +126,15 @@ impl Ledger<PgStore> {
             ))
             .into());
         }
+        // Signatures checked in batches on every core; answers as one by one.
+        let items: Vec<&[u8]> = rows.iter().map(|r| r.cose.as_slice()).collect();
+        let decoded = self.decode_many(&items);
         let mut admitted = Admitted::default();
-        for (n, r) in rows.iter().enumerate() {
-            if let Err(e) = self.admit_row(&mut admitted, r) {
+        for (n, (r, s)) in rows.iter().zip(decoded).enumerate() {
+            if let Err(e) = s
+                .map_err(LedgerError::from)
+                .and_then(|s| self.admit_row(&mut admitted, r, &s))
+            {
                 if n > 0 {
                     return Ok(n);
                 }
@@ -143,12 +149,16 @@ impl Ledger<PgStore> {
     }
 
     /// One row of [`Ledger::admit_sequenced`].
-    fn admit_row(&self, admitted: &mut Admitted, r: &SequencedRow) -> Result<(), LedgerError> {
-        let s = SignedEntry::decode_with_keys(&r.cose, |k| self.cached_key(k))?;
+    fn admit_row(
+        &self,
+        admitted: &mut Admitted,
+        r: &SequencedRow,
+        s: &SignedEntry,
+    ) -> Result<(), LedgerError> {
         if s.id() != r.id || s.entry().kind != r.kind {
             return Err(LedgerError::Missing(r.id));
         }
-        self.admit(admitted, r.index, &s, Content::Stored(r.content.as_deref()))?;
+        self.admit(admitted, r.index, s, Content::Stored(r.content.as_deref()))?;
         Ok(())
     }
 }

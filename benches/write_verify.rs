@@ -17,7 +17,8 @@
 //!   `decide_allow_8/<depth>` vs `origin_allow_8/<depth>` (`Ledger::gate` vs
 //!   `Ledger::gate_values` with the origin check, `spec/gate.md` §3.1, on 8 tips of chains of
 //!   that depth: every ancestor read, verified and searched);
-//! - `retrieve8`: `ed25519_verify_strict_x8` vs `ledger_retrieve/<size>` (`Ledger::retrieve`
+//! - `retrieve8`: `ed25519_verify_strict_x8` vs `ledger_retrieve/<size>` (cold) and
+//!   `ledger_retrieve_warm/<size>` (`Ledger::retrieve`
 //!   of 8 ids: fetch, decode and verify, prove and check inclusion, render), with the
 //!   `prove_inclusion_x8/<size>` part of it.
 //!
@@ -419,7 +420,15 @@ fn retrieve8(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
                 })
             });
         }
+        // Cold: as a fresh handle (every signature and audit path checked).
         g.bench_function(BenchmarkId::new("ledger_retrieve", *name), |b| {
+            b.iter(|| {
+                fx.ledger.forget_verified();
+                black_box(fx.ledger.retrieve(black_box(&ids)).expect("retrieve"))
+            })
+        });
+        // Warm: the same entries again under the same checkpoint (`spec/log.md` §11).
+        g.bench_function(BenchmarkId::new("ledger_retrieve_warm", *name), |b| {
             b.iter(|| black_box(fx.ledger.retrieve(black_box(&ids)).expect("retrieve")))
         });
         // Part of retrieval the raw primitive does not pay for: building the 8 audit paths.

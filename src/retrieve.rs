@@ -4,9 +4,10 @@
 
 use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::Label;
-use crate::log::{InclusionProof, LogError, VerifiedCheckpoint};
-use crate::record::{decode_on_all_cores, EntryId, Kind, SignedEntry};
+use crate::log::{InclusionProof, LogError, RootHash, VerifiedCheckpoint};
+use crate::record::{decode_on_all_cores, reparse_verified, EntryId, Kind, SignedEntry};
 use crate::store::Store;
+use std::collections::HashMap;
 
 /// A verified entry ready for a prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,15 +58,63 @@ struct Fetched {
     proof: Result<InclusionProof, LogError>,
 }
 
+/// Entries a handle's [`Ledger::retrieve`] verified, signature and inclusion, under one
+/// checkpoint (`root`), rendered: retrieved again under that same checkpoint they need no
+/// store read and no check (an inclusion proof that verified against a signed root stays
+/// true of that root; labels, writers' names and content are immutable). Their forensic
+/// state is asked afresh at every call. At most [`WARM_MAX_BYTES`] of text and ids; cleared
+/// when full and whenever the checkpoint changes (`spec/log.md` §11).
+#[derive(Default)]
+pub(crate) struct Warm {
+    root: Option<RootHash>,
+    entries: HashMap<EntryId, Retrieved>,
+    bytes: usize,
+}
+
+/// Most bytes (texts plus a fixed cost per entry) [`Warm`] keeps.
+const WARM_MAX_BYTES: usize = 16 << 20;
+
+impl Warm {
+    /// Keeps what was verified under `root` only.
+    fn under(&mut self, root: RootHash) {
+        if self.root != Some(root) {
+            *self = Warm {
+                root: Some(root),
+                ..Warm::default()
+            };
+        }
+    }
+
+    fn get(&self, id: &EntryId) -> Option<&Retrieved> {
+        self.entries.get(id)
+    }
+
+    fn keep(&mut self, r: &Retrieved) {
+        let cost = 128 + r.writer.len() + r.text.as_ref().map_or(0, String::len);
+        if self.bytes + cost > WARM_MAX_BYTES {
+            self.entries.clear();
+            self.bytes = 0;
+        }
+        if cost <= WARM_MAX_BYTES && self.entries.insert(r.id, r.clone()).is_none() {
+            self.bytes += cost;
+        }
+    }
+}
+
 impl<S: Store> Ledger<S> {
     /// Verifies and renders `ids` against the current checkpoint (signed now if stale).
     /// Each id gets its own [`Outcome`]; one bad entry does not hide the others.
     ///
     /// Three phases: store reads in request order (entry bytes and audit paths: a store need
     /// not be shared between threads); then the checks that need no store: the signatures in
-    /// one batch per core ([`decode_on_all_cores`]), the id and the audit path against the
-    /// checkpoint; then content and rendering in request order. The answers are those of
+    /// one batch per core ([`decode_on_all_cores`]; bytes that hash to an entry this handle
+    /// already verified are parsed only, [`Ledger::get`]), the id and the audit path against
+    /// the checkpoint; then content and rendering in request order. The answers are those of
     /// checking one entry at a time.
+    ///
+    /// Warm retrieval (`spec/log.md` §11): a live entry this handle already retrieved under
+    /// the same checkpoint is answered from memory, with no store read; its tombstone and
+    /// quarantine are asked afresh. [`Ledger::forget_verified`] drops that memory.
     ///
     /// # Errors
     /// Only when no checkpoint can be produced (store failure).
@@ -73,17 +122,77 @@ impl<S: Store> Ledger<S> {
         let _span =
             tracing::info_span!("memlineage.retrieve", memlineage.ids = ids.len()).entered();
         let checkpoint = self.checkpoint()?;
+        self.warm.under(checkpoint.root());
+        let warm: Vec<Option<Retrieved>> = ids.iter().map(|id| self.warm_hit(id)).collect();
+        let cold: Vec<EntryId> = ids
+            .iter()
+            .zip(&warm)
+            .filter(|(_, w)| w.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        let mut answered = self.retrieve_cold(&cold, &checkpoint).into_iter();
+        // `retrieve_cold` answers every id it is given, in order; one it did not would be
+        // rejected, never rendered.
+        Ok(ids
+            .iter()
+            .zip(warm)
+            .map(|(id, w)| match w {
+                Some(r) => Outcome::Verified(r),
+                None => answered
+                    .next()
+                    .unwrap_or(Outcome::Rejected(*id, LedgerError::Missing(*id))),
+            })
+            .collect())
+    }
+
+    /// Forgets every entry this handle verified: the next [`Ledger::retrieve`] or
+    /// [`Ledger::get`] of each reads the store and checks its signature (and inclusion) again,
+    /// as a fresh handle would.
+    pub fn forget_verified(&mut self) {
+        self.warm = Warm::default();
+        self.forget_verified_ids();
+    }
+
+    /// The remembered rendering of `id` when it is live and was verified under the current
+    /// checkpoint.
+    fn warm_hit(&self, id: &EntryId) -> Option<Retrieved> {
+        if self.index_of(id).is_none() || self.is_tombstoned(id) || self.is_quarantined(id) {
+            return None;
+        }
+        self.warm.get(id).cloned()
+    }
+
+    /// [`Ledger::retrieve`] of `ids` from the store, remembering each verified rendering.
+    fn retrieve_cold(&mut self, ids: &[EntryId], checkpoint: &VerifiedCheckpoint) -> Vec<Outcome> {
+        if ids.is_empty() {
+            return Vec::new();
+        }
         // 1. Store reads: the bytes and audit path of every known, live entry.
         let fetched: Vec<Result<Option<Fetched>, LedgerError>> =
-            ids.iter().map(|id| self.fetch(id, &checkpoint)).collect();
+            ids.iter().map(|id| self.fetch(id, checkpoint)).collect();
         // 2. Signature, id and inclusion: no store, so on all cores (the expensive part).
+        // Bytes that hash to an entry this handle verified are those bytes: parsed only.
         let live: Vec<(&EntryId, &Fetched)> = ids
             .iter()
             .zip(&fetched)
             .filter_map(|(id, f)| f.as_ref().ok().and_then(|f| f.as_ref()).map(|f| (id, f)))
             .collect();
-        let bytes: Vec<&[u8]> = live.iter().map(|(_, f)| f.bytes.as_slice()).collect();
-        let decoded = decode_on_all_cores(&bytes, self.key_lookup());
+        let known: Vec<bool> = live.iter().map(|(id, _)| self.is_verified(id)).collect();
+        let bytes: Vec<&[u8]> = live
+            .iter()
+            .zip(&known)
+            .filter(|(_, k)| !**k)
+            .map(|((_, f), _)| f.bytes.as_slice())
+            .collect();
+        let mut batch = decode_on_all_cores(&bytes, self.key_lookup()).into_iter();
+        let decoded: Vec<Result<SignedEntry, LedgerError>> = live
+            .iter()
+            .zip(&known)
+            .map(|((id, f), k)| match k {
+                true => reparse_verified(&f.bytes, **id)?.ok_or(LedgerError::Missing(**id)),
+                false => Ok(batch.next().ok_or(LedgerError::Missing(**id))??),
+            })
+            .collect();
         let mut checked = live
             .iter()
             .zip(decoded)
@@ -99,7 +208,7 @@ impl<S: Store> Ledger<S> {
             .collect::<Vec<_>>()
             .into_iter();
         // 3. Label, content and rendering, in request order.
-        Ok(ids
+        let out: Vec<Outcome> = ids
             .iter()
             .zip(fetched)
             .map(|(id, f)| match f {
@@ -115,7 +224,18 @@ impl<S: Store> Ledger<S> {
                     None => Outcome::Rejected(*id, LedgerError::Missing(*id)),
                 },
             })
-            .collect())
+            .collect();
+        let verified = || {
+            out.iter().filter_map(|o| match o {
+                Outcome::Verified(r) => Some(r),
+                _ => None,
+            })
+        };
+        self.remember_verified(verified().map(|r| r.id));
+        for r in verified() {
+            self.warm.keep(r);
+        }
+        out
     }
 
     /// The stored bytes and audit path of `id`, or `None` when it is tombstoned or

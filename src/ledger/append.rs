@@ -255,14 +255,7 @@ impl<S: Store> Ledger<S> {
         // A `SignedEntry` is signed or verified by construction, and `Ledger::get` reads its
         // stored bytes back by leaf hash: the next read of an entry this handle appended needs
         // no second signature check (the item index of the Python front reads every put back).
-        if let Ok(mut v) = self.verified.lock() {
-            for p in &prepared.items {
-                if v.len() >= super::MAX_VERIFIED_IDS {
-                    v.clear();
-                }
-                v.insert(p.entry.id());
-            }
-        }
+        self.remember_verified(prepared.items.iter().map(|p| p.entry.id()));
         let mut out = Vec::with_capacity(prepared.items.len());
         for PreparedEntry {
             entry: s,

@@ -72,6 +72,9 @@ pub struct Ledger<S: Store> {
     /// again by their leaf hash, are parsed without verifying the signature again. At most
     /// [`MAX_VERIFIED_IDS`] ids (cleared when full); a poisoned lock only means verifying again.
     verified: std::sync::Mutex<std::collections::HashSet<EntryId>>,
+    /// Entries [`Ledger::retrieve`] verified under the current checkpoint, rendered
+    /// (`spec/log.md` §11).
+    pub(crate) warm: crate::retrieve::Warm,
 }
 
 /// Most entry ids [`Ledger::get`] remembers as verified (32 MiB of ids and more of set).
@@ -167,6 +170,7 @@ impl<S: Store> Ledger<S> {
             effects: Chain::EMPTY,
             sealed: 0,
             verified: Default::default(),
+            warm: Default::default(),
         };
         ledger.load_index()?;
         Ok(ledger)
@@ -617,8 +621,7 @@ impl<S: Store> Ledger<S> {
             .store
             .entry_bytes(m.index)?
             .ok_or(LedgerError::Missing(*id))?;
-        let known = self.verified.lock().is_ok_and(|v| v.contains(id));
-        if known {
+        if self.is_verified(id) {
             // Bytes with this leaf hash are the bytes verified before; others are not the entry.
             return record::reparse_verified(&bytes, *id)?.ok_or(LedgerError::Missing(*id));
         }
@@ -626,13 +629,34 @@ impl<S: Store> Ledger<S> {
         if e.id() != *id {
             return Err(LedgerError::Missing(*id));
         }
-        if let Ok(mut v) = self.verified.lock() {
-            if v.len() >= MAX_VERIFIED_IDS {
-                v.clear();
-            }
-            v.insert(*id);
-        }
+        self.remember_verified([*id]);
         Ok(e)
+    }
+
+    /// Whether this handle verified the signature of `id` (or appended it): bytes that hash
+    /// to `id` are then those bytes ([`Ledger::get`]).
+    pub(crate) fn is_verified(&self, id: &EntryId) -> bool {
+        self.verified.lock().is_ok_and(|v| v.contains(id))
+    }
+
+    /// Forgets the ids [`Ledger::remember_verified`] kept.
+    pub(crate) fn forget_verified_ids(&self) {
+        if let Ok(mut v) = self.verified.lock() {
+            v.clear();
+        }
+    }
+
+    /// Remembers `ids` as verified by this handle (at most [`MAX_VERIFIED_IDS`]: the set is
+    /// cleared when full, which only means verifying again).
+    pub(crate) fn remember_verified(&self, ids: impl IntoIterator<Item = EntryId>) {
+        if let Ok(mut v) = self.verified.lock() {
+            for id in ids {
+                if v.len() >= MAX_VERIFIED_IDS {
+                    v.clear();
+                }
+                v.insert(id);
+            }
+        }
     }
 
     /// The entry at leaf index `index`, verified: its signature unless its bytes hash to an
@@ -650,7 +674,7 @@ impl<S: Store> Ledger<S> {
             })?;
         // Bytes whose leaf hash this handle verified (or appended) are those bytes.
         let id = EntryId::of_cose(&bytes);
-        if self.verified.lock().is_ok_and(|v| v.contains(&id)) {
+        if self.is_verified(&id) {
             if let Some(e) = record::reparse_verified(&bytes, id)? {
                 return Ok(e);
             }

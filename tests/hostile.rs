@@ -154,7 +154,10 @@ fn proofs_never_report_a_false_inconsistency_under_a_concurrent_writer() {
             matches!(out[0], Outcome::Verified(_)),
             "round {rounds}: {out:?}"
         );
-        assert!(rounds < 1_000_000, "bounded (a warm retrieval takes microseconds)");
+        assert!(
+            rounds < 1_000_000,
+            "bounded (a warm retrieval takes microseconds)"
+        );
     }
     writer.join().unwrap();
 }

@@ -50,30 +50,26 @@ fn world() -> World {
     l.bind(user.key_id(), Role::User, "user").unwrap();
     l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
     l.bind(agent.key_id(), Role::Agent, "agent").unwrap();
+    let mut put = |key: &WriterKey, kind, text: String, parents: Vec<Parent>| {
+        let e = ProvEntry::new(key.key_id(), kind, text.as_bytes()).with_parents(parents);
+        l.append(e, key, text.as_bytes()).unwrap().id
+    };
     let mut ids = Vec::new();
     for i in 0..6 {
-        let p = format!("pay the rent {i}");
-        let p = l
-            .append(
-                ProvEntry::new(user.key_id(), Kind::Prompt, p.as_bytes()),
-                &user,
-                p.as_bytes(),
-            )
-            .unwrap()
-            .id;
-        let t = format!("page {i}: IBAN DE{i:02}1234");
-        let t = l
-            .append(
-                ProvEntry::new(tool.key_id(), Kind::ToolResult, t.as_bytes()),
-                &tool,
-                t.as_bytes(),
-            )
-            .unwrap()
-            .id;
+        let p = put(&user, Kind::Prompt, format!("pay the rent {i}"), vec![]);
+        let t = put(
+            &tool,
+            Kind::ToolResult,
+            format!("page {i}: IBAN DE{i:02}1234"),
+            vec![],
+        );
         let m = format!("memory {i}");
-        let e = ProvEntry::new(agent.key_id(), Kind::Summary, m.as_bytes())
-            .with_parents(vec![Parent::full(p), Parent::full(t)]);
-        let m = l.append(e, &agent, m.as_bytes()).unwrap().id;
+        let m = put(
+            &agent,
+            Kind::Summary,
+            m,
+            vec![Parent::full(p), Parent::full(t)],
+        );
         ids.extend([p, t, m]);
     }
     l.checkpoint().unwrap();

@@ -62,13 +62,25 @@ pub(super) async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
             .await?;
         }
         // The context index (spec/storage.md §4.5) for a ledger created before it: its rows
-        // keep `context` NULL, candidates of every lookup.
-        c.batch_execute(
-            "ALTER TABLE entries ADD COLUMN IF NOT EXISTS context bytea \
-               CHECK (context IS NULL OR length(context) = 32); \
-             CREATE INDEX IF NOT EXISTS entries_context ON entries (context, idx);",
-        )
-        .await?;
+        // keep `context` NULL, candidates of every lookup. Only when it is missing: DDL takes
+        // an exclusive lock on `entries` even when it changes nothing, and a connect must not
+        // queue every reader of the ledger behind a running integration.
+        let has_context: bool = c
+            .query_one(
+                "SELECT count(*) = 1 FROM pg_indexes WHERE schemaname = $1 \
+                 AND indexname = 'entries_context'",
+                &[&schema],
+            )
+            .await?
+            .try_get(0)?;
+        if !has_context {
+            c.batch_execute(
+                "ALTER TABLE entries ADD COLUMN IF NOT EXISTS context bytea \
+                   CHECK (context IS NULL OR length(context) = 32); \
+                 CREATE INDEX IF NOT EXISTS entries_context ON entries (context, idx);",
+            )
+            .await?;
+        }
         // The index of the entries with effects, without context rows (kind 12): a ledger
         // created before the context kind had `WHERE kind >= 5`.
         let current: bool = c

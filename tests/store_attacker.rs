@@ -1181,3 +1181,80 @@ fn postgres_entries_sequenced_without_the_key_are_never_signed_by_an_integrator(
     }
     refused_at(&schema, 5);
 }
+
+/// Never sign a fork, on PostgreSQL (found by the third review): the store-only attacker
+/// replaces the victim's stored tree hashes and `tree_state.root` with another log's (no key,
+/// no entry row touched, the victim's signed head at 4 left in place). The stored root then
+/// vouches for the stored hashes, but they do not extend the head the victim's key signed:
+/// the integrator refuses to sign the next head, and nothing is stored for it. A handle
+/// pinned to the genuine head refuses to serve a head that does not extend its pin.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_an_integrator_never_signs_a_head_over_another_logs_tree() {
+    use memlineage::ledger::{Integrator, OpenOptions};
+    use memlineage::record::{Kind, ProvEntry, SignedEntry};
+    use memlineage::store::{PgStore, Store};
+    use memlineage::Ledger;
+    let Some(url) = pg_support::database_url(
+        "postgres_an_integrator_never_signs_a_head_over_another_logs_tree",
+    ) else {
+        return;
+    };
+    let victim = pg_support::fresh_ledger("pgattack_fork");
+    let signed4 = pg::build(&url, &victim);
+    // The attacker's own log of the same size (their own key): mallory bound, three prompts.
+    let theirs = pg_support::fresh_ledger("pgattack_fork_theirs");
+    let evil = memlineage::log::LogSigner::new(
+        "test.example/pg-attack",
+        memlineage::record::WriterKey::for_label("pgb/evil"),
+    )
+    .unwrap();
+    let mallory = memlineage::record::WriterKey::for_label("pgb/mallory");
+    let mut t = Ledger::create(
+        PgStore::connect(&url, &theirs).unwrap(),
+        evil,
+        memlineage::lineage::LabelPolicy::default(),
+    )
+    .unwrap();
+    t.bind(mallory.key_id(), memlineage::record::Role::User, "mallory")
+        .unwrap();
+    for i in 0..3 {
+        let text = format!("Pay US13300000012121212121{i}");
+        let e = ProvEntry::new(mallory.key_id(), Kind::Prompt, text.as_bytes());
+        t.append(e, &mallory, text.as_bytes()).unwrap();
+    }
+    assert_eq!(t.len(), 4);
+    drop(t);
+    let integrator =
+        Integrator::new(Ledger::open(PgStore::connect(&url, &victim).unwrap(), pg::log()).unwrap());
+    let mut writer = Ledger::open(PgStore::connect(&url, &victim).unwrap(), pg::log()).unwrap();
+    pg::psql(
+        &url,
+        &format!(
+            "BEGIN; DELETE FROM \"{victim}\".tree_hashes; \
+             INSERT INTO \"{victim}\".tree_hashes SELECT * FROM \"{theirs}\".tree_hashes; \
+             UPDATE \"{victim}\".tree_state SET root = (SELECT root FROM \"{theirs}\".tree_state); \
+             COMMIT;"
+        ),
+    );
+    let store = PgStore::connect(&url, &victim).unwrap();
+    let size = store.tree_size().unwrap();
+    let tool = pg::tool();
+    let text = b"page 3";
+    let page =
+        SignedEntry::sign(ProvEntry::new(tool.key_id(), Kind::ToolResult, text), &tool).unwrap();
+    writer.submit_signed(vec![(page, &text[..])]).unwrap();
+    match integrator.integrate(&store, 100) {
+        Err(e) => assert!(!e.to_string().is_empty()),
+        Ok(got) => panic!("signed over another log's tree: {got:?}"),
+    }
+    assert_eq!(store.tree_size().unwrap(), size, "the tree moved");
+    let head = store.latest_checkpoint().unwrap().map(|(n, _)| n);
+    assert!(head.is_none_or(|n| n <= 4), "a head was stored: {head:?}");
+    // A front pinned to the genuine head serves nothing that does not extend it.
+    let mut opts = OpenOptions::default();
+    opts.checkpoints = vec![signed4];
+    let served = Ledger::open_with(PgStore::connect(&url, &victim).unwrap(), pg::log(), opts)
+        .and_then(|mut l| l.checkpoint());
+    assert!(served.is_err(), "a pinned handle served {served:?}");
+}

@@ -4,8 +4,9 @@
 //! key. The store ([`PgStore::integrate`]) only reads and writes rows inside one transaction
 //! and calls this for the rest, so no store holds the log key.
 
-use super::{Ledger, LedgerError};
-use crate::log::{extend, extension_reads, Extension};
+use super::signed::check_extends_signed;
+use super::{Ledger, LedgerError, StoreSource};
+use crate::log::{extend, extension_reads, stored_hash_index, Extension, HashSource, LogError};
 use crate::record::EntryId;
 use crate::store::{
     check_root, log_err, Integration, IntegrationWork, PgStore, SequencedRow, StoreError,
@@ -37,6 +38,7 @@ impl Integrator {
         Integrator {
             work: Arc::new(TreeWork {
                 ledger: Mutex::new(ledger),
+                last: Mutex::new(None),
             }),
         }
     }
@@ -71,6 +73,9 @@ impl Integrator {
 /// The log's side of one integration step ([`IntegrationWork`]).
 struct TreeWork {
     ledger: Mutex<Ledger<PgStore>>,
+    /// The last head this integrator signed (a store-only attacker can delete it from the
+    /// store; the next head must still extend it).
+    last: Mutex<Option<Vec<u8>>>,
 }
 
 impl TreeWork {
@@ -111,6 +116,61 @@ impl IntegrationWork for TreeWork {
             .signer
             .sign_with(new, &ext.new_root, &ledger.policy().extension_line())
             .map_err(|e| StoreError::Corrupt(format!("checkpoint: {e}")))?;
+        // Never sign a fork: the new head must extend every head the log key signed that the
+        // integrator can find (the store's, the caller's pins, its own last one), with the
+        // old tree's stored hashes, which the stored root alone does not vouch for (a
+        // store-only attacker writes both). The note is published only if it does.
+        let mut known = ledger.known.clone();
+        let mut last = self.last.lock().map_err(|_| {
+            StoreError::Corrupt("integrator: a previous integration panicked".into())
+        })?;
+        known.extend(last.clone());
+        let refused = |e: LedgerError| match e {
+            LedgerError::Store(s) => s,
+            e => StoreError::Corrupt(format!(
+                "integration refused, the stored tree does not extend what the log key signed: {e}"
+            )),
+        };
+        let verifier = ledger.verifier().map_err(refused)?;
+        let head = verifier
+            .verify(&note)
+            .map_err(|e| refused(LedgerError::from(e)))?;
+        let src = Overlay {
+            store: StoreSource(&ledger.store),
+            start: stored_hash_index(0, old),
+            new: &ext.hashes,
+        };
+        check_extends_signed(&ledger.store, &verifier, &known, &head, &src).map_err(refused)?;
+        *last = Some(note.clone());
         Ok((ext, note))
+    }
+}
+
+/// The stored hashes of a tree being extended: the committed ones, and the new leaves' from
+/// `start` on (written by the integration's own transaction, not yet visible to others).
+struct Overlay<'a> {
+    store: StoreSource<'a, PgStore>,
+    start: u64,
+    new: &'a [[u8; 32]],
+}
+
+impl HashSource for Overlay<'_> {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<[u8; 32]>, LogError> {
+        let stored: Vec<u64> = indexes
+            .iter()
+            .copied()
+            .filter(|&i| i < self.start)
+            .collect();
+        let mut from_store = self.store.read_hashes(&stored)?.into_iter();
+        indexes
+            .iter()
+            .map(|&i| match i.checked_sub(self.start) {
+                Some(k) => usize::try_from(k)
+                    .ok()
+                    .and_then(|k| self.new.get(k).copied())
+                    .ok_or(LogError::MissingHash(i)),
+                None => from_store.next().ok_or(LogError::MissingHash(i)),
+            })
+            .collect()
     }
 }

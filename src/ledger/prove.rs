@@ -75,10 +75,19 @@ impl<S: Store> Ledger<S> {
         let c = match latest {
             Some((size, note)) if size == self.size => {
                 let c = verifier.verify(&note)?;
-                // The stored hashes must still give the signed root.
+                // The stored hashes must still give the signed root, and the head served must
+                // extend every signed head this handle knows (its pins too): a head the key
+                // signed is served only as a continuation of what the caller has seen.
                 if c.root() != root {
                     return Err(LedgerError::TreeInconsistent { signed_size: size });
                 }
+                super::signed::check_extends_signed(
+                    &self.store,
+                    &verifier,
+                    &self.known,
+                    &c,
+                    &StoreSource(&self.store),
+                )?;
                 c
             }
             _ => {

@@ -5,7 +5,7 @@
 
 use super::LedgerError;
 use crate::lineage::{LabelPolicy, SignedPolicyError, WeakRule};
-use crate::log::{LogVerifier, VerifiedCheckpoint};
+use crate::log::{HashSource, LogVerifier, VerifiedCheckpoint};
 use crate::record::Weight;
 use crate::store::{Store, META_RULE, META_TAU};
 
@@ -98,6 +98,47 @@ pub(super) fn newest_signed<S: Store>(
         }
     }
     Ok(newest)
+}
+
+/// Checks that `head` extends every head the log key signed that this handle can find (the
+/// store's latest, its side file, `known`): none is larger, one of the same size has the same
+/// root, and a smaller one is a prefix of `head` by a consistency proof from `src`
+/// (RFC 9162 §2.1.4). A key holder checks this before it publishes `head`, so that hashes
+/// a store-only attacker rewrote are never signed into the log's history (a fork).
+///
+/// # Errors
+/// [`LedgerError::TreeInconsistent`] naming the signed head `head` does not extend (or one
+/// whose proof cannot be built from `src`); checkpoint errors for a note that does not
+/// verify; store errors.
+pub(super) fn check_extends_signed<S: Store>(
+    store: &S,
+    verifier: &LogVerifier,
+    known: &[Vec<u8>],
+    head: &VerifiedCheckpoint,
+    src: &(impl HashSource + ?Sized),
+) -> Result<(), LedgerError> {
+    let mut notes = vec![
+        store.latest_checkpoint()?.map(|(_, n)| n),
+        store.durable_checkpoint()?,
+    ];
+    notes.extend(known.iter().cloned().map(Some));
+    for note in notes.into_iter().flatten() {
+        let old = verifier.verify(&note)?;
+        let forked = LedgerError::TreeInconsistent {
+            signed_size: old.size(),
+        };
+        let extends = match old.size() {
+            0 => true,
+            n if n > head.size() => false,
+            n if n == head.size() => old.root() == head.root(),
+            n => crate::log::prove_consistency(n, head.size(), src)
+                .is_ok_and(|p| old.verify_consistency(head, &p).is_ok()),
+        };
+        if !extends {
+            return Err(forked);
+        }
+    }
+    Ok(())
 }
 
 /// The labelling parameters the store's settings say (not believed on their own).

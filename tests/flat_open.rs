@@ -392,3 +392,31 @@ fn writes_wait_for_a_rows_check_that_has_not_finished() {
     let a = l.append(note(), &k.agent, text).unwrap();
     assert_eq!(a.index, size);
 }
+
+/// The rows are counted between two reads of the tree size: a count after which the log grew
+/// (another process appended) is taken again rather than read as a deleted row, a log that
+/// keeps growing is refused (`RowsError::Moving`), and a deleted row is still found when the
+/// log grows during the first count.
+#[test]
+fn the_rows_are_counted_again_when_the_log_grows_meanwhile() {
+    use memlineage::ledger::{check_rows_chain, RowsError};
+    use memlineage::LedgerError;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (_, [prompt, ..]) = build(&path, 2);
+    let store = Counting::new(SqliteStore::open(&path).unwrap());
+    store.moving.set(1);
+    check_rows_chain(&store).unwrap();
+    store.moving.set(3);
+    match check_rows_chain(&store) {
+        Err(LedgerError::Rows(RowsError::Moving)) => {}
+        other => panic!("a log growing at every count: {other:?}"),
+    }
+    delete_row(&path, &prompt);
+    let store = Counting::new(SqliteStore::open(&path).unwrap());
+    store.moving.set(1);
+    match check_rows_chain(&store) {
+        Err(LedgerError::Rows(RowsError::Deleted { rows, size })) => assert_eq!(rows + 1, size),
+        other => panic!("a deleted row not found: {other:?}"),
+    }
+}

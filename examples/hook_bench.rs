@@ -7,6 +7,7 @@
 //! cargo build --release --bin memlineage
 //! cargo run --release --example hook_bench -- [--bin target/release/memlineage]
 //!     [--sizes 1000,100000,1000000] [--runs 201] [--alone-runs 11] [--dir DIR] [--state]
+//!     [--cold]
 //! ```
 //!
 //! Per size N, `DIR/N/l.db` is made with `memlineage init` and filled to N entries (prompt,
@@ -19,7 +20,10 @@
 //! interleaved, one per size per round), and `--alone-runs` times with
 //! `MEMLINEAGE_HOOK_SERVER=off`. Each time is one child process, from spawn to exit,
 //! including writing its standard input. Medians are reported, with the 90th percentile.
-//! Also timed, in this process: `Ledger::open` of a fresh `SqliteStore` handle on the file
+//! Also timed: the server's start, until it answers a PreToolUse, and until it takes an event
+//! that writes (the prompt again: the server holds its writes until it has counted the
+//! ledger's rows, `spec/hooks.md` §11.3); with `--cold`, the ledger file's pages are dropped
+//! from the OS page cache before each server starts. And, in this process: `Ledger::open` of a fresh `SqliteStore` handle on the file
 //! (`--alone-runs` times; the key is loaded once), which issue 19 asks not to grow with the
 //! ledger's size.
 //!
@@ -73,6 +77,9 @@ fn opts() -> Res<Opts> {
             "--state" => {
                 let _ = STATE.set(true);
             }
+            "--cold" => {
+                let _ = COLD.set(true);
+            }
             "--separated" => {
                 let _ = SEPARATED.set(true);
             }
@@ -87,6 +94,9 @@ fn opts() -> Res<Opts> {
 /// With `--state`: every hook and server runs with `--state DIR/N/state`, as `hook install`
 /// writes them (the pin and the session records outside the ledger's directory).
 static STATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+/// `--cold`: drop the ledger file's pages from the OS page cache before starting each server
+/// (`dd iflag=nocache count=0`, GNU coreutils), so that its start reads from disk.
+static COLD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 /// `--separated`: time the separated install too.
 static SEPARATED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
@@ -277,6 +287,7 @@ fn main() -> Res<()> {
         opens: Vec<Duration>,
         server: std::process::Child,
         server_up: Duration,
+        writes_up: Duration,
         served: Vec<Duration>,
         separated: Option<Separated>,
     }
@@ -318,6 +329,20 @@ fn main() -> Res<()> {
         // process's child so that it is stopped afterwards; timed until it answers (`only`
         // fails closed with exit 2 otherwise, so a benign call exits 0 only when served).
         let (bh, bash, _) = &evs[5];
+        if COLD.get().copied().unwrap_or(false) {
+            for f in ["l.db", "l.db-wal"]
+                .into_iter()
+                .filter(|f| dir.join(f).exists())
+            {
+                let status = Command::new("dd")
+                    .arg(format!("if={}", dir.join(f).display()))
+                    .args(["iflag=nocache", "count=0", "status=none"])
+                    .status()?;
+                if !status.success() {
+                    return Err(format!("dd iflag=nocache on {f} failed").into());
+                }
+            }
+        }
         let start = Instant::now();
         let server = Command::new(&o.bin)
             .args(["hook", "serve", "l.db"])
@@ -333,6 +358,18 @@ fn main() -> Res<()> {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        let server_up = start.elapsed();
+        // Writes ready: the prompt again (an event that writes), served once the server has
+        // counted the ledger's rows (`spec/hooks.md` §11.3; `only` fails it closed, writing
+        // nothing, while the count runs past the server's wait).
+        let (ph, prompt, _) = &evs[1];
+        while hook(&o.bin, &dir, "only", ph, prompt)?.0 != 0 {
+            if start.elapsed() > Duration::from_secs(600) {
+                return Err("the hook server did not take a write".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let writes_up = start.elapsed();
         let separated = if SEPARATED.get().copied().unwrap_or(false) {
             let sep_session = format!("{session}-separated");
             Some(separate(&o, &dir, n, &events(&sep_session)?)?)
@@ -347,7 +384,8 @@ fn main() -> Res<()> {
             alone,
             opens,
             server,
-            server_up: start.elapsed(),
+            server_up,
+            writes_up,
             served: Vec::new(),
         });
     }
@@ -393,6 +431,7 @@ fn main() -> Res<()> {
             quantile(&mut sz.served, 0.9),
             quantile(&mut sz.alone, 0.5),
             sz.server_up.as_secs_f64(),
+            sz.writes_up.as_secs_f64(),
             quantile(&mut sz.opens, 0.5),
         );
         eprintln!("{row:?}");
@@ -407,13 +446,14 @@ fn main() -> Res<()> {
     println!();
     println!(
         "| entries | served median (ms) | served p90 (ms) | served / verify_strict | \
-         in process median (ms) | server start (s) | `Ledger::open` median (ms) | open / \
-         verify_strict |"
+         in process median (ms) | server start (s) | writes ready (s) | `Ledger::open` median \
+         (ms) | open / verify_strict |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (n, med, p90, alone, up, open) in &rows {
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (n, med, p90, alone, up, writes, open) in &rows {
         println!(
-            "| {n} | {med:.2} | {p90:.2} | {:.0}× | {alone:.1} | {up:.2} | {open:.2} | {:.0}× |",
+            "| {n} | {med:.2} | {p90:.2} | {:.0}× | {alone:.1} | {up:.3} | {writes:.3} | {open:.2} \
+             | {:.0}× |",
             med * 1e3 / verify,
             open * 1e3 / verify
         );
@@ -437,10 +477,17 @@ fn main() -> Res<()> {
             last.1 / first.1
         );
         println!(
+            "ratio server start {} / {}: {:.2}; writes ready: {:.2}",
+            last.0,
+            first.0,
+            last.4 / first.4,
+            last.5 / first.5
+        );
+        println!(
             "ratio Ledger::open median {} / {}: {:.2}",
             last.0,
             first.0,
-            last.5 / first.5
+            last.6 / first.6
         );
     }
     Ok(())

@@ -168,6 +168,15 @@ fn a_ledger_written_before_row_tags_opens_and_is_sealed_by_its_next_append() {
     assert_eq!(l.label(&summary), Some(Label::DerivedUntrusted));
 }
 
+/// Deletes the row of `id` from the ledger at `path`, as a store-only attacker can.
+fn delete_row(path: &std::path::Path, id: &EntryId) {
+    let db = rusqlite::Connection::open(path).unwrap();
+    let n = db
+        .execute("DELETE FROM entries WHERE id = ?1", [&id.0[..]])
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
 /// A store-only attacker who deletes a row without effects (here a prompt) makes that entry
 /// absent, never relabelled: it is not in the log for the handle, so it justifies nothing, and
 /// its children keep their labels.
@@ -176,12 +185,7 @@ fn a_deleted_row_is_absent_not_relabelled() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("l.db");
     let (_, [prompt, _, summary]) = build(&path, 3);
-    let db = rusqlite::Connection::open(&path).unwrap();
-    let n = db
-        .execute("DELETE FROM entries WHERE id = ?1", [&prompt.0[..]])
-        .unwrap();
-    assert_eq!(n, 1);
-    drop(db);
+    delete_row(&path, &prompt);
     let l = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
     assert_eq!(l.label(&prompt), None);
     assert!(l.get(&prompt).is_err());
@@ -315,4 +319,104 @@ fn a_ledger_written_before_the_context_index_opens_and_its_rows_stay_findable() 
     let l = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
     let ctx = l.get(&after).unwrap().entry().context_hash;
     assert_eq!(l.context_entries(&ctx, l.len()).unwrap().len(), 1);
+}
+
+/// Opening stays flat and the rows-chain check (issue 25 class 9) runs beside it
+/// (`spec/storage.md` §6.1 item 2): a handle holding its writes for the count
+/// (`Ledger::hold_writes`) writes nothing into a store from which a row was deleted — the
+/// append is refused with the counts, the store is unchanged — and it still reads, with the
+/// deleted entry absent.
+#[test]
+fn a_handle_holding_its_writes_for_the_rows_check_writes_nothing_after_a_deleted_row() {
+    use memlineage::ledger::{RowsCheck, RowsError};
+    use memlineage::record::ProvEntry;
+    use memlineage::store::Store;
+    use memlineage::LedgerError;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (k, [prompt, _, summary]) = build(&path, 3);
+    delete_row(&path, &prompt);
+    let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
+    let size = l.len();
+    let p = path.clone();
+    l.hold_writes(RowsCheck::spawn(move || Ok(SqliteStore::open(&p)?)));
+    let want = RowsError::Deleted {
+        rows: size - 1,
+        size,
+    };
+    assert_eq!(
+        l.await_writes(std::time::Duration::from_secs(60)),
+        Err(want.clone())
+    );
+    let text = b"a note";
+    let e = ProvEntry::new(k.agent.key_id(), Kind::Summary, text);
+    match l.append(e, &k.agent, text) {
+        Err(LedgerError::Rows(got)) => assert_eq!(got, want),
+        other => panic!("appended into a store with a deleted row: {other:?}"),
+    }
+    assert!(matches!(l.checkpoint(), Err(LedgerError::Rows(_)) | Ok(_)));
+    assert_eq!(SqliteStore::open(&path).unwrap().tree_size().unwrap(), size);
+    assert_eq!(l.label(&summary), Some(Label::DerivedUntrusted));
+    assert_eq!(l.label(&prompt), None);
+}
+
+/// While the count has not finished, nothing is written either (`RowsError::Pending`, the
+/// store unchanged); once it has passed, the same handle writes.
+#[test]
+fn writes_wait_for_a_rows_check_that_has_not_finished() {
+    use memlineage::ledger::{RowsCheck, RowsError};
+    use memlineage::record::ProvEntry;
+    use memlineage::store::Store;
+    use memlineage::LedgerError;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (k, [_, _, summary]) = build(&path, 2);
+    let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
+    let size = l.len();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let p = path.clone();
+    l.hold_writes(RowsCheck::spawn(move || {
+        wait.recv().map_err(|_| LedgerError::NotALedger)?;
+        Ok(SqliteStore::open(&p)?)
+    }));
+    let text = b"a note";
+    let note = || ProvEntry::new(k.agent.key_id(), Kind::Summary, text);
+    match l.append(note(), &k.agent, text) {
+        Err(LedgerError::Rows(RowsError::Pending)) => {}
+        other => panic!("appended before the rows were counted: {other:?}"),
+    }
+    assert_eq!(SqliteStore::open(&path).unwrap().tree_size().unwrap(), size);
+    assert_eq!(l.label(&summary), Some(Label::DerivedUntrusted));
+    go.send(()).unwrap();
+    assert_eq!(l.await_writes(std::time::Duration::from_secs(60)), Ok(()));
+    let a = l.append(note(), &k.agent, text).unwrap();
+    assert_eq!(a.index, size);
+}
+
+/// The rows are counted between two reads of the tree size: a count after which the log grew
+/// (another process appended) is taken again rather than read as a deleted row, a log that
+/// keeps growing is refused (`RowsError::Moving`), and a deleted row is still found when the
+/// log grows during the first count.
+#[test]
+fn the_rows_are_counted_again_when_the_log_grows_meanwhile() {
+    use memlineage::ledger::{check_rows_chain, RowsError};
+    use memlineage::LedgerError;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let (_, [prompt, ..]) = build(&path, 2);
+    let store = Counting::new(SqliteStore::open(&path).unwrap());
+    store.moving.set(1);
+    check_rows_chain(&store).unwrap();
+    store.moving.set(3);
+    match check_rows_chain(&store) {
+        Err(LedgerError::Rows(RowsError::Moving)) => {}
+        other => panic!("a log growing at every count: {other:?}"),
+    }
+    delete_row(&path, &prompt);
+    let store = Counting::new(SqliteStore::open(&path).unwrap());
+    store.moving.set(1);
+    match check_rows_chain(&store) {
+        Err(LedgerError::Rows(RowsError::Deleted { rows, size })) => assert_eq!(rows + 1, size),
+        other => panic!("a deleted row not found: {other:?}"),
+    }
 }

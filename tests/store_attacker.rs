@@ -747,6 +747,77 @@ fn nothing_is_appended_into_a_store_whose_rows_do_not_chain() {
     r.assert_payments_refused("a deleted row");
 }
 
+/// Class 9 through the resident hook server, which opens flat and counts the rows beside its
+/// work, holding its writes until the count has passed (`spec/hooks.md` §11.3 item 3): a
+/// server started on a store with a row deleted from the middle writes nothing for the events
+/// handed to it (a session's start marker, its prompt, a tool output), names the deleted
+/// rows, and refuses the payment.
+#[test]
+fn the_hook_server_writes_nothing_into_a_store_whose_rows_do_not_chain() {
+    use memlineage::store::{SqliteStore, Store};
+    use std::time::{Duration, Instant};
+    // No hook has run, so no server holds the ledger: the one started below opens it after
+    // the row is gone.
+    let r = Recorded::new_with(0);
+    let memo = |i: usize| {
+        serde_json::json!({"writer": "agent", "role": "agent", "kind": "summary",
+            "content": format!("note {i}")})
+        .to_string()
+    };
+    for i in 0..3 {
+        let line = format!("{}\n", memo(i));
+        ok(&run(
+            &["append", "l.db"],
+            r.dir.path(),
+            Some(line.as_bytes()),
+        ));
+    }
+    r.cli(&["checkpoint", "l.db"]);
+    assert_eq!(r.sql("DELETE FROM entries WHERE idx = 1"), 1);
+    let size = || {
+        SqliteStore::open(&r.path("l.db"))
+            .unwrap()
+            .tree_size()
+            .unwrap()
+    };
+    let before = size();
+    let mut server = std::process::Command::new(cli_support::BIN)
+        .args(["hook", "serve", "l.db"])
+        .current_dir(r.dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = std::fs::canonicalize(r.dir.path())
+        .unwrap()
+        .join("l.db.hook.sock");
+    let up = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(up.elapsed() < Duration::from_secs(60), "server not up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let served = |e: &recorded::Event| {
+        cli_support::run_command(
+            std::process::Command::new(cli_support::BIN)
+                .args(["hook", &e.hook, "l.db"])
+                .current_dir(r.dir.path())
+                .env("MEMLINEAGE_HOOK_SERVER", "only"),
+            Some(&e.input),
+        )
+    };
+    let start = recorded::start();
+    for e in std::iter::once(&start).chain(r.events.iter()) {
+        let out = served(e);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{}: {err}", e.hook);
+        assert!(err.contains("rows were deleted"), "{}: {err}", e.hook);
+    }
+    assert_eq!(size(), before, "the server wrote into the store");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
 #[cfg(feature = "postgres")]
 #[path = "common/pg_support.rs"]
 mod pg_support;

@@ -222,6 +222,8 @@ impl<S: Store> Ledger<S> {
     }
 
     fn commit(&mut self, prepared: Prepared<'_>) -> Result<Vec<Appended>, LedgerError> {
+        // Nothing is written into a store whose rows are not known to chain.
+        self.writable()?;
         // Rows after the stored seal (verified and labelled again when this handle read them)
         // get their tags first, so that the seal written with the batch covers every row.
         self.seal_pending()?;

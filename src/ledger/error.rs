@@ -106,6 +106,10 @@ pub enum LedgerError {
     /// Checkpoint signing or verification failed.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// The store's entry rows do not chain, or are not yet known to (`spec/storage.md` §6.1
+    /// item 2): nothing is written (store tampered with, or a check still running).
+    #[error(transparent)]
+    Rows(#[from] super::RowsError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -23,6 +23,7 @@ mod index;
 mod integrate;
 mod prove;
 mod prove_label;
+mod rows;
 mod seal;
 #[cfg(feature = "postgres")]
 mod sequenced;
@@ -40,6 +41,7 @@ use index::{LabelIndex, Meta};
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use integrate::Integrator;
 pub use prove::StoreSource;
+pub use rows::{check_rows_chain, RowsCheck, RowsError};
 use seal::{Chain, SealKey, Sealed};
 pub use seal::{SealError, SealStream, META_SEAL};
 pub use signed::ParametersError;
@@ -75,6 +77,9 @@ pub struct Ledger<S: Store> {
     /// Entries [`Ledger::retrieve`] verified under the current checkpoint, rendered
     /// (`spec/log.md` §11).
     pub(crate) warm: crate::retrieve::Warm,
+    /// The rows-chain check this handle's writes wait for ([`Ledger::hold_writes`]); `None`
+    /// when none is held (none asked for, or it passed).
+    rows_hold: Option<RowsCheck>,
 }
 
 /// Most entry ids [`Ledger::get`] remembers as verified (32 MiB of ids and more of set).
@@ -171,6 +176,7 @@ impl<S: Store> Ledger<S> {
             sealed: 0,
             verified: Default::default(),
             warm: Default::default(),
+            rows_hold: None,
         };
         ledger.load_index()?;
         Ok(ledger)
@@ -429,6 +435,7 @@ impl<S: Store> Ledger<S> {
         if self.sealed >= self.size {
             return Ok(());
         }
+        self.writable()?;
         // Every entry of the range was verified and recorded by the refresh that read it; a
         // gap would let the next seal claim untagged rows, so it refuses instead.
         let Some(rows) = self.index.unsealed_range(self.sealed, self.size) else {
@@ -516,23 +523,15 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Checks that the store's entry rows chain: as many rows as entries, none missing in the
-    /// middle (a store-only attacker's deleted row). O(n): the long-lived fronts (the hook
-    /// server, the MCP server) and the CLI's writing commands run it once when they open a
-    /// ledger, so that nothing is appended into a store whose rows do not chain (issue 25).
+    /// middle (a store-only attacker's deleted row). O(n) ([`check_rows_chain`]): the CLI's
+    /// writing commands and the MCP server run it once when they open a ledger, and the hook
+    /// server beside its start-up ([`Ledger::hold_writes`]), so that nothing is appended into
+    /// a store whose rows do not chain (issue 25).
     ///
     /// # Errors
-    /// [`crate::store::StoreError::Corrupt`] naming the counts; store errors.
+    /// [`LedgerError::Rows`] ([`RowsError::Deleted`]) naming the counts; store errors.
     pub fn check_rows_chain(&self) -> Result<(), LedgerError> {
-        let rows = self.store.entry_count()?;
-        let size = self.store.tree_size()?;
-        if rows != size {
-            return Err(crate::store::StoreError::Corrupt(format!(
-                "the store holds {rows} entry rows for a log of {size}: rows were deleted \
-                 without the key (run `memlineage verify`); refusing to write into it"
-            ))
-            .into());
-        }
-        Ok(())
+        check_rows_chain(&self.store)
     }
 
     /// Number of entries (tree size).

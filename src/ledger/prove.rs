@@ -91,6 +91,7 @@ impl<S: Store> Ledger<S> {
                 c
             }
             _ => {
+                self.writable()?;
                 let c = verifier.verify(&self.sign_head(&root)?)?;
                 // Never sign a fork: the new head must extend the newest head the log key
                 // signed that this handle can find (the store's, the side file's, the caller's

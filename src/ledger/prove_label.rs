@@ -109,6 +109,7 @@ impl<S: Store> Ledger<S> {
         match IndexCommitment::from_extension(c.extension()) {
             Ok(Some(signed)) if signed == mine => Ok(c),
             Ok(None) => {
+                self.writable()?;
                 let note = self.sign_head(&c.root())?;
                 let c = self.verifier()?.verify(&note)?;
                 self.store.put_checkpoint(c.size(), c.note())?;

@@ -93,6 +93,7 @@ impl Ledger<PgStore> {
                 context: Some(s.entry().context_hash),
             })
             .collect();
+        self.writable()?;
         let indexes = self.store.sequence(batch)?;
         let mut out = Vec::with_capacity(entries.len());
         for (((s, content), label), index) in entries.iter().zip(labels).zip(indexes) {

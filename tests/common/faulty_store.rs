@@ -21,6 +21,10 @@ pub struct Faulty<S: Store> {
     pub scanned: Cell<u64>,
     pub bytes: Cell<u64>,
     pub lookups: Cell<u64>,
+    /// How many more row counts (`entry_count`) are followed by one entry appended by someone
+    /// else, as seen by the tree size and the next count (`grown`, not stored).
+    pub moving: Cell<u64>,
+    pub grown: Cell<u64>,
 }
 
 impl<S: Store> Faulty<S> {
@@ -35,6 +39,8 @@ impl<S: Store> Faulty<S> {
             scanned: Cell::new(0),
             bytes: Cell::new(0),
             lookups: Cell::new(0),
+            moving: Cell::new(0),
+            grown: Cell::new(0),
         }
     }
 
@@ -50,7 +56,15 @@ fn bump(c: &Cell<u64>, n: u64) {
 
 impl<S: Store> Store for Faulty<S> {
     fn tree_size(&self) -> Result<u64, StoreError> {
-        self.inner.tree_size()
+        Ok(self.inner.tree_size()? + self.grown.get())
+    }
+    fn entry_count(&self) -> Result<u64, StoreError> {
+        let n = self.inner.entry_count()? + self.grown.get();
+        if self.moving.get() > 0 {
+            self.moving.set(self.moving.get() - 1);
+            bump(&self.grown, 1);
+        }
+        Ok(n)
     }
     fn append(&mut self, batch: &[NewEntry<'_>]) -> Result<(), StoreError> {
         let n = self.calls.get();

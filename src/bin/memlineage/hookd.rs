@@ -13,6 +13,7 @@ use memlineage::front::keystore::KeyStore;
 use memlineage::front::mcp::SharedKeyFile;
 use memlineage::front::pin::StateDir;
 use memlineage::front::Front;
+use memlineage::ledger::{RowsCheck, RowsError};
 use memlineage::store::{SqliteStore, Store};
 use std::io::{BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
@@ -28,6 +29,12 @@ pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(15);
 /// How long the server waits for `LEDGER.key.lock` (less than [`ANSWER_WAIT`], so that it
 /// answers a fail-closed outcome before the hook gives up on it).
 const SERVER_LOCK_WAIT: Duration = Duration::from_secs(12);
+/// How long the server waits, before deciding an event other than PreToolUse, for the
+/// rows-chain check it started when it opened the ledger (`spec/hooks.md` §11.3 item 2); when
+/// the count has not finished by then the event is left unanswered and the hook decides it in
+/// process, as while no server is up. With [`SERVER_LOCK_WAIT`] after it, less than
+/// [`ANSWER_WAIT`].
+const ROWS_WAIT: Duration = Duration::from_secs(2);
 /// How long the server waits for a client's request bytes.
 pub(crate) const REQUEST_WAIT: Duration = Duration::from_secs(5);
 /// Longest socket path used, in bytes (`sun_path` holds 108 bytes on Linux, 104 on macOS,
@@ -279,6 +286,7 @@ fn serve_unix(ledger: &Path, policy: Option<PathBuf>, state: Option<StateDir>) -
     lock.set_len(0)?;
     writeln!(lock, "{}", std::process::id())?;
     let mut state = State::new(ledger.clone(), policy, state);
+    state.count_rows_beside();
     // Opened before the socket exists, so that no hook waits on a server still opening.
     if let Err(e) = state.front() {
         tracing::warn!(error = %e, "memlineage hook serve: ledger not opened yet");
@@ -366,6 +374,12 @@ pub(crate) struct State {
     /// The separated guard's root, protected besides the ledger's files (`spec/hooks.md`
     /// §14.4).
     guard_root: Option<PathBuf>,
+    /// Whether an opened ledger's rows are counted beside the server's work rather than
+    /// before it ([`State::count_rows_beside`]).
+    rows_beside: bool,
+    /// A count beside the work refused the store: the next open counts before answering
+    /// again, until a count passes.
+    rows_refused: bool,
 }
 
 impl State {
@@ -380,7 +394,17 @@ impl State {
             policy_id: None,
             key: None,
             guard_root: None,
+            rows_beside: false,
+            rows_refused: false,
         }
+    }
+
+    /// Counts the rows of every ledger this state opens on a thread of its own, beside the
+    /// server's work, instead of before it answers (`spec/hooks.md` §11.3 item 3): the
+    /// handle's writes are held until the count passes (`Ledger::hold_writes`), and an event
+    /// other than PreToolUse waits for it at most [`ROWS_WAIT`] before it is decided.
+    pub(crate) fn count_rows_beside(&mut self) {
+        self.rows_beside = true;
     }
 
     /// Protects the separated guard's root `root` too, in every call the front screens.
@@ -408,9 +432,24 @@ impl State {
         conn.set_write_timeout(Some(REQUEST_WAIT))?;
         let key = self.key()?;
         let req = Request::read(&key, &mut BufReader::new(conn))?;
+        // Events other than PreToolUse may write: not before the rows are counted. Unanswered,
+        // the hook decides it in process, as while no server is up.
+        if req.event != HookEvent::PreToolUse && !self.rows_counted(ROWS_WAIT) {
+            return Err("the ledger's rows are still being counted: left to the hook".into());
+        }
         let outcome = self.outcome(req.event, &req.input, |_| {});
         req.answer(&key, &outcome, &mut BufWriter::new(conn))?;
         Ok(())
+    }
+
+    /// Whether the rows-chain check of the front's ledger has ended (passed or refused: a
+    /// refusal then fails the event closed in [`State::front`]), waiting at most `wait`;
+    /// `true` also when the front cannot be had (deciding fails the event closed then).
+    fn rows_counted(&mut self, wait: Duration) -> bool {
+        match self.front() {
+            Ok(f) => f.ledger().await_writes(wait) != Err(RowsError::Pending),
+            Err(_) => true,
+        }
     }
 
     /// Decides one event as the hook process would, with `LEDGER.key.lock` held and the
@@ -478,6 +517,16 @@ impl State {
             Some(f) if same => {
                 let l = f.ledger();
                 let shrunk = l.store().tree_size().map_or(true, |n| n < l.len());
+                // A count beside the work that refused the store refuses every event, as a
+                // count before answering does.
+                match l.await_writes(Duration::ZERO) {
+                    Ok(()) | Err(RowsError::Pending) => {}
+                    Err(e) => {
+                        self.front = None;
+                        self.rows_refused = true;
+                        return Err(e.into());
+                    }
+                }
                 !shrunk && l.refresh().is_ok()
             }
             _ => false,
@@ -493,9 +542,17 @@ impl State {
                 Some(p) => load_policy(Some(p))?,
                 None => memlineage::gate::Policy::coding(),
             };
-            let (l, _) = open_pinned(&self.ledger, self.state.as_ref())?;
-            // Once per (re)open of the long-lived server: the rows must chain.
-            l.check_rows_chain()?;
+            let (mut l, _) = open_pinned(&self.ledger, self.state.as_ref())?;
+            // Once per (re)open of the long-lived server: the rows must chain. Counted beside
+            // the work (O(n)), nothing written until they are; before answering again after a
+            // count refused the store.
+            if self.rows_beside && !self.rows_refused {
+                let path = self.ledger.clone();
+                l.hold_writes(RowsCheck::spawn(move || Ok(SqliteStore::open(&path)?)));
+            } else {
+                l.check_rows_chain()?;
+                self.rows_refused = false;
+            }
             let mut front = Front::new(l, policy, SharedKeyFile(key_path(&self.ledger)));
             let mut protected = crate::open::protected(
                 &self.ledger,

@@ -1,0 +1,204 @@
+//! The haystacks of the texts a front has read, indexed by the keys they hold
+//! (`spec/hooks.md` §4.7), so that matching a value against a session's reads searches only the
+//! reads that could hold it instead of every one.
+
+use super::keys::{Clause, Key, KeyHasher, Space};
+use super::{Haystack, Needle};
+use crate::record::EntryId;
+use std::collections::HashMap;
+
+/// Haystacks by entry id, with an inverted index from each [`Key`] to the haystacks that hold
+/// it. Built incrementally: [`ReadIndex::insert`] indexes one haystack in O(its size). Memory:
+/// the haystacks, plus about 4 bytes per distinct key of each.
+#[derive(Debug, Default)]
+pub struct ReadIndex {
+    /// Each id's haystack and its slot (its number in `ids`).
+    haystacks: HashMap<EntryId, (u32, Haystack)>,
+    /// The ids by slot.
+    ids: Vec<EntryId>,
+    /// The slots of the haystacks that hold each key. May hold a slot whose haystack was
+    /// replaced since (an extra candidate, never a missing one).
+    postings: HashMap<Key, Vec<u32>>,
+    /// The length in bytes of the longest word any haystack held (`Space::Word`): no longer
+    /// substring of a value can be one. Never decreases.
+    longest_word: usize,
+}
+
+impl ReadIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        ReadIndex::default()
+    }
+
+    /// Sets `id`'s haystack (replacing any it had) and indexes it.
+    pub fn insert(&mut self, id: EntryId, haystack: Haystack) {
+        let slot = match self.haystacks.get(&id) {
+            Some((slot, _)) => *slot,
+            None => {
+                // More than u32::MAX haystacks in memory cannot be held anyway; saturating
+                // would only make a slot shared, which adds candidates.
+                let slot = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
+                self.ids.push(id);
+                slot
+            }
+        };
+        let (keys, longest) = haystack.keys();
+        self.longest_word = self.longest_word.max(longest);
+        for k in keys {
+            let list = self.postings.entry(k).or_default();
+            if list.last() != Some(&slot) {
+                list.push(slot);
+            }
+        }
+        self.haystacks.insert(id, (slot, haystack));
+    }
+
+    /// `id`'s haystack, if it has one.
+    pub fn get(&self, id: &EntryId) -> Option<&Haystack> {
+        self.haystacks.get(id).map(|(_, h)| h)
+    }
+
+    /// Whether `id` has a haystack.
+    pub fn contains_key(&self, id: &EntryId) -> bool {
+        self.haystacks.contains_key(id)
+    }
+
+    /// The ids of `reads` whose haystack `needle` matches, or that have none, in the order of
+    /// `reads`: exactly `reads` filtered by `get(id).is_none_or(|h| h.matches_needle(needle))`
+    /// ([`ReadIndex::scan`]), but [`Haystack::matches_needle`] runs only on the reads that
+    /// hold the keys of one of the needle's clauses ([`Needle::clauses`]) or match every
+    /// value. A needle with no guaranteed key is matched against every read.
+    pub fn matching(&self, reads: &[EntryId], needle: &Needle) -> Vec<EntryId> {
+        let Some(candidates) = self.candidates(needle) else {
+            return self.scan(reads, needle);
+        };
+        reads
+            .iter()
+            .filter(|id| match self.haystacks.get(id) {
+                None => true,
+                Some((slot, h)) => {
+                    (h.is_everything() || candidates.holds(*slot)) && h.matches_needle(needle)
+                }
+            })
+            .copied()
+            .collect()
+    }
+
+    /// [`ReadIndex::matching`] without the index: every read's haystack searched. The
+    /// reference the index is tested against (`tests/read_index.rs`).
+    pub fn scan(&self, reads: &[EntryId], needle: &Needle) -> Vec<EntryId> {
+        reads
+            .iter()
+            .filter(|id| self.get(id).is_none_or(|h| h.matches_needle(needle)))
+            .copied()
+            .collect()
+    }
+
+    /// The slots that hold the keys of one of `needle`'s clauses; `None` when the needle has
+    /// no guaranteed key.
+    fn candidates(&self, needle: &Needle) -> Option<Slots> {
+        let mut out = Slots::new(self.ids.len());
+        for clause in needle.clauses()? {
+            match clause {
+                // A haystack holding every key holds the rarest: its list is a superset.
+                Clause::All(keys) => {
+                    let rarest = keys
+                        .iter()
+                        .map(|k| self.postings.get(k).map_or(&[][..], Vec::as_slice))
+                        .min_by_key(|list| list.len());
+                    out.add_all(rarest.unwrap_or(&[]));
+                }
+                Clause::WordRun(normal) => self.word_runs(&normal, &mut out),
+            }
+        }
+        Some(out)
+    }
+
+    /// Adds the slots that could hold `normal` as a run of whole words
+    /// ([`Clause::WordRun`]). Each word of such a run is a substring of `normal` between
+    /// character boundaries, at most `longest_word` bytes long, and every position of `normal`
+    /// lies in one of them; so a haystack holding the run holds one of the words that cover any
+    /// position chosen. The position chosen is the one whose covering words are held by the
+    /// fewest haystacks. When `normal` is too long to look up all its short substrings
+    /// ([`MAX_WORD_LOOKUPS`]), the position is its start: the words looked up are its prefixes.
+    fn word_runs(&self, normal: &str, out: &mut Slots) {
+        let n = normal.len();
+        if n == 0 {
+            // Not made by `Needle::clauses` (normal forms of 8 characters or more); an empty
+            // run is held anywhere two words meet.
+            out.fill();
+            return;
+        }
+        let longest = self.longest_word.min(n);
+        let starts: Vec<usize> = match n.saturating_mul(longest) > MAX_WORD_LOOKUPS {
+            true => vec![0],
+            false => (0..n).filter(|a| normal.is_char_boundary(*a)).collect(),
+        };
+        // Every indexed word of `normal` that starts at one of `starts`: (start, end, holders).
+        let mut found: Vec<(usize, usize, &[u32])> = Vec::new();
+        for &a in &starts {
+            let mut h = KeyHasher::new(Space::Word);
+            for (i, b) in normal.bytes().enumerate().skip(a).take(longest) {
+                h = h.byte(b);
+                if normal.is_char_boundary(i + 1) {
+                    if let Some(list) = self.postings.get(&h.key()) {
+                        found.push((a, i + 1, list));
+                    }
+                }
+            }
+        }
+        // How many holders cover each start (words entering at their start, leaving at their
+        // end); the cheapest start is the position chosen.
+        let (mut enter, mut leave) = (vec![0usize; n + 1], vec![0usize; n + 1]);
+        for (a, b, list) in &found {
+            enter[*a] += list.len();
+            leave[*b] += list.len();
+        }
+        let mut covering = 0usize;
+        let mut best: Option<(usize, usize)> = None;
+        for m in 0..n {
+            covering = covering - leave[m] + enter[m];
+            if starts.binary_search(&m).is_ok() && best.is_none_or(|(_, c)| covering < c) {
+                best = Some((m, covering));
+            }
+        }
+        let m = best.map_or(0, |(m, _)| m);
+        for (a, b, list) in &found {
+            if *a <= m && m < *b {
+                out.add_all(list);
+            }
+        }
+    }
+}
+
+/// Most word look-ups [`ReadIndex::word_runs`] makes for one normal form (its length times the
+/// longest word): beyond, it looks up its prefixes only.
+pub const MAX_WORD_LOOKUPS: usize = 1 << 14;
+
+/// A set of slots, as bits.
+struct Slots(Vec<u64>);
+
+impl Slots {
+    fn new(n: usize) -> Self {
+        Slots(vec![0; n.div_ceil(64)])
+    }
+
+    fn fill(&mut self) {
+        self.0.iter_mut().for_each(|w| *w = u64::MAX);
+    }
+
+    fn add_all(&mut self, slots: &[u32]) {
+        for &s in slots {
+            let s = s as usize;
+            if let Some(w) = self.0.get_mut(s / 64) {
+                *w |= 1 << (s % 64);
+            }
+        }
+    }
+
+    /// Whether `slot` is in the set; a slot beyond its size is (fail closed).
+    fn holds(&self, slot: u32) -> bool {
+        let s = slot as usize;
+        self.0.get(s / 64).is_none_or(|w| w & (1 << (s % 64)) != 0)
+    }
+}

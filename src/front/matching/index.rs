@@ -6,19 +6,23 @@ use super::keys::{Clause, Key, KeyHasher, Space};
 use super::{Haystack, Needle};
 use crate::record::EntryId;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Haystacks by entry id, with an inverted index from each [`Key`] to the haystacks that hold
 /// it. Built incrementally: [`ReadIndex::insert`] indexes one haystack in O(its size). Memory:
-/// the haystacks, plus about 4 bytes per distinct key of each.
+/// the haystacks, plus about 4 bytes per distinct key of each and 40 per id.
 #[derive(Debug, Default)]
 pub struct ReadIndex {
-    /// Each id's haystack and its slot (its number in `ids`).
-    haystacks: HashMap<EntryId, (u32, Haystack)>,
-    /// The ids by slot.
-    ids: Vec<EntryId>,
+    /// Each id's slot: its haystack's place in `haystacks`.
+    slots: HashMap<EntryId, u32, BuildHasherDefault<IdHasher>>,
+    /// The haystacks by slot.
+    haystacks: Vec<Haystack>,
     /// The slots of the haystacks that hold each key. May hold a slot whose haystack was
     /// replaced since (an extra candidate, never a missing one).
     postings: HashMap<Key, Vec<u32>>,
+    /// The slots of haystacks that match every value ([`Haystack::is_everything`]), and
+    /// perhaps of some replaced since: candidates of every value.
+    everything: Vec<u32>,
     /// The length in bytes of the longest word any haystack held (`Space::Word`): no longer
     /// substring of a value can be one. Never decreases.
     longest_word: usize,
@@ -30,15 +34,17 @@ impl ReadIndex {
         ReadIndex::default()
     }
 
-    /// Sets `id`'s haystack (replacing any it had) and indexes it.
+    /// Sets `id`'s haystack (replacing any it had) and indexes it. An index that already holds
+    /// 2^32 haystacks keeps none more (the id then has none: a source of every value).
     pub fn insert(&mut self, id: EntryId, haystack: Haystack) {
-        let slot = match self.haystacks.get(&id) {
-            Some((slot, _)) => *slot,
+        let slot = match self.slots.get(&id) {
+            Some(slot) => *slot,
             None => {
-                // More than u32::MAX haystacks in memory cannot be held anyway; saturating
-                // would only make a slot shared, which adds candidates.
-                let slot = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
-                self.ids.push(id);
+                let Ok(slot) = u32::try_from(self.haystacks.len()) else {
+                    return;
+                };
+                self.haystacks.push(Haystack::default());
+                self.slots.insert(id, slot);
                 slot
             }
         };
@@ -50,34 +56,46 @@ impl ReadIndex {
                 list.push(slot);
             }
         }
-        self.haystacks.insert(id, (slot, haystack));
+        if haystack.is_everything() {
+            self.everything.push(slot);
+        }
+        if let Some(h) = self.haystacks.get_mut(slot as usize) {
+            *h = haystack;
+        }
     }
 
     /// `id`'s haystack, if it has one.
     pub fn get(&self, id: &EntryId) -> Option<&Haystack> {
-        self.haystacks.get(id).map(|(_, h)| h)
+        self.slots
+            .get(id)
+            .and_then(|s| self.haystacks.get(*s as usize))
     }
 
     /// Whether `id` has a haystack.
     pub fn contains_key(&self, id: &EntryId) -> bool {
-        self.haystacks.contains_key(id)
+        self.slots.contains_key(id)
     }
 
     /// The ids of `reads` whose haystack `needle` matches, or that have none, in the order of
     /// `reads`: exactly `reads` filtered by `get(id).is_none_or(|h| h.matches_needle(needle))`
     /// ([`ReadIndex::scan`]), but [`Haystack::matches_needle`] runs only on the reads that
     /// hold the keys of one of the needle's clauses ([`Needle::clauses`]) or match every
-    /// value. A needle with no guaranteed key is matched against every read.
+    /// value. A needle with no guaranteed key is matched against every read. O(reads) look-ups
+    /// of an id, plus the rules on the candidates.
     pub fn matching(&self, reads: &[EntryId], needle: &Needle) -> Vec<EntryId> {
         let Some(candidates) = self.candidates(needle) else {
             return self.scan(reads, needle);
         };
         reads
             .iter()
-            .filter(|id| match self.haystacks.get(id) {
+            .filter(|id| match self.slots.get(id) {
                 None => true,
-                Some((slot, h)) => {
-                    (h.is_everything() || candidates.holds(*slot)) && h.matches_needle(needle)
+                Some(slot) => {
+                    candidates.holds(*slot)
+                        && self
+                            .haystacks
+                            .get(*slot as usize)
+                            .is_none_or(|h| h.matches_needle(needle))
                 }
             })
             .copied()
@@ -97,7 +115,8 @@ impl ReadIndex {
     /// The slots that hold the keys of one of `needle`'s clauses; `None` when the needle has
     /// no guaranteed key.
     fn candidates(&self, needle: &Needle) -> Option<Slots> {
-        let mut out = Slots::new(self.ids.len());
+        let mut out = Slots::new(self.haystacks.len());
+        out.add_all(&self.everything);
         for clause in needle.clauses()? {
             match clause {
                 // A haystack holding every key holds the rarest: its list is a superset.
@@ -200,5 +219,28 @@ impl Slots {
     fn holds(&self, slot: u32) -> bool {
         let s = slot as usize;
         self.0.get(s / 64).is_none_or(|w| w & (1 << (s % 64)) != 0)
+    }
+}
+
+/// Hashes an [`EntryId`] by its first 8 bytes: an id is a SHA-256 output
+/// ([`EntryId`]: the leaf hash of the signed entry), already uniform, and looking one up per
+/// read of a session is on the path of every decision. The ids of entries signed by the
+/// front's keys cannot be chosen; a store-only attacker can write chosen ids into a session
+/// record (which then fails its seal, refusing every sensitive call), and ids that crowd a
+/// bucket cost time, never an answer.
+#[derive(Debug, Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut b = [0u8; 8];
+        for (d, s) in b.iter_mut().zip(bytes) {
+            *d = *s;
+        }
+        self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(b);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }

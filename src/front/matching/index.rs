@@ -2,7 +2,7 @@
 //! (`spec/hooks.md` §4.7), so that matching a value against a session's reads searches only the
 //! reads that could hold it instead of every one.
 
-use super::keys::{Clause, Key, KeyHasher, Space};
+use super::keys::{key, pair_hasher, Clause, Key, Space};
 use super::{Haystack, Needle};
 use crate::record::EntryId;
 use std::collections::HashMap;
@@ -133,13 +133,12 @@ impl ReadIndex {
         Some(out)
     }
 
-    /// Adds the slots that could hold `normal` as a run of whole words
-    /// ([`Clause::WordRun`]). Each word of such a run is a substring of `normal` between
-    /// character boundaries, at most `longest_word` bytes long, and every position of `normal`
-    /// lies in one of them; so a haystack holding the run holds one of the words that cover any
-    /// position chosen. The position chosen is the one whose covering words are held by the
-    /// fewest haystacks. When `normal` is too long to look up all its short substrings
-    /// ([`MAX_WORD_LOOKUPS`]), the position is its start: the words looked up are its prefixes.
+    /// Adds the slots that could hold `normal` as a run of whole consecutive words
+    /// ([`Clause::WordRun`]): a run of one word is `normal` itself; a longer one starts with two
+    /// words one right after the other, `normal[..p]` and `normal[p..q]`, each between
+    /// character boundaries and at most `longest_word` bytes long, so the haystack holds that
+    /// pair. Every such pair is looked up. When `normal` is too long for that
+    /// ([`MAX_WORD_LOOKUPS`]), the words looked up are its prefixes (the run's first word).
     fn word_runs(&self, normal: &str, out: &mut Slots) {
         let n = normal.len();
         if n == 0 {
@@ -149,49 +148,36 @@ impl ReadIndex {
             return;
         }
         let longest = self.longest_word.min(n);
-        let starts: Vec<usize> = match n.saturating_mul(longest) > MAX_WORD_LOOKUPS {
-            true => vec![0],
-            false => (0..n).filter(|a| normal.is_char_boundary(*a)).collect(),
-        };
-        // Every indexed word of `normal` that starts at one of `starts`: (start, end, holders).
-        let mut found: Vec<(usize, usize, &[u32])> = Vec::new();
-        for &a in &starts {
-            let mut h = KeyHasher::new(Space::Word);
-            for (i, b) in normal.bytes().enumerate().skip(a).take(longest) {
-                h = h.byte(b);
-                if normal.is_char_boundary(i + 1) {
-                    if let Some(list) = self.postings.get(&h.key()) {
-                        found.push((a, i + 1, list));
-                    }
-                }
+        let boundaries =
+            |from: usize, to: usize| (from..=to.min(n)).filter(|i| normal.is_char_boundary(*i));
+        if n.saturating_mul(longest) > MAX_WORD_LOOKUPS {
+            for p in boundaries(1, longest) {
+                self.add_holders(key(Space::Word, &normal[..p]), out);
+            }
+            return;
+        }
+        self.add_holders(key(Space::Word, normal), out);
+        for p in boundaries(1, longest) {
+            let mut h = pair_hasher(&normal[..p]);
+            let mut from = p;
+            for q in boundaries(p + 1, p + longest) {
+                h = h.feed(&normal[from..q]);
+                from = q;
+                self.add_holders(h.key(), out);
             }
         }
-        // How many holders cover each start (words entering at their start, leaving at their
-        // end); the cheapest start is the position chosen.
-        let (mut enter, mut leave) = (vec![0usize; n + 1], vec![0usize; n + 1]);
-        for (a, b, list) in &found {
-            enter[*a] += list.len();
-            leave[*b] += list.len();
-        }
-        let mut covering = 0usize;
-        let mut best: Option<(usize, usize)> = None;
-        for m in 0..n {
-            covering = covering - leave[m] + enter[m];
-            if starts.binary_search(&m).is_ok() && best.is_none_or(|(_, c)| covering < c) {
-                best = Some((m, covering));
-            }
-        }
-        let m = best.map_or(0, |(m, _)| m);
-        for (a, b, list) in &found {
-            if *a <= m && m < *b {
-                out.add_all(list);
-            }
+    }
+
+    /// Adds the slots holding `k`.
+    fn add_holders(&self, k: Key, out: &mut Slots) {
+        if let Some(list) = self.postings.get(&k) {
+            out.add_all(list);
         }
     }
 }
 
-/// Most word look-ups [`ReadIndex::word_runs`] makes for one normal form (its length times the
-/// longest word): beyond, it looks up its prefixes only.
+/// Most pair look-ups [`ReadIndex::word_runs`] makes for one normal form (about its length times
+/// the longest word): beyond, it looks up its prefixes only.
 pub const MAX_WORD_LOOKUPS: usize = 1 << 14;
 
 /// A set of slots, as bits.

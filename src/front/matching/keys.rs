@@ -18,9 +18,9 @@ pub struct Key(u64);
 pub enum Clause {
     /// The haystack holds every one of these keys (never empty).
     All(Vec<Key>),
-    /// The haystack holds this normal form as a run of whole consecutive words
-    /// ([`Space::Word`]): it holds, for every position of the normal form, a word that covers
-    /// it (a substring of the normal form); the first word, for one, is a prefix.
+    /// The haystack holds this normal form as a run of whole consecutive words: the normal form
+    /// is one of its words ([`Space::Word`]), or the run's first two words, a prefix of it and
+    /// what follows, are a [`Space::Pair`] of it.
     WordRun(String),
 }
 
@@ -42,6 +42,8 @@ pub(crate) enum Space {
     Iban = 6,
     /// A whole short field ([`super::add_fields`]).
     Field = 7,
+    /// Two words of the haystack's [`super::Words`] one right after the other ([`pair_key`]).
+    Pair = 8,
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -61,6 +63,10 @@ impl KeyHasher {
         KeyHasher((self.0 ^ u64::from(b)).wrapping_mul(FNV_PRIME))
     }
 
+    pub(crate) fn feed(self, s: &str) -> Self {
+        s.bytes().fold(self, KeyHasher::byte)
+    }
+
     pub(crate) fn key(self) -> Key {
         Key(self.0)
     }
@@ -72,6 +78,18 @@ pub(crate) fn key(space: Space, token: &str) -> Key {
         .bytes()
         .fold(KeyHasher::new(space), KeyHasher::byte)
         .key()
+}
+
+/// The key of the word `first` followed by the word `second` ([`Space::Pair`]): the bytes of
+/// `first`, 0xFF (never in UTF-8), then those of `second`.
+pub(crate) fn pair_key(first: &str, second: &str) -> Key {
+    pair_hasher(first).feed(second).key()
+}
+
+/// The hasher of a [`Space::Pair`] key fed with `first` and the separator, ready for the
+/// second word's bytes.
+pub(crate) fn pair_hasher(first: &str) -> KeyHasher {
+    KeyHasher::new(Space::Pair).feed(first).byte(0xFF)
 }
 
 /// The maximal runs of ASCII digits of `s`.
@@ -101,11 +119,16 @@ impl Haystack {
         }
         let mut longest = 0;
         for w in &self.normal {
+            let mut previous: Option<&str> = None;
             // `starts` and `ends` are strictly increasing and pair up: every word is non-empty.
             for (&start, &end) in w.starts.iter().zip(&w.ends) {
                 if let Some(word) = w.joined.get(start..end) {
                     longest = longest.max(word.len());
                     keys.push(key(Space::Word, word));
+                    if let Some(p) = previous {
+                        keys.push(pair_key(p, word));
+                    }
+                    previous = Some(word);
                 }
             }
         }

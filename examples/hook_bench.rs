@@ -344,6 +344,7 @@ fn main() -> Res<()> {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        let server_up = start.elapsed();
         if sizes.is_empty() && !o.reads.is_empty() {
             long = long_sessions(&o, &dir, &session)?;
         }
@@ -361,7 +362,7 @@ fn main() -> Res<()> {
             alone,
             opens,
             server,
-            server_up: start.elapsed(),
+            server_up,
             served: Vec::new(),
         });
     }

@@ -176,7 +176,7 @@ impl ReadIndex {
     }
 }
 
-/// Most pair look-ups [`ReadIndex::word_runs`] makes for one normal form (about its length times
+/// Most pair look-ups `ReadIndex::word_runs` makes for one normal form (about its length times
 /// the longest word): beyond, it looks up its prefixes only.
 pub const MAX_WORD_LOOKUPS: usize = 1 << 14;
 

@@ -7,7 +7,7 @@
 
 use super::{Haystack, Needle, NumberNeedle, Rest, StrNeedle, MIN_NORMAL_CHARS};
 
-/// One token of a text in one of the [`Space`]s, hashed (FNV-1a, 64 bits). Two tokens may share
+/// One token of a text in one of the spaces (`Space`), hashed (FNV-1a, 64 bits). Two tokens may share
 /// a key: a collision only makes a read a candidate that [`Haystack::matches_needle`] then
 /// rejects, it never hides one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -19,8 +19,8 @@ pub enum Clause {
     /// The haystack holds every one of these keys (never empty).
     All(Vec<Key>),
     /// The haystack holds this normal form as a run of whole consecutive words: the normal form
-    /// is one of its words ([`Space::Word`]), or the run's first two words, a prefix of it and
-    /// what follows, are a [`Space::Pair`] of it.
+    /// is one of its words (`Space::Word`), or the run's first two words, a prefix of it and
+    /// what follows, are a `Space::Pair` of it.
     WordRun(String),
 }
 
@@ -80,13 +80,13 @@ pub(crate) fn key(space: Space, token: &str) -> Key {
         .key()
 }
 
-/// The key of the word `first` followed by the word `second` ([`Space::Pair`]): the bytes of
+/// The key of the word `first` followed by the word `second` (`Space::Pair`): the bytes of
 /// `first`, 0xFF (never in UTF-8), then those of `second`.
 pub(crate) fn pair_key(first: &str, second: &str) -> Key {
     pair_hasher(first).feed(second).key()
 }
 
-/// The hasher of a [`Space::Pair`] key fed with `first` and the separator, ready for the
+/// The hasher of a `Space::Pair` key fed with `first` and the separator, ready for the
 /// second word's bytes.
 pub(crate) fn pair_hasher(first: &str) -> KeyHasher {
     KeyHasher::new(Space::Pair).feed(first).byte(0xFF)
@@ -106,7 +106,7 @@ fn alnum_runs(s: &str) -> impl Iterator<Item = &str> {
 
 impl Haystack {
     /// The keys this text holds, each once, and the length in bytes of its longest
-    /// [`Space::Word`]. O(size of the haystack). A haystack that matches every value
+    /// `Space::Word`. O(size of the haystack). A haystack that matches every value
     /// ([`Haystack::is_everything`]) holds none: an index keeps it a candidate of every value.
     pub fn keys(&self) -> (Vec<Key>, usize) {
         let mut keys = Vec::new();

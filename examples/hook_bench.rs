@@ -27,6 +27,12 @@
 //! (`--alone-runs` times; the key is loaded once), which issue 19 asks not to grow with the
 //! ledger's size.
 //!
+//! With `--reads 10,1000,10000` (issue 32's long sessions), the first size's served hooks also
+//! record sessions that read that many tool outputs of 3 KB each (PostToolUse of a file
+//! read, each output different; the fixture's bill last), then time the payment's PreToolUse
+//! and one more 3 KB PostToolUse in each, served (`--runs`, interleaved across the sessions) and
+//! in process (`--alone-runs`), and print each beside its cost after the fewest reads.
+//!
 //! With `--separated` (as root; `spec/hooks.md` §14), each size's ledger is also copied and
 //! installed with `memlineage hook install --separate` (agent user `nobody`, a guard user
 //! `mlbench-<pid>-<i>` made for the run and deleted after it), its separated server is started
@@ -55,6 +61,8 @@ struct Opts {
     runs: usize,
     alone_runs: usize,
     dir: PathBuf,
+    /// `--reads`: the long sessions' read counts (none by default).
+    reads: Vec<usize>,
 }
 
 fn opts() -> Res<Opts> {
@@ -64,6 +72,7 @@ fn opts() -> Res<Opts> {
         runs: 201,
         alone_runs: 11,
         dir: std::env::temp_dir().join("memlineage-hook-bench"),
+        reads: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -74,6 +83,7 @@ fn opts() -> Res<Opts> {
             "--runs" => o.runs = v()?.parse()?,
             "--alone-runs" => o.alone_runs = v()?.parse()?,
             "--dir" => o.dir = PathBuf::from(v()?),
+            "--reads" => o.reads = v()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             "--state" => {
                 let _ = STATE.set(true);
             }
@@ -292,6 +302,7 @@ fn main() -> Res<()> {
         separated: Option<Separated>,
     }
     let mut sizes = Vec::new();
+    let mut long = Vec::new();
     for &n in &o.sizes {
         let dir = o.dir.join(n.to_string());
         build(&o.bin, &dir, n)?;
@@ -370,6 +381,9 @@ fn main() -> Res<()> {
             std::thread::sleep(Duration::from_millis(20));
         }
         let writes_up = start.elapsed();
+        if sizes.is_empty() && !o.reads.is_empty() {
+            long = long_sessions(&o, &dir, &session)?;
+        }
         let separated = if SEPARATED.get().copied().unwrap_or(false) {
             let sep_session = format!("{session}-separated");
             Some(separate(&o, &dir, n, &events(&sep_session)?)?)
@@ -458,6 +472,9 @@ fn main() -> Res<()> {
             open * 1e3 / verify
         );
     }
+    if !long.is_empty() {
+        print_long(&long, verify);
+    }
     if !separated_rows.is_empty() {
         println!();
         println!(
@@ -491,4 +508,165 @@ fn main() -> Res<()> {
         );
     }
     Ok(())
+}
+
+/// The timings of one long session (`--reads`): its read count, and the served and in-process
+/// samples of its PreToolUse (the payment) and PostToolUse (one more 3 KB output).
+struct Long {
+    reads: usize,
+    pre_served: Vec<Duration>,
+    post_served: Vec<Duration>,
+    pre_alone: Vec<Duration>,
+    post_alone: Vec<Duration>,
+}
+
+/// A 3 KB tool output, different for each `i`: a build log with numbers, paths and words.
+fn output_3kb(i: usize) -> String {
+    let mut t = String::with_capacity(3200);
+    let mut k = 0usize;
+    while t.len() < 3000 {
+        let x = (i * 7919 + k * 104_729) % 100_000;
+        t.push_str(&format!(
+            "2026-12-06T07:{:02}:{:02}Z step {i}.{k}: compiled crate_{x:05} in {}.{:03}s, \
+             {} warnings, src/module_{}/file_{x}.rs line {}\n",
+            k % 60,
+            (i + k) % 60,
+            x % 97,
+            x % 1000,
+            x % 7,
+            k % 13,
+            x % 4001
+        ));
+        k += 1;
+    }
+    t
+}
+
+/// The PostToolUse of reading file `i` (a 3 KB output) in `session`.
+fn read_event(session: &str, i: usize) -> Res<Vec<u8>> {
+    Ok(serde_json::to_vec(&serde_json::json!({
+        "session_id": session,
+        "transcript_path": "/home/u/proj/.claude/projects/s1.jsonl",
+        "cwd": "/home/u/proj",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "mcp__files__read_file",
+        "tool_input": {"file_path": format!("logs/build-{i}.txt")},
+        "tool_response": output_3kb(i),
+    }))?)
+}
+
+/// Records one session per `--reads` count through the served hooks (start, prompt, that many
+/// 3 KB outputs less one, then the fixture's bill), and times the payment's PreToolUse and a
+/// further PostToolUse in each, served and in process.
+fn long_sessions(o: &Opts, dir: &Path, base: &str) -> Res<Vec<Long>> {
+    let mut out = Vec::new();
+    let mut pays = Vec::new();
+    for &r in &o.reads {
+        let session = format!("{base}-reads{r}");
+        let evs = events(&session)?;
+        let served = |h: &str, input: &[u8], want: i64| -> Res<()> {
+            let (code, _) = hook(&o.bin, dir, "only", h, input)?;
+            if i64::from(code) != want {
+                return Err(format!("long session {r}: {h}: exit {code}, want {want}").into());
+            }
+            Ok(())
+        };
+        served(&evs[0].0, &evs[0].1, evs[0].2)?;
+        served(&evs[1].0, &evs[1].1, evs[1].2)?;
+        for i in 0..r.saturating_sub(1) {
+            served("post-tool-use", &read_event(&session, i)?, 0)?;
+        }
+        served(&evs[2].0, &evs[2].1, evs[2].2)?;
+        eprintln!("long session: {r} reads recorded");
+        pays.push((session, evs[3].clone()));
+        out.push(Long {
+            reads: r,
+            pre_served: Vec::new(),
+            post_served: Vec::new(),
+            pre_alone: Vec::new(),
+            post_alone: Vec::new(),
+        });
+    }
+    let mut next = 1_000_000;
+    for (mode, rounds) in [("only", o.runs), ("off", o.alone_runs)] {
+        for _ in 0..rounds {
+            for (l, (session, pay)) in out.iter_mut().zip(&pays) {
+                next += 1;
+                let (pre, post) = pre_and_post(o, dir, mode, session, pay, next)?;
+                let (pres, posts) = match mode {
+                    "only" => (&mut l.pre_served, &mut l.post_served),
+                    _ => (&mut l.pre_alone, &mut l.post_alone),
+                };
+                pres.push(pre);
+                posts.push(post);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One timed PreToolUse of `pay` and one PostToolUse of a new 3 KB output (`i`) in `session`,
+/// with `MEMLINEAGE_HOOK_SERVER=mode`.
+fn pre_and_post(
+    o: &Opts,
+    dir: &Path,
+    mode: &str,
+    session: &str,
+    (h, pay, want): &(String, Vec<u8>, i64),
+    i: usize,
+) -> Res<(Duration, Duration)> {
+    let (code, pre) = hook(&o.bin, dir, mode, h, pay)?;
+    if i64::from(code) != *want {
+        return Err(format!("long session, {mode}: PreToolUse exit {code}, want {want}").into());
+    }
+    let (code, post) = hook(&o.bin, dir, mode, "post-tool-use", &read_event(session, i)?)?;
+    if code != 0 {
+        return Err(format!("long session, {mode}: PostToolUse exit {code}").into());
+    }
+    Ok((pre, post))
+}
+
+/// The long sessions' table: medians in ms, each / verify_strict and / its value at the
+/// fewest reads.
+fn print_long(long: &[Long], verify: f64) {
+    let mut rows: Vec<(usize, [f64; 4])> = Vec::new();
+    for l in long {
+        let mut m = [
+            l.pre_served.clone(),
+            l.post_served.clone(),
+            l.pre_alone.clone(),
+            l.post_alone.clone(),
+        ];
+        // In ms; NaN where no sample was taken (`--alone-runs 0`).
+        rows.push((
+            l.reads,
+            m.each_mut().map(|v| match v.is_empty() {
+                true => f64::NAN,
+                false => quantile(v, 0.5),
+            }),
+        ));
+    }
+    let Some((_, first)) = rows.first().cloned() else {
+        return;
+    };
+    println!();
+    println!(
+        "| reads | served PreToolUse (ms) | / verify_strict | / first | served PostToolUse (ms) \
+         | / first | in process PreToolUse (ms) | / first | in process PostToolUse (ms) | / first |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (r, m) in &rows {
+        println!(
+            "| {r} | {:.2} | {:.0}× | {:.2} | {:.2} | {:.2} | {:.1} | {:.2} | {:.1} | {:.2} |",
+            m[0],
+            m[0] * 1e3 / verify,
+            m[0] / first[0],
+            m[1],
+            m[1] / first[1],
+            m[2],
+            m[2] / first[2],
+            m[3],
+            m[3] / first[3],
+        );
+    }
 }

@@ -831,3 +831,43 @@ fn an_answer_that_cannot_be_recorded_refuses_every_later_call() {
         "a call after the failed record reached the upstream: {log}"
     );
 }
+
+/// Calls sent back to back queue their records on the door, which takes them together in one
+/// store transaction (`spec/mcp.md` §6.7 item 4, `storage.md` §6.2): every answer is recorded,
+/// the session reads each one, and the ledger holds a call and a result for each.
+#[test]
+fn records_taken_together_are_all_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    world(d);
+    let before = size(&d.join("g.db"));
+    let mut g = echo(d);
+    let n = 40;
+    for id in 1..=n {
+        g.send(&call_line(
+            id,
+            "ledger_explain",
+            json!({"id": format!("e{id}")}),
+        ));
+    }
+    for _ in 1..=n {
+        assert_eq!(g.answer()["result"]["content"][0]["text"], "ok");
+    }
+    assert!(g.close().success());
+    let name = hex::encode(memlineage::record::Hash32::digest(b"mcp-gateway/test").0);
+    let record = d.join("g.db.sessions").join(format!("{name}.json"));
+    let session: Value = serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    let reads = session["reads"].as_array().unwrap();
+    assert_eq!(session["unrecorded"].as_u64().unwrap_or(0), 0, "{session}");
+    assert_eq!(reads.len(), n as usize, "one read per answer");
+    let after = size(&d.join("g.db"));
+    assert!(after >= before + 2 * n, "{before} → {after}");
+    for id in reads.iter().rev().take(3) {
+        let shown = cli_support::ok(&cli_support::run(
+            &["explain", "g.db", id.as_str().unwrap()],
+            d,
+            None,
+        ));
+        assert!(shown.contains("tool:mcp__up__ledger_explain"), "{shown}");
+    }
+}

@@ -8,6 +8,11 @@ use std::collections::BTreeSet;
 use unicode_normalization::UnicodeNormalization;
 use unicode_security::confusable_detection::skeleton;
 
+pub mod index;
+pub mod keys;
+
+pub use index::ReadIndex;
+
 /// Whether a trusted principal's statement of `value` authorises it (`spec/hooks.md` §4.4):
 /// a string of at least 3 characters that is not all digits, or a number or digit string with
 /// at least 3 digits. Shorter values (`13`, `a`) occur by chance in any prompt.

@@ -308,7 +308,8 @@ pub struct Front<S: Store, K: Keys> {
     agent: String,
     /// The last writer time used, in ms since the Unix epoch.
     last_ms: u64,
-    haystacks: HashMap<EntryId, Haystack>,
+    /// The haystacks of the texts this front has read, indexed (`spec/hooks.md` §4.7).
+    haystacks: matching::ReadIndex,
     /// How many entries [`Front::newest_reader`] has read, and what it found.
     newest: Option<(u64, NewestReader)>,
     /// Whether sessions must have been seen from their start ([`Front::require_start`]).
@@ -367,7 +368,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             secret_rules,
             write_rules,
             last_ms: 0,
-            haystacks: HashMap::new(),
+            haystacks: matching::ReadIndex::new(),
             newest: None,
             require_start: false,
         }
@@ -1127,12 +1128,10 @@ impl<S: Store, K: Keys> Front<S, K> {
     fn stated_by_user(&self, session: &Session, dest: &str) -> bool {
         let needle = matching::Needle::new(&Value::String(dest.to_string()));
         // The text first: only a read that holds the destination is looked up as a statement.
-        session.reads.iter().any(|id| {
-            self.haystacks
-                .get(id)
-                .is_some_and(|h| h.matches_needle(&needle))
-                && self.is_statement(session, id, None)
-        })
+        self.haystacks
+            .matching(&session.reads, &needle)
+            .iter()
+            .any(|id| self.haystacks.contains_key(id) && self.is_statement(session, id, None))
     }
 
     /// The secrecy rule's judgement of the verified entry `id` (remembered: entries are
@@ -1282,18 +1281,10 @@ impl<S: Store, K: Keys> Front<S, K> {
             out.matched = in_order(&out.matched);
             return Ok(out);
         }
-        // The value's side of the rules once, then each read's text (`spec/hooks.md` §4).
+        // The value's side of the rules once, then the text of each read that could hold it
+        // (`spec/hooks.md` §4, §4.7).
         let needle = matching::Needle::new(value);
-        let matched: Vec<EntryId> = session
-            .reads
-            .iter()
-            .filter(|id| {
-                self.haystacks
-                    .get(id)
-                    .is_none_or(|h| h.matches_needle(&needle))
-            })
-            .copied()
-            .collect();
+        let matched: Vec<EntryId> = self.haystacks.matching(&session.reads, &needle);
         // A value the user (or an authority for the parameter) stated is authorised by that
         // statement, even when a tool output repeats it (`spec/hooks.md` §4.4). Unverifiable
         // reads stay sources.

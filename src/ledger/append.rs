@@ -119,6 +119,29 @@ impl<S: Store> Ledger<S> {
         ))
     }
 
+    /// Starts a group of appends that the store commits together at [`Ledger::end_group`]
+    /// ([`Store::begin_group`], `spec/storage.md` §6.1): each append still stores all of its
+    /// batch or nothing, but none is durable before the group ends. Hold the writers' lock
+    /// (`LEDGER.key.lock`) from here to the end of the group, and answer nobody on the strength
+    /// of an append before the group is committed.
+    ///
+    /// # Errors
+    /// Store errors; no group is started then (appends stay durable one by one).
+    pub fn begin_group(&mut self) -> Result<(), LedgerError> {
+        Ok(self.store.begin_group()?)
+    }
+
+    /// Commits the group [`Ledger::begin_group`] started: every append of it becomes durable
+    /// at once (one commit).
+    ///
+    /// # Errors
+    /// Store errors: then nothing the group appended is stored, though this handle holds it
+    /// (its tree, labels and caches are ahead of the store). The handle must be dropped and the
+    /// ledger opened again; every append of the group counts as failed.
+    pub fn end_group(&mut self) -> Result<(), LedgerError> {
+        Ok(self.store.end_group()?)
+    }
+
     /// Appends one entry: checks it, signs it with `key`, computes its label, adds its leaf to
     /// the tree and stores entry, content and tree hashes in one store transaction.
     ///

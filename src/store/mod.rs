@@ -170,6 +170,30 @@ pub trait Store {
         self.set_meta(key, value)
     }
 
+    /// Starts a *group* of writes (`spec/storage.md` §6.1): until [`Store::end_group`], every
+    /// write method still stores all of what it is given or nothing, but none of them is
+    /// durable, or seen by other handles, before the group ends, and then all of them are at
+    /// once (one commit, one fsync). A backend without groups (the default) leaves every
+    /// write durable when it returns, which is always correct. Starting a group inside one
+    /// is a no-op.
+    ///
+    /// # Errors
+    /// I/O errors (e.g. the database is locked); no group is started then, and writes stay
+    /// durable one by one.
+    fn begin_group(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Ends the group [`Store::begin_group`] started, committing every write of it; a no-op
+    /// outside a group.
+    ///
+    /// # Errors
+    /// I/O errors: then **none** of the group's writes is stored, though each returned `Ok`,
+    /// and a handle that cached what they wrote (a [`crate::Ledger`]) must be dropped.
+    fn end_group(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// The COSE bytes of the entry at `index`, if stored.
     ///
     /// # Errors

@@ -61,7 +61,11 @@ pub struct SqliteStore {
     /// The side checkpoint file beside a file ledger ([`SqliteStore::side_checkpoint_path`]);
     /// `None` in memory.
     side: Option<PathBuf>,
+    /// The group of writes open on `conn` ([`Store::begin_group`]), if any.
+    group: Option<group::Group>,
 }
+
+mod group;
 
 impl SqliteStore {
     /// Opens the ledger at `path`, creating it when the file is absent or empty (0 bytes).
@@ -120,7 +124,11 @@ impl SqliteStore {
             Mode::File { .. } => Some(Self::side_checkpoint_path(path)),
             Mode::Memory => None,
         };
-        let mut store = SqliteStore { conn, side };
+        let mut store = SqliteStore {
+            conn,
+            side,
+            group: None,
+        };
         store.setup(path, mode).map_err(|e| on_open(e, path))?;
         Ok(store)
     }
@@ -583,9 +591,7 @@ impl Store for SqliteStore {
         key: &str,
         value: &str,
     ) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = group::WriteTx::begin(&mut self.conn, self.group.is_some())?;
         {
             let mut upd = tx.prepare_cached("UPDATE entries SET tag = ?2 WHERE idx = ?1")?;
             for (i, tag) in tags {
@@ -668,14 +674,30 @@ impl Store for SqliteStore {
                  ON CONFLICT (size) DO UPDATE SET note = excluded.note",
             )?
             .execute(params![to_i64(size)?, note])?;
-        // Outside the database, so that what the WAL loses cannot take it along.
-        if let Some(side) = &self.side {
-            let kept = read_side(side)?.and_then(|n| note_size(&n));
-            if kept.is_none_or(|k| k < size) {
-                super::durable::write_atomic(side, note)?;
-            }
+        // In a group, the side file waits for the commit: it must never get ahead of the
+        // entries it covers.
+        if let Some(g) = &mut self.group {
+            g.defer_side(size, note);
+            return Ok(());
+        }
+        self.write_side(size, note)
+    }
+
+    fn begin_group(&mut self) -> Result<(), StoreError> {
+        if self.group.is_none() {
+            self.group = Some(group::Group::begin(&self.conn)?);
         }
         Ok(())
+    }
+
+    fn end_group(&mut self) -> Result<(), StoreError> {
+        match self.group.take() {
+            None => Ok(()),
+            Some(g) => match g.commit(&self.conn)? {
+                Some((size, note)) => self.write_side(size, &note),
+                None => Ok(()),
+            },
+        }
     }
 
     fn durable_checkpoint(&self) -> Result<Option<Vec<u8>>, StoreError> {
@@ -913,6 +935,19 @@ impl SqliteStore {
         PathBuf::from(name)
     }
 
+    /// Writes `note` (of tree size `size`) to the side checkpoint file unless it already holds
+    /// a larger one (`spec/storage.md` §6).
+    fn write_side(&self, size: u64, note: &[u8]) -> Result<(), StoreError> {
+        // Outside the database, so that what the WAL loses cannot take it along.
+        if let Some(side) = &self.side {
+            let kept = read_side(side)?.and_then(|n| note_size(&n));
+            if kept.is_none_or(|k| k < size) {
+                super::durable::write_atomic(side, note)?;
+            }
+        }
+        Ok(())
+    }
+
     /// [`Store::append`], and with `meta` also the setting write, in one immediate
     /// transaction: both are durable together or neither is.
     fn append_in_tx(
@@ -923,9 +958,7 @@ impl SqliteStore {
         if batch.is_empty() {
             return Ok(());
         }
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = group::WriteTx::begin(&mut self.conn, self.group.is_some())?;
         let size = tree_size_of(&tx)?;
         check_batch(size, batch)?;
         {

@@ -407,6 +407,12 @@ impl State {
         self.rows_beside = true;
     }
 
+    /// Drops the open front, so that the next event opens the ledger again (its handle is
+    /// ahead of the store after a group of writes that could not be committed).
+    pub(crate) fn forget_front(&mut self) {
+        self.front = None;
+    }
+
     /// Protects the separated guard's root `root` too, in every call the front screens.
     pub(crate) fn protect_guard_root(&mut self, root: PathBuf) {
         self.guard_root = Some(root);

@@ -1,8 +1,9 @@
 //! The gateway's door in the binary (`spec/mcp.md` §6.1): the resident hook server's handler
 //! (`hookd::State`), in process. A decision is one hook event, answered as `memlineage hook
-//! serve` answers it; records queued together are answered under one `LEDGER.key.lock`, with
-//! the session records written back once and one checkpoint and pin for the batch, each event
-//! still handled by `front::hook::handle`.
+//! serve` answers it; records queued together are answered under one `LEDGER.key.lock`, in one
+//! store transaction (one commit for all their entries), with the session records written back
+//! once and one checkpoint and pin for the batch, each event still handled by
+//! `front::hook::handle`.
 
 use crate::hookd;
 use memlineage::front::hook::{failed_in, handle, FileSessions, HookError, HookEvent, HookOutcome};
@@ -56,20 +57,33 @@ impl Door for GatewayDoor {
                 files,
                 dirty: HashMap::new(),
             };
+            let mut lost = None;
             match self.server.front() {
                 Ok(front) => {
+                    // The batch's records in one store transaction (`spec/mcp.md` §6.9); a
+                    // group that cannot be started leaves each record its own.
+                    let grouped = front.ledger().begin_group().is_ok();
                     out.extend(
                         events
                             .iter()
                             .map(|(e, i)| handle(front, &mut sessions, *e, i)),
                     );
-                    // One checkpoint and pin for the batch (`hook::decide` per event).
+                    let committed = match grouped {
+                        true => front.ledger().end_group(),
+                        false => Ok(()),
+                    };
+                    // One checkpoint and pin for the batch (`hook::decide` per event), once
+                    // its records are stored.
                     let wrote = out.iter().any(HookOutcome::allows);
-                    if let (true, Some(st)) = (wrote, dir.as_ref()) {
-                        if let Err(e) = crate::open::advance_pin(front.ledger(), st) {
-                            let why = format!("pin: {e}");
-                            fail_all(&mut out, events, &why);
+                    match (committed, wrote, dir.as_ref()) {
+                        (Err(e), _, _) => lost = Some(format!("records not committed: {e}")),
+                        (Ok(()), true, Some(st)) => {
+                            if let Err(e) = crate::open::advance_pin(front.ledger(), st) {
+                                let why = format!("pin: {e}");
+                                fail_all(&mut out, events, &why);
+                            }
                         }
+                        (Ok(()), _, _) => {}
                     }
                 }
                 Err(e) => {
@@ -79,8 +93,23 @@ impl Door for GatewayDoor {
                     }));
                 }
             }
-            if let Err(e) = sessions.flush() {
-                fail_all(&mut out, events, &e.to_string());
+            match lost {
+                // Nothing of the batch is stored: the sessions as the batch left them name
+                // reads the ledger does not hold, and the front's handle is ahead of the
+                // store. Drop both; every event failed, its session marked as having output
+                // that was not recorded (`spec/mcp.md` §6.9).
+                Some(why) => {
+                    self.server.forget_front();
+                    sessions.dirty.clear();
+                    for (o, (e, i)) in out.iter_mut().zip(events) {
+                        *o = memlineage::front::hook::failed(sessions.files, *e, i, &why);
+                    }
+                }
+                None => {
+                    if let Err(e) = sessions.flush() {
+                        fail_all(&mut out, events, &e.to_string());
+                    }
+                }
             }
             HookOutcome {
                 code: 0,

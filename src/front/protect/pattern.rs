@@ -258,7 +258,7 @@ pub fn matches(pattern: &[Pat], path: &str) -> bool {
 }
 
 /// The longest run of literal characters of `pat`, lower case: a path the pattern matches
-/// contains it, a cheap test before [`matches`].
+/// contains it, a cheap test before [`matches()`].
 pub fn literal_run(pat: &[Pat]) -> String {
     let mut best = String::new();
     let mut cur = String::new();

@@ -51,6 +51,7 @@ pub const PRUNE_EVERY: Duration = Duration::from_secs(24 * 3600);
 
 /// The hook events memlineage handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HookEvent {
     /// Before a tool runs: may block it.
     PreToolUse,

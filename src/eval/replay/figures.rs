@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 /// How tool results reach the calls they justify.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Mode {
     /// Calls are justified by the raw tool results.
     Direct,
@@ -30,6 +31,7 @@ impl Mode {
 /// The defence a sensitive call is decided under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Config {
     /// No check at all.
     NoDefence,

@@ -11,6 +11,7 @@ use crate::record::{Role, WriterKey};
 use std::path::PathBuf;
 
 /// Where the gate check finds what the agent has read (`spec/mcp.md` §1).
+#[non_exhaustive]
 pub enum ReadSet {
     /// A hook session (`spec/hooks.md` §3), shared with the hooks: loaded before every tool
     /// call, saved after one that adds reads. Its unrecorded count refuses sensitive calls, as

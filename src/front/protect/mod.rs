@@ -40,6 +40,7 @@ const MAX_PATH_CHARS: usize = 4096;
 
 /// A resource of the guard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Resource {
     /// The ledger file.
     Ledger,

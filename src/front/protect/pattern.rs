@@ -9,6 +9,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// One element of a path pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Pat {
     /// This character (compared case-insensitively: macOS and Windows file systems are).
     Ch(char),
@@ -22,6 +23,7 @@ pub enum Pat {
 
 /// What a word names.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Candidate {
     /// A path, absolute and lexically normalised.
     Path(PathBuf),

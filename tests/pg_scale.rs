@@ -242,6 +242,7 @@ fn pg_writers_integrator_crash_and_static_export() {
                 break;
             }
             Integration::Busy => std::thread::sleep(Duration::from_millis(10)),
+            other => panic!("integrate: {other:?}"),
         }
     }
 

@@ -357,6 +357,12 @@ fn negatives(
         q.entries.retain(|e| e.index != at as u64);
         q
     };
+    // The memory's proof with one change made by `change`.
+    let mutant = |change: fn(&mut LabelProof)| {
+        let mut q = summary.clone();
+        change(&mut q);
+        q
+    };
     let resign = |p: &LabelProof, ext: &str| -> Res<LabelProof> {
         let mut q = p.clone();
         q.checkpoint = signer.sign_with(c.size(), &c.root(), ext)?;
@@ -452,44 +458,45 @@ fn negatives(
         q,
         "Checkpoint",
     ));
-    let mut q = summary.clone();
-    q.entries[0].path[0][0] ^= 1;
-    v.push(("flipped-path-hash", "one bit of an audit path", q, "Proof"));
-    let mut q = summary.clone();
-    let last = q.entries.len() - 1;
-    let cose = &mut q.entries[last].cose;
-    let at = cose.len() - 1;
-    cose[at] ^= 1;
-    v.push((
-        "tampered-signature",
-        "one bit of the last entry's signature",
-        q,
-        "Entry",
-    ));
-    let mut q = summary.clone();
-    q.subject = 4;
-    v.push((
-        "other-subject",
-        "the memory's proof claiming to prove the user's prompt, one of its ancestors",
-        q,
-        "ExtraneousLookup",
-    ));
-    let mut q = summary.clone();
-    q.subject = 14;
-    v.push((
-        "missing-subject",
-        "a subject the proof does not carry",
-        q,
-        "MissingSubject",
-    ));
-    let mut q = summary.clone();
-    q.lookups.remove(0);
-    v.push((
-        "missing-lookup",
-        "the first lookup left out",
-        q,
-        "MissingLookup",
-    ));
+    v.extend([
+        (
+            "flipped-path-hash",
+            "one bit of an audit path",
+            mutant(|q| q.entries[0].path[0][0] ^= 1),
+            "Proof",
+        ),
+        (
+            "tampered-signature",
+            "one bit of the last entry's signature",
+            mutant(|q| {
+                let last = q.entries.len() - 1;
+                let cose = &mut q.entries[last].cose;
+                let at = cose.len() - 1;
+                cose[at] ^= 1;
+            }),
+            "Entry",
+        ),
+        (
+            "other-subject",
+            "the memory's proof claiming to prove the user's prompt, one of its ancestors",
+            mutant(|q| q.subject = 4),
+            "ExtraneousLookup",
+        ),
+        (
+            "missing-subject",
+            "a subject the proof does not carry",
+            mutant(|q| q.subject = 14),
+            "MissingSubject",
+        ),
+        (
+            "missing-lookup",
+            "the first lookup left out",
+            mutant(|q| {
+                q.lookups.remove(0);
+            }),
+            "MissingLookup",
+        ),
+    ]);
     // A lookup and an entry that bear on nothing: the unrelated prompt's.
     let p14 = l.prove_label(&ids[14])?;
     let mut q = summary.clone();
@@ -539,14 +546,14 @@ fn negatives(
         q,
         "Lookup",
     ));
-    let mut q = summary.clone();
-    if let Some(x) = q.lookups.iter_mut().find(|x| !x.nodes.is_empty()) {
-        x.nodes[0].1[31] ^= 0x80;
-    }
     v.push((
         "flipped-lookup-node",
         "one bit of a lookup's sibling hash",
-        q,
+        mutant(|q| {
+            if let Some(x) = q.lookups.iter_mut().find(|x| !x.nodes.is_empty()) {
+                x.nodes[0].1[31] ^= 0x80;
+            }
+        }),
         "Lookup",
     ));
     let other_key = LogSigner::new(ORIGIN, WriterKey::for_label("another log"))?;

@@ -10,10 +10,15 @@
 use memlineage::audit::audit;
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
-use memlineage::record::{Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey};
+use memlineage::record::{Role, WriterKey};
 use memlineage::store::{SqliteStore, Store};
 use memlineage::Ledger;
 use std::time::Instant;
+
+// The ledger builder the benchmark examples share; scale uses only its `fill`.
+#[path = "common/bench.rs"]
+#[allow(dead_code)]
+mod bench;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -39,43 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     l.bind(tool.key_id(), Role::Tool, "tool:read_file")?;
     l.bind(agent.key_id(), Role::Agent, "agent")?;
     let start = Instant::now();
-    let mut i = 0u64;
-    while l.len() < n {
-        let mut texts = Vec::with_capacity(1000);
-        for _ in 0..333 {
-            texts.push((
-                format!("prompt {i}: pay the bill"),
-                format!("bill {i}: 98.70 to UK12345678901234567890"),
-                format!("memory {i}: the bill asks for 98.70 to UK12345678901234567890"),
-            ));
-            i += 1;
-        }
-        // Writers sign; the ledger appends the pre-signed batch in one transaction.
-        let mut batch = Vec::with_capacity(999);
-        for (p, t, s) in &texts {
-            let pe = ProvEntry::new(user.key_id(), Kind::Prompt, p.as_bytes()).with_time_ms(i);
-            let te = ProvEntry::new(tool.key_id(), Kind::ToolResult, t.as_bytes()).with_time_ms(i);
-            let ps = SignedEntry::sign(pe, &user)?;
-            let ts = SignedEntry::sign(te, &tool)?;
-            let se = ProvEntry::new(agent.key_id(), Kind::Summary, s.as_bytes())
-                .with_parents(vec![
-                    Parent {
-                        id: ps.id(),
-                        weight: Weight::ONE,
-                    },
-                    Parent {
-                        id: ts.id(),
-                        weight: Weight::new(900_000)?,
-                    },
-                ])
-                .with_time_ms(i);
-            let ss = SignedEntry::sign(se, &agent)?;
-            batch.push((ps, p.as_bytes()));
-            batch.push((ts, t.as_bytes()));
-            batch.push((ss, s.as_bytes()));
-        }
-        l.append_signed(batch)?;
-    }
+    bench::fill(&mut l, [&user, &tool, &agent], n)?;
     let write = start.elapsed();
     l.checkpoint()?;
     let entries = l.len();

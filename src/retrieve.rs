@@ -38,6 +38,10 @@ impl Retrieved {
 }
 
 /// What retrieval did with one requested id.
+///
+/// Exhaustive: a caller that puts entries into a prompt must handle every outcome (only
+/// `Verified` text may be shown as verified); a new one must break its build rather than fall into
+/// a wildcard arm.
 #[derive(Debug)]
 pub enum Outcome {
     /// Verified; ready for the prompt.

@@ -6,16 +6,17 @@
 //! row does not verify; a flag cut out of the log under an older or deleted seal); they are
 //! refused since (`spec/lineage.md` §5.1 steps 4 and 5).
 
-#[path = "common/ledger_support.rs"]
-mod ledger_support;
+#[path = "common/landlord.rs"]
+mod landlord;
 
-use ledger_support::put as append;
+use landlord::ledger_support::put as append;
+use landlord::{landlord, pay, Landlord, Principals};
 use memlineage::gate::{Policy, ToolCall};
 use memlineage::ledger::META_SEAL;
 use memlineage::lineage::quarantine::Reach;
 use memlineage::lineage::{Label, LabelPolicy};
 use memlineage::log::LogSigner;
-use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
+use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Weight, WriterKey};
 use memlineage::store::SqliteStore;
 use memlineage::{Ledger, LedgerError};
 use rusqlite::{params, Connection};
@@ -46,14 +47,6 @@ struct Scene {
     call: ToolCall,
 }
 
-fn pay(memo: EntryId) -> ToolCall {
-    ToolCall {
-        tool: "send_money".into(),
-        sensitive: true,
-        args: vec![("recipient".into(), vec![memo])],
-    }
-}
-
 fn stored_seal(path: &Path) -> String {
     Connection::open(path)
         .unwrap()
@@ -73,33 +66,15 @@ impl Scene {
     fn with(after: usize, checkpoint: bool, flagged: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.db");
-        let user = WriterKey::for_label("af/user");
-        let agent = WriterKey::for_label("af/agent");
-        let tool = WriterKey::for_label("af/tool");
         let mut l = Ledger::create(
             SqliteStore::open(&path).unwrap(),
             log(),
             LabelPolicy::default(),
         )
         .unwrap();
-        l.bind(user.key_id(), Role::User, "user").unwrap();
-        l.bind(agent.key_id(), Role::Agent, "agent").unwrap();
-        l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
-        let prompt = append(&mut l, &user, Kind::Prompt, "pay my landlord", &[]);
-        let post = append(
-            &mut l,
-            &tool,
-            Kind::ToolResult,
-            "landlord IBAN is XX99",
-            &[],
-        );
-        let memo = append(
-            &mut l,
-            &agent,
-            Kind::Summary,
-            "landlord: XX99",
-            &[(prompt, 1_000_000), (post, 100_000)],
-        );
+        let p = Principals::new("af");
+        let Landlord { prompt, post, memo } = landlord(&mut l, &p);
+        let Principals { user, agent, .. } = p;
         let call = pay(memo);
         assert!(
             l.gate(&Policy::default(), &call).is_allow(),

@@ -15,9 +15,12 @@ use std::path::Path;
 
 #[path = "common/cli_support.rs"]
 mod cli_support;
+#[path = "common/landlord.rs"]
+mod landlord;
 #[path = "common/recorded.rs"]
 mod recorded;
 use cli_support::{ok, run};
+use landlord::{landlord, pay, Landlord, Principals};
 use recorded::{events, Event, Recorded};
 
 #[test]
@@ -186,11 +189,11 @@ fn swapped_entry_rows_are_refused() {
 /// that store.
 #[test]
 fn hidden_quarantine_state_is_refused() {
-    use memlineage::gate::{Decision, Policy, ToolCall};
+    use memlineage::gate::{Decision, Policy};
     use memlineage::lineage::quarantine::Reach;
     use memlineage::lineage::LabelPolicy;
     use memlineage::log::LogSigner;
-    use memlineage::record::{Parent, ProvEntry, Role, Weight, WriterKey};
+    use memlineage::record::WriterKey;
     for attack in [
         "UPDATE entries SET kind = 3 WHERE kind = 7",
         "DELETE FROM entries WHERE kind = 7",
@@ -204,9 +207,6 @@ fn hidden_quarantine_state_is_refused() {
         let path = dir.path().join("q.db");
         let log =
             || LogSigner::new("test.example/fail-closed", WriterKey::for_label("fc/log")).unwrap();
-        let user = WriterKey::for_label("fc/user");
-        let agent = WriterKey::for_label("fc/agent");
-        let tool = WriterKey::for_label("fc/tool");
         let (memo, call) = {
             let mut l = Ledger::create(
                 SqliteStore::open(&path).unwrap(),
@@ -214,41 +214,15 @@ fn hidden_quarantine_state_is_refused() {
                 LabelPolicy::default(),
             )
             .unwrap();
-            l.bind(user.key_id(), Role::User, "user").unwrap();
-            l.bind(agent.key_id(), Role::Agent, "agent").unwrap();
-            l.bind(tool.key_id(), Role::Tool, "tool:web").unwrap();
-            let mut put = |k: &WriterKey, kind, text: &str, parents: Vec<Parent>| {
-                let e = ProvEntry::new(k.key_id(), kind, text.as_bytes()).with_parents(parents);
-                l.append(e, k, text.as_bytes()).unwrap().id
-            };
-            let prompt = put(&user, Kind::Prompt, "pay my landlord", vec![]);
-            let post = put(&tool, Kind::ToolResult, "landlord IBAN is XX99", vec![]);
-            let memo = put(
-                &agent,
-                Kind::Summary,
-                "landlord: XX99",
-                vec![
-                    Parent {
-                        id: prompt,
-                        weight: Weight::ONE,
-                    },
-                    Parent {
-                        id: post,
-                        weight: Weight::new(100_000).unwrap(),
-                    },
-                ],
-            );
-            let call = ToolCall {
-                tool: "send_money".into(),
-                sensitive: true,
-                args: vec![("recipient".into(), vec![memo])],
-            };
+            let p = Principals::new("fc");
+            let Landlord { post, memo, .. } = landlord(&mut l, &p);
+            let call = pay(memo);
             assert_eq!(
                 l.gate(&Policy::default(), &call),
                 Decision::Allow,
                 "Derived-Trusted"
             );
-            l.flag(post, Reach::All, &user, "advisory").unwrap();
+            l.flag(post, Reach::All, &p.user, "advisory").unwrap();
             assert!(!l.gate(&Policy::default(), &call).is_allow(), "quarantined");
             (memo, call)
         };
@@ -322,9 +296,7 @@ fn a_flipped_label_on_postgres_is_refused() {
     use memlineage::log::LogSigner;
     use memlineage::record::{ProvEntry, Role, WriterKey};
     use memlineage::store::PgStore;
-    let Some(url) = pg_support::database_url("a_flipped_label_on_postgres_is_refused") else {
-        return;
-    };
+    let url = pg_support::database_url("a_flipped_label_on_postgres_is_refused");
     let schema = pg_support::fresh_ledger("failclosed");
     let log = || {
         LogSigner::new(
@@ -374,9 +346,7 @@ fn a_hidden_flag_on_postgres_is_refused() {
     use memlineage::log::LogSigner;
     use memlineage::record::{ProvEntry, Role, WriterKey};
     use memlineage::store::PgStore;
-    let Some(url) = pg_support::database_url("a_hidden_flag_on_postgres_is_refused") else {
-        return;
-    };
+    let url = pg_support::database_url("a_hidden_flag_on_postgres_is_refused");
     let log = || {
         LogSigner::new(
             "test.example/fail-closed-pg-flag",

@@ -895,9 +895,7 @@ fn postgres_refuses_the_same_store_attacks() {
     use memlineage::record::{Kind, ProvEntry};
     use memlineage::store::PgStore;
     use memlineage::{Ledger, LedgerError};
-    let Some(url) = pg_support::database_url("postgres_refuses_the_same_store_attacks") else {
-        return;
-    };
+    let url = pg_support::database_url("postgres_refuses_the_same_store_attacks");
     let (log, tool) = (pg::log, pg::tool());
     let psql = |sql: &str| pg::psql(&url, sql);
     let build = |schema: &str| pg::build(&url, schema);
@@ -1050,11 +1048,9 @@ fn postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row() {
     use memlineage::record::{Kind, ProvEntry};
     use memlineage::store::{PgStore, Store};
     use memlineage::{Ledger, LedgerError};
-    let Some(url) = pg_support::database_url(
+    let url = pg_support::database_url(
         "postgres_refuses_grafted_rows_a_replaced_ledger_a_fork_and_a_deleted_row",
-    ) else {
-        return;
-    };
+    );
     let (log, tool) = (pg::log, pg::tool());
     let psql = |sql: &str| pg::psql(&url, sql);
     let build = |schema: &str| pg::build(&url, schema);
@@ -1155,11 +1151,9 @@ fn postgres_entries_sequenced_without_the_key_are_never_signed_by_an_integrator(
     use memlineage::record::{Kind, ProvEntry, SignedEntry};
     use memlineage::store::{Integration, PgStore, Store, StoreError, Submission};
     use memlineage::Ledger;
-    let Some(url) = pg_support::database_url(
+    let url = pg_support::database_url(
         "postgres_entries_sequenced_without_the_key_are_never_signed_by_an_integrator",
-    ) else {
-        return;
-    };
+    );
     let theirs = PgStore::connect(&url, &pg::mallory(&url)).unwrap();
     // Mallory's two rows, as the sequencer takes them (label and all chosen by the attacker).
     let forged: Vec<Submission> = (0..theirs.tree_size().unwrap())
@@ -1266,11 +1260,9 @@ fn postgres_an_integrator_never_signs_a_head_over_another_logs_tree() {
     use memlineage::record::{Kind, ProvEntry, SignedEntry};
     use memlineage::store::{PgStore, Store};
     use memlineage::Ledger;
-    let Some(url) = pg_support::database_url(
+    let url = pg_support::database_url(
         "postgres_an_integrator_never_signs_a_head_over_another_logs_tree",
-    ) else {
-        return;
-    };
+    );
     let victim = pg_support::fresh_ledger("pgattack_fork");
     let signed4 = pg::build(&url, &victim);
     // The attacker's own log of the same size (their own key): mallory bound, three prompts.

@@ -85,9 +85,7 @@ fn conformance_sqlite_file() {
 #[cfg(feature = "postgres")]
 #[test]
 fn conformance_postgres() {
-    let Some(url) = pg_support::database_url("conformance_postgres") else {
-        return;
-    };
+    let url = pg_support::database_url("conformance_postgres");
     let base = pg_support::fresh_ledger("conf");
     let n = Cell::new(0u32);
     conformance(|| {
@@ -101,9 +99,7 @@ fn conformance_postgres() {
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_refuses_wrong_hashes() {
-    let Some(url) = pg_support::database_url("postgres_refuses_wrong_hashes") else {
-        return;
-    };
+    let url = pg_support::database_url("postgres_refuses_wrong_hashes");
     let mk = || PgStore::connect(&url, &pg_support::fresh_ledger("wronghash")).unwrap();
     let (mut s, model) = filled(&mk, 3);
     let mut batch = model.make(2, "wrong");
@@ -122,9 +118,7 @@ fn postgres_refuses_wrong_hashes() {
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_open_errors_and_reopen() {
-    let Some(url) = pg_support::database_url("postgres_open_errors_and_reopen") else {
-        return;
-    };
+    let url = pg_support::database_url("postgres_open_errors_and_reopen");
     assert!(matches!(
         PgStore::connect(&url, "Bad-Name"),
         Err(StoreError::BadLedgerName(_))

@@ -1,10 +1,10 @@
 //! What the benchmark examples share (`spec/benchmarks.md`): a ledger of a given size made
-//! with the CLI and filled with pre-signed batches, quantiles, and the raw primitive the
+//! with the CLI and filled with pre-signed batches (also what `scale` fills its ledger with), quantiles, and the raw primitive the
 //! ratios are taken against. Included by `#[path]`; not an example of its own.
 
 use memlineage::front::keystore::KeyStore;
-use memlineage::record::{Kind, Parent, ProvEntry, Role, SignedEntry, Weight};
-use memlineage::store::SqliteStore;
+use memlineage::record::{Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey};
+use memlineage::store::{SqliteStore, Store};
 use memlineage::Ledger;
 use std::path::Path;
 use std::process::Command;
@@ -42,6 +42,20 @@ pub fn build(bin: &Path, dir: &Path, n: u64) -> Res<()> {
     l.bind(tool.key_id(), Role::Tool, "tool:read_file")?;
     l.bind(agent.key_id(), Role::Agent, "agent")?;
     let start = Instant::now();
+    fill(&mut l, [&user, &tool, &agent], n)?;
+    l.checkpoint()?;
+    eprintln!(
+        "built {} entries in {:.1} s",
+        l.len(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Fills `l` to `n` entries (or a little past, in whole batches): triples of a prompt by
+/// `user`, a tool result by `tool` and `agent`'s summary of both (weights 1.0 and 0.9), signed
+/// by their writers and appended with `append_signed` in batches of 999 (one transaction each).
+pub fn fill<S: Store>(l: &mut Ledger<S>, [user, tool, agent]: [&WriterKey; 3], n: u64) -> Res<()> {
     let mut i = 0u64;
     while l.len() < n {
         let mut batch = Vec::with_capacity(999);
@@ -57,11 +71,11 @@ pub fn build(bin: &Path, dir: &Path, n: u64) -> Res<()> {
         for (p, t, s) in &texts {
             let ps = SignedEntry::sign(
                 ProvEntry::new(user.key_id(), Kind::Prompt, p.as_bytes()).with_time_ms(i),
-                &user,
+                user,
             )?;
             let ts = SignedEntry::sign(
                 ProvEntry::new(tool.key_id(), Kind::ToolResult, t.as_bytes()).with_time_ms(i),
-                &tool,
+                tool,
             )?;
             let se = ProvEntry::new(agent.key_id(), Kind::Summary, s.as_bytes())
                 .with_parents(vec![
@@ -75,19 +89,13 @@ pub fn build(bin: &Path, dir: &Path, n: u64) -> Res<()> {
                     },
                 ])
                 .with_time_ms(i);
-            let ss = SignedEntry::sign(se, &agent)?;
+            let ss = SignedEntry::sign(se, agent)?;
             batch.push((ps, p.as_bytes()));
             batch.push((ts, t.as_bytes()));
             batch.push((ss, s.as_bytes()));
         }
         l.append_signed(batch)?;
     }
-    l.checkpoint()?;
-    eprintln!(
-        "built {} entries in {:.1} s",
-        l.len(),
-        start.elapsed().as_secs_f64()
-    );
     Ok(())
 }
 

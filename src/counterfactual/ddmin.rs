@@ -26,6 +26,8 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 
 /// One predicate answer, the test outcomes of Zeller & Hildebrandt 2002, §2.
+///
+/// Exhaustive: the three test outcomes of the ddmin algorithm (pass, fail, unresolved).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
     /// ✘: the subset still produces the failure (the wrong answer).
@@ -38,6 +40,9 @@ pub enum Outcome {
 }
 
 /// What [`ddmin`] found.
+///
+/// Exhaustive: the two results ddmin can have (Zeller & Hildebrandt 2002); a caller handles
+/// both.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Culprits<T> {
     /// A 1-minimal failing subset: the predicate fails on `culprits`, and on every subset

@@ -66,6 +66,7 @@ pub struct Panel {
 /// Which table a scenario belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Group {
     /// The attack table (paper §6).
     Attack,
@@ -109,6 +110,7 @@ fn default_tau() -> f64 {
 /// The scripted judge of an `lm_self_eval` write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum JudgeKind {
     /// [`OverlapJudge`].
     #[default]
@@ -139,6 +141,7 @@ impl Judge for ObedientJudge {
 /// One step of a scenario (`spec/eval.md` §2.2).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
 pub enum Step {
     /// Sign an entry and append it with [`Ledger::append`]; its parents are the `context`
     /// entries weighted by `attribution`.

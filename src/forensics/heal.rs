@@ -34,6 +34,7 @@ pub struct Vote {
 
 /// Why a fact was not healed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NotHealed {
     /// No candidate is clean (or none has a readable claim).
     NoCleanSupport,
@@ -44,6 +45,9 @@ pub enum NotHealed {
 }
 
 /// What [`heal`] did.
+///
+/// Exhaustive: each outcome sets the exit status of `memlineage heal`; a new one must be
+/// handled by every caller, not fall into a wildcard arm.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HealOutcome {
     /// A replacement was appended.

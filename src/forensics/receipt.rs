@@ -24,6 +24,7 @@ use std::process::{Command, Stdio};
 
 /// Why the receipt's tip is suspect.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Cause {
     /// A flag quarantined the source; `reason` is the flag entry's content.
     Flagged {
@@ -203,6 +204,7 @@ impl Hop {
 /// A piece of a receipt sentence: the sentence's own words, or a name or reason as a quoted
 /// literal (`crate::quote`, `spec/forensics.md` §3.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Piece {
     /// Words of the sentence itself.
     Words(String),

@@ -38,6 +38,7 @@ pub const MIN_MATCHED_VALUE_CHARS: usize = 4;
 
 /// How the caller found a candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Found {
     /// From a structured field (a contacts list's `iban`, an earlier approved call's argument).
     Structured,
@@ -75,6 +76,7 @@ pub struct Swap {
 
 /// Why a denied call could not be repaired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Unrepairable {
     /// The denial is not about untrusted or quarantined justification (unknown entry,
     /// tombstone, unsourced argument): repair does not apply.
@@ -90,6 +92,9 @@ pub enum Unrepairable {
 }
 
 /// The outcome of [`decide_with_repair`].
+///
+/// Exhaustive: this is a decision (allowed as is, allowed after repair, or denied); a new
+/// outcome must break every caller's build rather than fall into a wildcard arm that might allow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RepairOutcome {
     /// Allowed as proposed.

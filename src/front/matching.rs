@@ -196,6 +196,7 @@ impl Haystack {
 /// many reads costs the searches only. `Haystack::matches(v)` is
 /// `matches_needle(&Needle::new(v))`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Needle {
     /// `null`, a boolean or an empty string: matches nothing.
     Never,

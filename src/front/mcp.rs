@@ -26,31 +26,40 @@
 pub mod gateway;
 pub mod stdio;
 
+mod limits;
+mod reads;
+mod tools;
+mod verdict;
+
+pub(crate) use limits::cut;
+pub use reads::{ReadSet, SharedKeyFile};
+pub use tools::{
+    AppendArgs, Appended, ExplainArgs, Explained, FlagArgs, Flagged, GateArgs, GateResult, Hop,
+    ParentArg, ReceiptHop, ReceiptResult, RetrieveArgs, Retrieved, RetrievedEntry, Withheld,
+};
+
 use crate::forensics::receipt::{receipt, Cause};
-use crate::front::hook::Sessions;
-use crate::front::keystore::KeyStore;
 use crate::front::pin::StateDir;
 use crate::front::{
-    Front, FrontError, Keys, Refusal, Session, Verdict, WITHHELD_OVER_BUDGET, WITHHELD_QUARANTINED,
+    Front, Keys, Refusal, Session, Verdict, WITHHELD_OVER_BUDGET, WITHHELD_QUARANTINED,
     WITHHELD_TOMBSTONED,
 };
-use crate::gate::{Decision, Denial, ToolCall};
 use crate::lineage::quarantine::Reach;
-use crate::record::{EntryId, Kind, Parent, Role, Weight, WriterKey};
+use crate::record::{EntryId, Kind, Parent, Weight};
 use crate::retrieve::Outcome;
 use crate::store::Store;
+use limits::{bounded, id_arg, msg, quote, too_many};
+use reads::{lock, unrecorded_everywhere, Reads};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::{Json, Parameters};
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use verdict::{cited_verdict, gate_result};
 
 /// Most entry ids one tool call may carry (`ids` of `ledger_retrieve`, all `justifications` of
 /// `ledger_gate_check`, `parents` of `ledger_append`); more is a tool error.
@@ -68,275 +77,6 @@ pub const MAX_QUOTE_BYTES: usize = 80;
 pub const MAX_MESSAGE_BYTES: usize = 1024;
 /// The system principal that signs `ledger_flag` entries (as `memlineage flag` by default).
 pub const FLAGGER: &str = "advisory";
-
-/// Arguments of `ledger_append`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AppendArgs {
-    /// The memory's text (UTF-8).
-    pub text: String,
-    /// `summary` (default; also `observation`) or `fact`.
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// Entries this memory was derived from, with weights in [0, 1] (an edge propagates
-    /// labels when its weight exceeds the ledger's threshold τ).
-    #[serde(default)]
-    pub parents: Vec<ParentArg>,
-}
-
-/// One parent of an appended memory.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ParentArg {
-    /// Entry id, 64 hex digits.
-    pub id: String,
-    /// Weight in [0, 1].
-    pub weight: f64,
-}
-
-/// Arguments of `ledger_retrieve`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RetrieveArgs {
-    /// Entry ids, 64 hex digits each, at most 1024.
-    pub ids: Vec<String>,
-}
-
-/// Arguments of `ledger_gate_check`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GateArgs {
-    /// The tool the agent proposes to call.
-    pub tool: String,
-    /// The call's arguments, as the tool would receive them.
-    #[serde(default)]
-    pub args: serde_json::Map<String, serde_json::Value>,
-    /// Per argument, entries (64-hex ids) the caller says justify its value. They can only
-    /// make the decision stricter: each is verified and gated too, besides the entries the
-    /// server finds the value in.
-    #[serde(default)]
-    pub justifications: BTreeMap<String, Vec<String>>,
-}
-
-/// Arguments of `ledger_explain` and `ledger_receipt`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ExplainArgs {
-    /// Entry id, 64 hex digits.
-    pub id: String,
-}
-
-/// Arguments of `ledger_flag`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FlagArgs {
-    /// The bad source's entry id (64 hex digits).
-    pub source: String,
-    /// Why (the advisory), recorded as the flag entry's content; not empty.
-    pub reason: String,
-    /// `all` (default: over every recorded edge) or `strong` (over edges with w > τ only).
-    #[serde(default)]
-    pub reach: Option<String>,
-}
-
-/// Result of `ledger_append`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Appended {
-    /// The new entry's id.
-    pub id: String,
-    /// Its leaf index in the log.
-    pub index: u64,
-    /// Its label (`TRUSTED`, `DERIVED_TRUSTED`, `DERIVED_UNTRUSTED`, `EXTERNAL`).
-    pub label: String,
-    /// The principal that signed it (the server's, never the caller's choice).
-    pub writer: String,
-}
-
-/// Result of `ledger_retrieve`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Retrieved {
-    /// Verified entries, in request order.
-    pub entries: Vec<RetrievedEntry>,
-    /// Ids kept out (tombstoned, quarantined, unknown, failing verification, or past the
-    /// response's text budget), with the reason.
-    pub withheld: Vec<Withheld>,
-}
-
-/// One verified entry.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct RetrievedEntry {
-    /// Entry id.
-    pub id: String,
-    /// Its label.
-    pub label: String,
-    /// Kind of write.
-    pub kind: String,
-    /// Writer's name.
-    pub writer: String,
-    /// Content, `null` when redacted.
-    pub text: Option<String>,
-    /// `[trust=LABEL id=XXXXXXXX writer=NAME] text`, for a prompt.
-    pub rendered: String,
-}
-
-/// An id retrieval kept out of the prompt.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Withheld {
-    /// Entry id.
-    pub id: String,
-    /// Why.
-    pub reason: String,
-}
-
-/// Result of `ledger_gate_check`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct GateResult {
-    /// `allow`, `deny`, or `ask`: the value gate allows the call but the agent composed its
-    /// arguments after the session read untrusted input, and the policy says to ask the user
-    /// (`spec/hooks.md` §15); the client MUST NOT run the call without the user's approval.
-    pub decision: String,
-    /// Whether the policy treats the tool as a sensitive sink (non-sensitive calls are
-    /// allowed without checks).
-    pub sensitive: bool,
-    /// On denial or ask: why, as a sentence (for an ask, the receipt naming the untrusted read).
-    pub reason: Option<String>,
-    /// On a gate denial: the offending parameter.
-    pub param: Option<String>,
-    /// On a gate denial: the offending entry.
-    pub entry: Option<String>,
-    /// On a gate denial: the lineage path from the untrusted source to the entry.
-    pub path: Vec<String>,
-    /// Per argument, the entries the decision rests on: those its value was found in, then
-    /// those the caller cited.
-    pub justifications: BTreeMap<String, Vec<String>>,
-}
-
-/// Result of `ledger_explain`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Explained {
-    /// Entry id.
-    pub id: String,
-    /// Its label.
-    pub label: String,
-    /// Whether it was deleted by a tombstone.
-    pub tombstoned: bool,
-    /// The path from the untrusted source that gives the label (empty when trusted).
-    pub path: Vec<Hop>,
-}
-
-/// One entry on a lineage path.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Hop {
-    /// Entry id.
-    pub id: String,
-    /// Kind of write.
-    pub kind: String,
-    /// Writer's name and role, e.g. `tool:read_file (tool)`.
-    pub writer: String,
-    /// Label.
-    pub label: String,
-}
-
-/// Result of `ledger_flag`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Flagged {
-    /// The flag entry's id.
-    pub flag: String,
-    /// The flagged source.
-    pub source: String,
-    /// `all` or `strong`.
-    pub reach: String,
-    /// Entries quarantined now, in the whole ledger.
-    pub quarantined: u64,
-    /// Of those, how many this flag added.
-    pub newly_quarantined: u64,
-}
-
-/// Result of `ledger_receipt`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ReceiptResult {
-    /// The entry explained.
-    pub id: String,
-    /// The receipt as a sentence (`spec/forensics.md` §3).
-    pub sentence: String,
-    /// `flagged` (a flag quarantined the source) or `external` (the source is External).
-    pub cause: String,
-    /// The flag entry, when flagged.
-    pub flag: Option<String>,
-    /// The flag's reason, when flagged.
-    pub reason: Option<String>,
-    /// The path, source first.
-    pub path: Vec<ReceiptHop>,
-}
-
-/// One hop of a receipt path.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ReceiptHop {
-    /// Entry id.
-    pub id: String,
-    /// Leaf index (the number the sentence uses).
-    pub index: u64,
-    /// Kind of write.
-    pub kind: String,
-    /// Writer's name and role, e.g. `tool:read_file (tool)`.
-    pub writer: String,
-    /// Label.
-    pub label: String,
-}
-
-/// Where the gate check finds what the agent has read (`spec/mcp.md` §1).
-pub enum ReadSet {
-    /// A hook session (`spec/hooks.md` §3), shared with the hooks: loaded before every tool
-    /// call, saved after one that adds reads. Its unrecorded count refuses sensitive calls, as
-    /// it does in the PreToolUse hook.
-    Session {
-        /// Where the hooks keep sessions (the binary: `LEDGER.sessions/`).
-        sessions: Box<dyn Sessions + Send>,
-        /// The agent's session id.
-        id: String,
-    },
-    /// Every entry of the ledger: a value found in any recorded text is sourced there. For a
-    /// server that is not told the session: it cannot know what the agent read.
-    Ledger {
-        /// The hooks' session files (`LEDGER.sessions/`), if any: tool output that any session
-        /// could not record, or a session file that cannot be read, refuses sensitive calls.
-        sessions_dir: Option<PathBuf>,
-    },
-}
-
-/// The key file `LEDGER.key` read afresh at every use and saved as soon as a principal is
-/// added: for a long-lived process (the MCP server) sharing the file with hook processes. The
-/// caller holds the key-file lock ([`LedgerServer::with_lock`]).
-#[derive(Debug)]
-pub struct SharedKeyFile(pub PathBuf);
-
-impl Keys for SharedKeyFile {
-    fn key(&mut self, name: &str, role: Role) -> Result<(WriterKey, bool), FrontError> {
-        let mut ks = KeyStore::load(&self.0)?;
-        let (k, _, created) = ks.principal(name, Some(role))?;
-        if created {
-            ks.save(&self.0)?;
-        }
-        Ok((k, created))
-    }
-}
-
-/// What a tool call is given of the read set.
-struct Reads<'a> {
-    /// The session as loaded (Session mode) or every entry of the ledger (Ledger mode).
-    session: &'a mut Session,
-    /// Unrecorded tool output counted outside `session` (in Ledger mode, every session's).
-    elsewhere: u64,
-    /// Why the read set cannot be trusted, if it cannot (a damaged session file, an entry
-    /// that does not verify): sensitive calls are refused.
-    broken: Option<String>,
-    /// Whether `session` is what the agent read: Session mode while the session is the one the
-    /// hooks recorded last ([`Front::is_newest_session`]). In Ledger mode it is every entry,
-    /// which says nothing of the agent's context: a write there is untied (`spec/mcp.md` §2.1).
-    tied: bool,
-    /// The state directory whose pin follows every checkpoint the server signs.
-    pin: Option<&'a StateDir>,
-}
 
 /// Signs the checkpoint after a write and advances the pin, if the server keeps one
 /// (`spec/hooks.md` §6.2).
@@ -376,88 +116,6 @@ impl<S: Store, K: Keys> Clone for LedgerServer<S, K> {
             tool_router: self.tool_router.clone(),
         }
     }
-}
-
-/// `s` cut to at most `max` bytes on a character boundary, with `…` when cut.
-pub(crate) fn cut(s: &str, max: usize) -> Cow<'_, str> {
-    if s.len() <= max {
-        return Cow::Borrowed(s);
-    }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    Cow::Owned(format!("{}…", &s[..end]))
-}
-
-/// A caller's string for an error message: whole when short, else its start and its length.
-fn quote(s: &str) -> String {
-    if s.len() <= MAX_QUOTE_BYTES {
-        format!("`{s}`")
-    } else {
-        format!("`{}` ({} bytes)", cut(s, MAX_QUOTE_BYTES), s.len())
-    }
-}
-
-fn msg(e: impl std::fmt::Display) -> String {
-    cut(&e.to_string(), MAX_MESSAGE_BYTES).into_owned()
-}
-
-fn id_arg(s: &str) -> Result<EntryId, String> {
-    EntryId::from_hex(s).map_err(|_| format!("{} is not an entry id (64 hex digits)", quote(s)))
-}
-
-fn too_many(n: usize) -> Result<(), String> {
-    if n > MAX_IDS {
-        return Err(format!(
-            "{n} entry ids in one call: at most {MAX_IDS}; split the request"
-        ));
-    }
-    Ok(())
-}
-
-/// Takes the exclusive lock on the file at `path` (created if absent) until the file is
-/// dropped, as the hooks do ([`crate::store::durable::lock_file`]).
-fn lock(path: &std::path::Path) -> Result<std::fs::File, String> {
-    crate::store::durable::lock_file(path, LOCK_WAIT)
-        .map_err(|e| format!("lock {}: {e}", path.display()))
-}
-
-/// How long a tool call waits for the key-file lock before it fails.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// The unrecorded count of every session file in `dir`; a file that cannot be read counts as
-/// broken (its session's state is unknown).
-fn unrecorded_everywhere(dir: &std::path::Path) -> (u64, Option<String>) {
-    let entries = match std::fs::read_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (0, None),
-        Err(e) => return (0, Some(format!("session files {}: {e}", dir.display()))),
-        Ok(it) => it,
-    };
-    let (mut total, mut broken) = (0u64, None);
-    for entry in entries {
-        let path = match entry {
-            Ok(e) => e.path(),
-            Err(e) => {
-                broken = Some(format!("session files {}: {e}", dir.display()));
-                continue;
-            }
-        };
-        if path.extension().is_none_or(|x| x != "json") {
-            continue;
-        }
-        match crate::store::durable::read_regular(&path, crate::front::hook::MAX_SESSION_BYTES)
-            .map_err(|e| e.to_string())
-            .and_then(|b| b.ok_or_else(|| "gone".to_string()))
-            .and_then(|b| serde_json::from_slice::<Session>(&b).map_err(|e| e.to_string()))
-        {
-            // memlineage 0.1's shared "unknown session" is ignored, as the hooks ignore it.
-            Ok(s) if s.id.is_empty() => {}
-            Ok(s) => total = total.saturating_add(s.unrecorded),
-            Err(e) => broken = Some(format!("session file {}: {e}", path.display())),
-        }
-    }
-    (total, broken)
 }
 
 #[tool_router]
@@ -901,132 +559,6 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                     .collect(),
             }))
         })
-    }
-}
-
-/// The gate's verdict on the entries the caller cited: each must verify (signature, inclusion
-/// under the signed checkpoint) and pass the gate as a justification of its parameter.
-fn cited_verdict<S: Store, K: Keys>(
-    front: &mut Front<S, K>,
-    tool: &str,
-    cited: &[(String, Vec<EntryId>)],
-) -> Result<Verdict, String> {
-    if cited.is_empty() {
-        return Ok(Verdict::Allow);
-    }
-    let ids: Vec<EntryId> = cited
-        .iter()
-        .flat_map(|(_, ids)| ids.iter().copied())
-        .collect();
-    for o in front.ledger().retrieve(&ids).map_err(msg)? {
-        if let Outcome::Rejected(id, e) = o {
-            return Ok(Verdict::Deny(Refusal::Unreadable(format!(
-                "{tool}: cited entry {} cannot be verified: {}",
-                id.short(),
-                msg(e)
-            ))));
-        }
-    }
-    let call = ToolCall {
-        tool: tool.to_string(),
-        sensitive: true,
-        args: cited.to_vec(),
-    };
-    let policy = front.policy().clone();
-    // No values here (cited entries only): the shared-writable writer check of
-    // `spec/gate.md` §3.2 still applies; `Front::check` runs the origin check on the values.
-    Ok(
-        match front
-            .ledger()
-            .gate_values(&policy, &call, &serde_json::Map::new())
-        {
-            Decision::Allow => Verdict::Allow,
-            Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
-        },
-    )
-}
-
-fn gate_result(
-    verdict: Verdict,
-    sensitive: bool,
-    justifications: BTreeMap<String, Vec<String>>,
-) -> GateResult {
-    let mut out = GateResult {
-        decision: match verdict {
-            Verdict::Allow => "allow",
-            Verdict::Ask(_) => "ask",
-            Verdict::Deny(_) => "deny",
-        }
-        .into(),
-        sensitive,
-        reason: None,
-        param: None,
-        entry: None,
-        path: Vec::new(),
-        justifications,
-    };
-    // A stated value that untrusted input carries too: the receipt's parameter and the
-    // untrusted entry (spec/hooks.md §4.4).
-    let mut stated = |r: &crate::front::ask::Receipt| {
-        if r.stated.is_some() {
-            out.param = Some(r.param.clone());
-            out.entry = Some(r.read.to_string());
-            out.path = vec![r.read.to_string()];
-        }
-    };
-    match &verdict {
-        Verdict::Ask(r) => stated(r),
-        Verdict::Deny(Refusal::Stated(r)) => stated(r),
-        _ => {}
-    }
-    if let Verdict::Ask(r) = &verdict {
-        out.reason = Some(msg(format!("memlineage: ask {r}")));
-    }
-    if let Verdict::Deny(r) = &verdict {
-        out.reason = Some(msg(r));
-        if let Refusal::Gate(Denial {
-            param, entry, path, ..
-        }) = r
-        {
-            out.param = Some(param.clone());
-            out.entry = entry.map(|e| e.to_string());
-            out.path = path.iter().map(EntryId::to_string).collect();
-        }
-    }
-    out
-}
-
-/// Bounds what a tool call sends back: an error's text to [`MAX_MESSAGE_BYTES`], a result to
-/// [`MAX_RESULT_BYTES`] (replaced by a tool error past it), a JSON-RPC error's message to
-/// [`MAX_MESSAGE_BYTES`] without data.
-fn bounded(r: Result<CallToolResponse, ErrorData>) -> Result<CallToolResponse, ErrorData> {
-    match r {
-        Ok(CallToolResponse::Complete(mut result)) => {
-            if result.is_error == Some(true) {
-                let text: String = result
-                    .content
-                    .iter()
-                    .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                result.content = vec![ContentBlock::text(msg(text))];
-                result.structured_content = None;
-            }
-            let size = serde_json::to_vec(&result).map_or(usize::MAX, |v| v.len());
-            if size > MAX_RESULT_BYTES {
-                result = CallToolResult::error(vec![ContentBlock::text(format!(
-                    "the result ({size} bytes) is over the {MAX_RESULT_BYTES}-byte limit: \
-                     ask for less"
-                ))]);
-            }
-            Ok(result.into())
-        }
-        Ok(other) => Ok(other),
-        Err(mut e) => {
-            e.message = Cow::Owned(msg(&e.message));
-            e.data = None;
-            Err(e)
-        }
     }
 }
 

@@ -141,6 +141,9 @@ fn worst<const N: usize>(verdicts: [Verdict; N]) -> Verdict {
 }
 
 /// A front's answer to a proposed tool call.
+///
+/// Exhaustive: a caller must handle both answers; a new one must break its build rather than
+/// fall into a wildcard arm that might allow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// The call may proceed.
@@ -161,6 +164,9 @@ impl Verdict {
 }
 
 /// Why a call was refused.
+///
+/// Exhaustive: every refusal is explained (hook reasons, receipts, MCP results); a new one
+/// must be handled by each caller that explains it, not fall into a wildcard arm.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// The gate refused it: an argument comes from an entry labelled worse than allowed.
@@ -332,6 +338,9 @@ pub struct Front<S: Store, K: Keys> {
 }
 
 /// What [`Front::screen`] makes of a call before any lineage is looked at.
+///
+/// Exhaustive: this is a decision before lineage; a new one must break every caller's build
+/// rather than fall into a wildcard arm that might allow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Screen {
     /// It touches a protected resource: refused in every session.

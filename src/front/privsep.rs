@@ -126,6 +126,9 @@ impl Notice {
 }
 
 /// What a separated request carries.
+///
+/// Exhaustive: the requests of the separated protocol (`spec/hooks.md` §14); the server
+/// answers each, so a new one must break its build rather than go unanswered in a wildcard arm.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
     /// A hook event and its bytes (at most [`MAX_EVENT_BYTES`]).

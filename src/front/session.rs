@@ -183,6 +183,7 @@ impl Session {
 
 /// Whose prompt or tool output the ledger recorded last ([`Front::newest_reader`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NewestReader {
     /// No entry of the ledger is a session's prompt or tool output.
     Nobody,
@@ -203,6 +204,7 @@ pub const UNSEEN_HISTORY: &str = "history:unseen";
 
 /// How a front sees a session it has not seen begin ([`Front::sight`], `spec/hooks.md` §3.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Sighting<'a> {
     /// A `SessionStart` event: its `source` (`startup`, `clear`, `resume`, `compact`,
     /// `fork`…) and, when its transcript already holds conversation, what shows it.

@@ -316,6 +316,7 @@ pub struct ToolRule {
 
 /// How a parameter's value is matched (`spec/hooks.md` §4.5).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ValueKind {
     /// The value itself (§4).
     #[default]
@@ -350,6 +351,9 @@ impl ValueKind {
 }
 
 /// What to do with an argument no recorded entry justifies (a value the agent composed).
+///
+/// Exhaustive: a policy's two answers for a composed value; a new one must be handled where
+/// the gate decides, not fall into a wildcard arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unsourced {
     /// Allow it: nothing untrusted is known to have produced it.
@@ -370,6 +374,9 @@ pub struct ToolCall {
 }
 
 /// The gate's answer.
+///
+/// Exhaustive: a caller must handle both answers; a new one must break its build rather than
+/// fall into a wildcard arm that might allow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// The call may proceed.
@@ -403,6 +410,9 @@ pub struct Denial {
 }
 
 /// The class of a denial.
+///
+/// Exhaustive: every refusal is explained to the agent and the operator; a new class must be
+/// handled by each caller that explains it, not fall into a wildcard arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DenyReason {
     /// The entry's label is worse than the parameter allows.

@@ -192,6 +192,7 @@ pub fn method_code(method: Method) -> Attribution {
 /// The three attribution methods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Method {
     /// [`coarse`].
     Coarse,

@@ -46,6 +46,7 @@ const ALL_BITS: u16 = 256;
 
 /// What an effect is about: the entry it targets or the key it binds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Subject {
     /// A key bound by a keyring entry (field 10, `binding.key`).
     Key(KeyId),
@@ -257,6 +258,9 @@ impl IndexCommitment {
 pub struct IndexLineError(pub String);
 
 /// How a lookup ends (`spec/label-proof.md` §3.2).
+///
+/// Exhaustive: the three ends the label-proof format has (`found`, `empty`, `other`); a new
+/// one is a new format version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LookupEnd {
     /// The index is empty (and the path is too).

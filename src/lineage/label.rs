@@ -9,6 +9,9 @@ use crate::record::{Role, Weight};
 use std::fmt;
 
 /// A trust label (paper §4.3). Ordered from most to least trusted; "worst" means maximum.
+///
+/// Exhaustive: the four labels of the lattice (`spec/lineage.md`); a new label is a new format
+/// version, and every decision over labels must handle it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Label {
     /// Written by a trusted principal (user, system, log, or agent) from nothing untrusted.
@@ -80,6 +83,7 @@ impl fmt::Display for Label {
 
 /// What a derived entry with no strong parent (every `w <= τ`) gets (`spec/lineage.md` §4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum WeakRule {
     /// The paper's rule: with no strong parent the entry is Trusted.
     FailOpen,

@@ -51,6 +51,7 @@ pub fn parse_lease_terms(content: &[u8]) -> Result<u64, LeaseError> {
 
 /// Where the rework of one target stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LeaseState {
     /// A worker holds (or held) the lease until `until_ms`.
     Held {

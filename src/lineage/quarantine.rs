@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// How far a flag reaches from its source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Reach {
     /// Over every recorded edge, whatever its weight (provenance-complete).
     All,
@@ -70,6 +71,7 @@ impl Reach {
 
 /// What [`Quarantine::apply`] asks of its caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Rescan {
     /// Nothing to recompute.
     No,

@@ -37,6 +37,7 @@ pub trait Known {
 
 /// Where an entry's content comes from.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum Content<'a> {
     /// Given by its writer (an append): it MUST hash to the signed content hash, else the
     /// entry is refused ([`AdmissionError::ContentMismatch`]).

@@ -44,6 +44,9 @@ struct LogRecord {
 }
 
 /// What [`CheckpointState::update`] did with an acceptable checkpoint.
+///
+/// Exhaustive: the three transitions of a client's checkpoint state (`spec/log.md`); every
+/// caller reports each, so a new one must break its build rather than fall into a wildcard arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Update {
     /// The first checkpoint for this log: remembered without any proof (trust on first use).

@@ -7,14 +7,14 @@
 //! `spec/record.md` §3, written in ascending order (0..=23 are one byte each, so ascending
 //! numeric order is also bytewise order). The output is byte-identical to what ciborium writes
 //! for the equivalent `Value` (the previous encoder, kept as the test oracle in
-//! `cbor::oracle`, and compared on random entries by the tests below).
+//! `oracle.rs`, and compared on random entries by the tests below).
 //!
 //! Signing builds the Sig_structure once, in one buffer, with the payload encoded in place;
 //! the envelope then copies the protected header and payload out of it (three allocations
 //! per signed entry: the message, a head of at most 9 bytes, the envelope; the `Value` path
 //! made dozens).
 
-use super::cbor::{
+use super::fields::{
     K_ATTRIBUTION, K_BINDING, K_CONTENT, K_CONTEXT, K_KIND, K_PARENTS, K_SOURCE, K_TARGET, K_TIME,
     K_VERSION, K_WRITER,
 };
@@ -205,7 +205,7 @@ pub(crate) fn envelope(protected: &[u8], payload: &[u8], signature: &[u8; 64]) -
 
 #[cfg(test)]
 mod tests {
-    use super::super::cbor::oracle;
+    use super::super::oracle;
     use super::super::{
         Attribution, EntryId, Hash32, KeyBinding, KeyId, Kind, Parent, ProvEntry, Role,
         SignedEntry, Weight, WriterKey,

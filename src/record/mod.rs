@@ -7,7 +7,10 @@
 mod cbor;
 mod cose;
 mod encode;
+mod fields;
 mod keys;
+#[cfg(test)]
+mod oracle;
 mod scan;
 mod verify;
 

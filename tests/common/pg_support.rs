@@ -1,19 +1,18 @@
-//! PostgreSQL for tests: `DATABASE_URL` (CI sets it, see `.ci/run`), or a visible skip.
+//! PostgreSQL for tests: `DATABASE_URL` (CI sets it, see `.ci/run`); a test that needs it fails
+//! without it, so that it can never pass by not running.
 
-use std::io::Write;
-
-/// `DATABASE_URL`, or `None` after printing a line that says the test was skipped. The line
-/// goes straight to the process's stderr, so the test harness does not hide it.
-pub fn database_url(test: &str) -> Option<String> {
+/// `DATABASE_URL`.
+///
+/// # Panics
+/// When it is unset or empty: the test `test` needs a PostgreSQL server. `.ci/run` and
+/// `. .ci/pg-throwaway.sh; pg_up` start a throwaway one and set it.
+pub fn database_url(test: &str) -> String {
     match std::env::var("DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: DATABASE_URL is not set (.ci/run starts a throwaway PostgreSQL)"
-            );
-            None
-        }
+        Ok(url) if !url.is_empty() => url,
+        _ => panic!(
+            "{test} needs PostgreSQL and DATABASE_URL is not set: run `. .ci/pg-throwaway.sh; \
+             pg_up` first (.ci/run does), or leave out --features postgres"
+        ),
     }
 }
 

@@ -24,6 +24,7 @@ use crate::record::EntryId;
 
 /// What the agent produced at one step of a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Response {
     /// A decision read from the response: the action taken, in a canonical text form (two
     /// actions are the same exactly when their texts are equal).
@@ -126,6 +127,9 @@ impl Default for Protocol {
 }
 
 /// The conservative verdict (`spec/counterfactual.md` §2.5).
+///
+/// Exhaustive: the three verdicts of `spec/counterfactual.md` §2.5; a new one is a change of
+/// the method that every caller must handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Mean Δaction exceeds the noise floor and the sign test rejects "no difference" at α.

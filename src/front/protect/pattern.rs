@@ -9,6 +9,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// One element of a path pattern.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Pat {
     /// This character (compared case-insensitively: macOS and Windows file systems are).
     Ch(char),
@@ -22,6 +23,7 @@ pub enum Pat {
 
 /// What a word names.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Candidate {
     /// A path, absolute and lexically normalised.
     Path(PathBuf),
@@ -258,7 +260,7 @@ pub fn matches(pattern: &[Pat], path: &str) -> bool {
 }
 
 /// The longest run of literal characters of `pat`, lower case: a path the pattern matches
-/// contains it, a cheap test before [`matches`].
+/// contains it, a cheap test before [`matches()`].
 pub fn literal_run(pat: &[Pat]) -> String {
     let mut best = String::new();
     let mut cur = String::new();

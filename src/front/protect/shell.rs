@@ -40,6 +40,7 @@ pub fn command_text(value: &serde_json::Value) -> Option<String> {
 
 /// One character source inside a word.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Piece {
     /// A character the shell passes as it is (quoted or not).
     Lit(char),
@@ -96,6 +97,7 @@ impl Word {
 
 /// A token of a command.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Token {
     /// A word.
     Word(Word),
@@ -113,6 +115,7 @@ pub enum Token {
 
 /// What a redirection does with its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Redirect {
     /// `<`, `<&`: the command reads the file.
     Reads,

@@ -32,6 +32,7 @@ use writes::{Gated, Imports};
 
 /// What a call does that §17 judges.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Sink {
     /// It runs code it builds from data; how.
     RunsData {

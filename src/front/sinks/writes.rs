@@ -33,6 +33,7 @@ const MAX_INSTRUCTION_FILES: usize = 64;
 
 /// Why writing a file is gated.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Gated {
     /// It matches this glob of `sinks.write_paths`.
     Listed(String),

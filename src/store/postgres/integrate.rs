@@ -5,6 +5,7 @@ use super::*;
 
 /// What one [`PgStore::integrate`] call did.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Integration {
     /// Another process holds the integrator lock of this ledger; nothing was done.
     Busy,

@@ -34,6 +34,9 @@ impl<F: FnMut(HookEvent, &[u8]) -> HookOutcome + Send + 'static> Door for F {
 }
 
 /// What the door said of a proposed `tools/call`.
+///
+/// Exhaustive: the relay forwards or refuses; a new answer must break its build rather than
+/// fall into a wildcard arm that might forward.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// Exit code 0: forward it.

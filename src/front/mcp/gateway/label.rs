@@ -12,6 +12,9 @@ use crate::front::matching::Haystack;
 use serde_json::{Map, Value};
 
 /// What to record of one message before passing it on.
+///
+/// Exhaustive: a message the relay does not know how to record must not pass unrecorded, so a
+/// new variant must break the relay's build rather than fall into a wildcard arm.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Record {
     /// Nothing: the message carries no text for the model (or none the server wrote).

@@ -48,6 +48,9 @@ pub struct Options {
 }
 
 /// Why the relay stopped.
+///
+/// Exhaustive: each end sets the exit status of `memlineage mcp proxy`; a new one must be
+/// handled there, not fall into a wildcard arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ended {
     /// The client closed its input (and every request in flight was answered or timed out).

@@ -16,6 +16,8 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const REQUEST_TIMEOUT: i64 = -32001;
 
 /// One well-formed message (JSON-RPC 2.0 §4, §5).
+///
+/// Exhaustive: the three message kinds of JSON-RPC 2.0 (§4, §5); the relay handles each.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Message {
     /// A request: it expects a response with the same id.
@@ -44,6 +46,9 @@ pub enum Message {
 }
 
 /// What one line is.
+///
+/// Exhaustive: every line the relay reads is one of these, and each is handled (a malformed
+/// one answered, never dropped).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Line {
     /// A message, and its text (lone surrogates replaced, line ending and BOM removed).

@@ -1,3 +1,4 @@
+use super::packages::{prefix_end, program_family};
 use super::*;
 use crate::gate::Policy;
 

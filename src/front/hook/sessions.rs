@@ -1,0 +1,203 @@
+//! Where sessions' read sets live between hook invocations (`spec/hooks.md` §3): in memory for
+//! tests and embedders, or one file per session beside the ledger, pruned after a month.
+
+use super::{HookError, MAX_SESSION_BYTES, PRUNE_EVERY};
+use crate::front::Session;
+use crate::record::Hash32;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Where sessions' read sets live between hook invocations.
+pub trait Sessions {
+    /// The session `id` (empty if never seen).
+    ///
+    /// # Errors
+    /// [`HookError`] when it exists but cannot be read, or was pruned.
+    fn load(&mut self, id: &str) -> Result<Session, HookError>;
+    /// Stores `session` under its id.
+    ///
+    /// # Errors
+    /// [`HookError`] when it cannot be written.
+    fn save(&mut self, session: &Session) -> Result<(), HookError>;
+}
+
+/// Sessions kept in memory (tests, embedding runtimes).
+#[derive(Debug, Default)]
+pub struct MemorySessions(pub HashMap<String, Session>);
+
+impl Sessions for MemorySessions {
+    fn load(&mut self, id: &str) -> Result<Session, HookError> {
+        Ok(self.0.get(id).cloned().unwrap_or_else(|| Session::new(id)))
+    }
+
+    fn save(&mut self, session: &Session) -> Result<(), HookError> {
+        self.0.insert(session.id.clone(), session.clone());
+        Ok(())
+    }
+}
+
+/// Sessions as JSON files in a directory (`LEDGER.sessions/`), one per session, named by the
+/// SHA-256 of the session id in hex (ids come from the agent and are not trusted as names):
+/// `<hex>.json` holds a live session, an empty `<hex>.pruned` marks one that was pruned
+/// (`spec/hooks.md` §6). The caller serialises invocations (the binary holds
+/// `LEDGER.key.lock`).
+#[derive(Debug)]
+pub struct FileSessions(pub PathBuf);
+
+/// File name of the stamp whose modification time records the last opportunistic prune.
+const PRUNE_STAMP: &str = ".pruned-at";
+
+impl FileSessions {
+    /// The sessions of the ledger at `ledger`: the directory `LEDGER.sessions/`.
+    pub fn beside(ledger: &Path) -> Self {
+        let mut dir = ledger.as_os_str().to_owned();
+        dir.push(".sessions");
+        FileSessions(PathBuf::from(dir))
+    }
+
+    fn name(id: &str) -> String {
+        hex::encode(Hash32::digest(id.as_bytes()).0)
+    }
+
+    /// The file that holds session `id` (`<hex(H(id))>.json`): a front that keeps a loaded
+    /// session in memory checks it for changes by other processes.
+    pub fn path(&self, id: &str) -> PathBuf {
+        self.0.join(format!("{}.json", Self::name(id)))
+    }
+
+    fn marker(&self, id: &str) -> PathBuf {
+        self.0.join(format!("{}.pruned", Self::name(id)))
+    }
+
+    /// Prunes every session file not written for longer than `older_than` at time `now`: the
+    /// file is replaced by an empty `<hex>.pruned` marker, so that the session, if it ever
+    /// comes back, is refused instead of starting over with an empty read set (which would
+    /// turn its denials into allows). Left-over `*.json.tmp` files of the same age go too.
+    /// Markers are kept. Returns the number of sessions pruned and kept.
+    ///
+    /// # Errors
+    /// [`HookError::Session`] when the directory cannot be listed or a file replaced; sessions
+    /// pruned before the error stay pruned. A missing directory prunes nothing.
+    pub fn prune(&self, older_than: Duration, now: SystemTime) -> Result<Pruned, HookError> {
+        let mut done = Pruned::default();
+        let dir_err =
+            |e: std::io::Error| HookError::Session(self.0.display().to_string(), e.to_string());
+        let entries = match std::fs::read_dir(&self.0) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
+            r => r.map_err(dir_err)?,
+        };
+        for entry in entries {
+            let entry = entry.map_err(dir_err)?;
+            let path = entry.path();
+            let err =
+                |e: std::io::Error| HookError::Session(path.display().to_string(), e.to_string());
+            let file_name = entry.file_name();
+            let Some(name) = file_name.to_str() else {
+                continue;
+            };
+            let (stem, tmp) = if let Some(s) = name.strip_suffix(".json") {
+                (s, false)
+            } else if let Some(s) = name.strip_suffix(".json.tmp") {
+                (s, true)
+            } else {
+                continue;
+            };
+            if stem.len() != 64 || !stem.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
+            }
+            let modified = entry.metadata().and_then(|m| m.modified()).map_err(err)?;
+            let age = now.duration_since(modified).unwrap_or(Duration::ZERO);
+            if age <= older_than {
+                done.kept += u64::from(!tmp);
+                continue;
+            }
+            if !tmp {
+                // The marker first: a crash between the two steps leaves both files, and the
+                // session file wins on load.
+                crate::store::durable::create_regular(&self.0.join(format!("{stem}.pruned")))
+                    .map_err(err)?;
+                done.pruned += 1;
+            }
+            std::fs::remove_file(&path).map_err(err)?;
+        }
+        Ok(done)
+    }
+
+    /// [`FileSessions::prune`] with `older_than`, if the last prune (the modification time of
+    /// `LEDGER.sessions/.pruned-at`) is more than [`PRUNE_EVERY`] before `now` or never
+    /// happened; `None` when it was not due. Cost when not due: one `stat`.
+    ///
+    /// # Errors
+    /// As [`FileSessions::prune`], or when the stamp cannot be written.
+    pub fn prune_if_due(
+        &self,
+        older_than: Duration,
+        now: SystemTime,
+    ) -> Result<Option<Pruned>, HookError> {
+        let stamp = self.0.join(PRUNE_STAMP);
+        let last = std::fs::metadata(&stamp).and_then(|m| m.modified()).ok();
+        if last.is_some_and(|t| now.duration_since(t).unwrap_or(Duration::ZERO) < PRUNE_EVERY) {
+            return Ok(None);
+        }
+        if !self.0.is_dir() {
+            return Ok(None);
+        }
+        let done = self.prune(older_than, now)?;
+        // Never through a link planted there: it would truncate the file it points to.
+        crate::store::durable::create_regular(&stamp)
+            .and_then(|f| f.set_modified(now))
+            .map_err(|e| HookError::Session(stamp.display().to_string(), e.to_string()))?;
+        Ok(Some(done))
+    }
+}
+
+/// What [`FileSessions::prune`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Sessions replaced by a pruned marker.
+    pub pruned: u64,
+    /// Sessions left as they were (younger than the limit).
+    pub kept: u64,
+}
+
+impl Sessions for FileSessions {
+    fn load(&mut self, id: &str) -> Result<Session, HookError> {
+        let path = self.path(id);
+        // A regular file only, never waited on (a FIFO there hung every hook, issue 25).
+        match crate::store::durable::read_regular(&path, MAX_SESSION_BYTES) {
+            Ok(None) => {
+                if self.marker(id).exists() {
+                    return Err(HookError::Pruned(id.to_string()));
+                }
+                Ok(Session::new(id))
+            }
+            Err(e) => Err(HookError::Session(
+                path.display().to_string(),
+                e.to_string(),
+            )),
+            Ok(Some(bytes)) => {
+                let s: Session = serde_json::from_slice(&bytes)
+                    .map_err(|e| HookError::Session(path.display().to_string(), e.to_string()))?;
+                if s.id != id {
+                    return Err(HookError::Session(
+                        path.display().to_string(),
+                        "holds another session".into(),
+                    ));
+                }
+                Ok(s)
+            }
+        }
+    }
+
+    fn save(&mut self, session: &Session) -> Result<(), HookError> {
+        let path = self.path(&session.id);
+        let err = |e: std::io::Error| HookError::Session(path.display().to_string(), e.to_string());
+        std::fs::create_dir_all(&self.0).map_err(err)?;
+        let text = serde_json::to_vec(session)
+            .map_err(|e| HookError::Session(path.display().to_string(), e.to_string()))?;
+        // A temporary of an unguessable name, renamed over the record (a directory made at a
+        // fixed temporary name used to fail every save, issue 25).
+        crate::store::durable::write_atomic(&path, &text).map_err(err)
+    }
+}

@@ -1,0 +1,235 @@
+//! One analysis of a tool call against the protected resources (`spec/hooks.md` §13.2): the
+//! names, paths and patterns it names, resolved against the working directory.
+
+use super::pattern::{candidate_with, matches, normalise, resolved, Candidate};
+use super::shell::{Piece, Word};
+use super::{
+    family_resource, pattern, Item, Protected, Resource, Touch, SETTINGS, SETTINGS_DIRS,
+    SETTINGS_FILES,
+};
+use std::path::{Path, PathBuf};
+
+/// One analysis: the resources, the working directory, the event's project directory (whose
+/// agent settings are protected wherever the command `cd`s), and the variables the command
+/// assigned so far.
+pub(super) struct Ctx<'a> {
+    pub(super) p: &'a Protected,
+    pub(super) cwd: Option<&'a Path>,
+    pub(super) project: Option<&'a Path>,
+    pub(super) vars: &'a std::cell::RefCell<std::collections::HashMap<String, String>>,
+}
+
+impl Ctx<'_> {
+    /// A protected name in `text` (case-insensitive, at word boundaries; a ledger's name
+    /// may be followed by a side file's suffix).
+    pub(super) fn name_in(&self, text: &str) -> Option<Touch> {
+        let lower = text.to_lowercase();
+        // Also with quoting and escapes removed: `agent.led''ger`, `agent.led\ger`.
+        let stripped: String = lower.chars().filter(|c| !"'\"\\".contains(*c)).collect();
+        for hay in [&lower, &stripped] {
+            for (name, resource, path) in &self.p.names {
+                if bounded(hay, name) {
+                    return Some(Touch {
+                        resource: *resource,
+                        path: path.display().to_string(),
+                        how: "names",
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Every protected path known: the resources' and the agent settings of the project and
+    /// working directories.
+    pub(super) fn known(&self) -> Vec<(std::borrow::Cow<'_, Path>, Resource)> {
+        use std::borrow::Cow;
+        let mut known: Vec<(Cow<'_, Path>, Resource)> = self
+            .p
+            .concrete
+            .iter()
+            .map(|(p, r)| (Cow::Borrowed(p.as_path()), *r))
+            .collect();
+        for d in [self.project, self.cwd].into_iter().flatten() {
+            known.extend(
+                SETTINGS
+                    .iter()
+                    .map(|x| (Cow::Owned(d.join(x)), Resource::AgentSettings)),
+            );
+        }
+        known
+    }
+
+    /// The resource at `path` (absolute, normalised), if protected.
+    fn resource_at(&self, path: &Path) -> Option<(Resource, PathBuf)> {
+        for p in [path.to_path_buf(), resolved(path)] {
+            let s = lower(&p);
+            for (item, r) in &self.p.items {
+                match item {
+                    Item::Exact(e) if s == lower(e) => return Some((*r, e.clone())),
+                    Item::Tree(t) if under(&s, &lower(t)) => return Some((*r, p.clone())),
+                    Item::Family { dir, prefix } => {
+                        let d = lower(dir);
+                        if let Some(rest) = s.strip_prefix(&d).and_then(|x| x.strip_prefix('/')) {
+                            let first = rest.split('/').next().unwrap_or("");
+                            if let Some(suffix) = first.strip_prefix(&prefix.to_lowercase()) {
+                                return Some((family_resource(suffix), p.clone()));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let comps: Vec<String> = p
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().to_lowercase())
+                .collect();
+            let is_settings = comps.iter().any(|c| SETTINGS_DIRS.contains(&c.as_str()))
+                || comps
+                    .last()
+                    .is_some_and(|c| SETTINGS_FILES.contains(&c.as_str()));
+            if is_settings {
+                return Some((Resource::AgentSettings, p.clone()));
+            }
+        }
+        None
+    }
+
+    /// A protected resource under `dir` (a strict ancestor of it): any, or with `secrets`
+    /// only the signing key (what a recursive read would leak).
+    pub(super) fn holds(&self, dir: &Path, secrets: bool) -> Option<Touch> {
+        for d in [dir.to_path_buf(), resolved(dir)] {
+            let s = lower(&d);
+            for (path, r) in &self.known() {
+                let ps = lower(path);
+                if (!secrets || *r == Resource::Key) && ps != s && under(&ps, &s) && path.exists() {
+                    return Some(Touch {
+                        resource: *r,
+                        path: path.display().to_string(),
+                        how: "works on a directory holding",
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// The touch of a string argument taken as a path (relative to the working directory).
+    pub(super) fn path_str(&self, s: &str, how: &'static str) -> Option<Touch> {
+        let p = match (Path::new(s).is_absolute(), s.strip_prefix("~/"), self.cwd) {
+            (true, _, _) => normalise(Path::new(s)),
+            (_, Some(rest), _) if self.p.home.is_some() => {
+                normalise(&self.p.home.as_deref().unwrap_or(Path::new("/")).join(rest))
+            }
+            (_, _, Some(c)) => normalise(&c.join(s)),
+            (_, _, None) => {
+                return self.pattern(
+                    &[pattern::Pat::Any, pattern::Pat::Ch('/')]
+                        .into_iter()
+                        .chain(s.chars().map(pattern::Pat::Ch))
+                        .collect::<Vec<_>>(),
+                )
+            }
+        };
+        if let Some((r, at)) = self.resource_at(&p) {
+            return Some(Touch {
+                resource: r,
+                path: at.display().to_string(),
+                how,
+            });
+        }
+        self.holds(&p, true)
+    }
+
+    /// A protected path that `pat` matches.
+    pub(super) fn pattern(&self, pat: &[pattern::Pat]) -> Option<Touch> {
+        self.known()
+            .iter()
+            .find(|(p, _)| matches(pat, &p.to_string_lossy()))
+            .map(|(p, r)| Touch {
+                resource: *r,
+                path: p.display().to_string(),
+                how: "may name",
+            })
+    }
+
+    /// The touch of one word of a command run in `cwd`. `tree`: the program works on
+    /// directories (`Some(true)`: reads them, a directory holding the key counts;
+    /// `Some(false)`: moves or deletes them, a directory holding any protected file counts);
+    /// `unknown_counts`: a word with no literal character (`$F`) may name anything.
+    pub(super) fn word(
+        &self,
+        w: &Word,
+        cwd: Option<&Path>,
+        tree: Option<bool>,
+        unknown_counts: bool,
+    ) -> Option<Touch> {
+        if w.all_unknown() && !unknown_counts {
+            return None;
+        }
+        let ctx = Ctx {
+            p: self.p,
+            cwd,
+            project: self.project,
+            vars: self.vars,
+        };
+        let c = candidate_with(w, cwd, self.p.home.as_deref(), &self.vars.borrow());
+        match c {
+            Candidate::Path(p) => {
+                if let Some((r, at)) = ctx.resource_at(&p) {
+                    return Some(Touch {
+                        resource: r,
+                        path: at.display().to_string(),
+                        how: "names",
+                    });
+                }
+                if let Some(secrets) = tree {
+                    return ctx.holds(&p, secrets);
+                }
+                None
+            }
+            Candidate::Pattern(pat) => ctx.pattern(&pat),
+        }
+        .or_else(|| {
+            // `of=PATH`, `--file=PATH`: the value after `=` is a path too.
+            let eq = w.pieces.iter().position(|p| *p == Piece::Lit('='))?;
+            let rest = Word {
+                pieces: w.pieces[eq + 1..].to_vec(),
+            };
+            if rest.pieces.is_empty() {
+                return None;
+            }
+            self.word(&rest, cwd, tree, false)
+        })
+    }
+}
+
+pub(super) fn lower(p: &Path) -> String {
+    p.to_string_lossy().to_lowercase()
+}
+
+/// Whether path string `p` is `dir` or under it.
+pub(super) fn under(p: &str, dir: &str) -> bool {
+    p == dir || (p.starts_with(dir) && (dir.ends_with('/') || p[dir.len()..].starts_with('/')))
+}
+
+/// Whether `name` occurs in `hay` with no letter, digit or `_` on either side.
+fn bounded(hay: &str, name: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut from = 0;
+    while let Some(at) = hay[from..].find(name) {
+        let start = from + at;
+        let end = start + name.len();
+        if !word(hay[..start].chars().next_back()) && !word(hay[end..].chars().next()) {
+            return true;
+        }
+        from = start + name.len().max(1);
+        if from >= hay.len() {
+            break;
+        }
+        while !hay.is_char_boundary(from) {
+            from += 1;
+        }
+    }
+    false
+}

@@ -1,0 +1,391 @@
+//! The protected resources a shell command touches (`spec/hooks.md` §13.3): its simple
+//! commands, what their programs do with their arguments, the commands they nest, and `kill`.
+
+use super::analysis::Ctx;
+use super::pattern::{candidate, Candidate};
+use super::programs::{
+    DESTROY_PROGRAMS, FILE_PROGRAMS, GIT_TREE, READ_TREE_PROGRAMS, SEARCH_PROGRAMS, SHELLS,
+    WRAPPERS,
+};
+use super::shell::{lex, Piece, Token, Word};
+use super::{pattern, Resource, Touch, MAX_NESTING};
+use std::path::{Path, PathBuf};
+
+impl Ctx<'_> {
+    /// The touch of a shell command run in `cwd`, nested `depth` levels deep.
+    pub(super) fn command(
+        &self,
+        text: &str,
+        mut cwd: Option<PathBuf>,
+        depth: usize,
+    ) -> Option<Touch> {
+        if depth > MAX_NESTING {
+            return Some(Touch {
+                resource: Resource::Binary,
+                path: text.chars().take(60).collect(),
+                how: "nests commands too deeply to analyse; refused like a command that",
+            });
+        }
+        if let Some(t) = self.name_in(text) {
+            return Some(t);
+        }
+        let lexed = lex(text);
+        for n in &lexed.nested {
+            if let Some(t) = self.command(n, cwd.clone(), depth + 1) {
+                return Some(t);
+            }
+        }
+        for t in &lexed.tokens {
+            if let Token::Word(w) = t {
+                if let Some(t) = self.name_in(&w.squeezed()) {
+                    return Some(t);
+                }
+            }
+        }
+        let mut words: Vec<Word> = Vec::new();
+        let mut targets: Vec<Word> = Vec::new();
+        let mut next_is: Option<&Token> = None;
+        let mut tokens = lexed.tokens.iter().peekable();
+        loop {
+            let t = tokens.next();
+            match t {
+                Some(Token::Word(w)) => match next_is.take() {
+                    Some(Token::Redirect(_)) => targets.push(w.clone()),
+                    Some(_) => {}
+                    None => words.push(w.clone()),
+                },
+                Some(op @ (Token::Redirect(_) | Token::HereDoc)) => next_is = Some(op),
+                Some(Token::Control | Token::Pipe) | None => {
+                    if let Some(t) = self.segment(&words, &targets, &mut cwd, depth) {
+                        return Some(t);
+                    }
+                    words.clear();
+                    targets.clear();
+                    next_is = None;
+                    t?;
+                }
+            }
+        }
+    }
+
+    /// One simple command: its words and redirection targets.
+    fn segment(
+        &self,
+        words: &[Word],
+        targets: &[Word],
+        cwd: &mut Option<PathBuf>,
+        depth: usize,
+    ) -> Option<Touch> {
+        let here = cwd.clone();
+        let here = here.as_deref();
+        for t in targets {
+            if let Some(t) = self.word(t, here, None, true) {
+                return Some(Touch {
+                    how: "redirects to",
+                    ..t
+                });
+            }
+        }
+        let mut i = 0;
+        let mut xargs = false;
+        // Assignments (`F=path cmd`) and wrappers (`sudo`, `env`, `timeout 5`, `xargs`).
+        while let Some(w) = words.get(i) {
+            let lit = w.literal();
+            let assignment = w
+                .pieces
+                .iter()
+                .position(|p| *p == Piece::Lit('='))
+                .is_some_and(|eq| {
+                    eq > 0
+                        && w.pieces[..eq]
+                            .iter()
+                            .all(|p| matches!(p, Piece::Lit(c) if c.is_alphanumeric() || *c == '_'))
+                });
+            if assignment {
+                if let Some(t) = self.word(w, here, None, false) {
+                    return Some(t);
+                }
+                let text: String = w.squeezed();
+                if let Some((name, value)) = text.split_once('=') {
+                    let mut vars = self.vars.borrow_mut();
+                    match w
+                        .pieces
+                        .iter()
+                        .skip(name.chars().count() + 1)
+                        .all(|p| matches!(p, Piece::Lit(_)))
+                    {
+                        true => vars.insert(name.to_string(), value.to_string()),
+                        false => vars.remove(name),
+                    };
+                }
+                i += 1;
+                continue;
+            }
+            let Some(name) = lit.as_deref().map(basename) else {
+                break;
+            };
+            if !WRAPPERS.contains(&name.as_str()) {
+                break;
+            }
+            xargs |= name == "xargs";
+            i += 1;
+            // The wrapper's options and their values.
+            while let Some(o) = words.get(i).and_then(Word::literal) {
+                if o.starts_with('-') && o != "-" {
+                    i += 1;
+                    let takes = matches!(
+                        (name.as_str(), o.as_str()),
+                        ("sudo" | "doas" | "runuser" | "su", "-u" | "-g" | "-c")
+                            | ("nice", "-n")
+                            | (
+                                "xargs",
+                                "-I" | "-n" | "-P" | "-d" | "-E" | "-L" | "-s" | "-a"
+                            )
+                            | ("timeout", "-s" | "-k")
+                            | ("flock", "-w")
+                    );
+                    if takes {
+                        if let Some(v) = words.get(i) {
+                            if let Some(t) = self.word(v, here, None, false) {
+                                return Some(t);
+                            }
+                        }
+                        if matches!((name.as_str(), o.as_str()), ("su" | "runuser", "-c")) {
+                            let c = words.get(i).map(Word::squeezed).unwrap_or_default();
+                            if let Some(t) = self.command(&c, cwd.clone(), depth + 1) {
+                                return Some(t);
+                            }
+                        }
+                        i += 1;
+                    }
+                } else if (name == "env" && o.contains('='))
+                    || (name == "timeout" && o.chars().next().is_some_and(|c| c.is_ascii_digit()))
+                {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+        }
+        let program = words.get(i)?;
+        let args = &words[i + 1..];
+        let Some(prog) = program.literal() else {
+            return Some(Touch {
+                resource: Resource::Binary,
+                path: program.squeezed(),
+                how: "runs a program whose name is only known when it runs, which may be",
+            });
+        };
+        let name = basename(&prog).to_lowercase();
+        if self.p.programs.contains(&name) {
+            return Some(Touch {
+                resource: Resource::Binary,
+                path: prog,
+                how: "runs",
+            });
+        }
+        if prog.contains('/') {
+            if let Some(t) = self.word(program, here, None, false) {
+                return Some(Touch { how: "runs", ..t });
+            }
+        }
+        let destroys = DESTROY_PROGRAMS.contains(&name.as_str())
+            || (name == "find"
+                && args.iter().filter_map(Word::literal).any(|a| {
+                    matches!(
+                        a.as_str(),
+                        "-delete" | "-exec" | "-execdir" | "-ok" | "-okdir"
+                    )
+                }));
+        let tree = if destroys {
+            Some(false)
+        } else if READ_TREE_PROGRAMS.contains(&name.as_str()) {
+            Some(true)
+        } else {
+            None
+        };
+        let files = FILE_PROGRAMS.contains(&name.as_str());
+        match name.as_str() {
+            "cd" | "pushd" => {
+                *cwd = match args
+                    .iter()
+                    .find(|a| a.literal().is_none_or(|l| !l.starts_with('-')))
+                {
+                    None => self.p.home.clone(),
+                    Some(a) => match candidate(a, here, self.p.home.as_deref()) {
+                        Candidate::Path(p) => Some(p),
+                        Candidate::Pattern(_) => None,
+                    },
+                };
+                return None;
+            }
+            "kill" | "pkill" | "killall" | "skill" | "fuser" | "systemctl" | "service"
+            | "launchctl" => {
+                if let Some(t) = self.kill(&name, args) {
+                    return Some(t);
+                }
+            }
+            "eval" => {
+                let all: Vec<String> = args.iter().map(Word::squeezed).collect();
+                if args.iter().any(|a| a.literal().is_none()) {
+                    return Some(Touch {
+                        resource: Resource::Binary,
+                        path: all.join(" "),
+                        how: "evaluates a command only known when it runs, which may run",
+                    });
+                }
+                return self.command(&all.join(" "), cwd.clone(), depth + 1);
+            }
+            "git" => {
+                let mut j = 0;
+                let mut dir = here.map(Path::to_path_buf);
+                while let Some(a) = args.get(j).and_then(Word::literal) {
+                    if a == "-C" {
+                        dir = args.get(j + 1).and_then(|d| {
+                            match candidate(d, here, self.p.home.as_deref()) {
+                                Candidate::Path(p) => Some(p),
+                                Candidate::Pattern(_) => None,
+                            }
+                        });
+                        j += 2;
+                    } else if a == "-c" {
+                        j += 2;
+                    } else if a.starts_with('-') {
+                        j += 1;
+                    } else {
+                        break;
+                    }
+                }
+                let sub = args.get(j).and_then(Word::literal).unwrap_or_default();
+                let rest: Vec<String> = args[j + 1..].iter().map(Word::squeezed).collect();
+                // `git checkout -b NEW` / `git switch -c NEW` from HEAD leave the tree as it is.
+                let new_branch = matches!(sub.as_str(), "checkout" | "switch")
+                    && rest.len() == 2
+                    && matches!(rest[0].as_str(), "-b" | "-c");
+                let resets_tree = sub != "reset"
+                    || rest
+                        .iter()
+                        .any(|a| matches!(a.as_str(), "--hard" | "--merge" | "--keep"));
+                if GIT_TREE.contains(&sub.as_str()) && !new_branch && resets_tree {
+                    let t = match &dir {
+                        Some(d) => self.holds(d, false),
+                        None => self.pattern(&[pattern::Pat::Any]),
+                    };
+                    if let Some(t) = t {
+                        return Some(Touch {
+                            how: "rewrites the working tree holding",
+                            ..t
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+        if SHELLS.contains(&name.as_str()) {
+            let mut j = 0;
+            while let Some(a) = args.get(j) {
+                let Some(l) = a.literal() else { break };
+                if l.starts_with('-') && !l.starts_with("--") && l.contains('c') {
+                    let Some(c) = args.get(j + 1) else { break };
+                    if c.literal().is_none() {
+                        return Some(Touch {
+                            resource: Resource::Binary,
+                            path: c.squeezed(),
+                            how: "runs a shell command only known when it runs, which may run",
+                        });
+                    }
+                    return self.command(&c.squeezed(), cwd.clone(), depth + 1);
+                } else if l.starts_with('-') {
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+        }
+        if SEARCH_PROGRAMS.contains(&name.as_str())
+            || (matches!(name.as_str(), "grep" | "egrep" | "fgrep")
+                && args.iter().filter_map(Word::literal).any(|a| {
+                    a == "--recursive"
+                        || (a.starts_with('-')
+                            && !a.starts_with("--")
+                            && (a.contains('r') || a.contains('R')))
+                }))
+        {
+            if let Some(c) = here {
+                if let Some(t) = self.holds(c, !destroys) {
+                    return Some(t);
+                }
+            }
+        }
+        for a in args {
+            if let Some(t) = self.word(
+                a,
+                here,
+                tree,
+                (files || xargs) && !a.literal().is_some_and(|l| l.starts_with('-')),
+            ) {
+                return Some(t);
+            }
+        }
+        if xargs && files {
+            // Arguments read from standard input: any path.
+            return self.pattern(&[pattern::Pat::Any]).map(|t| Touch {
+                how: "passes unknown arguments that may name",
+                ..t
+            });
+        }
+        None
+    }
+
+    /// A `kill`-like command aimed at the hook server.
+    pub(super) fn kill(&self, name: &str, args: &[Word]) -> Option<Touch> {
+        let server = |how| Touch {
+            resource: Resource::HookServer,
+            path: self.p.server_cmdline.clone(),
+            how,
+        };
+        let mut first = true;
+        for a in args {
+            let Some(l) = a.literal() else {
+                return Some(server(
+                    "signals a process only known when it runs, which may be",
+                ));
+            };
+            let l = l.to_lowercase();
+            if name == "kill" {
+                let is_signal = first && l.starts_with('-');
+                first = false;
+                if is_signal || l == "--" || l == "-s" || l == "-l" {
+                    continue;
+                }
+                if let Ok(pid) = l.parse::<i64>() {
+                    if pid <= 1 || self.p.server_pids().contains(&pid.abs()) {
+                        return Some(server("kills"));
+                    }
+                } else if !l.starts_with('%')
+                    && !l
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_alphabetic())
+                {
+                    return Some(server("signals a process it names by a word that may be"));
+                }
+            } else if !l.starts_with('-') {
+                // A process name or pattern: refused when every literal run of it is in the
+                // server's command line (a pattern with none may match anything).
+                let runs: Vec<&str> = l
+                    .split(|c: char| ".*+?[](){}|^$\\".contains(c))
+                    .filter(|r| !r.is_empty())
+                    .collect();
+                let cmdline = &self.p.server_cmdline;
+                if runs.iter().all(|r| cmdline.contains(r)) || l.contains("memlineage") {
+                    return Some(server("stops"));
+                }
+            }
+        }
+        None
+    }
+}
+
+fn basename(s: &str) -> String {
+    s.rsplit('/').next().unwrap_or(s).to_string()
+}

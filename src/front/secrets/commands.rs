@@ -1,0 +1,371 @@
+//! The secrets a shell command reads and the calls that dump the environment (`spec/hooks.md`
+//! §16.2): its simple commands, their file words, trees and inline code, through quotes,
+//! variables and `cd`.
+
+use super::hosts::destinations;
+use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
+use crate::front::protect::pattern::{candidate, matches, overlaps, Candidate, Pat, Resolver};
+use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
+use crate::front::protect::simple::{basename, is_assignment, program_index};
+use crate::front::protect::{MAX_NESTING, SHELLS};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+impl SecretRules {
+    /// The facts of a shell tool's call (`None` for another tool).
+    pub(super) fn shell_call(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        cwd: Option<&Path>,
+    ) -> Option<Facts> {
+        let texts = shell_texts(tool, args);
+        if texts.is_empty() {
+            return None;
+        }
+        let cwd = workdir(args, cwd);
+        let mut f = Facts::default();
+        let r = Resolver::default();
+        for t in &texts {
+            self.shell(t, cwd.as_deref(), 0, &mut f, &r);
+        }
+        Some(f)
+    }
+
+    /// Analyses one shell command (nested commands up to [`MAX_NESTING`] deep; deeper, or a
+    /// program that cannot be named, counts as one that may send).
+    pub(super) fn shell(
+        &self,
+        text: &str,
+        cwd: Option<&Path>,
+        depth: usize,
+        f: &mut Facts,
+        r: &Resolver,
+    ) {
+        if depth > MAX_NESTING {
+            f.unknown_program = true;
+            return;
+        }
+        let lexed = lex(text);
+        for n in &lexed.nested {
+            self.shell(n, cwd, depth + 1, f, r);
+        }
+        // An interpreter reading code from a here-document or standard input (`python3 - <<EOF`)
+        // sends what its code names: the raw text is searched for secret paths.
+        let interpreted = lexed.tokens.iter().any(|t| {
+            matches!(t, Token::Word(w) if w.literal().is_some_and(|l| is_interpreter(basename(&l))))
+        });
+        if interpreted {
+            if let Some(s) = chunks(text).find_map(|c| self.secret_str(c, cwd, r)) {
+                f.secrets.push(s);
+                f.egress.push(Egress {
+                    via: "an interpreter".to_string(),
+                    destinations: Vec::new(),
+                });
+            }
+        }
+        // A proxy or a pinned address (`https_proxy=…`, `curl --resolve h:443:ip`) sends
+        // elsewhere than the host named: the destination is unknown.
+        let lower = text.to_lowercase();
+        if [
+            "proxy=",
+            "--proxy",
+            "--preproxy",
+            "--socks",
+            "--resolve",
+            "--connect-to",
+            "--dns-",
+        ]
+        .iter()
+        .any(|k| lower.contains(k))
+        {
+            f.rerouted = true;
+        }
+        // `cd`/`pushd` move the working directory of the commands after them.
+        let mut here: PathBuf = cwd.unwrap_or(Path::new(UNKNOWN_CWD)).to_path_buf();
+        let mut segment: Vec<&Word> = Vec::new();
+        for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
+            match t {
+                Token::Word(w) => segment.push(w),
+                Token::Control | Token::Pipe => {
+                    self.segment(&segment, Some(&here), depth, f, r);
+                    if let Some(to) = self.cd(&segment, &here) {
+                        here = to;
+                    }
+                    segment.clear();
+                }
+                Token::Redirect(_) | Token::HereDoc => {}
+            }
+        }
+    }
+
+    /// Where a `cd`/`pushd` simple command moves to (`None`: it is not one). `cd` alone is
+    /// home; a target that cannot be known is [`UNKNOWN_CWD`].
+    pub(super) fn cd(&self, words: &[&Word], here: &Path) -> Option<PathBuf> {
+        let first = words.first()?.literal()?;
+        if first != "cd" && first != "pushd" {
+            return None;
+        }
+        let target = words[1..]
+            .iter()
+            .find(|w| w.literal().is_none_or(|l| !l.starts_with('-')));
+        Some(match target {
+            None => self
+                .home
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD)),
+            Some(w) => match candidate(w, Some(here), self.home.as_deref()) {
+                Candidate::Path(p) => p,
+                Candidate::Pattern(_) => PathBuf::from(UNKNOWN_CWD),
+            },
+        })
+    }
+
+    /// One simple command: its program, the secrets its words name, where it sends.
+    fn segment(
+        &self,
+        words: &[&Word],
+        cwd: Option<&Path>,
+        depth: usize,
+        f: &mut Facts,
+        r: &Resolver,
+    ) {
+        let tree = words.iter().any(|w| {
+            w.literal()
+                .is_some_and(|l| TREE_READERS.contains(&basename(&l)))
+        });
+        for w in words {
+            if let Some(s) = self.word_secret(w, cwd, r) {
+                f.secrets.push(s);
+            } else if tree {
+                if let Some(s) = self.tree_secret(w, cwd) {
+                    f.secrets.push(s);
+                }
+            }
+        }
+        // An environment dump, before wrappers are skipped (`env` alone is one).
+        let all: Vec<String> = words.iter().map(|w| w.squeezed()).collect();
+        if let Some((first, args)) = all.split_first() {
+            let first = basename(first);
+            if self
+                .policy
+                .environment_commands
+                .iter()
+                .any(|e| env_dump(e, first, args))
+            {
+                f.secrets.push(format!("the environment ({first})"));
+            }
+        }
+        // The program: after assignments, wrappers and their options.
+        let i = program_index(words);
+        let Some(prog_word) = words.get(i) else {
+            return;
+        };
+        let Some(prog) = prog_word.literal() else {
+            f.unknown_program = true;
+            return;
+        };
+        let prog = basename(&prog).to_string();
+        let rest = &words[i + 1..];
+        let lits: Vec<String> = rest.iter().map(|w| w.squeezed()).collect();
+        if prog != basename(&all[0])
+            && self
+                .policy
+                .environment_commands
+                .iter()
+                .any(|e| env_dump(e, &prog, &lits))
+        {
+            f.secrets.push(format!("the environment ({prog})"));
+        }
+        if SHELLS.contains(&prog.as_str()) {
+            if let Some(p) = lits
+                .iter()
+                .position(|a| a.starts_with('-') && a.contains('c'))
+            {
+                match rest.get(p + 1).and_then(|w| w.literal()) {
+                    Some(code) => self.shell(&code, cwd, depth + 1, f, r),
+                    // Code that is only known when it runs may run anything.
+                    None => f.unknown_program = true,
+                }
+            }
+        }
+        if prog == "eval" {
+            if rest.iter().all(|w| w.literal().is_some()) {
+                self.shell(&lits.join(" "), cwd, depth + 1, f, r);
+            } else {
+                f.unknown_program = true;
+            }
+        }
+        if is_interpreter(&prog) {
+            // Inline code can connect anywhere: it sends when it names a secret.
+            let inline = lits.iter().any(|a| a == "-c" || a == "-e" || a == "--eval");
+            let names_secret = rest.iter().any(|w| self.word_secret(w, cwd, r).is_some());
+            if inline && names_secret {
+                f.egress.push(Egress {
+                    via: prog.clone(),
+                    destinations: Vec::new(),
+                });
+            }
+        }
+        if let Some(e) = self
+            .policy
+            .egress_commands
+            .iter()
+            .find(|e| prefix_matches(e, &prog, &lits))
+        {
+            f.egress.push(Egress {
+                via: e.clone(),
+                destinations: destinations(&prog, &lits),
+            });
+        } else if let Some((at, e)) = lits.iter().enumerate().find_map(|(at, a)| {
+            let b = basename(a);
+            self.policy
+                .egress_commands
+                .iter()
+                .find(|e| e.split_whitespace().count() == 1 && e.as_str() == b)
+                .map(|e| (at, e))
+        }) {
+            // A sender run by the program (`find … -exec curl …`, `parallel curl`).
+            f.egress.push(Egress {
+                via: e.clone(),
+                destinations: destinations(basename(&lits[at]), &lits[at + 1..]),
+            });
+        }
+    }
+
+    /// A secret under the directory a word names, for programs that read trees: a secret
+    /// glob anchored at `/` or `~/` under it, or a file there that a glob without a
+    /// directory names exactly (`.env`) and that exists.
+    fn tree_secret(&self, w: &Word, cwd: Option<&Path>) -> Option<String> {
+        let Candidate::Path(dir) = candidate(w, cwd, self.home.as_deref()) else {
+            return None;
+        };
+        if self
+            .public
+            .iter()
+            .any(|(g, _)| matches(g, &dir.to_string_lossy()))
+        {
+            return None;
+        }
+        let mut under: Vec<Pat> = dir.to_string_lossy().chars().map(Pat::Ch).collect();
+        under.push(Pat::Ch('/'));
+        under.push(Pat::Any);
+        for (name, g, _) in &self.secret {
+            let anchored = name.starts_with('/') || name.starts_with("~/");
+            if anchored && overlaps(g, &under) {
+                return Some(format!("{} (under {})", name, dir.display()));
+            }
+            let plain = !name.contains(['/', '*', '?']);
+            if plain && dir.join(name).is_file() {
+                return Some(dir.join(name).display().to_string());
+            }
+        }
+        None
+    }
+
+    /// The secret a word names: the word as a path, the value after `=` or `@` in it
+    /// (`of=F`, `-F f=@F`, `-d @F`), and path-like pieces of inline code.
+    fn word_secret(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> Option<String> {
+        if let Some(s) = self.secret_at(&candidate(w, cwd, self.home.as_deref()), r) {
+            if !w.all_unknown() {
+                return Some(s);
+            }
+        }
+        // The pieces after the last `=` or `@`, expansions kept (`f=@"$HOME"/.aws/…`).
+        for cut in ['=', '@'] {
+            if let Some(p) = w.pieces.iter().rposition(|x| *x == Piece::Lit(cut)) {
+                let rest = Word {
+                    pieces: w.pieces[p + 1..].to_vec(),
+                };
+                if !rest.pieces.is_empty() && !rest.all_unknown() {
+                    if let Some(s) = self.secret_at(&candidate(&rest, cwd, self.home.as_deref()), r)
+                    {
+                        return Some(s);
+                    }
+                }
+            }
+        }
+        // Inline code: `open('/home/u/.aws/credentials')`.
+        let text = w.squeezed();
+        let found = chunks(&text)
+            .filter(|p| *p != text)
+            .find_map(|p| self.secret_str(p, cwd, r));
+        found
+    }
+}
+
+/// The path-like pieces of a text (inline code, a here-document): split at spaces, quotes,
+/// brackets and separators, kept when they hold a `/` or start with `.`.
+fn chunks(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || "'\"(),;[]{}`<>|&=".contains(c))
+        .filter(|p| p.contains('/') || p.starts_with('.'))
+}
+
+/// The command texts of a shell tool's call (its `command` and `cmd` arguments: both, when
+/// both are given, since which one runs is the agent's business); empty for other tools.
+fn shell_texts(tool: &str, args: &Map<String, Value>) -> Vec<String> {
+    let bare = tool
+        .strip_prefix("mcp__")
+        .and_then(|r| r.split_once("__"))
+        .map_or(tool, |(_, t)| t);
+    if !is_shell_tool(bare) {
+        return Vec::new();
+    }
+    ["command", "cmd"]
+        .iter()
+        .filter_map(|k| args.get(*k).and_then(command_text))
+        .collect()
+}
+
+/// The working directory of a call: Codex's `workdir` against the event's `cwd`.
+fn workdir(args: &Map<String, Value>, cwd: Option<&Path>) -> Option<PathBuf> {
+    let base = cwd.unwrap_or(Path::new(UNKNOWN_CWD));
+    Some(match args.get("workdir").and_then(Value::as_str) {
+        Some(w) => base.join(w),
+        None => base.to_path_buf(),
+    })
+}
+
+/// The working directory assumed when none is known (an MCP client's call, `cd $X`): a
+/// directory no secret glob anchored at `/` or `~/` lies in, so that a relative word is judged
+/// by its own characters (`.env` anywhere is secret; `-sS` is not), never by what an unknown
+/// directory might be.
+pub(super) const UNKNOWN_CWD: &str = "/nonexistent/working-directory";
+
+/// Whether `prog` is an interpreter (`python3.11` as `python`).
+pub(crate) fn is_interpreter(prog: &str) -> bool {
+    INTERPRETERS.contains(&prog)
+        || INTERPRETERS.contains(&prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'))
+}
+
+/// Whether `prog args…` is the environment dump `dump` (`env`, `export -p`): its words
+/// exactly, then nothing but assignments (`env FOO=1` prints too; `env FOO=1 cargo test` runs
+/// a command, `set -e` sets an option); `printenv` with any variable names.
+fn env_dump(dump: &str, prog: &str, args: &[String]) -> bool {
+    let words: Vec<&str> = dump.split_whitespace().collect();
+    if words.first() != Some(&prog) || args.len() + 1 < words.len() {
+        return false;
+    }
+    if !args.iter().zip(&words[1..]).all(|(a, w)| a == w) {
+        return false;
+    }
+    let extra = &args[words.len() - 1..];
+    prog == "printenv" || extra.iter().all(|a| is_assignment(a))
+}
+
+/// Whether the command `prog args…` starts with the words of `prefix`; options between the
+/// program and a subcommand are skipped (`git -C d push`).
+fn prefix_matches(prefix: &str, prog: &str, args: &[String]) -> bool {
+    let mut want = prefix.split_whitespace();
+    if want.next() != Some(prog) {
+        return false;
+    }
+    // Git's own options take values (`git -c a=b push`): skipped with them.
+    let skip = if prog == "git" {
+        crate::front::protect::simple::git_global_options(args)
+    } else {
+        0
+    };
+    let mut rest = args[skip..].iter().filter(|a| !a.starts_with('-'));
+    want.all(|w| rest.next().is_some_and(|a| a == w))
+}

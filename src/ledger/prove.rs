@@ -81,12 +81,12 @@ impl<S: Store> Ledger<S> {
                 if c.root() != root {
                     return Err(LedgerError::TreeInconsistent { signed_size: size });
                 }
-                super::signed::check_extends_signed(
-                    &self.store,
+                super::signed::check_extends_notes(
                     &verifier,
-                    &self.known,
+                    self.known.iter().cloned(),
                     &c,
                     &StoreSource(&self.store),
+                    true,
                 )?;
                 c
             }

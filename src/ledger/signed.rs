@@ -122,14 +122,30 @@ pub(super) fn check_extends_signed<S: Store>(
         store.durable_checkpoint()?,
     ];
     notes.extend(known.iter().cloned().map(Some));
-    for note in notes.into_iter().flatten() {
+    check_extends_notes(verifier, notes.into_iter().flatten(), head, src, false)
+}
+
+/// [`check_extends_signed`] over the heads `notes`; a head larger than `head` is refused, or
+/// skipped when `larger_ok` (a handle serving a stored head while others append: a newer
+/// head is theirs, not a fork).
+///
+/// # Errors
+/// As [`check_extends_signed`].
+pub(super) fn check_extends_notes(
+    verifier: &LogVerifier,
+    notes: impl IntoIterator<Item = Vec<u8>>,
+    head: &VerifiedCheckpoint,
+    src: &(impl HashSource + ?Sized),
+    larger_ok: bool,
+) -> Result<(), LedgerError> {
+    for note in notes {
         let old = verifier.verify(&note)?;
         let forked = LedgerError::TreeInconsistent {
             signed_size: old.size(),
         };
         let extends = match old.size() {
             0 => true,
-            n if n > head.size() => false,
+            n if n > head.size() => larger_ok,
             n if n == head.size() => old.root() == head.root(),
             n => crate::log::prove_consistency(n, head.size(), src)
                 .is_ok_and(|p| old.verify_consistency(head, &p).is_ok()),

@@ -451,3 +451,43 @@ fn entry_bytes_rewritten_after_a_verified_read_are_refused() {
     // And the hooks, which open their own handle, refuse the payments.
     r.assert_payments_refused("entry bytes rewritten");
 }
+
+/// A hook that cannot finish still marks what it could not record (found while measuring long
+/// sessions, issue 32): while another process holds the ledger's lock, the injected bill's
+/// PostToolUse is answered closed by its watchdog — and its output is marked unrecorded apart
+/// from the session's record, so the payment the bill asks for is refused because the
+/// session saw an output the ledger does not hold, not waved through as a value the agent
+/// composed. Before, the watchdog marked no session.
+#[cfg(unix)]
+#[test]
+fn a_hook_stopped_by_its_watchdog_marks_its_output_unrecorded() {
+    let r = recorded::Recorded::new_with(1);
+    let (bill, payment) = (&r.events[1], &r.events[2]);
+    assert_eq!(bill.hook, "post-tool-use");
+    assert_eq!(payment.hook, "pre-tool-use");
+    // Another process holds `LEDGER.key.lock` for longer than the watchdog waits.
+    let mut holder = std::process::Command::new("flock")
+        .args(["--no-fork", "l.db.key.lock", "sleep", "30"])
+        .current_dir(r.dir.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = cli_support::run_command(
+        std::process::Command::new(cli_support::BIN)
+            .args(["hook", &bill.hook, "l.db"])
+            .current_dir(r.dir.path())
+            .env("MEMLINEAGE_HOOK_SERVER", "off")
+            .env("MEMLINEAGE_HOOK_WATCHDOG_MS", "1500"),
+        Some(&bill.input),
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("marked unrecorded apart"), "{said}");
+    for pay in [r.hook_in_process(payment), r.hook(payment)] {
+        assert_eq!(pay.status.code(), Some(2), "{pay:?}");
+        let said = String::from_utf8_lossy(&pay.stderr);
+        assert!(said.contains("could not be recorded"), "{said}");
+    }
+}

@@ -250,6 +250,17 @@ pub fn failed_in(
     }
 }
 
+/// The closed answer of an output-carrying `event` of session `id` whose output a hook that
+/// could not finish marked unrecorded apart from the session's record
+/// ([`FileSessions::mark_unrecorded_apart`], `spec/hooks.md` §5).
+pub fn marked_apart(event: HookEvent, id: &str, why: &str) -> HookOutcome {
+    HookOutcome::fail(format!(
+        "session {id:?}: {} output not recorded: {why}; marked unrecorded apart from the \
+         session's record: its sensitive calls will be refused",
+        event.event_name()
+    ))
+}
+
 /// Adds one unrecorded output to session `id`; returns its new count.
 fn mark_unrecorded(sessions: &mut dyn Sessions, id: &str) -> Result<u64, HookError> {
     let mut s = sessions.load(id)?;

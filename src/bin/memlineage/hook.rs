@@ -7,7 +7,7 @@ use crate::{hook_install, hook_separate, hookd, io::say, telemetry, Res};
 use clap::Subcommand;
 use memlineage::front::ask;
 use memlineage::front::hook::{
-    failed, failed_in, handle, session_id_in, FileSessions, HookEvent, HookOutcome,
+    failed, failed_in, handle, marked_apart, session_id_in, FileSessions, HookEvent, HookOutcome,
     MAX_EVENT_BYTES, PRUNE_AFTER,
 };
 use memlineage::front::pin::StateDir;
@@ -27,6 +27,26 @@ const LOCK_WAIT: Duration = Duration::from_secs(20);
 const WATCHDOG: Duration = Duration::from_secs(25);
 /// How much of an oversized PostToolUse event is scanned for its `session_id`, in bytes.
 pub(crate) const MAX_SCAN_BYTES: u64 = 256 << 20;
+/// How long the watchdog and a hook without the lock try to mark a session apart before
+/// they answer.
+const MARK_WAIT: Duration = Duration::from_secs(1);
+
+/// The session an output-carrying hook records into, once its event is read: if the hook
+/// cannot finish (its watchdog fires, the lock cannot be had), the output is marked
+/// unrecorded in that session apart from its record (`spec/hooks.md` §5), so that the
+/// session's sensitive calls are refused instead of its values looking unsourced.
+static RECORDING: std::sync::Mutex<Option<(FileSessions, String)>> = std::sync::Mutex::new(None);
+
+/// Marks the output of [`RECORDING`]'s session unrecorded apart, waiting at most
+/// [`MARK_WAIT`]; the session id when it was marked.
+fn mark_recording_apart() -> Option<String> {
+    let (sessions, id) = RECORDING.lock().ok()?.take()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(sessions.mark_unrecorded_apart(&id).map(|()| id));
+    });
+    rx.recv_timeout(MARK_WAIT).ok()?.ok()
+}
 
 /// Command hooks for Claude Code and Codex (one JSON event on standard input; exit 2 blocks)
 /// and their set-up: install, doctor, prune (spec/hooks.md).
@@ -228,7 +248,10 @@ fn watchdog(event: HookEvent, answered: std::sync::Arc<std::sync::Mutex<bool>>) 
             event.event_name(),
             wait.as_millis()
         );
-        let outcome = failed_in(None, event, None, &why);
+        let outcome = match mark_recording_apart() {
+            Some(id) => marked_apart(event, &id, &why),
+            None => failed_in(None, event, None, &why),
+        };
         let _ = std::io::stdout().write_all(outcome.stdout.as_bytes());
         let _ = std::io::stderr().write_all(outcome.stderr.as_bytes());
         let _ = std::io::stderr().flush();
@@ -251,6 +274,18 @@ fn run_hook(
     if event == HookEvent::PreToolUse && !ledger.is_file() {
         let why = format!("no ledger at {}", ledger.display());
         return failed_in(None, event, None, &why);
+    }
+    if event.carries_output() {
+        if let (Some(id), Ok(mut slot)) = (
+            memlineage::front::hook::session_id_of(&input),
+            RECORDING.lock(),
+        ) {
+            let sessions = match state {
+                Some(s) => s.sessions(),
+                None => FileSessions::beside(ledger),
+            };
+            *slot = Some((sessions, id));
+        }
     }
     let mut lock_wait = LOCK_WAIT;
     // The resident server (spec/hooks.md §11) answers for readable events of normal size;
@@ -310,6 +345,9 @@ pub fn locked(
     let _lock = match lock_within(ledger, wait) {
         Ok(l) => l,
         Err(e) => {
+            if let Some(id) = mark_recording_apart() {
+                return marked_apart(event, &id, &e.to_string());
+            }
             let id = memlineage::front::hook::session_id_of(input);
             return failed_in(None, event, id.as_deref(), &e.to_string());
         }

@@ -70,6 +70,47 @@ impl FileSessions {
         self.0.join(format!("{}.pruned", Self::name(id)))
     }
 
+    /// The directory of session `id`'s unrecorded-output marks (`spec/hooks.md` §5).
+    fn unrecorded_dir(&self, id: &str) -> PathBuf {
+        self.0.join(format!("{}.unrecorded", Self::name(id)))
+    }
+
+    /// Marks one output of session `id` unrecorded without reading or rewriting its record
+    /// and without the ledger's lock: one new empty file of a fresh name, counted by every
+    /// later [`Sessions::load`]. For a hook that cannot finish (its watchdog fired, the lock
+    /// could not be had): a read-modify-write there could block or be lost; this cannot be
+    /// lost to a concurrent save (`spec/hooks.md` §5).
+    ///
+    /// # Errors
+    /// [`HookError::Session`] when the mark cannot be written.
+    pub fn mark_unrecorded_apart(&self, id: &str) -> Result<(), HookError> {
+        let dir = self.unrecorded_dir(id);
+        let err = |e: std::io::Error| HookError::Session(dir.display().to_string(), e.to_string());
+        std::fs::create_dir_all(&dir).map_err(err)?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let name = format!("{}-{nanos}", std::process::id());
+        crate::store::durable::create_regular(&dir.join(name)).map_err(err)?;
+        Ok(())
+    }
+
+    /// How many marks [`FileSessions::mark_unrecorded_apart`] left for session `id`; one
+    /// `stat` when there are none. A mark directory that cannot be read counts as one mark
+    /// (fail closed).
+    fn unrecorded_apart(&self, id: &str) -> u64 {
+        let dir = self.unrecorded_dir(id);
+        match std::fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Ok(m) if m.is_dir() => std::fs::read_dir(&dir)
+                .map(|d| d.count() as u64)
+                .unwrap_or(1)
+                .max(1),
+            _ => 1,
+        }
+    }
+
     /// Prunes every session file not written for longer than `older_than` at time `now`: the
     /// file is replaced by an empty `<hex>.pruned` marker, so that the session, if it ever
     /// comes back, is refused instead of starting over with an empty read set (which would
@@ -163,6 +204,36 @@ pub struct Pruned {
 
 impl Sessions for FileSessions {
     fn load(&mut self, id: &str) -> Result<Session, HookError> {
+        let mut s = self.load_record(id)?;
+        // Outputs marked apart (a hook that could not finish) count as unrecorded.
+        s.unrecorded = s.unrecorded.saturating_add(self.unrecorded_apart(id));
+        Ok(s)
+    }
+
+    fn save(&mut self, session: &Session) -> Result<(), HookError> {
+        let path = self.path(&session.id);
+        let err = |e: std::io::Error| HookError::Session(path.display().to_string(), e.to_string());
+        std::fs::create_dir_all(&self.0).map_err(err)?;
+        // The marks apart are counted at every load, not saved into the record (else each
+        // load and save would count them again).
+        let apart = self.unrecorded_apart(&session.id);
+        let text = if apart == 0 {
+            serde_json::to_vec(session)
+        } else {
+            let mut record = session.clone();
+            record.unrecorded = record.unrecorded.saturating_sub(apart);
+            serde_json::to_vec(&record)
+        }
+        .map_err(|e| HookError::Session(path.display().to_string(), e.to_string()))?;
+        // A temporary of an unguessable name, renamed over the record (a directory made at a
+        // fixed temporary name used to fail every save, issue 25).
+        crate::store::durable::write_atomic(&path, &text).map_err(err)
+    }
+}
+
+impl FileSessions {
+    /// Session `id`'s record as stored (or a new one), without the marks apart.
+    fn load_record(&self, id: &str) -> Result<Session, HookError> {
         let path = self.path(id);
         // A regular file only, never waited on (a FIFO there hung every hook, issue 25).
         match crate::store::durable::read_regular(&path, MAX_SESSION_BYTES) {
@@ -188,16 +259,5 @@ impl Sessions for FileSessions {
                 Ok(s)
             }
         }
-    }
-
-    fn save(&mut self, session: &Session) -> Result<(), HookError> {
-        let path = self.path(&session.id);
-        let err = |e: std::io::Error| HookError::Session(path.display().to_string(), e.to_string());
-        std::fs::create_dir_all(&self.0).map_err(err)?;
-        let text = serde_json::to_vec(session)
-            .map_err(|e| HookError::Session(path.display().to_string(), e.to_string()))?;
-        // A temporary of an unguessable name, renamed over the record (a directory made at a
-        // fixed temporary name used to fail every save, issue 25).
-        crate::store::durable::write_atomic(&path, &text).map_err(err)
     }
 }

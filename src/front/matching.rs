@@ -430,7 +430,7 @@ fn iban(s: &str) -> Option<String> {
 }
 
 /// `s` folded for IBAN matching (`spec/hooks.md` §4.2): NFKC (full-width forms and no-break
-/// spaces become ASCII), format characters such as U+200B zero-width space and U+00AD soft
+/// spaces become ASCII), other scripts' decimal digits and Arabic separators as ASCII, format characters such as U+200B zero-width space and U+00AD soft
 /// hyphen dropped, a letter or digit outside ASCII that Unicode lists as confusable with ASCII
 /// letters or digits written as those (UTS #39 skeleton: Cyrillic `А С О` → `A C O`), upper
 /// case.
@@ -440,6 +440,11 @@ fn fold(s: &str) -> String {
     for c in s.nfkc().filter(|c| !is_format(*c)) {
         if let Some(d) = decimal_digit(c) {
             out.push(d);
+            continue;
+        }
+        // Arabic decimal and thousands separators (`١٢٬٣٤٥٫٥٠`), as the digits they join.
+        if let Some(sep) = arabic_separator(c) {
+            out.push(sep);
             continue;
         }
         if c.is_ascii() || !c.is_alphanumeric() {
@@ -479,6 +484,16 @@ fn decimal_digit(c: char) -> Option<char> {
         .iter()
         .find(|&&zero| (zero..zero + 10).contains(&u))
         .and_then(|zero| char::from_digit(u - zero, 10))
+}
+
+/// U+066B ARABIC DECIMAL SEPARATOR as `.` and U+066C ARABIC THOUSANDS SEPARATOR as `,`, which
+/// NFKC leaves as they are (`spec/hooks.md` §4.2; third review).
+fn arabic_separator(c: char) -> Option<char> {
+    match c {
+        '\u{066B}' => Some('.'),
+        '\u{066C}' => Some(','),
+        _ => None,
+    }
 }
 
 /// Multipliers an amount may be written with (`5k`, `2.5M`, `3bn`), as powers of ten; matched

@@ -67,10 +67,13 @@ struct Fetched {
 /// store read and no check (an inclusion proof that verified against a signed root stays
 /// true of that root; labels, writers' names and content are immutable). Their forensic
 /// state is asked afresh at every call. At most [`WARM_MAX_BYTES`] of text and ids; cleared
-/// when full and whenever the checkpoint changes (`spec/log.md` §11).
+/// when full, whenever the checkpoint changes and whenever the store's content epoch does
+/// (a redaction; kept not at all on a store that cannot tell, `spec/log.md` §11).
 #[derive(Default)]
 pub(crate) struct Warm {
     root: Option<RootHash>,
+    /// The store's content epoch when the entries were verified ([`Store::content_epoch`]).
+    epoch: Option<u64>,
     entries: HashMap<EntryId, Retrieved>,
     bytes: usize,
 }
@@ -79,11 +82,14 @@ pub(crate) struct Warm {
 const WARM_MAX_BYTES: usize = 16 << 20;
 
 impl Warm {
-    /// Keeps what was verified under `root` only.
-    fn under(&mut self, root: RootHash) {
-        if self.root != Some(root) {
+    /// Keeps what was verified under `root` while the store's content epoch is `epoch`
+    /// only; nothing when the store cannot tell (`epoch` `None`: content may have been
+    /// removed at any time).
+    fn under(&mut self, root: RootHash, epoch: Option<u64>) {
+        if self.root != Some(root) || self.epoch != epoch || epoch.is_none() {
             *self = Warm {
                 root: Some(root),
+                epoch,
                 ..Warm::default()
             };
         }
@@ -94,6 +100,9 @@ impl Warm {
     }
 
     fn keep(&mut self, r: &Retrieved) {
+        if self.epoch.is_none() {
+            return;
+        }
         let cost = 128 + r.writer.len() + r.text.as_ref().map_or(0, String::len);
         if self.bytes + cost > WARM_MAX_BYTES {
             self.entries.clear();
@@ -126,7 +135,9 @@ impl<S: Store> Ledger<S> {
         let _span =
             tracing::info_span!("memlineage.retrieve", memlineage.ids = ids.len()).entered();
         let checkpoint = self.checkpoint()?;
-        self.warm.under(checkpoint.root());
+        // Content removed since (a redaction, by any handle) must not be rendered again.
+        let epoch = self.store().content_epoch()?;
+        self.warm.under(checkpoint.root(), epoch);
         let warm: Vec<Option<Retrieved>> = ids.iter().map(|id| self.warm_hit(id)).collect();
         let cold: Vec<EntryId> = ids
             .iter()

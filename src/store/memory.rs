@@ -41,6 +41,8 @@ pub struct MemoryStore {
     meta: BTreeMap<String, String>,
     /// Leaf indexes by stored context hash (`None`: stored without one), in index order.
     by_context: HashMap<Option<Hash32>, Vec<u64>>,
+    /// Content removals so far ([`Store::content_epoch`]).
+    redactions: u64,
 }
 
 /// One stored entry.
@@ -199,7 +201,13 @@ impl Store for MemoryStore {
     }
 
     fn redact(&mut self, hash: &Hash32) -> Result<bool, StoreError> {
-        Ok(self.content.remove(hash).is_some())
+        let removed = self.content.remove(hash).is_some();
+        self.redactions += u64::from(removed);
+        Ok(removed)
+    }
+
+    fn content_epoch(&self) -> Result<Option<u64>, StoreError> {
+        Ok(Some(self.redactions))
     }
 
     fn put_checkpoint(&mut self, size: u64, note: &[u8]) -> Result<(), StoreError> {

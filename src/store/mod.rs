@@ -321,6 +321,17 @@ pub trait Store {
         Ok(None)
     }
 
+    /// A number that changes whenever content may have been removed from the store
+    /// ([`Store::redact`], by this handle or any other), or `None` when the backend cannot
+    /// tell: [`crate::Ledger::retrieve`] then reads content again at every retrieval instead
+    /// of answering from what it verified (`spec/log.md` §11). The default is `None`.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn content_epoch(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
     /// A ledger setting (log origin, verifier key, τ, rule), if set.
     ///
     /// # Errors

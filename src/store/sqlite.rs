@@ -52,6 +52,9 @@ pub struct SqliteStore {
     side: Option<PathBuf>,
     /// The group of writes open on `conn` ([`Store::begin_group`]), if any.
     group: Option<group::Group>,
+    /// Content this handle removed ([`Store::content_epoch`]; others' show in
+    /// `PRAGMA data_version`).
+    redactions: u64,
 }
 
 mod group;
@@ -117,6 +120,7 @@ impl SqliteStore {
             conn,
             side,
             group: None,
+            redactions: 0,
         };
         store.setup(path, mode).map_err(|e| on_open(e, path))?;
         Ok(store)
@@ -405,7 +409,23 @@ impl Store for SqliteStore {
                     r.get::<_, i64>(0)
                 });
         }
+        if n > 0 {
+            self.redactions += 1;
+        }
         Ok(n > 0)
+    }
+
+    /// `PRAGMA data_version` (it changes when another connection commits, a redaction
+    /// included) with this handle's own redactions.
+    fn content_epoch(&self) -> Result<Option<u64>, StoreError> {
+        let others: i64 = self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        Ok(Some(
+            (others as u64)
+                .wrapping_mul(1 << 32)
+                .wrapping_add(self.redactions),
+        ))
     }
 
     fn put_checkpoint(&mut self, size: u64, note: &[u8]) -> Result<(), StoreError> {

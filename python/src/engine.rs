@@ -470,6 +470,8 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                         json!({"cause": "flagged", "flag": flag.to_string(), "reason": reason})
                     }
                     Cause::External => json!({"cause": "external"}),
+                    // A cause this build does not name (the enum is non-exhaustive).
+                    _ => json!({"cause": "other"}),
                 };
                 json!({"sentence": r.sentence(), "cause": cause})
             }

@@ -110,6 +110,7 @@ pub(super) fn newest_signed<S: Store>(
 /// [`LedgerError::TreeInconsistent`] naming the signed head `head` does not extend (or one
 /// whose proof cannot be built from `src`); checkpoint errors for a note that does not
 /// verify; store errors.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(super) fn check_extends_signed<S: Store>(
     store: &S,
     verifier: &LogVerifier,

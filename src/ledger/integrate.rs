@@ -80,10 +80,13 @@ struct TreeWork {
 
 impl TreeWork {
     fn ledger(&self) -> Result<std::sync::MutexGuard<'_, Ledger<PgStore>>, StoreError> {
-        self.ledger
-            .lock()
-            .map_err(|_| StoreError::Corrupt("integrator: a previous integration panicked".into()))
+        self.ledger.lock().map_err(|_| poisoned())
     }
+}
+
+/// A lock of the integrator left poisoned by a panic during an earlier integration.
+fn poisoned() -> StoreError {
+    StoreError::Corrupt("integrator: a previous integration panicked".into())
 }
 
 impl IntegrationWork for TreeWork {
@@ -121,9 +124,7 @@ impl IntegrationWork for TreeWork {
         // old tree's stored hashes, which the stored root alone does not vouch for (a
         // store-only attacker writes both). The note is published only if it does.
         let mut known = ledger.known.clone();
-        let mut last = self.last.lock().map_err(|_| {
-            StoreError::Corrupt("integrator: a previous integration panicked".into())
-        })?;
+        let mut last = self.last.lock().map_err(|_| poisoned())?;
         known.extend(last.clone());
         let refused = |e: LedgerError| match e {
             LedgerError::Store(s) => s,

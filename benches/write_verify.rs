@@ -16,7 +16,9 @@
 //!   the lineage path back to the tool output), and per ancestry depth 1, 5 and 20
 //!   `decide_allow_8/<depth>` vs `origin_allow_8/<depth>` (`Ledger::gate` vs
 //!   `Ledger::gate_values` with the origin check, `spec/gate.md` §3.1, on 8 tips of chains of
-//!   that depth: every ancestor read, verified and searched);
+//!   that depth: every ancestor visited; repeated on one handle, the entries it verified are
+//!   kept, `spec/gate.md` §3.3) and `origin_allow_8_cold/<depth>` (the same after `Ledger::forget_verified`:
+//!   every ancestor read, verified and searched);
 //! - `retrieve8`: `ed25519_verify_strict_x8` vs `ledger_retrieve/<size>` (cold) and
 //!   `ledger_retrieve_warm/<size>` (`Ledger::retrieve`
 //!   of 8 ids: fetch, decode and verify, prove and check inclusion, render), with the
@@ -333,7 +335,7 @@ fn gate(c: &mut Criterion, fx: &Fixture) {
         b.iter(|| black_box(fx.ledger.gate(&policy, black_box(&deny))))
     });
     for depth in [1usize, 5, 20] {
-        let (l, tips) = origin_chains(depth);
+        let (mut l, tips) = origin_chains(depth);
         let call = call(&tips);
         let values: serde_json::Map<String, serde_json::Value> =
             serde_json::json!({"recipient": ORIGIN_IBAN, "amount": 1200})
@@ -346,6 +348,14 @@ fn gate(c: &mut Criterion, fx: &Fixture) {
         });
         g.bench_function(BenchmarkId::new("origin_allow_8", depth), |b| {
             b.iter(|| black_box(l.gate_values(&policy, black_box(&call), black_box(&values))))
+        });
+        // Cold: the handle forgets every entry it verified first (signatures checked again,
+        // texts read and searched again), as a fresh process would.
+        g.bench_function(BenchmarkId::new("origin_allow_8_cold", depth), |b| {
+            b.iter(|| {
+                l.forget_verified();
+                black_box(l.gate_values(&policy, black_box(&call), black_box(&values)))
+            })
         });
     }
     g.finish();

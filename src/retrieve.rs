@@ -165,6 +165,7 @@ impl<S: Store> Ledger<S> {
     /// as a fresh handle would.
     pub fn forget_verified(&mut self) {
         self.warm = Warm::default();
+        self.origin.forget();
         self.forget_verified_ids();
     }
 

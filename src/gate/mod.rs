@@ -276,6 +276,20 @@ pub trait OriginView: LineageView {
     /// verified is reported as absent (`writer`/`text` `None`), which the check treats as the
     /// worst case.
     fn origin_node(&self, id: &EntryId) -> OriginNode;
+
+    /// The entry `id` for one origin check: by default [`OriginView::origin_node`] read now.
+    /// A view may keep what it verified of immutable entries between checks (edges, writer
+    /// key, verified text and its search forms; [`crate::Ledger`] does, `spec/gate.md` §3.3),
+    /// provided everything that can change (label, binding, forensic state) is read now and
+    /// the answer is the one `origin_node` would give.
+    fn origin_entry(&self, id: &EntryId) -> OriginEntry {
+        OriginEntry::from(self.origin_node(id))
+    }
+
+    /// Called once at the start of each origin check, before any [`OriginView::origin_entry`]:
+    /// a view that keeps entries drops them here when what it verified may no longer hold
+    /// (e.g. content was removed from the store since). Does nothing by default.
+    fn origin_check_begins(&self) {}
 }
 
 /// Shortest normalised form of a string value the origin check also looks for (after removing
@@ -523,6 +537,7 @@ pub enum PolicyError {
 }
 
 mod origin;
+pub use origin::{HeldText, OriginEntry};
 mod policy;
 #[cfg(test)]
 mod tests;

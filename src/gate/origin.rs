@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::front::matching::Haystack;
+use std::sync::{Arc, OnceLock};
 
 impl Policy {
     /// The full gate (`spec/gate.md` §3): the label decision of [`Policy::decide`], then, for
@@ -14,8 +15,9 @@ impl Policy {
     /// verified), unless an entry by a principal with authority for the parameter (the user,
     /// or one [`Policy::is_authoritative`] names) holds it too. Weights play no part.
     ///
-    /// Cost: one [`OriginView::origin_node`] per distinct entry in the ancestry of the
-    /// justifying entries, plus a text search of each per argument.
+    /// Cost: one [`OriginView::origin_entry`] per distinct entry in the ancestry of the
+    /// justifying entries (answered from what the view kept, §3.3, or read and verified), plus
+    /// a text search per argument of each entry whose answer can change the decision.
     pub fn decide_with_origin(
         &self,
         call: &ToolCall,
@@ -40,7 +42,9 @@ impl Policy {
         if !self.is_sensitive(call) {
             return Decision::Allow;
         }
-        let mut seen: HashMap<EntryId, Seen> = HashMap::new();
+        // A view that keeps entries between checks confirms here, once, that they still hold.
+        view.origin_check_begins();
+        let mut seen: HashMap<EntryId, OriginEntry> = HashMap::new();
         for (param, entries) in &call.args {
             let found = self.untrusted_origin(
                 &call.tool,
@@ -74,7 +78,7 @@ impl Policy {
         entries: &[EntryId],
         value: Option<&Value>,
         view: &impl OriginView,
-        seen: &mut HashMap<EntryId, Seen>,
+        seen: &mut HashMap<EntryId, OriginEntry>,
     ) -> Option<(Vec<EntryId>, Label)> {
         let max = self.max_label(tool, param);
         let mut prev: HashMap<EntryId, EntryId> = HashMap::new();
@@ -87,16 +91,18 @@ impl Policy {
         }
         let mut untrusted: Option<(EntryId, Label)> = None;
         while let Some(cur) = queue.pop_front() {
-            let s = seen
-                .entry(cur)
-                .or_insert_with(|| Seen::new(view.origin_node(&cur)));
-            let holds = value.is_some_and(|v| s.holds(v));
-            // A justifying entry counts whether or not it holds the value (§3.2: a
-            // shared-writable writer's entry is External as a justification too).
-            let counts = holds || entries.contains(&cur);
-            match self.origin_class(tool, param, &s.node) {
-                Class::Authority if holds => return None,
-                Class::Counted(label) if counts && label > max && untrusted.is_none() => {
+            let s = seen.entry(cur).or_insert_with(|| view.origin_entry(&cur));
+            // Whether the entry holds the value is asked only where the answer can change the
+            // decision (the text search is the costly part, §3.3).
+            match self.origin_class(tool, param, s) {
+                Class::Authority if value.is_some_and(|v| s.text.holds(v)) => return None,
+                // A justifying entry counts whether or not it holds the value (§3.2: a
+                // shared-writable writer's entry is External as a justification too).
+                Class::Counted(label)
+                    if label > max
+                        && untrusted.is_none()
+                        && (entries.contains(&cur) || value.is_some_and(|v| s.text.holds(v))) =>
+                {
                     untrusted = Some((cur, label));
                 }
                 _ => {}
@@ -105,10 +111,10 @@ impl Policy {
                 // No value to look for: only the justifying entries are checked.
                 continue;
             }
-            for p in s.node.parents.clone() {
-                if visited.insert(p) {
-                    prev.insert(p, cur);
-                    queue.push_back(p);
+            for p in s.parents.iter() {
+                if visited.insert(*p) {
+                    prev.insert(*p, cur);
+                    queue.push_back(*p);
                 }
             }
         }
@@ -123,7 +129,7 @@ impl Policy {
     }
 
     /// How the origin check counts an entry for `param` of `tool` (§3.1, §3.2).
-    fn origin_class(&self, tool: &str, param: &str, n: &OriginNode) -> Class {
+    fn origin_class(&self, tool: &str, param: &str, n: &OriginEntry) -> Class {
         let (Some(label), Some((role, name))) = (n.label, n.writer.as_ref()) else {
             return Class::Counted(Label::External);
         };
@@ -131,7 +137,7 @@ impl Policy {
         // policy names for the parameter; never the agent's memory, whatever its label.
         let authority = (*role == Role::User && label == Label::Trusted)
             || self.is_authoritative(tool, param, name);
-        if authority && n.live && n.text.is_some() {
+        if authority && n.live && n.text.is_readable() {
             return Class::Authority;
         }
         if self.is_shared_writable(name) && !self.is_authoritative(tool, param, name) {
@@ -149,32 +155,80 @@ enum Class {
     Counted(Label),
 }
 
-/// An entry the origin check has read, with its search forms built once per decision.
-pub(super) struct Seen {
-    node: OriginNode,
-    hay: Option<Haystack>,
-    normalised: Option<String>,
+/// An entry as the origin check reads it (`spec/gate.md` §3.1): what the view verified of it
+/// at this check (label, writer, edges, forensic state) and its text, whose search forms are
+/// built on first use and may be shared between checks by a view that keeps them (§3.3).
+#[derive(Clone, Debug)]
+pub struct OriginEntry {
+    /// As [`OriginNode::label`].
+    pub label: Option<Label>,
+    /// As [`OriginNode::writer`].
+    pub writer: Option<(Role, String)>,
+    /// As [`OriginNode::parents`].
+    pub parents: Arc<[EntryId]>,
+    /// As [`OriginNode::live`].
+    pub live: bool,
+    /// As [`OriginNode::text`], searchable.
+    pub text: Arc<HeldText>,
 }
 
-impl Seen {
-    pub(super) fn new(node: OriginNode) -> Self {
-        let hay = node.text.as_deref().map(Haystack::new);
-        let normalised = node.text.as_deref().map(normalise);
-        Seen {
-            node,
-            hay,
-            normalised,
+impl From<OriginNode> for OriginEntry {
+    fn from(n: OriginNode) -> Self {
+        OriginEntry {
+            label: n.label,
+            writer: n.writer,
+            parents: n.parents.into(),
+            live: n.live,
+            text: Arc::new(HeldText::new(n.text)),
         }
+    }
+}
+
+/// An entry's verified text (`None`: redacted or unreadable) and its search forms, built once,
+/// on the first [`HeldText::holds`].
+#[derive(Debug, Default)]
+pub struct HeldText {
+    text: Option<String>,
+    forms: OnceLock<Option<(Haystack, String)>>,
+}
+
+impl HeldText {
+    /// `text` as the view verified it (`None`: it holds every value).
+    pub fn new(text: Option<String>) -> Self {
+        HeldText {
+            text,
+            forms: OnceLock::new(),
+        }
+    }
+
+    /// Whether there is a text (not redacted, readable, matching its signed hash).
+    pub fn is_readable(&self) -> bool {
+        self.text.is_some()
+    }
+
+    /// Length of the text in bytes (0 when there is none).
+    pub fn len(&self) -> usize {
+        self.text.as_ref().map_or(0, String::len)
+    }
+
+    /// Whether there is no text or an empty one.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Whether the entry holds `value` (§3.1): the matching rules of `spec/hooks.md` §4 on its
     /// verified text, or a string value's normalised form (letters and digits, upper-cased,
     /// at least [`MIN_NORMALISED_CHARS`]) in the normalised text; an entry without a readable
     /// text holds every value a text could hold.
-    pub(super) fn holds(&self, value: &Value) -> bool {
-        match (&self.hay, &self.normalised) {
-            (Some(h), Some(n)) => h.matches(value) || normalised_in(n, value),
-            _ => Haystack::unverifiable().matches(value),
+    pub fn holds(&self, value: &Value) -> bool {
+        let forms = self.forms.get_or_init(|| {
+            self.text
+                .as_deref()
+                .map(|t| (Haystack::new(t), normalise(t)))
+        });
+        match forms {
+            Some((h, n)) => h.matches(value) || normalised_in(n, value),
+            None => Haystack::unverifiable().matches(value),
         }
     }
 }

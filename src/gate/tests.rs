@@ -1,6 +1,6 @@
 //! Unit tests of the policy, the label decision and the origin check.
 
-use super::origin::{normalise, normalised_in, Seen};
+use super::origin::{normalise, normalised_in};
 use super::*;
 use std::collections::HashMap;
 
@@ -76,14 +76,8 @@ fn a_quarantined_entry_cannot_justify_whatever_its_label() {
     assert!(!view().quarantined(&id(1)));
 }
 
-fn seen(text: Option<&str>) -> Seen {
-    Seen::new(OriginNode {
-        label: Some(Label::External),
-        writer: None,
-        text: text.map(str::to_string),
-        parents: Vec::new(),
-        live: true,
-    })
+fn seen(text: Option<&str>) -> HeldText {
+    HeldText::new(text.map(str::to_string))
 }
 
 #[test]

@@ -21,6 +21,7 @@ mod error;
 mod index;
 #[cfg(feature = "postgres")]
 mod integrate;
+mod origin;
 mod prove;
 mod prove_label;
 mod rows;
@@ -77,6 +78,8 @@ pub struct Ledger<S: Store> {
     /// Entries [`Ledger::retrieve`] verified under the current checkpoint, rendered
     /// (`spec/log.md` §11).
     pub(crate) warm: crate::retrieve::Warm,
+    /// Entries the origin check verified, kept between checks (`spec/gate.md` §3.3).
+    pub(crate) origin: origin::OriginMemory,
     /// The rows-chain check this handle's writes wait for ([`Ledger::hold_writes`]); `None`
     /// when none is held (none asked for, or it passed).
     rows_hold: Option<RowsCheck>,
@@ -176,6 +179,7 @@ impl<S: Store> Ledger<S> {
             sealed: 0,
             verified: Default::default(),
             warm: Default::default(),
+            origin: Default::default(),
             rows_hold: None,
         };
         ledger.load_index()?;

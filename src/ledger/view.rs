@@ -1,11 +1,15 @@
 //! The ledger as the gate sees it: [`LineageView`] and the untrusted path behind a label.
 
+use super::origin::Kept;
 use super::{Ledger, LedgerError};
-use crate::gate::{Decision, LineageView, OriginNode, OriginView, Policy, ToolCall};
+use crate::gate::{
+    Decision, HeldText, LineageView, OriginEntry, OriginNode, OriginView, Policy, ToolCall,
+};
 use crate::lineage::path::PathView;
 use crate::lineage::Label;
 use crate::record::{EntryId, Parent};
 use crate::store::Store;
+use std::sync::Arc;
 
 impl<S: Store> Ledger<S> {
     /// The shortest lineage path to `id` from the External entry that makes it untrusted
@@ -99,6 +103,58 @@ impl<S: Store> OriginView for Ledger<S> {
             parents: e.entry().parents.iter().map(|p| p.id).collect(),
             live,
         }
+    }
+
+    /// [`OriginView::origin_node`], answered for an entry this handle verified since the
+    /// store's content epoch last moved from what it kept (`spec/gate.md` §3.3): edges, writer
+    /// key and text kept; label, binding and forensic state read now.
+    fn origin_entry(&self, id: &EntryId) -> OriginEntry {
+        let label = self.label(id);
+        let live = label.is_some() && !self.is_tombstoned(id) && !self.is_quarantined(id);
+        let kept = match self.origin.get(id).filter(|_| label.is_some()) {
+            Some(k) => k,
+            None => {
+                let Ok(e) = self.get(id) else {
+                    return OriginEntry::from(OriginNode {
+                        label,
+                        live,
+                        ..OriginNode::default()
+                    });
+                };
+                let text = self
+                    .content(&e)
+                    .ok()
+                    .flatten()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned());
+                let readable = text.is_some();
+                let k = Kept {
+                    writer: e.writer(),
+                    parents: e.entry().parents.iter().map(|p| p.id).collect(),
+                    text: Arc::new(HeldText::new(text)),
+                };
+                // A text that could not be read now may be readable later: not kept.
+                if readable {
+                    self.origin.keep(*id, &k);
+                }
+                k
+            }
+        };
+        OriginEntry {
+            label,
+            writer: self
+                .principal(&kept.writer)
+                .map(|(r, n)| (r, n.to_string())),
+            parents: kept.parents,
+            live,
+            text: kept.text,
+        }
+    }
+
+    fn origin_check_begins(&self) {
+        // Content removed since (a redaction, or a rewrite of the store, by anyone) must not
+        // be held as verified text: what was kept goes when the epoch moves.
+        self.origin
+            .under(self.store().content_epoch().ok().flatten());
     }
 }
 

@@ -1,0 +1,89 @@
+//! What a handle keeps, between origin checks, of the entries it verified for them
+//! (`spec/gate.md` §3.3): their edges, writer key and verified text with its search forms.
+//!
+//! An entry is immutable under its id (the leaf hash of its signed bytes, its content bound
+//! by the signed content hash), so what this handle verified of it stays true of the log.
+//! What can change is read afresh at every check ([`crate::Ledger`]'s `origin_entry`): the
+//! label, the writer key's binding, tombstone and quarantine. Content can be removed (a
+//! redaction, or anyone rewriting the store): everything kept is dropped whenever the
+//! store's content epoch moves ([`crate::store::Store::content_epoch`], read once per check),
+//! and nothing is kept on a store that cannot tell.
+
+use crate::gate::HeldText;
+use crate::record::{EntryId, KeyId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Most bytes (texts, their search forms and a fixed cost per entry) a handle keeps.
+const MAX_BYTES: usize = 32 << 20;
+
+/// What a handle verified of one entry, immutable under its id.
+#[derive(Clone)]
+pub(super) struct Kept {
+    /// The key that signed it (bound or not: asked afresh).
+    pub(super) writer: KeyId,
+    /// Every recorded parent.
+    pub(super) parents: Arc<[EntryId]>,
+    /// Its text as verified against the signed content hash.
+    pub(super) text: Arc<HeldText>,
+}
+
+/// The entries kept, under one content epoch. A poisoned lock only means keeping nothing.
+#[derive(Default)]
+pub(crate) struct OriginMemory(Mutex<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    epoch: Option<u64>,
+    entries: HashMap<EntryId, Kept>,
+    bytes: usize,
+}
+
+impl OriginMemory {
+    /// Keeps what was verified while the store's content epoch is `epoch` only; nothing when
+    /// the store cannot tell (`None`).
+    pub(super) fn under(&self, epoch: Option<u64>) {
+        if let Ok(mut m) = self.0.lock() {
+            if m.epoch != epoch || epoch.is_none() {
+                *m = Inner {
+                    epoch,
+                    ..Inner::default()
+                };
+            }
+        }
+    }
+
+    /// Drops everything kept.
+    pub(crate) fn forget(&self) {
+        if let Ok(mut m) = self.0.lock() {
+            let epoch = m.epoch;
+            *m = Inner {
+                epoch,
+                ..Inner::default()
+            };
+        }
+    }
+
+    pub(super) fn get(&self, id: &EntryId) -> Option<Kept> {
+        self.0.lock().ok()?.entries.get(id).cloned()
+    }
+
+    /// Keeps `kept` for `id` (only under a known epoch; cleared first when full).
+    pub(super) fn keep(&self, id: EntryId, kept: &Kept) {
+        let Ok(mut m) = self.0.lock() else {
+            return;
+        };
+        if m.epoch.is_none() {
+            return;
+        }
+        // The text, its normalised form and its haystack, roughly, and the edges.
+        let cost = 128 + 4 * kept.text.len() + 32 * kept.parents.len();
+        if m.bytes + cost > MAX_BYTES {
+            m.entries.clear();
+            m.bytes = 0;
+        }
+        if cost <= MAX_BYTES && m.entries.insert(id, kept.clone()).is_none() {
+            m.bytes += cost;
+        }
+    }
+}

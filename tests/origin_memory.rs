@@ -379,29 +379,28 @@ proptest! {
     }
 }
 
+/// A user prompt, a web page and the agent's memo of both (strong edge to the prompt, weak
+/// to the page), with these pieces of text.
+fn memo(prompt: [usize; 1], page: [usize; 1], memo: [usize; 1]) -> Vec<Spec> {
+    let entry = |writer: usize, pieces: [usize; 1], parents: Vec<(usize, u8)>| Spec {
+        writer,
+        pieces: pieces.to_vec(),
+        parents,
+    };
+    vec![
+        entry(0, prompt, vec![]),
+        entry(2, page, vec![]),
+        entry(1, memo, vec![(0, 10), (1, 4)]),
+    ]
+}
+
 /// The chains where keeping matters: the page's text deleted by the store-only attacker
 /// after a handle checked a call and kept the page. The same handle must then count the page
 /// as holding every value, as a fresh handle does (fails when the kept text outlives the
 /// store's content epoch).
 #[test]
 fn a_text_deleted_after_a_check_is_not_held_as_verified_by_the_handle_that_kept_it() {
-    let specs = vec![
-        Spec {
-            writer: 0,
-            pieces: vec![4],
-            parents: vec![],
-        },
-        Spec {
-            writer: 2,
-            pieces: vec![2],
-            parents: vec![],
-        },
-        Spec {
-            writer: 1,
-            pieces: vec![3],
-            parents: vec![(0, 10), (1, 4)],
-        },
-    ];
+    let specs = memo([4], [2], [3]);
     let (w, mut l) = world(&specs);
     let policy = Policy::default();
     // "invoice 4711-B" is in the memo, not in the page: allowed.
@@ -423,4 +422,42 @@ fn a_text_deleted_after_a_check_is_not_held_as_verified_by_the_handle_that_kept_
         }
     );
     assert_eq!(d.path, vec![w.ids[1], w.ids[2]]);
+}
+
+/// The user's prompt states the IBAN; the agent's memo cites it (strong) and a page holding
+/// the same IBAN (weak). The prompt's authority lets the IBAN through, from the memo's kept
+/// ancestry too; once the prompt is tombstoned (by this handle, or by another one and seen at
+/// refresh) it has no authority and the page's copy refuses the IBAN (fails when a kept
+/// ancestry answers with the authority of an entry that is no longer live).
+#[test]
+fn a_tombstoned_statement_loses_its_authority_in_a_kept_ancestry() {
+    let specs = memo([2], [2], [2]);
+    let policy = Policy::default();
+    let call = Call {
+        args: vec![(vec![2], 2)],
+    };
+    for other_handle in [false, true] {
+        let (w, mut l) = world(&specs);
+        let (tc, values) = w.tool_call(&call);
+        assert!(l.gate_values(&policy, &tc, &values).is_allow());
+        assert!(l.gate_values(&policy, &tc, &values).is_allow(), "kept");
+        if other_handle {
+            let mut o = Ledger::open(SqliteStore::open(&w.path).unwrap(), signer()).unwrap();
+            o.tombstone(w.ids[0], &w.keys[0], "wrong").unwrap();
+            l.refresh().unwrap();
+        } else {
+            l.tombstone(w.ids[0], &w.keys[0], "wrong").unwrap();
+        }
+        let d = l.gate_values(&policy, &tc, &values);
+        let Decision::Deny(d) = d else {
+            panic!("a tombstoned prompt kept its authority (other handle: {other_handle})")
+        };
+        assert_eq!(d.path, vec![w.ids[1], w.ids[2]]);
+        assert_eq!(d, {
+            let Decision::Deny(want) = walk(&policy, &tc, &values, &Fresh(&l)) else {
+                panic!("the walk allows")
+            };
+            want
+        });
+    }
 }

@@ -290,6 +290,17 @@ pub trait OriginView: LineageView {
     /// a view that keeps entries drops them here when what it verified may no longer hold
     /// (e.g. content was removed from the store since). Does nothing by default.
     fn origin_check_begins(&self) {}
+
+    /// The ancestry of `id` a view kept for origin checks (`spec/gate.md` §3.3), or the one
+    /// `build` makes now (which the view may keep); `None` when the view keeps none (the
+    /// default: the check then walks) or `build` cannot make it.
+    fn ancestry(
+        &self,
+        _id: &EntryId,
+        _build: &mut dyn FnMut() -> Option<Ancestry>,
+    ) -> Option<std::sync::Arc<Ancestry>> {
+        None
+    }
 }
 
 /// Shortest normalised form of a string value the origin check also looks for (after removing
@@ -536,7 +547,9 @@ pub enum PolicyError {
     UnknownLabel(String),
 }
 
+mod ancestry;
 mod origin;
+pub use ancestry::Ancestry;
 pub use origin::{HeldText, OriginEntry};
 mod policy;
 #[cfg(test)]

@@ -46,6 +46,9 @@ impl Policy {
         view.origin_check_begins();
         let mut seen: HashMap<EntryId, OriginEntry> = HashMap::new();
         for (param, entries) in &call.args {
+            if self.passes_by_ancestry(call, param, entries, values.get(param), view) {
+                continue;
+            }
             let found = self.untrusted_origin(
                 &call.tool,
                 param,
@@ -133,17 +136,33 @@ impl Policy {
         let (Some(label), Some((role, name))) = (n.label, n.writer.as_ref()) else {
             return Class::Counted(Label::External);
         };
-        // The user's own statement (a prompt: role user, labelled Trusted), or a principal the
-        // policy names for the parameter; never the agent's memory, whatever its label.
-        let authority = (*role == Role::User && label == Label::Trusted)
-            || self.is_authoritative(tool, param, name);
+        let (authority, counted) = self.writer_class(tool, param, label, *role, name);
         if authority && n.live && n.text.is_readable() {
             return Class::Authority;
         }
-        if self.is_shared_writable(name) && !self.is_authoritative(tool, param, name) {
-            return Class::Counted(Label::External);
-        }
-        Class::Counted(label)
+        Class::Counted(counted)
+    }
+
+    /// For an entry labelled `label` by a writer of `role` named `name`: whether its writer
+    /// has authority for `param` of `tool` (§3.1 step 4: the user's own statement, a prompt
+    /// with role user labelled Trusted, or a principal the policy names; never the agent's
+    /// memory, whatever its label), and the label it is counted with otherwise (§3.1 step 3:
+    /// External for a shared-writable writer without authority, §3.2).
+    pub(super) fn writer_class(
+        &self,
+        tool: &str,
+        param: &str,
+        label: Label,
+        role: Role,
+        name: &str,
+    ) -> (bool, Label) {
+        let named = self.is_authoritative(tool, param, name);
+        let authority = (role == Role::User && label == Label::Trusted) || named;
+        let counted = match self.is_shared_writable(name) && !named {
+            true => Label::External,
+            false => label,
+        };
+        (authority, counted)
     }
 }
 

@@ -601,6 +601,12 @@ impl<S: Store> Ledger<S> {
         }
     }
 
+    /// The count and head of the effects chain this handle admitted (moves with every
+    /// binding, tombstone, flag, release and lease it learns of).
+    pub(crate) fn effects_marker(&self) -> (u64, [u8; 32]) {
+        (self.effects.count, self.effects.head)
+    }
+
     /// Whether `id` has been tombstoned.
     pub fn is_tombstoned(&self, id: &EntryId) -> bool {
         self.state.is_tombstoned(id)

@@ -1,5 +1,6 @@
 //! What a handle keeps, between origin checks, of the entries it verified for them
-//! (`spec/gate.md` §3.3): their edges, writer key and verified text with its search forms.
+//! (`spec/gate.md` §3.3): their edges, writer key and verified text with its search forms, and
+//! the ancestries of justifying entries (dropped also when the handle's effects chain moves).
 //!
 //! An entry is immutable under its id (the leaf hash of its signed bytes, its content bound
 //! by the signed content hash), so what this handle verified of it stays true of the log.
@@ -9,7 +10,7 @@
 //! store's content epoch moves ([`crate::store::Store::content_epoch`], read once per check),
 //! and nothing is kept on a store that cannot tell.
 
-use crate::gate::HeldText;
+use crate::gate::{Ancestry, HeldText};
 use crate::record::{EntryId, KeyId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -36,19 +37,30 @@ pub(crate) struct OriginMemory(Mutex<Inner>);
 struct Inner {
     epoch: Option<u64>,
     entries: HashMap<EntryId, Kept>,
+    /// The effects this handle had admitted when the ancestries were built: a binding, a
+    /// tombstone or a flag since changes the groups' writers, so they are built again.
+    effects: Option<(u64, [u8; 32])>,
+    ancestries: HashMap<EntryId, Arc<Ancestry>>,
     bytes: usize,
 }
 
 impl OriginMemory {
     /// Keeps what was verified while the store's content epoch is `epoch` only; nothing when
-    /// the store cannot tell (`None`).
-    pub(super) fn under(&self, epoch: Option<u64>) {
+    /// the store cannot tell (`None`). Keeps ancestries while the handle's effects are
+    /// `effects` (count and head of its effects chain) only.
+    pub(super) fn under(&self, epoch: Option<u64>, effects: (u64, [u8; 32])) {
         if let Ok(mut m) = self.0.lock() {
             if m.epoch != epoch || epoch.is_none() {
                 *m = Inner {
                     epoch,
                     ..Inner::default()
                 };
+            }
+            if m.effects != Some(effects) {
+                let dropped: usize = m.ancestries.values().map(|a| ancestry_cost(a)).sum();
+                m.ancestries.clear();
+                m.bytes = m.bytes.saturating_sub(dropped);
+                m.effects = Some(effects);
             }
         }
     }
@@ -61,6 +73,30 @@ impl OriginMemory {
                 epoch,
                 ..Inner::default()
             };
+        }
+    }
+
+    pub(super) fn ancestry(&self, id: &EntryId) -> Option<Arc<Ancestry>> {
+        self.0.lock().ok()?.ancestries.get(id).cloned()
+    }
+
+    /// Keeps the ancestry of `id` (only under a known epoch; everything is cleared first when
+    /// full).
+    pub(super) fn keep_ancestry(&self, id: EntryId, a: &Arc<Ancestry>) {
+        let Ok(mut m) = self.0.lock() else {
+            return;
+        };
+        if m.epoch.is_none() || m.effects.is_none() {
+            return;
+        }
+        let cost = ancestry_cost(a);
+        if m.bytes + cost > MAX_BYTES {
+            m.entries.clear();
+            m.ancestries.clear();
+            m.bytes = 0;
+        }
+        if cost <= MAX_BYTES && m.ancestries.insert(id, Arc::clone(a)).is_none() {
+            m.bytes += cost;
         }
     }
 
@@ -80,10 +116,16 @@ impl OriginMemory {
         let cost = 128 + 4 * kept.text.len() + 32 * kept.parents.len();
         if m.bytes + cost > MAX_BYTES {
             m.entries.clear();
+            m.ancestries.clear();
             m.bytes = 0;
         }
         if cost <= MAX_BYTES && m.entries.insert(id, kept.clone()).is_none() {
             m.bytes += cost;
         }
     }
+}
+
+/// Bytes an ancestry is counted for: its ids and a fixed cost.
+fn ancestry_cost(a: &Ancestry) -> usize {
+    128 + 40 * a.len()
 }

@@ -3,7 +3,8 @@
 use super::origin::Kept;
 use super::{Ledger, LedgerError};
 use crate::gate::{
-    Decision, HeldText, LineageView, OriginEntry, OriginNode, OriginView, Policy, ToolCall,
+    Ancestry, Decision, HeldText, LineageView, OriginEntry, OriginNode, OriginView, Policy,
+    ToolCall,
 };
 use crate::lineage::path::PathView;
 use crate::lineage::Label;
@@ -153,8 +154,25 @@ impl<S: Store> OriginView for Ledger<S> {
     fn origin_check_begins(&self) {
         // Content removed since (a redaction, or a rewrite of the store, by anyone) must not
         // be held as verified text: what was kept goes when the epoch moves.
-        self.origin
-            .under(self.store().content_epoch().ok().flatten());
+        self.origin.under(
+            self.store().content_epoch().ok().flatten(),
+            self.effects_marker(),
+        );
+    }
+
+    /// The ancestry kept for `id` under the current content epoch and effects, or the one
+    /// `build` makes now, kept (`spec/gate.md` §3.3).
+    fn ancestry(
+        &self,
+        id: &EntryId,
+        build: &mut dyn FnMut() -> Option<Ancestry>,
+    ) -> Option<Arc<Ancestry>> {
+        if let Some(a) = self.origin.ancestry(id) {
+            return Some(a);
+        }
+        let a = Arc::new(build()?);
+        self.origin.keep_ancestry(*id, &a);
+        Some(a)
     }
 }
 

@@ -5,7 +5,7 @@
 //! A [`Front`] records what an agent session reads (prompts, tool output, retrieved memories)
 //! into the ledger under principals it holds the keys of, keeps the session's *read set*, and
 //! decides proposed tool calls: each argument value is matched by exact value against the texts
-//! the session has read ([`matching`]), and the gate ([`Policy::decide`]) checks the labels of
+//! the session has read ([`matching`](crate::gate::matching)), and the gate ([`Policy::decide`]) checks the labels of
 //! the entries it came from. Writers are never taken from the caller: the front signs with the
 //! keys its configuration names.
 
@@ -14,7 +14,6 @@ pub mod extract;
 pub mod hook;
 pub mod hookd;
 pub mod keystore;
-pub mod matching;
 pub mod pin;
 pub mod privsep;
 pub mod protect;
@@ -33,6 +32,7 @@ use write::{Ref, Spec};
 pub mod mcp;
 
 use crate::front::keystore::{KeyStore, KeyStoreError};
+use crate::gate::matching::{self, Haystack};
 use crate::gate::UnknownTools;
 use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
@@ -40,7 +40,6 @@ use crate::lineage::Label;
 use crate::record::{EntryId, Kind, Parent, Role, Weight, WriterKey};
 use crate::retrieve::Outcome;
 use crate::store::Store;
-use matching::Haystack;
 
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

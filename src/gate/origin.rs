@@ -1,8 +1,8 @@
 //! The origin of a value (`spec/gate.md` §3.1–3.2): the ancestry of a justification over
 //! every recorded edge, the entries that hold the value, and who has authority for it.
 
+use super::matching::Haystack;
 use super::*;
-use crate::front::matching::Haystack;
 
 impl Policy {
     /// The full gate (`spec/gate.md` §3): the label decision of [`Policy::decide`], then, for

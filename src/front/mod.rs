@@ -10,7 +10,6 @@
 //! keys its configuration names.
 
 pub mod ask;
-pub mod extract;
 pub mod hook;
 pub mod hookd;
 pub mod keystore;
@@ -32,6 +31,7 @@ use write::{Ref, Spec};
 pub mod mcp;
 
 use crate::front::keystore::{KeyStore, KeyStoreError};
+use crate::gate::extract;
 use crate::gate::matching::{self, Haystack};
 use crate::gate::UnknownTools;
 use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};

@@ -522,6 +522,7 @@ pub enum PolicyError {
     UnknownLabel(String),
 }
 
+pub mod extract;
 pub mod matching;
 mod origin;
 mod policy;

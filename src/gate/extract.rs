@@ -9,7 +9,7 @@
 //! Shell words come from the `shlex` crate (POSIX quoting), URLs are parsed by the `url` crate
 //! (WHATWG: host lower-cased, IDNA to ASCII).
 
-use crate::gate::{Policy, ValueKind};
+use super::{Policy, ValueKind};
 use serde_json::{Map, Value};
 use std::path::Path;
 

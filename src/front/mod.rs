@@ -20,8 +20,10 @@ pub mod secret_values;
 pub mod secrets;
 pub mod sinks;
 pub mod tools;
+mod keys;
 mod session;
 mod write;
+pub use keys::{DerivedKeys, GeneratedKeys, KeyFile, Keys};
 pub use session::{
     session_context, NewestReader, Session, Sighting, SESSION_START, UNSEEN_HISTORY,
 };
@@ -30,14 +32,14 @@ use write::{Ref, Spec};
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 
-use crate::front::keystore::{KeyStore, KeyStoreError};
+use crate::front::keystore::KeyStoreError;
 use crate::gate::extract;
 use crate::gate::matching::{self, Haystack};
 use crate::gate::UnknownTools;
 use crate::gate::{Decision, Denial, LineageView, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::lineage::Label;
-use crate::record::{EntryId, Kind, Parent, Role, Weight, WriterKey};
+use crate::record::{EntryId, Kind, Parent, Role, Weight};
 use crate::retrieve::Outcome;
 use crate::store::Store;
 
@@ -56,74 +58,6 @@ pub const UNKNOWN_CONTEXT: &str = "context:unknown";
 /// into a new context entry (`spec/lineage.md` §4.2), so a write costs the same after 10 reads
 /// as after 100,000.
 pub const FOLD_AT: usize = 32;
-
-/// Where the front gets signing keys for its principals.
-pub trait Keys {
-    /// The key of principal `name` with `role`, created if absent. Returns the key and whether
-    /// it was created (so that a key file can be saved before the key is used).
-    ///
-    /// # Errors
-    /// [`FrontError::Keys`] when `name` exists with another role or the store of keys fails.
-    fn key(&mut self, name: &str, role: Role) -> Result<(WriterKey, bool), FrontError>;
-}
-
-impl Keys for KeyStore {
-    fn key(&mut self, name: &str, role: Role) -> Result<(WriterKey, bool), FrontError> {
-        let (k, _, created) = self.principal(name, Some(role))?;
-        Ok((k, created))
-    }
-}
-
-/// A key file ([`KeyStore`]) that is saved as soon as a principal is added to it, before the
-/// new key signs anything (a bound key whose seed was lost could never write again).
-#[derive(Debug)]
-pub struct KeyFile {
-    /// The keys.
-    pub store: KeyStore,
-    /// Where they are saved.
-    pub path: std::path::PathBuf,
-}
-
-impl Keys for KeyFile {
-    fn key(&mut self, name: &str, role: Role) -> Result<(WriterKey, bool), FrontError> {
-        let (k, created) = self.store.key(name, role)?;
-        if created {
-            self.store.save(&self.path)?;
-        }
-        Ok((k, created))
-    }
-}
-
-/// Fresh random keys per principal, kept in memory for the front's lifetime (an embedding
-/// runtime that keeps its ledger in memory, or persists keys itself).
-#[derive(Debug, Default)]
-pub struct GeneratedKeys(pub HashMap<String, (Role, WriterKey)>);
-
-impl Keys for GeneratedKeys {
-    fn key(&mut self, name: &str, role: Role) -> Result<(WriterKey, bool), FrontError> {
-        match self.0.get(name) {
-            Some((r, _)) if *r != role => Err(KeyStoreError::RoleMismatch(name.to_string()).into()),
-            Some((_, k)) => Ok((WriterKey::from_seed(&k.seed()), false)),
-            None => {
-                let k = WriterKey::generate();
-                self.0
-                    .insert(name.to_string(), (role, WriterKey::from_seed(&k.seed())));
-                Ok((k, true))
-            }
-        }
-    }
-}
-
-/// Keys derived from their names with [`WriterKey::for_label`] under a secret prefix: for tests
-/// and examples only (anyone who knows the prefix can sign as any principal).
-#[derive(Debug, Clone)]
-pub struct DerivedKeys(pub String);
-
-impl Keys for DerivedKeys {
-    fn key(&mut self, name: &str, _role: Role) -> Result<(WriterKey, bool), FrontError> {
-        Ok((WriterKey::for_label(&format!("{}/{name}", self.0)), false))
-    }
-}
 
 /// The worst of `verdicts`: the first [`Verdict::Deny`], else the first [`Verdict::Ask`],
 /// else [`Verdict::Allow`] (`spec/gate.md` §7: the worst decides).

@@ -1,3 +1,4 @@
+use super::amounts::thousands;
 use super::*;
 use serde_json::json;
 

@@ -451,7 +451,7 @@ impl State {
     ) -> HookOutcome {
         let ledger = self.ledger.clone();
         let dir = self.state.clone();
-        crate::hook::locked(
+        crate::hook_answer::locked(
             event,
             &ledger,
             dir.as_ref(),
@@ -473,7 +473,7 @@ impl State {
     ) -> HookOutcome {
         let ledger = self.ledger.clone();
         let dir = self.state.clone();
-        crate::hook::locked(event, &ledger, dir.as_ref(), b"", SERVER_LOCK_WAIT, f)
+        crate::hook_answer::locked(event, &ledger, dir.as_ref(), b"", SERVER_LOCK_WAIT, f)
     }
 
     fn decide(
@@ -484,7 +484,7 @@ impl State {
     ) -> HookOutcome {
         let state = self.state.clone();
         match self.front() {
-            Ok(front) => crate::hook::decide(front, sessions, state.as_ref(), event, input),
+            Ok(front) => crate::hook_answer::decide(front, sessions, state.as_ref(), event, input),
             Err(e) => failed(sessions, event, input, &e.to_string()),
         }
     }

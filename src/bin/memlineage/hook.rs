@@ -140,7 +140,7 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
                 (None, None) => Err("hook serve: give LEDGER or --separated LAYOUT".into()),
             }
         }
-        HookCmd::Probe { layout } => return crate::hook_separate_install::probe(&layout),
+        HookCmd::Probe { layout } => return crate::hook_install::separate::probe(&layout),
         HookCmd::Prune {
             ledger,
             older_than_days,

@@ -7,7 +7,7 @@
 //! [`memlineage::front::privsep`]). Whatever cannot be answered fails closed; nothing falls
 //! back to deciding in process with a key.
 //!
-//! `hook install --separate` and `hook doctor --separated` are in `hook_separate_install.rs`.
+//! `hook install --separate` and `hook doctor --separated` are in `hook_install/separate.rs`.
 
 use crate::hookd::{Deadline, State, ANSWER_WAIT, REQUEST_WAIT, WATCH_EVERY};
 use crate::Res;

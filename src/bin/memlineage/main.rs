@@ -39,7 +39,6 @@ mod hook;
 mod hook_answer;
 mod hook_install;
 mod hook_separate;
-mod hook_separate_install;
 mod hook_tools;
 mod hookd;
 mod io;

@@ -2,8 +2,8 @@
 //! and its sources (a key file saved on every new principal, fresh keys in memory, keys derived
 //! from names for tests).
 
-use super::keystore::{KeyStore, KeyStoreError};
 use super::FrontError;
+use crate::front::keystore::{KeyStore, KeyStoreError};
 use crate::record::{Role, WriterKey};
 use std::collections::HashMap;
 

@@ -5,9 +5,9 @@
 //! A [`Front`] records what an agent session reads (prompts, tool output, retrieved memories)
 //! into the ledger under principals it holds the keys of, keeps the session's *read set*, and
 //! decides proposed tool calls: each argument value is matched by exact value against the texts
-//! the session has read ([`matching`](crate::gate::matching)), and the gate
-//! ([`Policy::decide`]) checks the labels of the entries it came from. Writers are never taken
-//! from the caller: the front signs with the keys its configuration names.
+//! the session has read ([`matching`]), and the gate ([`Policy::decide`]) checks the labels of
+//! the entries it came from. Writers are never taken from the caller: the front signs with the
+//! keys its configuration names.
 
 pub mod ask;
 pub mod hook;

@@ -9,8 +9,8 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use memlineage::front::matching::{Haystack, Needle, ReadIndex};
 use memlineage::front::{DerivedKeys, Front, Session};
+use memlineage::gate::matching::{Haystack, Needle, ReadIndex};
 use memlineage::gate::Policy;
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;

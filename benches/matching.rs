@@ -9,7 +9,7 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use memlineage::front::matching::{Haystack, Needle};
+use memlineage::gate::matching::{Haystack, Needle};
 use serde_json::json;
 use std::hint::black_box;
 use std::time::Duration;

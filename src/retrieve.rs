@@ -1,4 +1,4 @@
-//! M5: retrieval. Before an entry reaches a prompt it is verified (signature and canonical
+//! Retrieval. Before an entry reaches a prompt it is verified (signature and canonical
 //! bytes, inclusion under the current signed checkpoint) and rendered with its label, e.g.
 //! `[trust=DERIVED_UNTRUSTED id=1a2b3c4d writer=agent] text`.
 

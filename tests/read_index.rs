@@ -6,7 +6,7 @@
 //! digits of other scripts, UTS #39 look-alikes, grouped card numbers, e-mail addresses and
 //! hosts, short whole fields, JSON documents, and texts with no letter or digit.
 
-use memlineage::front::matching::{Haystack, Needle, ReadIndex};
+use memlineage::gate::matching::{Haystack, Needle, ReadIndex};
 use memlineage::record::EntryId;
 use proptest::prelude::*;
 use serde_json::{json, Value};

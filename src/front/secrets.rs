@@ -14,11 +14,11 @@
 //! named may send, a word whose value is unknown may name a secret, an egress call whose
 //! destination cannot be found sends to a destination nobody opened.
 
-use super::extract::string_leaves;
 use super::protect::pattern::{
     candidate, glob, literal_run, matches, overlaps, Candidate, Pat, Resolver,
 };
 use super::protect::shell::{lex, Token};
+use crate::gate::extract::string_leaves;
 use crate::gate::{principal_stem, Secrets};
 use crate::lineage::secrecy::SecretSources;
 use crate::record::Role;

@@ -1,4 +1,4 @@
-//! M6: the gate in front of sensitive tool calls (`spec/gate.md`).
+//! The gate in front of sensitive tool calls (`spec/gate.md`).
 //!
 //! A [`Policy`] names the sensitive tools (sinks) and, per parameter, the worst label allowed to
 //! justify it. A [`ToolCall`] comes with, for each argument, the entries that justify it. The
@@ -548,6 +548,8 @@ pub enum PolicyError {
 }
 
 mod ancestry;
+pub mod extract;
+pub mod matching;
 mod origin;
 pub use ancestry::Ancestry;
 pub use origin::{HeldText, OriginEntry};

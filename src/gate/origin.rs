@@ -1,8 +1,8 @@
 //! The origin of a value (`spec/gate.md` §3.1–3.2): the ancestry of a justification over
 //! every recorded edge, the entries that hold the value, and who has authority for it.
 
+use super::matching::Haystack;
 use super::*;
-use crate::front::matching::Haystack;
 use std::sync::{Arc, OnceLock};
 
 impl Policy {

@@ -177,7 +177,7 @@ impl<S: Store> OriginView for Ledger<S> {
 }
 
 impl<S: Store> Ledger<S> {
-    /// M6: the gate's label decision for `call` under `policy`, from this ledger's labels,
+    /// The gate's label decision for `call` under `policy`, from this ledger's labels,
     /// without the origin check (no argument values). See [`Policy::decide`]; callers that
     /// have the values use [`Ledger::gate_values`].
     pub fn gate(&self, policy: &Policy, call: &ToolCall) -> Decision {

@@ -1,4 +1,4 @@
-//! M4: lineage labels (`spec/lineage.md`).
+//! Lineage labels (`spec/lineage.md`).
 //!
 //! Labels form the chain `Trusted < DerivedTrusted < DerivedUntrusted < External`. An entry's
 //! label is a function of the log: its writer's role (from the keyring), its parents' labels,

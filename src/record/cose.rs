@@ -1,4 +1,4 @@
-//! M2: the COSE_Sign1 envelope (RFC 9052 §4.2, tag 18) with alg EdDSA (-8, RFC 9053 §2.2).
+//! The COSE_Sign1 envelope (RFC 9052 §4.2, tag 18) with alg EdDSA (-8, RFC 9053 §2.2).
 //!
 //! ```text
 //! COSE_Sign1 = 18([ protected: bstr .cbor {1: -8, 4: kid}, unprotected: {}, payload: bstr,

@@ -1,4 +1,4 @@
-//! M1/M2: the provenance record ([`ProvEntry`]), its deterministic CBOR payload and its
+//! The provenance record ([`ProvEntry`]), its deterministic CBOR payload and its
 //! COSE_Sign1 envelope ([`SignedEntry`]).
 //!
 //! Wire format: `spec/record.md`. An entry's id ([`EntryId`]) is its RFC 6962 leaf hash,
@@ -393,7 +393,7 @@ impl Attribution {
     }
 }
 
-/// M1: one memory write, before signing. The label is never a field: it is computed from the log.
+/// One memory write, before signing. The label is never a field: it is computed from the log.
 ///
 /// Build with [`ProvEntry::new`] and the `with_*` methods; [`ProvEntry::check`] enforces the
 /// structural rules of `spec/record.md` §3 (sorted unique parents, kind-specific fields).

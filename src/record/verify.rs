@@ -1,4 +1,4 @@
-//! M2: checking an entry's Ed25519 signature, one at a time or in batches
+//! Checking an entry's Ed25519 signature, one at a time or in batches
 //! (`spec/record.md` §2.3).
 //!
 //! The rule is RFC 8032 §5.1.7 with the encoding checks of `verify_strict` (canonical `A` and

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod doctor;
+pub mod separate;
 
 pub use doctor::{doctor, DoctorArgs};
 
@@ -203,7 +204,7 @@ pub struct InstallArgs {
     state: Option<PathBuf>,
     /// Privilege separation (spec/hooks.md §14).
     #[command(flatten)]
-    separate: crate::hook_separate_install::SeparateArgs,
+    separate: separate::SeparateArgs,
 }
 
 /// A path made absolute (against the current directory) and as UTF-8.
@@ -348,7 +349,7 @@ pub(crate) fn merge(
 /// `memlineage hook install`.
 pub fn install(a: &InstallArgs) -> Res<ExitCode> {
     if a.separate.separate && !nix::unistd::geteuid().is_root() {
-        return Err(crate::hook_separate_install::NEEDS_ROOT.into());
+        return Err(separate::NEEDS_ROOT.into());
     }
     let dir = std::path::absolute(a.dir.clone().unwrap_or_else(|| PathBuf::from(".")))?;
     if !dir.is_dir() {
@@ -377,14 +378,14 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
             return Err("--separate keeps the state in the guard root: no --state".into());
         }
         let binary = PathBuf::from(&binary);
-        let given = crate::hook_separate_install::Given {
+        let given = separate::Given {
             agent: a.agent,
             ledger: &std::path::absolute(&a.ledger)?,
             dir: &dir,
             binary: &binary,
             policy: policy.as_deref().map(Path::new),
         };
-        return crate::hook_separate_install::install(&given, &a.separate);
+        return separate::install(&given, &a.separate);
     }
     let state = pin(&a.ledger, a.state.as_deref())?;
     let state = Some(absolute(&state.0, "state")?);

@@ -7,7 +7,7 @@
 //! [`memlineage::front::privsep`]). Whatever cannot be answered fails closed; nothing falls
 //! back to deciding in process with a key.
 //!
-//! `hook install --separate` and `hook doctor --separated` are in `hook_separate_install.rs`.
+//! `hook install --separate` and `hook doctor --separated` are in `hook_install/separate.rs`.
 
 use crate::hookd::{Deadline, State, ANSWER_WAIT, REQUEST_WAIT, WATCH_EVERY};
 use crate::Res;
@@ -119,7 +119,7 @@ pub fn guarded(
     agent: Option<memlineage::front::ask::Agent>,
 ) -> Res<ExitCode> {
     // An ask from the server is rendered here, for the agent alone, as in process.
-    crate::hook::answer(event, agent, || guarded_outcome(event, socket, guard_uid))
+    crate::hook_answer::answer(event, agent, || guarded_outcome(event, socket, guard_uid))
 }
 
 fn guarded_outcome(event: HookEvent, socket: &Path, guard_uid: u32) -> HookOutcome {
@@ -148,7 +148,8 @@ fn guarded_outcome(event: HookEvent, socket: &Path, guard_uid: u32) -> HookOutco
     };
     // Output that cannot be handed over: the server marks its session (this process cannot).
     if event.carries_output() {
-        let scan = std::io::Cursor::new(&input).chain(stdin.take(crate::hook::MAX_SCAN_BYTES));
+        let scan =
+            std::io::Cursor::new(&input).chain(stdin.take(crate::hook_answer::MAX_SCAN_BYTES));
         if let Some(id) = session_id_in(scan) {
             let notice = Notice {
                 session_id: id.clone(),

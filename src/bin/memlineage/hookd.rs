@@ -5,7 +5,7 @@
 //! whenever the server cannot answer (fail closed: an answer is believed only when its tag
 //! verifies under the log key, [`memlineage::front::hookd`]).
 
-use crate::open::{key_path, load_policy, open_pinned};
+use crate::open::{key_path, load_policy, open_pinned, warn_if_readable};
 use crate::Res;
 use memlineage::front::hook::{failed, FileSessions, HookEvent, HookOutcome};
 use memlineage::front::hookd::{Request, ServerKey};
@@ -120,24 +120,6 @@ fn server_key(ledger: &Path) -> Res<ServerKey> {
     let keys = key_path(ledger);
     warn_if_readable(&keys);
     Ok(ServerKey::of(&KeyStore::load(&keys)?.log_signer()?))
-}
-
-/// Warns on standard error when the key file `keys` is readable by others.
-pub fn warn_if_readable(keys: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(m) = std::fs::metadata(keys) {
-            if m.permissions().mode() & 0o077 != 0 {
-                eprintln!(
-                    "warning: {} holds secret keys but is readable by others (chmod 600 it)",
-                    keys.display()
-                );
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = keys;
 }
 
 /// Hands one event to the ledger's server and returns its verified answer. Any failure —
@@ -469,7 +451,7 @@ impl State {
     ) -> HookOutcome {
         let ledger = self.ledger.clone();
         let dir = self.state.clone();
-        crate::hook::locked(
+        crate::hook_answer::locked(
             event,
             &ledger,
             dir.as_ref(),
@@ -491,7 +473,7 @@ impl State {
     ) -> HookOutcome {
         let ledger = self.ledger.clone();
         let dir = self.state.clone();
-        crate::hook::locked(event, &ledger, dir.as_ref(), b"", SERVER_LOCK_WAIT, f)
+        crate::hook_answer::locked(event, &ledger, dir.as_ref(), b"", SERVER_LOCK_WAIT, f)
     }
 
     fn decide(
@@ -502,7 +484,7 @@ impl State {
     ) -> HookOutcome {
         let state = self.state.clone();
         match self.front() {
-            Ok(front) => crate::hook::decide(front, sessions, state.as_ref(), event, input),
+            Ok(front) => crate::hook_answer::decide(front, sessions, state.as_ref(), event, input),
             Err(e) => failed(sessions, event, input, &e.to_string()),
         }
     }

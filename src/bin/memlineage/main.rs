@@ -36,9 +36,9 @@ mod mcp;
 mod hook;
 
 // Shared by the subcommands.
+mod hook_answer;
 mod hook_install;
 mod hook_separate;
-mod hook_separate_install;
 mod hook_tools;
 mod hookd;
 mod io;

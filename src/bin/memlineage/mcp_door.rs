@@ -52,71 +52,72 @@ impl Door for GatewayDoor {
         let (ledger, dir) = (self.ledger.clone(), self.state.clone());
         let mut out = Vec::with_capacity(events.len());
         let (first, input) = (events[0].0, &events[0].1);
-        let locked = crate::hook::locked(first, &ledger, dir.as_ref(), input, LOCK_WAIT, |files| {
-            let mut sessions = WriteBack {
-                files,
-                dirty: HashMap::new(),
-            };
-            let mut lost = None;
-            match self.server.front() {
-                Ok(front) => {
-                    // The batch's records in one store transaction (`spec/mcp.md` §6.9); a
-                    // group that cannot be started leaves each record its own.
-                    let grouped = front.ledger().begin_group().is_ok();
-                    out.extend(
-                        events
-                            .iter()
-                            .map(|(e, i)| handle(front, &mut sessions, *e, i)),
-                    );
-                    let committed = match grouped {
-                        true => front.ledger().end_group(),
-                        false => Ok(()),
-                    };
-                    // One checkpoint and pin for the batch (`hook::decide` per event), once
-                    // its records are stored.
-                    let wrote = out.iter().any(HookOutcome::allows);
-                    match (committed, wrote, dir.as_ref()) {
-                        (Err(e), _, _) => lost = Some(format!("records not committed: {e}")),
-                        (Ok(()), true, Some(st)) => {
-                            if let Err(e) = crate::open::advance_pin(front.ledger(), st) {
-                                let why = format!("pin: {e}");
-                                fail_all(&mut out, events, &why);
+        let locked =
+            crate::hook_answer::locked(first, &ledger, dir.as_ref(), input, LOCK_WAIT, |files| {
+                let mut sessions = WriteBack {
+                    files,
+                    dirty: HashMap::new(),
+                };
+                let mut lost = None;
+                match self.server.front() {
+                    Ok(front) => {
+                        // The batch's records in one store transaction (`spec/mcp.md` §6.9); a
+                        // group that cannot be started leaves each record its own.
+                        let grouped = front.ledger().begin_group().is_ok();
+                        out.extend(
+                            events
+                                .iter()
+                                .map(|(e, i)| handle(front, &mut sessions, *e, i)),
+                        );
+                        let committed = match grouped {
+                            true => front.ledger().end_group(),
+                            false => Ok(()),
+                        };
+                        // One checkpoint and pin for the batch (`hook::decide` per event), once
+                        // its records are stored.
+                        let wrote = out.iter().any(HookOutcome::allows);
+                        match (committed, wrote, dir.as_ref()) {
+                            (Err(e), _, _) => lost = Some(format!("records not committed: {e}")),
+                            (Ok(()), true, Some(st)) => {
+                                if let Err(e) = crate::open::advance_pin(front.ledger(), st) {
+                                    let why = format!("pin: {e}");
+                                    fail_all(&mut out, events, &why);
+                                }
                             }
+                            (Ok(()), _, _) => {}
                         }
-                        (Ok(()), _, _) => {}
+                    }
+                    Err(e) => {
+                        let why = e.to_string();
+                        out.extend(events.iter().map(|(ev, i)| {
+                            memlineage::front::hook::failed(&mut sessions, *ev, i, &why)
+                        }));
                     }
                 }
-                Err(e) => {
-                    let why = e.to_string();
-                    out.extend(events.iter().map(|(ev, i)| {
-                        memlineage::front::hook::failed(&mut sessions, *ev, i, &why)
-                    }));
-                }
-            }
-            match lost {
-                // Nothing of the batch is stored: the sessions as the batch left them name
-                // reads the ledger does not hold, and the front's handle is ahead of the
-                // store. Drop both; every event failed, its session marked as having output
-                // that was not recorded (`spec/mcp.md` §6.9).
-                Some(why) => {
-                    self.server.forget_front();
-                    sessions.dirty.clear();
-                    for (o, (e, i)) in out.iter_mut().zip(events) {
-                        *o = memlineage::front::hook::failed(sessions.files, *e, i, &why);
+                match lost {
+                    // Nothing of the batch is stored: the sessions as the batch left them name
+                    // reads the ledger does not hold, and the front's handle is ahead of the
+                    // store. Drop both; every event failed, its session marked as having output
+                    // that was not recorded (`spec/mcp.md` §6.9).
+                    Some(why) => {
+                        self.server.forget_front();
+                        sessions.dirty.clear();
+                        for (o, (e, i)) in out.iter_mut().zip(events) {
+                            *o = memlineage::front::hook::failed(sessions.files, *e, i, &why);
+                        }
+                    }
+                    None => {
+                        if let Err(e) = sessions.flush() {
+                            fail_all(&mut out, events, &e.to_string());
+                        }
                     }
                 }
-                None => {
-                    if let Err(e) = sessions.flush() {
-                        fail_all(&mut out, events, &e.to_string());
-                    }
+                HookOutcome {
+                    code: 0,
+                    stdout: String::new(),
+                    stderr: String::new(),
                 }
-            }
-            HookOutcome {
-                code: 0,
-                stdout: String::new(),
-                stderr: String::new(),
-            }
-        });
+            });
         if out.len() != events.len() {
             // The lock was not had: nothing was recorded.
             let why = locked.stderr.trim().to_string();

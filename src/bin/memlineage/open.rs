@@ -105,7 +105,7 @@ fn open_checked(
 ) -> Res<(Ledger<SqliteStore>, KeyStore)> {
     check_ledger_file(ledger)?;
     let keys = key_path(ledger);
-    crate::hookd::warn_if_readable(&keys);
+    warn_if_readable(&keys);
     let ks = KeyStore::load(&keys)?;
     let signer = ks.log_signer()?;
     let mut opts = memlineage::ledger::OpenOptions::default();
@@ -115,6 +115,24 @@ fn open_checked(
     }
     let l = Ledger::open_with(existing_store(ledger)?, signer, opts)?;
     Ok((l, ks))
+}
+
+/// Warns on standard error when the key file `keys` is readable by others.
+pub fn warn_if_readable(keys: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(m) = std::fs::metadata(keys) {
+            if m.permissions().mode() & 0o077 != 0 {
+                eprintln!(
+                    "warning: {} holds secret keys but is readable by others (chmod 600 it)",
+                    keys.display()
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = keys;
 }
 
 /// After a hook or tool wrote to the ledger: signs its checkpoint (consistent with everything

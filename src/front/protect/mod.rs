@@ -356,7 +356,7 @@ impl Protected {
                 }
             } else if bare == "apply_patch" && command_key {
                 if let Some(s) = value.as_str() {
-                    for f in crate::front::extract::patch_paths(s) {
+                    for f in crate::gate::extract::patch_paths(s) {
                         if let Some(t) = ctx.path_str(f, "writes") {
                             return Some(t);
                         }

@@ -163,39 +163,6 @@ fn takes_value(w: &str, o: &str) -> bool {
     )
 }
 
-/// Git's options that come before its subcommand and take a value (`git -C DIR push`, `git -c
-/// NAME=VALUE push`): git(1) "OPTIONS".
-const GIT_VALUE_OPTIONS: &[&str] = &[
-    "-C",
-    "-c",
-    "--git-dir",
-    "--work-tree",
-    "--namespace",
-    "--config-env",
-    "--super-prefix",
-    "--exec-path",
-    "--list-cmds",
-    "--attr-source",
-];
-
-/// How many of git's arguments `args` (the words after `git`) are its own options before the
-/// subcommand: every word starting with `-`, and the value of those that take one. `git -C .
-/// -c a=b push x` → 4 (the subcommand is `args[4]`).
-pub fn git_global_options(args: &[String]) -> usize {
-    let mut k = 0;
-    while let Some(a) = args.get(k) {
-        if !a.starts_with('-') {
-            break;
-        }
-        k += if GIT_VALUE_OPTIONS.contains(&a.as_str()) {
-            2
-        } else {
-            1
-        };
-    }
-    k.min(args.len())
-}
-
 /// Whether `s` is a `NAME=value` assignment.
 pub fn is_assignment(s: &str) -> bool {
     s.split_once('=').is_some_and(|(name, _)| {

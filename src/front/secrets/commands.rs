@@ -362,7 +362,7 @@ fn prefix_matches(prefix: &str, prog: &str, args: &[String]) -> bool {
     }
     // Git's own options take values (`git -c a=b push`): skipped with them.
     let skip = if prog == "git" {
-        crate::front::protect::simple::git_global_options(args)
+        crate::gate::extract::git_global_options(args)
     } else {
         0
     };

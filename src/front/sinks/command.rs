@@ -8,12 +8,12 @@
 //! the same rule: what cannot be known counts against the call (a target with unknown parts
 //! is a pattern over every path it may be; an archive or a patch may write anything).
 
-use super::super::extract;
 use crate::front::protect::pattern::{candidate_with, Candidate, Pat};
 use crate::front::protect::shell::{lex, Piece, Redirect, Word};
 use crate::front::protect::simple::{basename, is_assignment, simple_commands, Simple};
 use crate::front::protect::{MAX_NESTING, SHELLS};
 use crate::front::secrets::is_interpreter;
+use crate::gate::extract;
 use crate::gate::Sinks;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -20,9 +20,10 @@
 pub mod command;
 pub mod writes;
 
-use super::{extract, Front, Keys, Session, Verdict};
+use super::{Front, Keys, Session, Verdict};
 use crate::front::protect::pattern::{candidate, normalise, Candidate, Pat};
 use crate::front::protect::shell::{command_text, is_shell_tool};
+use crate::gate::extract;
 use crate::gate::{Composed, ToolCall, ValueKind};
 use crate::record::EntryId;
 use crate::store::Store;

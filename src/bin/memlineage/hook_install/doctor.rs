@@ -124,7 +124,7 @@ fn run(
     as_user: Option<&crate::hook_separate::Layout>,
 ) -> Ran {
     let mut cmd = match as_user {
-        Some(l) => crate::hook_separate_install::as_agent(l, Path::new("sh")),
+        Some(l) => super::separate::as_agent(l, Path::new("sh")),
         None => Command::new("sh"),
     };
     cmd.arg("-c")
@@ -249,7 +249,7 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
                         .into(),
                 );
             }
-            ok &= crate::hook_separate_install::run_probe(l)?;
+            ok &= super::separate::run_probe(l)?;
             Some(crate::hook_separate::Layout::load_trusted(l)?)
         }
     };

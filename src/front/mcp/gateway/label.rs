@@ -8,7 +8,7 @@
 //! and the tasks of SEP-1686. A method this table does not know is recorded as a read: what a
 //! future message carries to the model cannot be ruled out (fail closed).
 
-use crate::front::matching::Haystack;
+use crate::gate::matching::Haystack;
 use serde_json::{Map, Value};
 
 /// What to record of one message before passing it on.

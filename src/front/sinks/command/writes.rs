@@ -3,10 +3,10 @@
 
 use super::code::{awk_writes, script_text, sed_writes};
 use super::{literal_word, path_word, remote_name, Analysis, Facts, AWKS};
-use crate::front::extract;
 use crate::front::protect::pattern::{candidate_with, Candidate, Pat};
 use crate::front::protect::shell::{Piece, Word};
 use crate::front::protect::simple::basename;
+use crate::gate::extract;
 use std::collections::HashMap;
 use std::path::Path;
 

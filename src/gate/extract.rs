@@ -9,7 +9,7 @@
 //! Shell words come from the `shlex` crate (POSIX quoting), URLs are parsed by the `url` crate
 //! (WHATWG: host lower-cased, IDNA to ASCII).
 
-use crate::gate::{Policy, ValueKind};
+use super::{Policy, ValueKind};
 use serde_json::{Map, Value};
 use std::path::Path;
 
@@ -218,7 +218,7 @@ pub fn command_tokens(cmd: &str, project: Option<&str>, guarded: &[String], out:
             .first()
             .is_some_and(|w| w.rsplit('/').next() == Some("git"))
         {
-            let globals = crate::front::protect::simple::git_global_options(&words[1..]);
+            let globals = git_global_options(&words[1..]);
             words.drain(1..1 + globals);
         }
         let guarded_here = guarded.iter().any(|g| {
@@ -246,6 +246,39 @@ pub fn text_values(text: &str, project: Option<&str>) -> Vec<String> {
     text_tokens(text, project, &mut out);
     long_lines(text, &mut out);
     out
+}
+
+/// Git's options that come before its subcommand and take a value (`git -C DIR push`, `git -c
+/// NAME=VALUE push`): git(1) "OPTIONS".
+const GIT_VALUE_OPTIONS: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+    "--super-prefix",
+    "--exec-path",
+    "--list-cmds",
+    "--attr-source",
+];
+
+/// How many of git's arguments `args` (the words after `git`) are its own options before the
+/// subcommand: every word starting with `-`, and the value of those that take one. `git -C .
+/// -c a=b push x` → 4 (the subcommand is `args[4]`).
+pub fn git_global_options(args: &[String]) -> usize {
+    let mut k = 0;
+    while let Some(a) = args.get(k) {
+        if !a.starts_with('-') {
+            break;
+        }
+        k += if GIT_VALUE_OPTIONS.contains(&a.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    k.min(args.len())
 }
 
 /// Rule 8: each line of text written to a file, trimmed, of at least [`LONG_TOKEN_CHARS`]

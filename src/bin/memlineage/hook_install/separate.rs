@@ -3,7 +3,7 @@
 //! agent's settings; then, as the agent's user, try every way at the guard's files and server
 //! and report each refusal.
 
-use crate::hook_install::{merge, sh_quote, Agent};
+use super::{merge, sh_quote, Agent};
 use crate::hook_separate::{Layout, LAYOUT_FORMAT};
 use crate::open::key_path;
 use crate::Res;
@@ -283,7 +283,7 @@ fn lay_out(
     place(&policy, &text, 0o644, r)?;
     let binary = root.join("bin").join("memlineage");
     place(&binary, &std::fs::read(g.binary)?, 0o755, r)?;
-    crate::hook_install::pin(&ledger, Some(&root.join("state")))?;
+    super::pin(&ledger, Some(&root.join("state")))?;
     mkdir(&root.join("state").join("sessions"), 0o700, gd)?;
     give(&root.join("ledger"), gd)?;
     give(&root.join("state"), gd)?;

@@ -10,7 +10,8 @@
 //!   [`front::hook::handle`] (Claude Code and Codex hooks, `spec/hooks.md`) and, with feature
 //!   `mcp`, `front::mcp::LedgerServer` (`spec/mcp.md`). A runtime that writes its own memory
 //!   entries uses the [`Ledger`] itself: [`Ledger::append`], [`Ledger::retrieve`] (verified,
-//!   labelled [`Outcome`]s) and [`Ledger::gate_values`]; its [`LabelPolicy`] sets how labels
+//!   labelled [`Outcome`]s) and [`gate::decide`] (the gate's one decision, also
+//!   [`Ledger::gate_values`]); its [`LabelPolicy`] sets how labels
 //!   flow along lineage edges (`spec/lineage.md`).
 //! - **An auditor** holds the log's verifier key ([`LogVerifier`]), never the writer's store
 //!   or keys: [`audit::audit`] verifies a whole ledger offline from its entry bytes and a

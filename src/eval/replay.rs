@@ -16,7 +16,7 @@
 
 use crate::forensics::receipt::{receipt, Cause};
 use crate::forensics::repair::{
-    decide_with_repair, Candidate, Found, RepairOutcome, TrustedValues,
+    decide_with_repair_and_origin, Candidate, Found, RepairOutcome, TrustedValues,
 };
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
 use crate::ledger::{Ledger, LedgerError};
@@ -474,27 +474,28 @@ impl<'l, S: Store> Replayer<'l, S> {
             let decision = match config {
                 Config::NoDefence => Decision::Allow,
                 Config::SignaturesOnly => self.policy.decide(&call, &SignaturesOnly(&*self.ledger)),
-                Config::MemLineage => self.ledger.gate_values(&self.policy, &call, &proposed),
+                Config::MemLineage => {
+                    crate::gate::decide(&self.policy, &call, &proposed, &*self.ledger)
+                }
                 Config::MemLineageRepair => {
                     let (values, trusted) = self.provenance(ev, &call);
-                    match decide_with_repair(&self.policy, &*self.ledger, &call, &values, &trusted)
-                    {
-                        RepairOutcome::Allowed => {
-                            self.policy.check_origin(&call, &proposed, &*self.ledger)
-                        }
-                        RepairOutcome::Repaired {
-                            values: v,
-                            call: fixed,
-                            ..
-                        } => {
+                    match decide_with_repair_and_origin(
+                        &self.policy,
+                        &*self.ledger,
+                        &call,
+                        &proposed,
+                        &values,
+                        &trusted,
+                    ) {
+                        RepairOutcome::Allowed => Decision::Allow,
+                        RepairOutcome::Repaired { values: v, .. } => {
                             // The replay's candidates carry the proposed values only, so a
                             // repaired call is the proposed call; checked, not assumed.
                             if v != values {
                                 return Err(bad(ev, "repair changed a value"));
                             }
-                            let d = self.policy.check_origin(&fixed, &proposed, &*self.ledger);
-                            repaired = d.is_allow();
-                            d
+                            repaired = true;
+                            Decision::Allow
                         }
                         RepairOutcome::Denied { denial, .. } => Decision::Deny(denial),
                     }

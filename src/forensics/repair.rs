@@ -27,7 +27,9 @@
 //! ([`crate::gate::ToolRule::authoritative`]). Values are never invented: a substituted value is
 //! always a candidate's value, reported with its entries.
 
-use crate::gate::{Decision, Denial, DenyReason, LineageView, Policy, ToolCall, Unsourced};
+use crate::gate::{
+    Decision, Denial, DenyReason, LineageView, OriginView, Policy, ToolCall, Unsourced,
+};
 use crate::lineage::Label;
 use crate::record::{EntryId, Role};
 use std::collections::{BTreeMap, BTreeSet};
@@ -89,6 +91,10 @@ pub enum Unrepairable {
     StillDenied,
     /// After repair a parameter is still unsourced (no recorded entry justifies it).
     UnsourcedParameter,
+    /// A value of the call, as proposed or repaired, is held by an untrusted entry in its
+    /// justification's ancestry (`spec/gate.md` §3.1): repair replaces justifications with
+    /// authoritative ones, never what the value's origin is.
+    UntrustedOrigin,
 }
 
 /// The outcome of [`decide_with_repair`].
@@ -124,8 +130,45 @@ impl RepairOutcome {
     }
 }
 
+/// [`decide_with_repair`], then the origin check of `spec/gate.md` §3.1–3.2 on the call it
+/// would allow: the call as proposed with the `proposed` JSON values, or the repaired call with
+/// each swapped parameter's new value (a string) in its argument's place. What `memlineage
+/// gate --repair` and the replay's repair configuration decide (`spec/forensics.md` §7): a
+/// repair never lets a value through that the gate's origin check refuses.
+pub fn decide_with_repair_and_origin(
+    policy: &Policy,
+    view: &impl OriginView,
+    call: &ToolCall,
+    proposed: &serde_json::Map<String, serde_json::Value>,
+    values: &BTreeMap<String, String>,
+    trusted: &impl TrustedValues,
+) -> RepairOutcome {
+    let outcome = decide_with_repair(policy, view, call, values, trusted);
+    let (checked_call, checked) = match &outcome {
+        RepairOutcome::Denied { .. } => return outcome,
+        RepairOutcome::Allowed => (call, proposed.clone()),
+        RepairOutcome::Repaired { call, swaps, .. } => {
+            let mut checked = proposed.clone();
+            // A swap that kept the value (only its justification changed) is checked with
+            // the value as proposed; a new value is checked as the string it is.
+            for s in swaps.iter().filter(|s| s.to.0 != s.from.0) {
+                checked.insert(s.param.clone(), serde_json::Value::String(s.to.0.clone()));
+            }
+            (call, checked)
+        }
+    };
+    match policy.check_origin(checked_call, &checked, view) {
+        Decision::Allow => outcome,
+        Decision::Deny(denial) => RepairOutcome::Denied {
+            denial,
+            why: Unrepairable::UntrustedOrigin,
+        },
+    }
+}
+
 /// Decides `call` (with its parameter `values`) under `policy`, repairing denied parameters from
-/// `trusted` (module docs). Bounded: each parameter is repaired at most once, so at most
+/// `trusted` (module docs). Labels only: [`decide_with_repair_and_origin`] adds the origin
+/// check a decision before a tool call needs. Bounded: each parameter is repaired at most once, so at most
 /// `args + 1` gate decisions are made.
 pub fn decide_with_repair(
     policy: &Policy,

@@ -519,6 +519,25 @@ pub fn span(call: &ToolCall) -> tracing::Span {
     )
 }
 
+/// The gate's decision for `call` (`spec/gate.md` §3): the label decision of
+/// [`Policy::decide`], then the origin check of every argument's value in `values` (parameter
+/// name → the JSON value proposed) over every recorded edge of its justification, and the
+/// shared-writable writer check of §3.2, from what `view` verified ([`crate::Ledger`] is one),
+/// traced on a `gen_ai.tool.call` span ([`span`]). The one decision the library, the hooks, the
+/// MCP server and gateway, the CLI, the eval, the replay and the explorer make: an argument
+/// absent from `values` gets the writer check of its justifying entries only, so a caller that
+/// has the values passes them all.
+pub fn decide(
+    policy: &Policy,
+    call: &ToolCall,
+    values: &Map<String, Value>,
+    view: &impl OriginView,
+) -> Decision {
+    let span = span(call);
+    let _g = span.enter();
+    record(&span, policy.decide_with_origin(call, values, view))
+}
+
 /// Records `decision` on a span made by [`span`] and returns it.
 pub fn record(span: &tracing::Span, decision: Decision) -> Decision {
     match &decision {

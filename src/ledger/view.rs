@@ -178,27 +178,24 @@ impl<S: Store> OriginView for Ledger<S> {
 
 impl<S: Store> Ledger<S> {
     /// The gate's label decision for `call` under `policy`, from this ledger's labels,
-    /// without the origin check (no argument values). See [`Policy::decide`]; callers that
-    /// have the values use [`Ledger::gate_values`].
+    /// without the origin check (no argument values) and without the writer check of
+    /// `spec/gate.md` §3.2. See [`Policy::decide`]; a decision before a tool call is
+    /// [`crate::gate::decide`] (or [`Ledger::gate_values`]), which adds both.
     pub fn gate(&self, policy: &Policy, call: &ToolCall) -> Decision {
         let span = crate::gate::span(call);
         let _g = span.enter();
         crate::gate::record(&span, policy.decide(call, self))
     }
 
-    /// The full gate (`spec/gate.md` §3): labels, then the origin check of every argument's
-    /// value in `values` (parameter name → the JSON value proposed) over every recorded edge
-    /// of its justification, and the shared-writable writer check of §3.2. The one decision
-    /// the library, the hooks, the MCP server, the eval and the replay all use. See
-    /// [`Policy::decide_with_origin`].
+    /// [`crate::gate::decide`] on this ledger: the full gate of `spec/gate.md` §3 (labels,
+    /// then the origin check of every argument's value in `values` and the shared-writable
+    /// writer check of §3.2).
     pub fn gate_values(
         &self,
         policy: &Policy,
         call: &ToolCall,
         values: &serde_json::Map<String, serde_json::Value>,
     ) -> Decision {
-        let span = crate::gate::span(call);
-        let _g = span.enter();
-        crate::gate::record(&span, policy.decide_with_origin(call, values, self))
+        crate::gate::decide(policy, call, values, self)
     }
 }

@@ -81,7 +81,7 @@ pub fn run(a: Args) -> Res<ExitCode> {
         sensitive: true,
         args: vec![("recipient".into(), vec![id])],
     };
-    let decision = l.gate(&Policy::default(), &call);
+    let decision = memlineage::gate::decide(&Policy::default(), &call, &Default::default(), &l);
     drop(l);
     let code = verify(&ledger, Some(vkey.clone()), None, &Trust::default())?;
     if code != ExitCode::SUCCESS {

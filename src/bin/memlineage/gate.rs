@@ -6,7 +6,7 @@ use crate::open::{load_policy, open};
 use crate::Res;
 use memlineage::forensics::receipt::for_denial;
 use memlineage::forensics::repair::{
-    decide_with_repair, Candidate, Found, RepairOutcome, TrustedValues, Unrepairable,
+    decide_with_repair_and_origin, Candidate, Found, RepairOutcome, TrustedValues, Unrepairable,
 };
 use memlineage::gate::{Decision, ToolCall};
 use memlineage::record::{EntryId, Kind};
@@ -101,6 +101,8 @@ pub fn run(a: Args) -> Res<ExitCode> {
         args: Vec::new(),
     };
     let mut values = BTreeMap::new();
+    // The values as proposed, for the origin check (`spec/gate.md` §3.1).
+    let mut proposed = serde_json::Map::new();
     for (p, arg) in &c.args {
         let ids = arg
             .entries
@@ -109,6 +111,7 @@ pub fn run(a: Args) -> Res<ExitCode> {
             .collect::<Result<Vec<_>, _>>()?;
         tc.args.push((p.clone(), ids));
         values.insert(p.clone(), value_text(&arg.value));
+        proposed.insert(p.clone(), arg.value.clone());
     }
     let outcome = if a.repair {
         let mut by_param = BTreeMap::new();
@@ -116,9 +119,10 @@ pub fn run(a: Args) -> Res<ExitCode> {
             structured_candidates(&l, path, &mut by_param)?;
         }
         text_match_candidates(&l, &values, &mut by_param)?;
-        decide_with_repair(&policy, &l, &tc, &values, &LedgerValues { by_param })
+        let trusted = LedgerValues { by_param };
+        decide_with_repair_and_origin(&policy, &l, &tc, &proposed, &values, &trusted)
     } else {
-        match l.gate(&policy, &tc) {
+        match memlineage::gate::decide(&policy, &tc, &proposed, &l) {
             Decision::Allow => RepairOutcome::Allowed,
             Decision::Deny(denial) => RepairOutcome::Denied {
                 denial,

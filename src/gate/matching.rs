@@ -318,7 +318,7 @@ impl NumberNeedle {
 /// separators; shorter values are matched as written only.
 pub const MIN_NORMAL_CHARS: usize = 8;
 
-/// `s` with everything but letters and digits removed, [`fold`]ed (NFKC, format characters
+/// `s` with everything but letters and digits removed, `fold`ed (NFKC, format characters
 /// dropped, upper case): `gb33-bukb 2020…` → `GB33BUKB2020…`.
 pub fn normal_form(s: &str) -> String {
     fold(s).chars().filter(|c| c.is_alphanumeric()).collect()

@@ -38,7 +38,7 @@ pub enum RowsError {
         /// Tree size (`max(idx) + 1`) read before and after counting.
         size: u64,
     },
-    /// The log grew while the rows were counted, [`ATTEMPTS`] times in a row (other processes
+    /// The log grew while the rows were counted, `ATTEMPTS` times in a row (other processes
     /// appending): nothing is concluded, so nothing is written.
     #[error(
         "the log grew while its entry rows were counted, {ATTEMPTS} times; refusing to write \
@@ -59,7 +59,7 @@ pub enum RowsError {
 
 /// Checks that `store`'s entry rows chain: [`Store::entry_count`] equals
 /// [`Store::tree_size`], read before and after counting (a count that saw rows appended
-/// meanwhile is taken again, at most [`ATTEMPTS`] times). O(n).
+/// meanwhile is taken again, at most `ATTEMPTS` times). O(n).
 ///
 /// # Errors
 /// [`RowsError::Deleted`] when the counts differ; [`RowsError::Moving`]; store errors.

@@ -311,7 +311,7 @@ pub trait Store {
     fn latest_checkpoint(&self) -> Result<Option<(u64, Vec<u8>)>, StoreError>;
 
     /// The last signed checkpoint note kept outside the store's own transactions (a SQLite
-    /// ledger's side file, [`SqliteStore::side_checkpoint_path`]), if the backend keeps one.
+    /// ledger's side file, `SqliteStore::side_checkpoint_path`), if the backend keeps one.
     /// [`crate::Ledger::open`] verifies it and refuses a store holding fewer entries than it
     /// states (`spec/storage.md` §6). Untrusted bytes, like everything read from a store.
     ///

@@ -65,7 +65,7 @@ const DECLARATIONS: [&str; 3] = ["initialize", "tools/list", "prompts/list"];
 
 /// What to record of the result of the client's request `method` with `params`, other than
 /// `tools/call` (which the gateway records as the tool's output, `super::relay`). The server's
-/// declarations ([`DECLARATIONS`]) are reads only when `declarations` is set.
+/// declarations (`DECLARATIONS`) are reads only when `declarations` is set.
 pub fn of_result(method: &str, params: &Value, result: &Value, declarations: bool) -> Record {
     if SILENT_RESULTS.contains(&method) || (!declarations && DECLARATIONS.contains(&method)) {
         return Record::Nothing;

@@ -58,13 +58,33 @@ pub fn run(args: Args) -> Res<ExitCode> {
     let policy = load_policy(args.policy)?;
     // Every handle is opened before anything is indexed, so that all of them see one state
     // (an append by another process in between is caught by `add_reader` and `indexer`).
-    // Opening reads no entry (`Ledger::open`); the rows are counted by the indexer, in the
-    // background, as the explorer writes nothing (spec/explorer.md §3.3).
-    let mut ledgers = Vec::with_capacity(READERS + 1);
-    for _ in 0..=READERS {
-        ledgers.push(open_with(&args.ledger, false)?.0);
-    }
-    let mut ledgers = ledgers.into_iter();
+    // Opening reads no entry without a flag (`Ledger::open`); with an active flag it reads
+    // those after the flag's source (the quarantine rescan), so the handles are opened at
+    // once, on threads of their own. The rows are counted by the indexer, in the background,
+    // as the explorer writes nothing (spec/explorer.md §3.3).
+    let opened: Vec<Result<_, String>> = std::thread::scope(|s| {
+        let path = &args.ledger;
+        let opening: Vec<_> = (0..=READERS)
+            .map(|_| {
+                s.spawn(move || {
+                    open_with(path, false)
+                        .map(|(l, _)| l)
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        opening
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("opening the ledger failed".to_string()))
+            })
+            .collect()
+    });
+    let mut ledgers = opened
+        .into_iter()
+        .collect::<Result<Vec<_>, String>>()?
+        .into_iter();
     let first = ledgers.next().ok_or("no ledger handle")?;
     let mut explorer = Explorer::open(first, &args.ledger, policy);
     let indexer = explorer.indexer(ledgers.next().ok_or("no ledger handle")?)?;

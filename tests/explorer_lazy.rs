@@ -140,6 +140,11 @@ fn pages_before_the_index_show_only_what_they_verified() {
         let (status, body) = get(&base, path);
         assert_eq!(status, 503, "{path}: {body}");
         assert!(body.contains("still indexing"), "{path}: {body}");
+        // It loads itself again (as /verify does while the audit runs).
+        assert!(
+            body.contains("<meta http-equiv=\"refresh\" content=\"2\">"),
+            "{path}: {body}"
+        );
     }
 
     let summary = indexer.run().unwrap();

@@ -436,12 +436,20 @@ fn html_response(status: StatusCode, m: Markup) -> Response {
         .into_response()
 }
 
+/// Seconds after which a page that is still indexing asks to be loaded again.
+const RETRY_SECONDS: u32 = 2;
+
 fn error_page(status: StatusCode, title: &str, why: &str) -> Response {
-    html_response(
-        status,
-        page::layout(
-            title,
-            html! { p.bad { (page::hostile(why, page::MAX_SHORT_CHARS)) } },
-        ),
-    )
+    let body = html! { p.bad { (page::hostile(why, page::MAX_SHORT_CHARS)) } };
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        // Still indexing (spec/explorer.md §3.3): the page loads itself again until it can be
+        // answered, as `/verify` does while the audit runs.
+        let mut r = html_response(status, page::refreshing(title, RETRY_SECONDS, body));
+        r.headers_mut().insert(
+            header::RETRY_AFTER,
+            header::HeaderValue::from(RETRY_SECONDS),
+        );
+        return r;
+    }
+    html_response(status, page::layout(title, body))
 }

@@ -547,7 +547,7 @@ fn a_deleted_row_is_shown_unverified_and_the_rows_do_not_chain() {
     );
     let a = agent();
     let (_, _, body) = get(&a, &s.url("/ledger"));
-    assert!(body.contains("do NOT chain"), "{body}");
+    assert!(body.contains("NOT confirmed"), "{body}");
     let (_, _, body) = get(&a, &s.url("/entries?label=UNVERIFIED"));
     assert!(
         body.contains(&format!("<td>{gone}</td>")) && body.contains("did not verify"),

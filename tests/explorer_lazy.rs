@@ -27,6 +27,15 @@ fn handle(dir: &Path) -> Ledger<SqliteStore> {
     .unwrap()
 }
 
+/// Serves `explorer` on a free loopback port, on a thread of its own; its base URL.
+fn serve(explorer: Explorer) -> String {
+    let server =
+        Server::bind(explorer, "127.0.0.1:0".parse().unwrap(), Access::loopback()).unwrap();
+    let base = format!("http://{}", server.local_addr().unwrap());
+    std::thread::spawn(move || server.run());
+    base
+}
+
 fn get(base: &str, path: &str) -> (u16, String) {
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -93,10 +102,7 @@ fn pages_before_the_index_show_only_what_they_verified() {
     let mut explorer = Explorer::open(first, &d.join("l.db"), Policy::default());
     let indexer = explorer.indexer(handle(d)).unwrap();
     explorer.add_reader(handle(d)).unwrap();
-    let server =
-        Server::bind(explorer, "127.0.0.1:0".parse().unwrap(), Access::loopback()).unwrap();
-    let base = format!("http://{}", server.local_addr().unwrap());
-    std::thread::spawn(move || server.run());
+    let base = serve(explorer);
 
     // Before the index: the rewritten leaf shows nothing of the bytes stored there (the rent
     // prompt's, validly signed), the relabelled tool output is not TRUSTED.
@@ -175,4 +181,42 @@ fn pages_before_the_index_show_only_what_they_verified() {
     assert!(body.contains("every leaf has its row"), "{body}");
     let (status, _) = get(&base, "/");
     assert_eq!(status, 200);
+}
+
+/// The store-only attacker drops the entries table after the explorer opened: the background
+/// indexing fails on its first read. The pages that needed the index say it failed (never a
+/// count, never "still indexing" forever), the overview says the counts were not made and the
+/// rows could not be checked, and an entry page says its entry cannot be read as verified.
+#[test]
+fn a_store_that_cannot_be_read_fails_the_indexing_and_pages_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(&run(&["init", "l.db"], d, None));
+    let ids = append(
+        d,
+        &[
+            serde_json::json!({"writer": "user", "role": "user", "kind": "prompt", "content": "pay the bill"}),
+        ],
+    );
+    let first = handle(d);
+    let explorer = Explorer::open(first, &d.join("l.db"), Policy::default());
+    let indexer = explorer.indexer(handle(d)).unwrap();
+    let base = serve(explorer);
+    rusqlite::Connection::open(d.join("l.db"))
+        .unwrap()
+        .execute_batch("DROP TABLE entries")
+        .unwrap();
+    assert!(indexer.run().is_err());
+    let (status, body) = get(&base, "/");
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("indexing the ledger failed"), "{body}");
+    assert!(!body.contains("http-equiv"), "{body}");
+    let (status, body) = get(&base, "/ledger");
+    assert_eq!(status, 200);
+    assert!(body.contains("not counted: indexing failed"), "{body}");
+    assert!(body.contains("NOT confirmed"), "{body}");
+    assert!(!body.contains("/entries?label="), "{body}");
+    let (status, body) = get(&base, &format!("/entry/{}", ids[0]));
+    assert_ne!(status, 200, "{body}");
+    assert!(!body.contains("pay the bill"), "{body}");
 }

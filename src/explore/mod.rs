@@ -217,21 +217,25 @@ impl Explorer {
         if let Some(ix) = &self.indexed {
             return Ok(ix);
         }
-        let why = match self.indexing.failed.get() {
-            Some(e) => format!("indexing the ledger failed, so this page cannot be shown: {e}"),
-            None => format!(
-                "still indexing: this needs every entry verified, which runs in the \
-                 background since start-up ({} of {} entries verified so far). Reload in a \
-                 moment.",
-                self.indexing.progress.load(Ordering::Relaxed),
-                self.ledger.len()
+        use axum::http::StatusCode;
+        Err(match self.indexing.failed.get() {
+            Some(e) => routes::PageError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Indexing failed",
+                format!("indexing the ledger failed, so this cannot be shown: {e}"),
             ),
-        };
-        Err(routes::PageError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "Still indexing",
-            why,
-        ))
+            None => routes::PageError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Still indexing",
+                format!(
+                    "still indexing: this needs every entry verified, which runs in the \
+                     background since start-up ({} of {} entries verified so far). Reload in \
+                     a moment.",
+                    self.indexing.progress.load(Ordering::Relaxed),
+                    self.ledger.len()
+                ),
+            ),
+        })
     }
 
     /// Takes the complete index once it is published.
@@ -318,17 +322,15 @@ impl Indexer {
     /// not verify is no error: it is indexed as unverified.
     pub fn run(self) -> Result<IndexSummary, ExploreError> {
         let Indexer { ledger, indexing } = self;
+        // However it ends (a store error, or a panic of this thread), pages stop waiting, and
+        // say it failed rather than "still indexing" forever.
+        let ended = Ended(&indexing);
         let rows = ledger.check_rows_chain().map_err(|e| e.to_string());
         let rows_chain = rows.is_ok();
         let _ = indexing.rows.set(rows);
-        let index = match EntryIndex::build(&ledger, &indexing.progress) {
-            Ok(ix) => ix,
-            Err(e) => {
-                let _ = indexing.failed.set(e.to_string());
-                indexing.end();
-                return Err(e.into());
-            }
-        };
+        let index = EntryIndex::build(&ledger, &indexing.progress).inspect_err(|e| {
+            let _ = indexing.failed.set(e.to_string());
+        })?;
         let poison = poison::Poison::build(&ledger, &index);
         let summary = IndexSummary {
             entries: index.len(),
@@ -337,11 +339,27 @@ impl Indexer {
         };
         let indexed = Arc::new(Indexed { index, poison });
         let _ = indexing.done.set(Arc::clone(&indexed));
-        indexing.end();
+        drop(ended);
         // The landing page's first rows are what everyone opens first: their receipts are
         // made now rather than on that first request.
         indexed.poison.warm(&ledger, &indexing.receipts, PAGE_SIZE);
         Ok(summary)
+    }
+}
+
+/// Ends the indexing when dropped: marks it failed unless the index was published, and wakes
+/// the pages waiting for it.
+struct Ended<'a>(&'a Indexing);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        if self.0.done.get().is_none() {
+            let _ = self
+                .0
+                .failed
+                .set("indexing stopped before it was complete".to_string());
+        }
+        self.0.end();
     }
 }
 

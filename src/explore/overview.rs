@@ -135,7 +135,7 @@ fn rows_row(x: &Explorer) -> Markup {
         tr { th { "Stored rows" } @match x.indexing.rows.get() {
             None => td { "checking…" },
             Some(Ok(())) => td.ok { "every leaf has its row" },
-            Some(Err(e)) => td.bad { "do NOT chain: " (e) " (a missing leaf is shown as UNVERIFIED)" },
+            Some(Err(e)) => td.bad { "NOT confirmed: " (e) " (a missing leaf is shown as UNVERIFIED)" },
         } }
     }
 }

@@ -15,7 +15,60 @@
 # shows), then 20 times with curl over loopback; the median and the largest total time are
 # printed in milliseconds. Then the slowest page is fetched in a loop
 # by two clients while /style.css and the landing page are timed again.
+#
+# Start-up only: bash scripts/explorer_bench.sh --start BIN LEDGER... [RUNS=3 in the environment]
+#   times, on each existing LEDGER (its key file beside it), from spawning `serve` until it
+#   prints its address (ready) and until it prints that its index is complete (indexed), and
+#   four pages fetched once each while it indexes and 20 times after (median): the overview,
+#   the entry list at its middle page, an entry page at the middle leaf, the list filtered by
+#   kind (which waits for the index, or says it is still indexing).
 set -euo pipefail
+if [ "${1:-}" = "--start" ]; then
+  BIN="$(realpath "$2")"
+  shift 2
+  runs="${RUNS:-3}"
+  for ledger in "$@"; do
+    dir="$(mktemp -d)"
+    fifo="$dir/out"; mkfifo "$fifo"
+    for run in $(seq "$runs"); do
+      s0=$(date +%s.%N)
+      "$BIN" serve "$ledger" --addr 127.0.0.1:0 >"$fifo" &
+      pid=$!
+      exec 3<"$fifo"
+      read -r line <&3
+      s1=$(date +%s.%N)
+      base=$(echo "$line" | grep -o 'http://[0-9.:]*')
+      size=$(curl -s "$base/ledger" | sed -n 's|.*<th>Entries</th><td>\([0-9]*\)</td>.*|\1|p')
+      mid=$((size / 2))
+      entry=$(curl -s -o /dev/null -w '%{redirect_url}' "$base/find?id=%23$mid")
+      pages=("/ledger" "/entries?page=$((mid / 100 + 1))" "${entry#"$base"}" "/entries?kind=prompt&page=2")
+      during=""
+      for p in "${pages[@]}"; do
+        during+=$(curl -s -o /dev/null -w ' %{http_code}:%{time_total}' "$base$p")
+      done
+      read -r indexed <&3
+      s2=$(date +%s.%N)
+      after=""
+      for p in "${pages[@]}"; do
+        after+=" $(for _ in $(seq 20); do curl -s -o /dev/null -w '%{time_total}\n' "$base$p"; done |
+          python3 -c 'import statistics, sys; print(round(statistics.median(float(x) * 1000 for x in sys.stdin), 1))')"
+      done
+      kill "$pid"; wait "$pid" 2>/dev/null || true
+      exec 3<&-
+      python3 - "$ledger" "$size" "$run" "$s0" "$s1" "$s2" "$during" "$after" "$indexed" <<'PY'
+import sys
+ledger, size, run, s0, s1, s2, during, after, indexed = sys.argv[1:]
+ms = lambda a, b: round((float(b) - float(a)) * 1000)
+d = " ".join(f"{c}/{round(float(t) * 1000, 1)}" for c, t in (x.split(":") for x in during.split()))
+print(f"{ledger} ({size} entries) run {run}: ready {ms(s0, s1)} ms, indexed {ms(s0, s2)} ms; "
+      f"pages during indexing (status/ms) {d}; medians after (ms) {after.strip()}; {indexed}")
+PY
+    done
+    rm -rf "$dir"
+  done
+  echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
 cd "$(dirname "$0")/.."
 N="${1:-100000}"
 FLAGS="${2:-1000}"
@@ -80,10 +133,14 @@ fifo="$dir/out"; mkfifo "$fifo"
 s0=$(date +%s.%N)
 "$BIN" serve l.db --addr 127.0.0.1:0 >"$fifo" &
 pid=$!
-read -r line <"$fifo"
+exec 3<"$fifo"
+read -r line <&3
 s1=$(date +%s.%N)
 base=$(echo "$line" | grep -o 'http://[0-9.:]*')
-echo "serve: start-up (open, verify every signature, index) $(python3 -c "print(round(($s1 - $s0) * 1000))") ms"
+echo "serve: ready (address printed) $(python3 -c "print(round(($s1 - $s0) * 1000))") ms"
+read -r indexed <&3
+s2=$(date +%s.%N)
+echo "serve: $indexed after $(python3 -c "print(round(($s2 - $s0) * 1000))") ms (verify every signature, index, reach sizes)"
 
 time_page() {
   local path="$1"

@@ -26,6 +26,8 @@ const HOSTILE: &str = "<img src=x onerror=alert(1)><script>alert(2)</script> \
 struct Serve {
     child: Child,
     base: String,
+    /// The line printed once the index is complete.
+    indexed: String,
 }
 
 impl Serve {
@@ -38,17 +40,25 @@ impl Serve {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        out.read_line(&mut line).unwrap();
         let base = line
             .split_whitespace()
             .find(|w| w.starts_with("http://"))
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .trim_end_matches('/')
             .to_string();
-        Serve { child, base }
+        // The index is built after the address is printed (spec/explorer.md §3.3); the pages
+        // these tests read in full (children, counts, filters) wait for its line.
+        let mut indexed = String::new();
+        out.read_line(&mut indexed).unwrap();
+        assert!(indexed.starts_with("indexed "), "{indexed:?}");
+        Serve {
+            child,
+            base,
+            indexed,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -459,6 +469,11 @@ fn an_entry_whose_bytes_do_not_verify_shows_as_unverified() {
         .unwrap();
     }
     let s = Serve::start(dir.path(), &[]);
+    assert!(
+        s.indexed.contains("(1 did not verify; stored rows chain)"),
+        "{:?}",
+        s.indexed
+    );
     let a = agent();
     let (status, _, body) = get(&a, &s.url(&format!("/entry/{}", ids[0])));
     assert_eq!(status, 200);
@@ -479,6 +494,69 @@ fn an_entry_whose_bytes_do_not_verify_shows_as_unverified() {
         body.contains("and the rent") && body.contains("TRUSTED"),
         "{body}"
     );
+}
+
+/// A store-only attacker deletes a row from the middle of the log (`spec/storage.md` §6.1,
+/// class 9). The explorer writes nothing, so it still starts (`spec/explorer.md` §3.3): the
+/// address first, then the background indexing says the rows do not chain; the overview says
+/// so, the leaf is listed as not verified, and its child names it as an `UNVERIFIED` parent
+/// (never absent, never better).
+#[test]
+fn a_deleted_row_is_shown_unverified_and_the_rows_do_not_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&run(&["init", "l.db"], dir.path(), None));
+    let ids = append(
+        dir.path(),
+        &[
+            serde_json::json!({"writer": "user", "role": "user", "kind": "prompt", "content": "pay the bill"}),
+            serde_json::json!({"writer": "tool:read_file", "role": "tool", "kind": "tool_result", "content": "bill 98.70"}),
+        ],
+    );
+    let memo = append(
+        dir.path(),
+        &[
+            serde_json::json!({"writer": "agent", "role": "agent", "kind": "summary",
+            "content": "memo: pay 98.70", "parents": [{"id": ids[1], "weight": 1.0}]}),
+        ],
+    )[0]
+    .clone();
+    let gone: i64 = {
+        let db = rusqlite::Connection::open(dir.path().join("l.db")).unwrap();
+        let hex = |b: Vec<u8>| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let mut q = db.prepare("SELECT idx, id FROM entries").unwrap();
+        let rows: Vec<(i64, Vec<u8>)> = q
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let idx = rows
+            .into_iter()
+            .find(|(_, id)| hex(id.clone()) == ids[1])
+            .map(|(i, _)| i)
+            .unwrap();
+        db.execute("DELETE FROM entries WHERE idx = ?1", [idx])
+            .unwrap();
+        idx
+    };
+    let s = Serve::start(dir.path(), &[]);
+    assert!(
+        s.indexed
+            .contains("(1 did not verify; stored rows do NOT chain)"),
+        "{:?}",
+        s.indexed
+    );
+    let a = agent();
+    let (_, _, body) = get(&a, &s.url("/ledger"));
+    assert!(body.contains("NOT confirmed"), "{body}");
+    let (_, _, body) = get(&a, &s.url("/entries?label=UNVERIFIED"));
+    assert!(
+        body.contains(&format!("<td>{gone}</td>")) && body.contains("did not verify"),
+        "{body}"
+    );
+    let (status, _, body) = get(&a, &s.url(&format!("/entry/{memo}")));
+    assert_eq!(status, 200);
+    let parents = &body[body.find("<h2>Parents</h2>").unwrap()..];
+    assert!(parents.contains("UNVERIFIED"), "{parents}");
 }
 
 /// A tool-call entry whose arguments are not a JSON object (a string, a list, null, missing)

@@ -130,7 +130,8 @@ fn denial_path(x: &Explorer, d: &crate::gate::Denial) -> Vec<EntryId> {
 
 /// The `/calls` page: every tool-call entry, a page at a time.
 pub(super) fn render(x: &Explorer, asked: Option<&str>) -> Result<Markup, PageError> {
-    let calls = x.index.tool_calls();
+    let ix = x.indexed()?;
+    let calls = ix.index.tool_calls();
     let (page_no, rows) = page::page_of(asked, calls.len())?;
     let shown = &calls[rows];
     let body = html! {
@@ -142,7 +143,7 @@ pub(super) fn render(x: &Explorer, asked: Option<&str>) -> Result<Markup, PageEr
         table {
             tr { th { "Call" } th { "Tool" } th { "Decision" } th { "Parameter" } th { "Path (source first)" } }
             @for i in shown {
-                @if let Some(r) = x.index.row(*i) {
+                @if let Some(r) = ix.index.row(*i) {
                     @let (tool, verdict, param, path) = cells(x, &r.id);
                     tr { td { (page::entry_link(&r.id, Some(*i))) } td { (tool) } td { (verdict) } td { (param) } td { (path) } }
                 }

@@ -2,14 +2,16 @@
 //! (`spec/explorer.md` §2.2). A filter value the explorer does not know is refused (`400`),
 //! never read as "no filter".
 
-use super::index::{ledger_label, writer_name, Row};
+use super::index::{ledger_label, verify_rows, writer_name, Row};
 use super::page::{self, BadQuery};
 use super::routes::PageError;
 use super::Explorer;
 use crate::lineage::Label;
 use crate::quote;
 use crate::record::{KeyId, Kind};
+use axum::http::StatusCode;
 use maud::{html, Markup};
+use std::borrow::Cow;
 
 /// The filters of `/entries`, from its query string, as given; empty fields do not filter.
 #[derive(Clone, Debug, Default, serde::Deserialize)]
@@ -83,6 +85,13 @@ impl Filter {
         })
     }
 
+    /// Whether any filter is given (a filtered list needs the complete index).
+    pub fn is_filtered(&self) -> bool {
+        [&self.kind, &self.writer, &self.label, &self.quarantined]
+            .into_iter()
+            .any(|v| given(v).is_some())
+    }
+
     /// The query string of these filters without the page.
     fn query(&self) -> String {
         let mut parts = Vec::new();
@@ -137,26 +146,55 @@ fn url_encode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-/// The `/entries` page.
+/// The `/entries` page. Filtered, over the complete index; unfiltered before it is complete,
+/// the page's leaves are read and verified now (`spec/explorer.md` §3.3).
 pub(super) fn render(x: &Explorer, f: &Filter) -> Result<Markup, PageError> {
     let p = f.parse()?;
-    let rows: Vec<(u64, &Row)> = x
-        .index
-        .rows()
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (i as u64, r))
-        .filter(|(_, r)| p.keeps(x, r))
-        .collect();
-    let (page_no, shown) = page::page_of(f.page.as_deref(), rows.len())?;
+    // Unfiltered, a page needs only its own leaves; a filter needs every entry's shape.
+    let ix = match (&x.indexed, f.is_filtered()) {
+        (None, false) => None,
+        _ => Some(x.indexed()?),
+    };
+    let (total, page_no, shown): (usize, usize, Vec<(u64, Cow<'_, Row>)>) = match ix {
+        Some(ix) => {
+            let rows: Vec<(u64, &Row)> = ix
+                .index
+                .rows()
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (i as u64, r))
+                .filter(|(_, r)| p.keeps(x, r))
+                .collect();
+            let (page_no, shown) = page::page_of(f.page.as_deref(), rows.len())?;
+            let shown = rows[shown]
+                .iter()
+                .map(|(i, r)| (*i, Cow::Borrowed(*r)))
+                .collect();
+            (rows.len(), page_no, shown)
+        }
+        None => {
+            let total = usize::try_from(x.ledger.len()).unwrap_or(usize::MAX);
+            let (page_no, shown) = page::page_of(f.page.as_deref(), total)?;
+            let (from, to) = (shown.start as u64, shown.end as u64);
+            let rows = verify_rows(&x.ledger, from, to).map_err(|e| {
+                PageError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Store error",
+                    e.to_string(),
+                )
+            })?;
+            let shown = (from..).zip(rows.into_iter().map(Cow::Owned)).collect();
+            (total, page_no, shown)
+        }
+    };
     let body = html! {
         (form(x, f))
-        (page::pager(&f.query(), page_no, rows.len()))
+        (page::pager(&f.query(), page_no, total))
         table.entries {
             tr { th { "Leaf" } th { "Id" } th { "Writer" } th { "Role" } th { "Kind" } th { "Label" } th { "Quarantined" } th { "Time (writer's claim, UTC)" } }
-            @for (i, r) in &rows[shown] { (row(x, *i, r)) }
+            @for (i, r) in &shown { (row(x, *i, r)) }
         }
-        (page::pager(&f.query(), page_no, rows.len()))
+        (page::pager(&f.query(), page_no, total))
     };
     Ok(page::layout("Entries", body))
 }
@@ -203,9 +241,13 @@ fn form(x: &Explorer, f: &Filter) -> Markup {
             // NUL, CR, LF or anything else (spec/explorer.md §2.2).
             label { "Writer " select name="writer" {
                 option value="" { "any" }
-                @for (key, (w, n)) in x.index.writers() {
-                    @let hex = key.to_string();
-                    option value=(hex) selected[sel(&f.writer, &hex)] { (quote::name(w).to_string()) " (" (n) ")" }
+                @if let Some(ix) = &x.indexed {
+                    @for (key, (w, n)) in ix.index.writers() {
+                        @let hex = key.to_string();
+                        option value=(hex) selected[sel(&f.writer, &hex)] { (quote::name(w).to_string()) " (" (n) ")" }
+                    }
+                } @else {
+                    option value="" disabled { "(listed once every entry is indexed)" }
                 }
             } }
             label { "Label " select name="label" {

@@ -2,7 +2,7 @@
 
 use super::index::{ledger_label, writer_name, Row};
 use super::page::{self, MAX_SHORT_CHARS, MAX_TEXT_CHARS};
-use super::Explorer;
+use super::{Explorer, Indexed};
 use crate::ledger::StoreSource;
 use crate::lineage::quarantine::{Flag, Reach};
 use crate::log::{prove_inclusion, ProofBundle};
@@ -60,8 +60,17 @@ pub(super) fn render(x: &Explorer, i: u64, row: &Row) -> Markup {
         (text(x, &id, tombstoned, quarantined))
         h2 { "Why this label" }
         (why(x, &id, label))
-        (super::lineage::picture(x, i))
-        @if quarantined { (flags_reaching(x, i)) }
+        @match x.indexed() {
+            Ok(ix) => {
+                (super::lineage::picture(x, ix, i))
+                @if quarantined { (flags_reaching(x, ix, i)) }
+            }
+            Err(e) => {
+                h2 id="lineage" { "Lineage picture" }
+                p.warn { (e.why()) }
+                @if quarantined { h2 { "Quarantine" } p.warn { "The flags that reach it are named once every entry is indexed." } }
+            }
+        }
         @if shape.kind == Kind::ToolCall {
             h2 { "Gate decision" }
             (super::calls::decision_block(x, &id))
@@ -75,7 +84,7 @@ pub(super) fn render(x: &Explorer, i: u64, row: &Row) -> Markup {
                         td { (page::entry_link(p, *leaf)) }
                         td { (w.to_string()) }
                         td { @if x.ledger.policy().is_strong(*w) { "strong (w > τ)" } @else { "weak" } }
-                        td { (page::label(leaf.and_then(|l| x.index.row(l)).and_then(|r| ledger_label(&x.ledger, r)))) }
+                        td { (page::label(leaf.and_then(|l| x.row(l)).and_then(|r| ledger_label(&x.ledger, &r)))) }
                     }
                 }
             }
@@ -121,7 +130,7 @@ fn text(x: &Explorer, id: &EntryId, tombstoned: bool, quarantined: bool) -> Mark
 /// The explanation path of the label and, when there is one, the receipt sentence.
 fn why(x: &Explorer, id: &EntryId, label: Option<crate::lineage::Label>) -> Markup {
     let path = x.ledger.untrusted_path(id).unwrap_or_default();
-    let sentence = x.poison.receipt(&x.ledger, id);
+    let sentence = x.receipt(id);
     html! {
         @match label {
             Some(l) if !l.is_untrusted() => p { "No untrusted ancestor reaches it over \
@@ -146,9 +155,9 @@ fn why(x: &Explorer, id: &EntryId, label: Option<crate::lineage::Label>) -> Mark
 
 /// The active flags that reach leaf `i`: those whose source is `i` or an ancestor over any
 /// edge (reach all) or over strong edges only (reach strong).
-fn flags_reaching(x: &Explorer, i: u64) -> Markup {
-    let all = ancestors(x, i, false);
-    let strong = ancestors(x, i, true);
+fn flags_reaching(x: &Explorer, ix: &Indexed, i: u64) -> Markup {
+    let all = ancestors(x, ix, i, false);
+    let strong = ancestors(x, ix, i, true);
     let flags: Vec<&Flag> = x
         .ledger
         .quarantine()
@@ -173,12 +182,12 @@ fn flags_reaching(x: &Explorer, i: u64) -> Markup {
 }
 
 /// Leaf `i` and its ancestors, over every edge or over strong edges only.
-fn ancestors(x: &Explorer, i: u64, strong_only: bool) -> HashSet<u64> {
+fn ancestors(x: &Explorer, ix: &Indexed, i: u64, strong_only: bool) -> HashSet<u64> {
     let policy = x.ledger.policy();
     let mut seen = HashSet::from([i]);
     let mut queue = VecDeque::from([i]);
     while let Some(cur) = queue.pop_front() {
-        let Some(shape) = x.index.row(cur).and_then(|r| r.shape.as_ref()) else {
+        let Some(shape) = ix.index.row(cur).and_then(|r| r.shape.as_ref()) else {
             continue;
         };
         for (_, leaf, w) in &shape.parents {
@@ -193,12 +202,16 @@ fn ancestors(x: &Explorer, i: u64, strong_only: bool) -> HashSet<u64> {
 }
 
 fn children(x: &Explorer, i: u64) -> Markup {
-    let kids = x.index.children(i);
+    let ix = match x.indexed() {
+        Ok(ix) => ix,
+        Err(e) => return html! { p.warn { (e.why()) } },
+    };
+    let kids = ix.index.children(i);
     html! {
         @if kids.is_empty() { p { "None." } } @else {
             p { (kids.len()) " entries name it as a parent." }
             ul.children { @for c in kids.iter().take(MAX_CHILDREN) {
-                @if let Some(r) = x.index.row(*c) {
+                @if let Some(r) = ix.index.row(*c) {
                     li { (page::entry_link(&r.id, Some(*c))) " "
                          (r.shape.as_ref().map_or("?", |s| s.kind.name())) " "
                          (page::label(ledger_label(&x.ledger, r))) }

@@ -56,8 +56,8 @@ pub(super) fn svg(
                 }
             }
             @for layer in &layers { @for leaf in layer {
-                @if let (Some((px, py)), Some(row)) = (at.get(leaf), x.index.row(*leaf)) {
-                    @let label = ledger_label(&x.ledger, row)
+                @if let (Some((px, py)), Some(row)) = (at.get(leaf), x.row(*leaf)) {
+                    @let label = ledger_label(&x.ledger, &row)
                         .map_or("unverified".to_string(), |l| l.name().to_ascii_lowercase());
                     @let class = node_class(&label, sources.contains(leaf), focus == Some(*leaf));
                     @let kind = row.shape.as_ref().map_or("unverified", |s| s.kind.name());

@@ -1,6 +1,6 @@
 //! The explorer's index of a ledger: each entry's verified shape (kind, writer, time, parents)
-//! and its children, built once at start from entries whose signatures verified
-//! (`spec/explorer.md` §3).
+//! and its children, built once in the background after the explorer starts serving, from
+//! entries whose signatures verified (`spec/explorer.md` §3).
 
 use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::quarantine::Reach;
@@ -8,6 +8,7 @@ use crate::lineage::{Label, LabelPolicy};
 use crate::record::{EntryId, KeyId, Kind, Parent, Weight};
 use crate::store::Store;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Entries verified per batch while indexing.
 const CHUNK: u64 = 4096;
@@ -55,11 +56,15 @@ pub struct EntryIndex {
 }
 
 impl EntryIndex {
-    /// Reads and verifies every entry of `ledger` (batch signature checks on all cores).
+    /// Reads and verifies every entry of `ledger` (batch signature checks on all cores),
+    /// adding each batch's size to `progress` as it goes.
     ///
     /// # Errors
     /// Store errors. An entry that does not verify is indexed with no shape.
-    pub fn build<S: Store>(ledger: &Ledger<S>) -> Result<EntryIndex, LedgerError> {
+    pub fn build<S: Store>(
+        ledger: &Ledger<S>,
+        progress: &AtomicU64,
+    ) -> Result<EntryIndex, LedgerError> {
         let size = ledger.len();
         let mut ix = EntryIndex {
             rows: Vec::with_capacity(usize::try_from(size).unwrap_or(0)),
@@ -69,32 +74,10 @@ impl EntryIndex {
         let mut from = 0;
         while from < size {
             let to = (from + CHUNK).min(size);
-            let bytes = (from..to)
-                .map(|i| ledger.store().entry_bytes(i))
-                .collect::<Result<Vec<_>, _>>()?;
-            let present: Vec<&[u8]> = bytes.iter().flatten().map(Vec::as_slice).collect();
-            let mut decoded = ledger.decode_many(&present).into_iter();
-            for (i, b) in (from..to).zip(&bytes) {
-                let row = match b {
-                    None => Row {
-                        id: EntryId::default(),
-                        shape: None,
-                    },
-                    Some(_) => {
-                        let e = decoded.next().and_then(Result::ok);
-                        let id = match (&e, b) {
-                            (Some(e), _) => e.id(),
-                            (None, Some(b)) => EntryId::of_cose(b),
-                            (None, None) => EntryId::default(),
-                        };
-                        let shape = e
-                            .filter(|_| ledger.index_of(&id) == Some(i))
-                            .map(|e| shape_of(ledger, e.entry()));
-                        Row { id, shape }
-                    }
-                };
+            for (i, row) in (from..to).zip(verify_rows(ledger, from, to)?) {
                 ix.push(ledger, i, row);
             }
+            progress.store(to, Ordering::Relaxed);
             from = to;
         }
         ix.by_id.sort_unstable();
@@ -258,6 +241,45 @@ pub struct Reached {
     pub nodes: Vec<(u64, u32)>,
     /// Edges (parent leaf, child leaf, strong) between reached entries.
     pub edges: Vec<(u64, u64, bool)>,
+}
+
+/// The rows of leaves `from..to` (at most the ledger's size), read from the store and
+/// verified now: the one way a row is made, for the index built in the background and for a
+/// page that shows leaves before it is complete (`spec/explorer.md` §3.2). A leaf has a shape
+/// only when its stored bytes verify under their writer's bound key (batch checks on all
+/// cores) and their leaf hash is the id the sealed index holds at that leaf; a leaf with no
+/// bytes stored has the all-zero id.
+///
+/// # Errors
+/// Store errors while reading bytes.
+pub(super) fn verify_rows<S: Store>(
+    ledger: &Ledger<S>,
+    from: u64,
+    to: u64,
+) -> Result<Vec<Row>, LedgerError> {
+    let to = to.min(ledger.len());
+    let bytes = (from..to)
+        .map(|i| ledger.store().entry_bytes(i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let present: Vec<&[u8]> = bytes.iter().flatten().map(Vec::as_slice).collect();
+    let mut decoded = ledger.decode_many(&present).into_iter();
+    let mut rows = Vec::with_capacity(bytes.len());
+    for (i, b) in (from..to).zip(&bytes) {
+        let Some(b) = b else {
+            rows.push(Row {
+                id: EntryId::default(),
+                shape: None,
+            });
+            continue;
+        };
+        let e = decoded.next().and_then(Result::ok);
+        let id = e.as_ref().map_or_else(|| EntryId::of_cose(b), |e| e.id());
+        let shape = e
+            .filter(|_| ledger.index_of(&id) == Some(i))
+            .map(|e| shape_of(ledger, e.entry()));
+        rows.push(Row { id, shape });
+    }
+    Ok(rows)
 }
 
 /// The label to show for `row`: the sealed, verified one, or `None` (shown `UNVERIFIED`,

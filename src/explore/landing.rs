@@ -16,7 +16,7 @@ pub(super) fn render(x: &Explorer, q: &PageQuery) -> Result<Markup, PageError> {
         Some(s) => Sort::from_name(s)
             .ok_or_else(|| BadQuery("sort is one of largest, source, newest".to_string()))?,
     };
-    let p = &x.poison;
+    let p = &x.indexed()?.poison;
     let groups = p.sorted(sort);
     // The rows of every group in order, each with its group: a page is a slice of them.
     let rows: Vec<(&Group, u64, crate::record::EntryId)> = groups
@@ -72,8 +72,8 @@ fn label(s: Sort) -> &'static str {
 fn group_row(x: &Explorer, g: &Group, continued: bool) -> Markup {
     let (leaf, id) = g.source;
     let kind = x
-        .index
         .row(leaf)
+        .as_deref()
         .and_then(|r| r.shape.as_ref())
         .map_or("unverified", |s| s.kind.name());
     html! {

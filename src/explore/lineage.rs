@@ -2,7 +2,7 @@
 //! descendants to [`DEPTH`] hops over the verified index, drawn by [`super::graph`].
 
 use super::graph;
-use super::Explorer;
+use super::{Explorer, Indexed};
 use maud::{html, Markup};
 use std::collections::{HashSet, VecDeque};
 
@@ -12,23 +12,23 @@ pub const DEPTH: i32 = 3;
 pub const MAX_SIDE: usize = 40;
 
 /// The `#lineage` section of the page of leaf `i`.
-pub(super) fn picture(x: &Explorer, i: u64) -> Markup {
+pub(super) fn picture(x: &Explorer, ix: &Indexed, i: u64) -> Markup {
     let policy = x.ledger.policy();
     let mut nodes = vec![(i, 0)];
     let (up, up_more) = walk(i, -1, |l| {
-        x.index
+        ix.index
             .row(l)
             .and_then(|r| r.shape.as_ref())
             .map(|s| s.parents.iter().filter_map(|(_, leaf, _)| *leaf).collect())
             .unwrap_or_default()
     });
-    let (down, down_more) = walk(i, 1, |l| x.index.children(l).to_vec());
+    let (down, down_more) = walk(i, 1, |l| ix.index.children(l).to_vec());
     nodes.extend(up);
     nodes.extend(down);
     let drawn: HashSet<u64> = nodes.iter().map(|(l, _)| *l).collect();
     let mut edges = Vec::new();
     for c in &drawn {
-        let Some(s) = x.index.row(*c).and_then(|r| r.shape.as_ref()) else {
+        let Some(s) = ix.index.row(*c).and_then(|r| r.shape.as_ref()) else {
             continue;
         };
         let mut seen = HashSet::new();
@@ -41,7 +41,7 @@ pub(super) fn picture(x: &Explorer, i: u64) -> Markup {
         }
     }
     edges.sort_unstable();
-    let sources: HashSet<u64> = x
+    let sources: HashSet<u64> = ix
         .poison
         .flags
         .iter()

@@ -23,9 +23,12 @@
 use crate::gate::Policy;
 use crate::ledger::{Ledger, LedgerError};
 use crate::store::{SqliteStore, StoreError};
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 mod calls;
 mod entries;
@@ -45,6 +48,10 @@ mod verify;
 
 pub use guard::{Access, Token, TokenError};
 pub use index::EntryIndex;
+
+/// How long a page that needs the whole index waits for it before saying it is still
+/// indexing.
+const INDEX_WAIT: Duration = Duration::from_secs(2);
 
 /// Entries shown per page of the entry list, the quarantine lists and the gate decisions.
 pub const PAGE_SIZE: usize = 100;
@@ -68,14 +75,14 @@ pub enum ExploreError {
          who can reach it could read the ledger)"
     )]
     NotLoopback(SocketAddr),
-    /// A second read handle ([`Explorer::add_reader`]) does not see the ledger the first one
-    /// indexed: another process appended in between (start again).
+    /// A second read handle ([`Explorer::add_reader`], [`Explorer::indexer`]) does not see
+    /// the ledger the first one does: another process appended in between (start again).
     #[error(
-        "the ledger changed while the explorer opened it ({indexed} entries indexed, a reader \
-         sees {seen}): start it again"
+        "the ledger changed while the explorer opened it (the first handle sees {indexed} \
+         entries, another {seen}): start it again"
     )]
     Changed {
-        /// Entries the index holds.
+        /// Entries the first handle sees.
         indexed: u64,
         /// Entries the new handle sees.
         seen: u64,
@@ -90,77 +97,183 @@ pub enum ExploreError {
     },
 }
 
-/// One ledger, opened for reading, with the index the pages need.
+/// One ledger, opened for reading; the index the pages need is built in the background
+/// ([`Indexer`]).
 ///
 /// The explorer shows the ledger as it was when [`Explorer::open`] ran (entries appended later
 /// by other processes appear after a restart); the on-demand audit reads the file as it is.
 /// Pages are rendered by read handles of their own ([`Explorer::add_reader`]) sharing one
-/// index, so that one slow page does not hold up the others.
+/// index, so that one slow page does not hold up the others. Until the index is complete, a
+/// page verifies the entries it shows itself, and a page that needs the whole index says so
+/// (`spec/explorer.md` §3.3).
 pub struct Explorer {
     ledger: Ledger<SqliteStore>,
     path: PathBuf,
     policy: Arc<Policy>,
-    index: Arc<EntryIndex>,
     head: Arc<overview::Head>,
-    poison: Arc<poison::Poison>,
+    /// The complete index, once this handle has seen it published.
+    indexed: Option<Arc<Indexed>>,
+    indexing: Arc<Indexing>,
     readers: Vec<Ledger<SqliteStore>>,
+}
+
+/// What the background indexing makes: the verified index and what is poisoned.
+struct Indexed {
+    index: EntryIndex,
+    poison: poison::Poison,
+}
+
+/// The state of the background indexing, shared by every read handle and the [`Indexer`].
+#[derive(Default)]
+struct Indexing {
+    /// The complete index, published once.
+    done: OnceLock<Arc<Indexed>>,
+    /// Why indexing stopped (a store error), if it did.
+    failed: OnceLock<String>,
+    /// The rows-chain check ([`Ledger::check_rows_chain`]): `Ok` or the failure's sentence.
+    rows: OnceLock<Result<(), String>>,
+    /// Leaves read and verified so far.
+    progress: AtomicU64,
+    /// Signalled when `done` or `failed` is set.
+    ended: (Mutex<bool>, Condvar),
+    /// Receipt sentences already made.
+    receipts: poison::ReceiptCache,
+}
+
+impl Indexing {
+    /// Waits up to `timeout` for the index; `None` when it is not complete by then.
+    fn wait(&self, timeout: Duration) -> Option<Arc<Indexed>> {
+        let (m, cv) = &self.ended;
+        let guard = lock(m);
+        if !*guard {
+            let _ = cv.wait_timeout_while(guard, timeout, |ended| !*ended);
+        }
+        self.done.get().cloned()
+    }
+
+    fn end(&self) {
+        let (m, cv) = &self.ended;
+        *lock(m) = true;
+        cv.notify_all();
+    }
 }
 
 impl Explorer {
     /// Opens the explorer over `ledger`, already opened with its log key, stored at `path`
     /// (the on-demand audit opens its own read connection there), deciding tool calls under
-    /// `policy`. Verifies every entry's signature once (in batches over all cores) to build the
-    /// index of kinds, writers, parents and children, verifies the latest stored checkpoint
-    /// against the log key, and computes what is poisoned (each flag's reach size, each
-    /// quarantined entry's receipt source) once.
-    ///
-    /// # Errors
-    /// Store errors while reading entries. An entry that does not verify is no error: it is
-    /// indexed as unverified.
-    pub fn open(
-        ledger: Ledger<SqliteStore>,
-        path: &Path,
-        policy: Policy,
-    ) -> Result<Self, ExploreError> {
-        let index = EntryIndex::build(&ledger)?;
+    /// `policy`. Reads no entry: verifies the latest stored checkpoint against the log key
+    /// (O(log n) stored hashes for its root). The index is built by the [`Indexer`] that
+    /// [`Explorer::indexer`] gives, on a handle of its own.
+    pub fn open(ledger: Ledger<SqliteStore>, path: &Path, policy: Policy) -> Explorer {
         let head = overview::Head::read(&ledger);
-        let poison = poison::Poison::build(&ledger, &index);
-        // The landing page's first rows are what everyone opens first: their receipts are
-        // made now rather than on that first request.
-        poison.warm(&ledger, PAGE_SIZE);
-        Ok(Explorer {
+        Explorer {
             ledger,
             path: path.to_path_buf(),
             policy: Arc::new(policy),
-            index: Arc::new(index),
             head: Arc::new(head),
-            poison: Arc::new(poison),
+            indexed: None,
+            indexing: Arc::new(Indexing::default()),
             readers: Vec::new(),
-        })
+        }
     }
 
     /// Adds a read handle on the same file (opened as the first was, with its log key): pages
     /// are rendered on as many handles at once as the explorer has.
     ///
     /// # Errors
-    /// [`ExploreError::Changed`] when the handle does not see the entries the index holds.
+    /// [`ExploreError::Changed`] when the handle does not see the entries the first one does.
     pub fn add_reader(&mut self, ledger: Ledger<SqliteStore>) -> Result<(), ExploreError> {
-        if ledger.len() != self.index.len() || ledger.vkey() != self.ledger.vkey() {
-            return Err(ExploreError::Changed {
-                indexed: self.index.len(),
-                seen: ledger.len(),
-            });
-        }
+        self.same_ledger(&ledger)?;
         self.readers.push(ledger);
         Ok(())
     }
 
-    /// The verified index of the ledger's entries.
-    pub fn index(&self) -> &EntryIndex {
-        &self.index
+    /// The indexer of this explorer, on `ledger`, a handle of its own on the same file (opened
+    /// as the first was): run it on a thread of its own once the server is bound. Pages that
+    /// need the whole index say "still indexing" until it has run.
+    ///
+    /// # Errors
+    /// [`ExploreError::Changed`] when the handle does not see the entries the first one does.
+    pub fn indexer(&self, ledger: Ledger<SqliteStore>) -> Result<Indexer, ExploreError> {
+        self.same_ledger(&ledger)?;
+        Ok(Indexer {
+            ledger,
+            indexing: Arc::clone(&self.indexing),
+        })
     }
 
-    /// This explorer and one sibling per added reader, sharing the index.
+    fn same_ledger(&self, ledger: &Ledger<SqliteStore>) -> Result<(), ExploreError> {
+        if ledger.len() != self.ledger.len() || ledger.vkey() != self.ledger.vkey() {
+            return Err(ExploreError::Changed {
+                indexed: self.ledger.len(),
+                seen: ledger.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The complete index, or the page that says it is not complete yet.
+    fn indexed(&self) -> Result<&Indexed, routes::PageError> {
+        if let Some(ix) = &self.indexed {
+            return Ok(ix);
+        }
+        use axum::http::StatusCode;
+        Err(match self.indexing.failed.get() {
+            Some(e) => routes::PageError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Indexing failed",
+                format!("indexing the ledger failed, so this cannot be shown: {e}"),
+            ),
+            None => routes::PageError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Still indexing",
+                format!(
+                    "still indexing: this needs every entry verified, which runs in the \
+                     background since start-up ({} of {} entries verified so far). Reload in \
+                     a moment.",
+                    self.indexing.progress.load(Ordering::Relaxed),
+                    self.ledger.len()
+                ),
+            ),
+        })
+    }
+
+    /// Takes the complete index once it is published.
+    fn catch_up(&mut self) {
+        if self.indexed.is_none() {
+            self.indexed = self.indexing.done.get().cloned();
+        }
+    }
+
+    /// The row of leaf `i`: from the complete index, or else read and verified now
+    /// ([`index::verify_rows`], the index's own door). `None` beyond the log; a leaf whose
+    /// bytes cannot be read is a row that did not verify (fail closed).
+    fn row(&self, i: u64) -> Option<Cow<'_, index::Row>> {
+        if let Some(ix) = &self.indexed {
+            return ix.index.row(i).map(Cow::Borrowed);
+        }
+        if i >= self.ledger.len() {
+            return None;
+        }
+        let row = index::verify_rows(&self.ledger, i, i + 1)
+            .ok()
+            .and_then(|rows| rows.into_iter().next())
+            .unwrap_or(index::Row {
+                id: crate::record::EntryId::default(),
+                shape: None,
+            });
+        Some(Cow::Owned(row))
+    }
+
+    /// The receipt of `id` as pieces, made once and kept (an error as its sentence).
+    fn receipt(
+        &self,
+        id: &crate::record::EntryId,
+    ) -> Result<Vec<crate::forensics::receipt::Piece>, String> {
+        self.indexing.receipts.get(&self.ledger, id)
+    }
+
+    /// This explorer and one sibling per added reader, sharing the indexing.
     fn split(mut self) -> Vec<Explorer> {
         let readers = std::mem::take(&mut self.readers);
         let mut all = Vec::with_capacity(readers.len() + 1);
@@ -169,14 +282,84 @@ impl Explorer {
                 ledger,
                 path: self.path.clone(),
                 policy: Arc::clone(&self.policy),
-                index: Arc::clone(&self.index),
                 head: Arc::clone(&self.head),
-                poison: Arc::clone(&self.poison),
+                indexed: self.indexed.clone(),
+                indexing: Arc::clone(&self.indexing),
                 readers: Vec::new(),
             });
         }
         all.insert(0, self);
         all
+    }
+}
+
+/// Builds the explorer's index on a read handle of its own (`spec/explorer.md` §3.3): checks
+/// that the store's rows chain, reads and verifies every entry, computes what is poisoned and
+/// publishes it to every page at once. Meant for a thread of its own, after the server is
+/// bound and its address printed.
+pub struct Indexer {
+    ledger: Ledger<SqliteStore>,
+    indexing: Arc<Indexing>,
+}
+
+/// What the [`Indexer`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IndexSummary {
+    /// Leaves indexed.
+    pub entries: u64,
+    /// Leaves whose stored bytes did not verify (shown as `UNVERIFIED`).
+    pub unverified: u64,
+    /// Whether the store's rows chain ([`Ledger::check_rows_chain`]).
+    pub rows_chain: bool,
+}
+
+impl Indexer {
+    /// Runs the indexing to its end. Pages see the index as soon as it is complete.
+    ///
+    /// # Errors
+    /// Store errors while reading entries (pages then say indexing failed). An entry that does
+    /// not verify is no error: it is indexed as unverified.
+    pub fn run(self) -> Result<IndexSummary, ExploreError> {
+        let Indexer { ledger, indexing } = self;
+        // However it ends (a store error, or a panic of this thread), pages stop waiting, and
+        // say it failed rather than "still indexing" forever.
+        let ended = Ended(&indexing);
+        let rows = ledger.check_rows_chain().map_err(|e| e.to_string());
+        let rows_chain = rows.is_ok();
+        let _ = indexing.rows.set(rows);
+        let index = EntryIndex::build(&ledger, &indexing.progress).inspect_err(|e| {
+            let _ = indexing.failed.set(e.to_string());
+        })?;
+        let poison = poison::Poison::build(&ledger, &index);
+        let summary = IndexSummary {
+            entries: index.len(),
+            unverified: index.label_counts().1,
+            rows_chain,
+        };
+        let indexed = Arc::new(Indexed { index, poison });
+        let _ = indexing.done.set(Arc::clone(&indexed));
+        drop(ended);
+        // The landing page's first rows are what everyone opens first: their receipts are
+        // made now rather than on that first request.
+        indexed.poison.warm(&ledger, &indexing.receipts, PAGE_SIZE);
+        Ok(summary)
+    }
+}
+
+/// Ends the indexing when dropped: marks it failed unless the index was published, and wakes
+/// the pages waiting for it.
+struct Ended<'a>(&'a Indexing);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        if self.0.done.get().is_none() {
+            let _ = self
+                .0
+                .failed
+                .set("indexing stopped before it was complete".to_string());
+        }
+        self.0.end();
     }
 }
 

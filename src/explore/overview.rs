@@ -9,6 +9,7 @@ use crate::lineage::Label;
 use crate::log::{tree_root, VerifiedCheckpoint};
 use crate::store::{SqliteStore, Store};
 use maud::{html, Markup};
+use std::sync::atomic::Ordering;
 
 /// The latest stored checkpoint as this process verified it at start.
 pub(super) enum Head {
@@ -58,7 +59,7 @@ impl Head {
 /// The overview page.
 pub(super) fn render(x: &Explorer, verify: &VerifyState) -> Markup {
     let size = x.ledger.len();
-    let (counts, unverified) = x.index.label_counts();
+    let counted = x.indexed.as_ref().map(|ix| ix.index.label_counts());
     let q = x.ledger.quarantine();
     let flags = q.flags().count();
     let body = html! {
@@ -67,6 +68,7 @@ pub(super) fn render(x: &Explorer, verify: &VerifyState) -> Markup {
             tr { th { "Entries" } td { (size) } }
             tr { th { "Log key" } td { code { (x.ledger.vkey()) } } }
             (head_rows(&x.head))
+            (rows_row(x))
         }
         h2 { "Verification" }
         (super::verify::summary(verify))
@@ -76,20 +78,24 @@ pub(super) fn render(x: &Explorer, verify: &VerifyState) -> Markup {
              the tree root, against the log key)"
         }
         h2 { "Entries by label" }
-        table {
-            tr { th { "Label" } th { "Entries" } }
-            @for (l, n) in Label::ALL.iter().zip(counts) {
-                tr {
-                    td { a href=(format!("/entries?label={}", l.name())) { (page::label(Some(*l))) } }
-                    td { (n_of(n, size)) }
+        @if let Some((counts, unverified)) = counted {
+            table {
+                tr { th { "Label" } th { "Entries" } }
+                @for (l, n) in Label::ALL.iter().zip(counts) {
+                    tr {
+                        td { a href=(format!("/entries?label={}", l.name())) { (page::label(Some(*l))) } }
+                        td { (n_of(n, size)) }
+                    }
+                }
+                @if unverified > 0 {
+                    tr {
+                        td { a href="/entries?label=UNVERIFIED" { (page::label(None)) } }
+                        td { (n_of(unverified, size)) }
+                    }
                 }
             }
-            @if unverified > 0 {
-                tr {
-                    td { a href="/entries?label=UNVERIFIED" { (page::label(None)) } }
-                    td { (n_of(unverified, size)) }
-                }
-            }
+        } @else {
+            p.counting { (counting(x)) }
         }
         h2 { "Quarantine" }
         p {
@@ -97,12 +103,41 @@ pub(super) fn render(x: &Explorer, verify: &VerifyState) -> Markup {
             a href="/quarantine" { (n_of(q.len() as u64, size)) } " entries."
         }
         h2 { "Tool calls" }
-        p {
-            a href="/calls" { (x.index.tool_calls().len()) " tool-call entries" }
-            ", each with the gate's decision now."
+        @if let Some(ix) = &x.indexed {
+            p {
+                a href="/calls" { (ix.index.tool_calls().len()) " tool-call entries" }
+                ", each with the gate's decision now."
+            }
+        } @else {
+            p.counting { (counting(x)) }
         }
     };
     page::layout("Ledger overview", body)
+}
+
+/// What is said in place of a count the index has not given yet: never a number that may be
+/// wrong (`spec/explorer.md` §3.3).
+fn counting(x: &Explorer) -> String {
+    match x.indexing.failed.get() {
+        Some(e) => format!("not counted: indexing failed ({e})"),
+        None => format!(
+            "counting… ({} of {} entries verified so far; reload to see the counts)",
+            x.indexing.progress.load(Ordering::Relaxed),
+            x.ledger.len()
+        ),
+    }
+}
+
+/// Whether every leaf has its row in the store (`Ledger::check_rows_chain`, run by the
+/// background indexing).
+fn rows_row(x: &Explorer) -> Markup {
+    html! {
+        tr { th { "Stored rows" } @match x.indexing.rows.get() {
+            None => td { "checking…" },
+            Some(Ok(())) => td.ok { "every leaf has its row" },
+            Some(Err(e)) => td.bad { "NOT confirmed: " (e) " (a missing leaf is shown as UNVERIFIED)" },
+        } }
+    }
 }
 
 fn head_rows(head: &Head) -> Markup {

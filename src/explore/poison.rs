@@ -1,4 +1,4 @@
-//! What is poisoned, computed once when the explorer opens (`spec/explorer.md` §3.4): the
+//! What is poisoned, computed once by the background indexing (`spec/explorer.md` §3.4): the
 //! size of each active flag's reach, and every quarantined entry grouped under the source its
 //! receipt path starts from. Pages read these; none walks the log per request. Receipt
 //! sentences are made the first time a page shows them and kept.
@@ -78,7 +78,6 @@ pub(super) struct Poison {
     pub groups: Vec<Group>,
     /// Quarantined entries in all.
     pub entries: usize,
-    receipts: ReceiptCache,
 }
 
 impl Poison {
@@ -131,7 +130,6 @@ impl Poison {
             flags,
             groups,
             entries: all.len(),
-            receipts: ReceiptCache::default(),
         }
     }
 
@@ -151,26 +149,17 @@ impl Poison {
         g
     }
 
-    /// Makes and keeps the receipts of the first `rows` rows of the landing page (default
-    /// order).
-    pub fn warm<S: Store>(&self, ledger: &Ledger<S>, rows: usize) {
+    /// Makes and keeps in `kept` the receipts of the first `rows` rows of the landing page
+    /// (default order).
+    pub fn warm<S: Store>(&self, ledger: &Ledger<S>, kept: &ReceiptCache, rows: usize) {
         for g in self.sorted(Sort::default()) {
             for (_, id) in &g.members {
-                if self.receipts.len() >= rows {
+                if kept.len() >= rows {
                     return;
                 }
-                let _ = self.receipt(ledger, id);
+                let _ = kept.get(ledger, id);
             }
         }
-    }
-
-    /// The receipt of `id` as pieces, made once and kept (an error as its sentence).
-    pub fn receipt<S: Store>(
-        &self,
-        ledger: &Ledger<S>,
-        id: &EntryId,
-    ) -> Result<Vec<Piece>, String> {
-        self.receipts.get(ledger, id)
     }
 }
 
@@ -185,14 +174,16 @@ fn earliest_flag(on: &[Flag]) -> Option<Flag> {
 
 /// Receipt sentences already made, shared by every reader.
 #[derive(Debug, Default)]
-struct ReceiptCache(Mutex<HashMap<EntryId, Result<Vec<Piece>, String>>>);
+pub(super) struct ReceiptCache(Mutex<HashMap<EntryId, Result<Vec<Piece>, String>>>);
 
 impl ReceiptCache {
-    fn len(&self) -> usize {
+    /// Receipts kept.
+    pub fn len(&self) -> usize {
         super::lock(&self.0).len()
     }
 
-    fn get<S: Store>(&self, ledger: &Ledger<S>, id: &EntryId) -> Result<Vec<Piece>, String> {
+    /// The receipt of `id` as pieces, made once and kept (an error as its sentence).
+    pub fn get<S: Store>(&self, ledger: &Ledger<S>, id: &EntryId) -> Result<Vec<Piece>, String> {
         if let Some(r) = super::lock(&self.0).get(id) {
             return r.clone();
         }

@@ -25,7 +25,7 @@ pub(super) fn reason(x: &Explorer, flag: &EntryId) -> Markup {
 /// The `/quarantine` page: the active flags, largest reach first, paged.
 pub(super) fn render_all(x: &Explorer, asked: Option<&str>) -> Result<Markup, PageError> {
     let size = x.ledger.len();
-    let flags = &x.poison.flags;
+    let flags = &x.indexed()?.poison.flags;
     let (page_no, rows) = page::page_of(asked, flags.len())?;
     let body = html! {
         p { (flags.len()) " active flags, largest reach first. "
@@ -57,7 +57,8 @@ pub(super) fn render_flag(
     asked: Option<&str>,
 ) -> Result<Markup, PageError> {
     let size = x.ledger.len();
-    let r = x
+    let ix = x.indexed()?;
+    let r = ix
         .index
         .reach(flag.source_index, flag.reach, &x.ledger.policy());
     let mut leaves: Vec<u64> = r.nodes.iter().map(|(l, _)| *l).collect();
@@ -65,7 +66,7 @@ pub(super) fn render_flag(
     let (page_no, shown) = page::page_of(asked, leaves.len())?;
     let rows = leaves[shown]
         .iter()
-        .filter_map(|l| Some((*l, x.index.row(*l)?.id)));
+        .filter_map(|l| Some((*l, ix.index.row(*l)?.id)));
     let base = format!("/quarantine/{}", flag.entry);
     let drawn: Vec<(u64, i32)> = r
         .nodes
@@ -112,13 +113,14 @@ pub(super) fn receipt_table(x: &Explorer, rows: impl Iterator<Item = (u64, Entry
 
 /// One row of a receipt table.
 pub(super) fn receipt_row(x: &Explorer, i: u64, id: &EntryId) -> Markup {
-    let row = x.index.row(i);
+    let row = x.row(i);
+    let row = row.as_deref();
     html! {
         tr.reached {
             td { (page::entry_link(id, Some(i))) }
             td { (row.and_then(|r| r.shape.as_ref()).map_or("unverified", |s| s.kind.name())) }
             td { (page::label(row.and_then(|r| ledger_label(&x.ledger, r)))) }
-            td.receipt { @match x.poison.receipt(&x.ledger, id) {
+            td.receipt { @match x.receipt(id) {
                 Ok(p) => (page::sentence(&p)),
                 Err(e) => span.bad { "no receipt: " (page::hostile(&e, page::MAX_SHORT_CHARS)) },
             } }

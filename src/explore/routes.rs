@@ -10,6 +10,7 @@ use super::page::{self, BadQuery};
 use super::verify::{self, Job, VerifyState};
 use super::{lock, Explorer};
 use crate::record::EntryId;
+use crate::store::Store as _;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -21,13 +22,18 @@ use std::sync::{Arc, Condvar, Mutex};
 /// What every handler shares.
 pub(super) struct App {
     pool: Pool,
+    indexing: Arc<super::Indexing>,
     verify: Arc<Mutex<VerifyState>>,
     access: Arc<Access>,
 }
 
 impl App {
     pub(super) fn new(explorers: Vec<Explorer>, access: Access) -> App {
+        let indexing = explorers
+            .first()
+            .map_or_else(Default::default, |x| Arc::clone(&x.indexing));
         App {
+            indexing,
             pool: Pool {
                 free: Mutex::new(explorers),
                 back: Condvar::new(),
@@ -57,6 +63,8 @@ impl Pool {
             };
         };
         drop(free);
+        let mut x = x;
+        x.catch_up();
         let held = Held {
             pool: self,
             x: Some(x),
@@ -89,7 +97,24 @@ async fn on_reader(
     app: Arc<App>,
     f: impl FnOnce(&Explorer) -> Response + Send + 'static,
 ) -> Response {
-    match tokio::task::spawn_blocking(move || app.pool.with(f)).await {
+    on_indexed(app, false, f).await
+}
+
+/// Runs `f` on a read handle on the blocking pool once the index is complete, or after
+/// [`super::INDEX_WAIT`] (the page then says it is still indexing), when `needs_index`.
+async fn on_indexed(
+    app: Arc<App>,
+    needs_index: bool,
+    f: impl FnOnce(&Explorer) -> Response + Send + 'static,
+) -> Response {
+    match tokio::task::spawn_blocking(move || {
+        if needs_index {
+            let _ = app.indexing.wait(super::INDEX_WAIT);
+        }
+        app.pool.with(f)
+    })
+    .await
+    {
         Ok(r) => r,
         Err(_) => error_page(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -135,6 +160,11 @@ pub(super) struct PageError {
 }
 
 impl PageError {
+    /// Why the page cannot be shown.
+    pub(super) fn why(&self) -> &str {
+        &self.why
+    }
+
     pub(super) fn new(status: StatusCode, title: &'static str, why: impl Into<String>) -> Self {
         PageError {
             status,
@@ -158,7 +188,7 @@ pub(super) struct PageQuery {
 }
 
 async fn landing(State(app): State<Arc<App>>, Query(q): Query<PageQuery>) -> Response {
-    on_reader(app, move |x| page(super::landing::render(x, &q))).await
+    on_indexed(app, true, move |x| page(super::landing::render(x, &q))).await
 }
 
 async fn overview(State(app): State<Arc<App>>) -> Response {
@@ -186,16 +216,18 @@ async fn verify_status(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn entries(State(app): State<Arc<App>>, Query(f): Query<Filter>) -> Response {
-    on_reader(app, move |x| page(super::entries::render(x, &f))).await
+    let filtered = f.is_filtered();
+    on_indexed(app, filtered, move |x| page(super::entries::render(x, &f))).await
 }
 
 async fn entry(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    on_reader(app, move |x| match find_entry(x, &id) {
-        Ok(Found::One(i)) => match x.index.row(i) {
+    let short = is_short_id(&id);
+    on_indexed(app, short, move |x| match find_entry(x, &id) {
+        Ok(Found::One(i)) => match x.row(i) {
             // A full id is shown as asked (the row of an entry that did not verify holds the
             // hash of the bytes stored, not the id asked for); a short one is sent on to it.
             Some(row) if id.len() == 64 => {
-                html_response(StatusCode::OK, super::entry::render(x, i, row))
+                html_response(StatusCode::OK, super::entry::render(x, i, &row))
             }
             Some(row) => Redirect::to(&format!("/entry/{}", row.id)).into_response(),
             None => page(Err(unknown())),
@@ -213,8 +245,9 @@ struct FindQuery {
 
 async fn find_box(State(app): State<Arc<App>>, Query(q): Query<FindQuery>) -> Response {
     let asked = q.id.unwrap_or_default();
-    on_reader(app, move |x| match find_entry(x, &asked) {
-        Ok(Found::One(i)) => match x.index.row(i) {
+    let short = is_short_id(&asked);
+    on_indexed(app, short, move |x| match find_entry(x, &asked) {
+        Ok(Found::One(i)) => match x.row(i) {
             Some(row) => Redirect::to(&format!("/entry/{}", row.id)).into_response(),
             None => page(Err(unknown())),
         },
@@ -253,7 +286,7 @@ async fn proof(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response 
 }
 
 async fn quarantine_all(State(app): State<Arc<App>>, Query(q): Query<PageQuery>) -> Response {
-    on_reader(app, move |x| {
+    on_indexed(app, true, move |x| {
         page(super::quarantine::render_all(x, q.page.as_deref()))
     })
     .await
@@ -264,7 +297,7 @@ async fn quarantine_flag(
     Path(flag): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    on_reader(app, move |x| {
+    on_indexed(app, true, move |x| {
         page((|| {
             let id = parse_id(&flag)?;
             let Some(f) = x.ledger.quarantine().flag(&id).copied() else {
@@ -281,7 +314,7 @@ async fn quarantine_flag(
 }
 
 async fn calls(State(app): State<Arc<App>>, Query(q): Query<PageQuery>) -> Response {
-    on_reader(app, move |x| {
+    on_indexed(app, true, move |x| {
         page(super::calls::render(x, q.page.as_deref()))
     })
     .await
@@ -332,12 +365,12 @@ fn find_entry(x: &Explorer, s: &str) -> Result<Found, PageError> {
                 "#N takes a leaf number",
             )
         })?;
-        return match x.index.row(i) {
-            Some(_) => Ok(Found::One(i)),
-            None => Err(PageError::new(
+        return match i < x.ledger.len() {
+            true => Ok(Found::One(i)),
+            false => Err(PageError::new(
                 StatusCode::NOT_FOUND,
                 "Unknown entry",
-                format!("the log has {} leaves, numbered from 0", x.index.len()),
+                format!("the log has {} leaves, numbered from 0", x.ledger.len()),
             )),
         };
     }
@@ -353,7 +386,7 @@ fn find_entry(x: &Explorer, s: &str) -> Result<Found, PageError> {
              digits, as the CLI prints 8) or a leaf number (#12)",
         ));
     }
-    let m = x.index.with_prefix(&hex, super::PAGE_SIZE + 1);
+    let m = x.indexed()?.index.with_prefix(&hex, super::PAGE_SIZE + 1);
     match m.as_slice() {
         [] => Err(PageError::new(
             StatusCode::NOT_FOUND,
@@ -366,11 +399,32 @@ fn find_entry(x: &Explorer, s: &str) -> Result<Found, PageError> {
 }
 
 /// The leaf and row of the entry named by the hex id `s`.
-fn find<'x>(x: &'x Explorer, s: &str) -> Result<(u64, &'x super::index::Row), PageError> {
+fn find<'x>(
+    x: &'x Explorer,
+    s: &str,
+) -> Result<(u64, std::borrow::Cow<'x, super::index::Row>), PageError> {
     let id = parse_id(s)?;
-    let i = x.ledger.index_of(&id).ok_or_else(unknown)?;
-    let row = x.index.row(i).ok_or_else(unknown)?;
-    Ok((i, row))
+    if let Some(i) = x.ledger.index_of(&id) {
+        let row = x.row(i).ok_or_else(unknown)?;
+        return Ok((i, row));
+    }
+    // Not an entry the ledger believes (its row's tag does not verify, or it is not stored):
+    // the leaf the store claims for it is only where to look. The row there is made through
+    // the one door, and its leaf hash must be the id asked; it cannot have a shape (that needs
+    // `index_of` to name this leaf), so the page says the entry did not verify: shown, never
+    // better (`spec/explorer.md` §3.2).
+    let claimed = x.ledger.store().meta_of(&id).ok().flatten();
+    claimed
+        .and_then(|m| Some((m.index, x.row(m.index)?)))
+        .filter(|(_, row)| row.id == id)
+        .ok_or_else(unknown)
+}
+
+/// Whether the id box's or the path's `s` names entries by a short id, which only the
+/// complete index resolves (a full id and `#N` are found in the store).
+fn is_short_id(s: &str) -> bool {
+    let s = s.trim();
+    !s.starts_with('#') && s.len() != 64
 }
 
 fn html_response(status: StatusCode, m: Markup) -> Response {
@@ -382,12 +436,20 @@ fn html_response(status: StatusCode, m: Markup) -> Response {
         .into_response()
 }
 
+/// Seconds after which a page that is still indexing asks to be loaded again.
+const RETRY_SECONDS: u32 = 2;
+
 fn error_page(status: StatusCode, title: &str, why: &str) -> Response {
-    html_response(
-        status,
-        page::layout(
-            title,
-            html! { p.bad { (page::hostile(why, page::MAX_SHORT_CHARS)) } },
-        ),
-    )
+    let body = html! { p.bad { (page::hostile(why, page::MAX_SHORT_CHARS)) } };
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        // Still indexing (spec/explorer.md §3.3): the page loads itself again until it can be
+        // answered, as `/verify` does while the audit runs.
+        let mut r = html_response(status, page::refreshing(title, RETRY_SECONDS, body));
+        r.headers_mut().insert(
+            header::RETRY_AFTER,
+            header::HeaderValue::from(RETRY_SECONDS),
+        );
+        return r;
+    }
+    html_response(status, page::layout(title, body))
 }

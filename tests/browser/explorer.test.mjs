@@ -57,10 +57,17 @@ before(async () => {
     receipts.set(l.slice(0, at), l.slice(at + 2));
   }
   server = spawn(BIN, ['serve', ledger, '--addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const first = await new Promise((ok, fail) => {
-    createInterface({ input: server.stdout }).once('line', ok);
+  // The address comes first; the index is built after it (spec/explorer.md §3.3), and the
+  // pages read here in full (children, pictures, counts) wait for its line.
+  const [first, indexed] = await new Promise((ok, fail) => {
+    const lines = [];
+    createInterface({ input: server.stdout }).on('line', (l) => {
+      lines.push(l);
+      if (lines.length === 2) ok(lines);
+    });
     server.once('exit', (c) => fail(new Error(`serve exited with ${c}`)));
   });
+  assert.match(indexed, /^indexed \d+ entries \(0 did not verify; stored rows chain\)$/);
   base = new URL(first.match(/http:\/\/\S+/)[0]).origin;
   context = await chromium.launchPersistentContext(join(dir, 'profile'), {
     executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 900 },

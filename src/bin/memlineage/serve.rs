@@ -1,7 +1,7 @@
 //! `memlineage serve`: the read-only web explorer of one ledger (`spec/explorer.md`).
 
 use crate::io::{read_capped, say};
-use crate::open::{load_policy, open};
+use crate::open::{load_policy, open_with};
 use crate::Res;
 use memlineage::explore::{Access, Explorer, Server, Token};
 use std::net::SocketAddr;
@@ -38,7 +38,8 @@ pub struct Args {
     policy: Option<PathBuf>,
 }
 
-/// Opens the ledger, indexes it, binds and serves until killed.
+/// Opens the ledger, binds, prints the address, indexes it in the background and serves
+/// until killed.
 pub fn run(args: Args) -> Res<ExitCode> {
     let token = match (&args.token, &args.token_file) {
         (Some(t), _) => Some(Token::new(t)?),
@@ -55,15 +56,38 @@ pub fn run(args: Args) -> Res<ExitCode> {
         return Err(memlineage::explore::ExploreError::NotLoopback(args.addr).into());
     }
     let policy = load_policy(args.policy)?;
-    // Every handle is opened before the index is built, so that all of them see one state
-    // (an append by another process in between is caught by `add_reader`).
-    let mut ledgers = Vec::with_capacity(READERS);
-    for _ in 0..READERS {
-        ledgers.push(open(&args.ledger)?.0);
-    }
-    let mut ledgers = ledgers.into_iter();
+    // Every handle is opened before anything is indexed, so that all of them see one state
+    // (an append by another process in between is caught by `add_reader` and `indexer`).
+    // Opening reads no entry without a flag (`Ledger::open`); with an active flag it reads
+    // those after the flag's source (the quarantine rescan), so the handles are opened at
+    // once, on threads of their own. The rows are counted by the indexer, in the background,
+    // as the explorer writes nothing (spec/explorer.md §3.3).
+    let opened: Vec<Result<_, String>> = std::thread::scope(|s| {
+        let path = &args.ledger;
+        let opening: Vec<_> = (0..=READERS)
+            .map(|_| {
+                s.spawn(move || {
+                    open_with(path, false)
+                        .map(|(l, _)| l)
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        opening
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("opening the ledger failed".to_string()))
+            })
+            .collect()
+    });
+    let mut ledgers = opened
+        .into_iter()
+        .collect::<Result<Vec<_>, String>>()?
+        .into_iter();
     let first = ledgers.next().ok_or("no ledger handle")?;
-    let mut explorer = Explorer::open(first, &args.ledger, policy)?;
+    let mut explorer = Explorer::open(first, &args.ledger, policy);
+    let indexer = explorer.indexer(ledgers.next().ok_or("no ledger handle")?)?;
     for l in ledgers {
         explorer.add_reader(l)?;
     }
@@ -72,6 +96,24 @@ pub fn run(args: Args) -> Res<ExitCode> {
         "serving http://{}/ (read only; Ctrl-C stops)",
         server.local_addr()?
     );
+    // The index is built after the address is printed: pages verify what they show until it
+    // is complete, and the pages that need all of it say "still indexing".
+    std::thread::spawn(move || match indexer.run() {
+        Ok(s) => say!(
+            "indexed {} entries ({} did not verify; stored rows {})",
+            s.entries,
+            s.unverified,
+            if s.rows_chain {
+                "chain"
+            } else {
+                "do NOT chain"
+            }
+        ),
+        Err(e) => {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "memlineage serve: indexing failed: {e}");
+        }
+    });
     server.run()?;
     Ok(ExitCode::SUCCESS)
 }

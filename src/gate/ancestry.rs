@@ -9,7 +9,11 @@ use super::*;
 /// Every entry reachable from one entry over every recorded edge, itself included, grouped by
 /// (label, writer role, writer name). Built only when every one of them is in the log and its
 /// bytes and writer verified: an ancestry with an entry that did not is walked at every check.
-#[derive(Debug, Default)]
+///
+/// Made only by the gate (a view keeps what `build` gave it, `OriginView::ancestry`): no
+/// `Default`, no constructor, so a view cannot hand the check an ancestry that leaves entries
+/// out.
+#[derive(Debug)]
 pub struct Ancestry {
     groups: Vec<Group>,
     entries: usize,
@@ -31,7 +35,10 @@ impl Ancestry {
         let mut visited: BTreeSet<EntryId> = BTreeSet::from([*id]);
         let mut queue = VecDeque::from([*id]);
         let mut index: HashMap<(Label, Role, String), usize> = HashMap::new();
-        let mut a = Ancestry::default();
+        let mut a = Ancestry {
+            groups: Vec::new(),
+            entries: 0,
+        };
         while let Some(cur) = queue.pop_front() {
             let e = view.origin_entry(&cur);
             let (Some(label), Some((role, name))) = (e.label, e.writer) else {

@@ -64,6 +64,11 @@ impl Ancestry {
         Some(a)
     }
 
+    /// Every entry it holds, by group.
+    pub fn ids(&self) -> impl Iterator<Item = &EntryId> {
+        self.groups.iter().flat_map(|g| g.ids.iter())
+    }
+
     /// How many entries it holds.
     pub fn len(&self) -> usize {
         self.entries

@@ -80,22 +80,29 @@ impl OriginMemory {
         self.0.lock().ok()?.ancestries.get(id).cloned()
     }
 
-    /// Keeps the ancestry of `id` (only under a known epoch; everything is cleared first when
-    /// full).
+    /// Keeps the ancestry of `id`, only under a known epoch and effects and when every entry
+    /// of it is kept (when the memory is full, everything is dropped instead).
     pub(super) fn keep_ancestry(&self, id: EntryId, a: &Arc<Ancestry>) {
         let Ok(mut m) = self.0.lock() else {
             return;
         };
-        if m.epoch.is_none() || m.effects.is_none() {
+        // Only an ancestry all of whose entries are kept (verified, readable): then a check on
+        // this handle reads nothing of it afresh, walking or not, and dropping a kept entry
+        // (a full memory) drops the ancestry with it. An entry that is not kept is read
+        // afresh at every check, which the ancestry's groups would skip (review 33, finding 2).
+        if m.epoch.is_none() || m.effects.is_none() || !a.ids().all(|id| m.entries.contains_key(id))
+        {
             return;
         }
         let cost = ancestry_cost(a);
         if m.bytes + cost > MAX_BYTES {
+            // Full: everything goes, this ancestry too (its entries are no longer kept).
             m.entries.clear();
             m.ancestries.clear();
             m.bytes = 0;
+            return;
         }
-        if cost <= MAX_BYTES && m.ancestries.insert(id, Arc::clone(a)).is_none() {
+        if m.ancestries.insert(id, Arc::clone(a)).is_none() {
             m.bytes += cost;
         }
     }

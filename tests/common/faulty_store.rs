@@ -25,6 +25,14 @@ pub struct Faulty<S: Store> {
     /// else, as seen by the tree size and the next count (`grown`, not stored).
     pub moving: Cell<u64>,
     pub grown: Cell<u64>,
+    /// Every entry read fails while set (a read failing at decision time).
+    pub fail_bytes: Cell<bool>,
+    /// Content with this hash reads as absent (removed by a writer the content epoch does not
+    /// see).
+    pub hidden: Cell<Option<Hash32>>,
+    /// Whether the wrapped store's content epoch is passed through (`false`, the default: the
+    /// store cannot tell, `None`).
+    pub epoch: bool,
 }
 
 impl<S: Store> Faulty<S> {
@@ -41,6 +49,9 @@ impl<S: Store> Faulty<S> {
             lookups: Cell::new(0),
             moving: Cell::new(0),
             grown: Cell::new(0),
+            fail_bytes: Cell::new(false),
+            hidden: Cell::new(None),
+            epoch: false,
         }
     }
 
@@ -79,6 +90,9 @@ impl<S: Store> Store for Faulty<S> {
     }
     fn entry_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
         bump(&self.bytes, 1);
+        if self.fail_bytes.get() {
+            return Err(StoreError::Corrupt("injected read failure".into()));
+        }
         if self.fail_read_at.get() == Some(index) {
             self.fail_read_at.set(None);
             return Err(StoreError::Corrupt("transient read error".into()));
@@ -125,7 +139,16 @@ impl<S: Store> Store for Faulty<S> {
         self.inner.content_at(index)
     }
     fn content(&self, hash: &Hash32) -> Result<Option<Vec<u8>>, StoreError> {
+        if self.hidden.get() == Some(*hash) {
+            return Ok(None);
+        }
         self.inner.content(hash)
+    }
+    fn content_epoch(&self) -> Result<Option<u64>, StoreError> {
+        match self.epoch {
+            true => self.inner.content_epoch(),
+            false => Ok(None),
+        }
     }
     fn redact(&mut self, hash: &Hash32) -> Result<bool, StoreError> {
         self.inner.redact(hash)

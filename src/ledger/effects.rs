@@ -105,12 +105,13 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Whether `id` is quarantined. O(1). While a quarantine rescan is pending (a store read
-    /// failed), every entry after the rescan point counts as quarantined (fail closed).
+    /// failed), every entry after the rescan point counts as quarantined, and so does one whose
+    /// leaf cannot be found then (its row read fails too: fail closed).
     pub fn is_quarantined(&self, id: &EntryId) -> bool {
         self.state.quarantine().is_quarantined(id)
             || self
                 .pending_rescan
-                .is_some_and(|from| self.index_of(id).is_some_and(|i| i > from))
+                .is_some_and(|from| self.index_of(id).is_none_or(|i| i > from))
     }
 
     /// The shortest path from a flagged source to `id` over edges that carry the quarantine
@@ -170,5 +171,37 @@ pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
         (Some(x), Some(y)) => Some(x.min(y)),
         (x, None) => x,
         (None, y) => y,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lineage::LabelPolicy;
+    use crate::log::LogSigner;
+    use crate::record::{EntryId, Kind, ProvEntry, Role, WriterKey};
+    use crate::{Ledger, MemoryStore};
+
+    /// While a rescan is pending from leaf `from`, an entry after it is quarantined, one before
+    /// it is not, and an id whose leaf cannot be found is (a row read that fails then must not
+    /// make an entry look clean; fails when the lookup's failure reads as "not after").
+    #[test]
+    fn a_pending_rescan_quarantines_what_it_cannot_place() {
+        let signer = LogSigner::new("test.example/rescan", WriterKey::for_label("rescan/log"))
+            .expect("signer");
+        let mut l =
+            Ledger::create(MemoryStore::default(), signer, LabelPolicy::default()).expect("create");
+        let user = WriterKey::for_label("rescan/user");
+        l.bind(user.key_id(), Role::User, "user").expect("bind");
+        let mut ids = Vec::new();
+        for text in ["first", "second"] {
+            let e = ProvEntry::new(user.key_id(), Kind::Prompt, text.as_bytes());
+            ids.push(l.append(e, &user, text.as_bytes()).expect("append").id);
+        }
+        let first = l.index_of(&ids[0]).expect("first");
+        assert!(!l.is_quarantined(&ids[0]) && !l.is_quarantined(&ids[1]));
+        l.pending_rescan = Some(first);
+        assert!(!l.is_quarantined(&ids[0]), "at the rescan point");
+        assert!(l.is_quarantined(&ids[1]), "after it");
+        assert!(l.is_quarantined(&EntryId([7; 32])), "cannot be placed");
     }
 }

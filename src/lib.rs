@@ -25,7 +25,7 @@
 //!   the shipped backends, and `tests/store_conformance.rs` is the suite a backend passes.
 //!
 //! The modules follow the data path, in the order an entry travels it (`spec/README.md`):
-//! [`record`] → [`log`] → [`lineage`] → [`store`] → [`ledger`] → [`retrieve`] → [`gate`], and
+//! [`record`] → [`log`] → [`lineage`] → [`store`] → [`ledger`] (with [`retrieve`]) → [`gate`], and
 //! the offline [`audit`]. Around the data path: [`front`] (the agent runtimes' adapters),
 //! [`forensics`] and [`quote`] (what operators read), [`counterfactual`] and [`eval`] (the
 //! measurements behind `spec/counterfactual.md` and `spec/eval.md`), and with feature
@@ -44,7 +44,9 @@ pub mod log;
 pub mod lineage;
 pub mod store;
 pub mod ledger;
-pub mod retrieve;
+/// Verified, labelled retrieval (`spec/log.md` §11): [`ledger::retrieve`], at the crate root
+/// as before.
+pub use ledger::retrieve;
 pub mod gate;
 pub mod audit;
 

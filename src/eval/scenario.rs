@@ -4,12 +4,12 @@
 use super::EvalError;
 use crate::eval::replay::{Config, SignaturesOnly};
 use crate::gate::{Decision, LineageView, Policy, ToolCall};
+use crate::ledger::retrieve::Outcome;
 use crate::ledger::Ledger;
 use crate::lineage::attribution::{self, ContextEntry, Judge, JudgeEnvelope, Method, OverlapJudge};
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::LogSigner;
 use crate::record::{EntryId, Kind, ProvEntry, Role, SignedEntry, Weight, WriterKey};
-use crate::retrieve::Outcome;
 use crate::store::{MemoryStore, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};

@@ -44,9 +44,9 @@ use crate::front::{
     Front, Keys, Refusal, Session, Verdict, WITHHELD_OVER_BUDGET, WITHHELD_QUARANTINED,
     WITHHELD_TOMBSTONED,
 };
+use crate::ledger::retrieve::Outcome;
 use crate::lineage::quarantine::Reach;
 use crate::record::{EntryId, Kind, Parent, Weight};
-use crate::retrieve::Outcome;
 use crate::store::Store;
 use limits::{bounded, id_arg, msg, quote, too_many};
 use reads::{lock, unrecorded_everywhere, Reads};

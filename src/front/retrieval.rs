@@ -4,8 +4,8 @@
 
 use super::write::{Ref, Spec};
 use super::{haystack_of, Front, FrontError, Keys, Session};
+use crate::ledger::retrieve::Outcome;
 use crate::record::{EntryId, Kind, Role, Weight};
-use crate::retrieve::Outcome;
 use crate::store::Store;
 use serde_json::Value;
 

@@ -579,7 +579,7 @@ mod tests {
     #[test]
     fn a_session_without_a_record_reads_what_the_ledger_holds_for_it() {
         use crate::front::{Refusal, Verdict};
-        use crate::retrieve::Outcome;
+        use crate::ledger::retrieve::Outcome;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("l.db");
         let mut f = front(&path, true);

@@ -5,9 +5,9 @@
 use super::{matching, session_context, Front, FrontError, Keys, Session, UNSEEN_HISTORY};
 use crate::gate::matching::Haystack;
 use crate::gate::LineageView;
+use crate::ledger::retrieve::Outcome;
 use crate::lineage::Label;
 use crate::record::{EntryId, Kind, Role};
-use crate::retrieve::Outcome;
 use crate::store::Store;
 use serde_json::Value;
 

@@ -25,6 +25,7 @@ mod origin;
 mod prove;
 mod prove_label;
 mod refresh;
+pub mod retrieve;
 mod rows;
 mod seal;
 #[cfg(feature = "postgres")]
@@ -78,7 +79,7 @@ pub struct Ledger<S: Store> {
     verified: std::sync::Mutex<std::collections::HashSet<EntryId>>,
     /// Entries [`Ledger::retrieve`] verified under the current checkpoint, rendered
     /// (`spec/log.md` §11).
-    pub(crate) warm: crate::retrieve::Warm,
+    pub(crate) warm: crate::ledger::retrieve::Warm,
     /// Entries the origin check verified, kept between checks (`spec/gate.md` §3.3).
     pub(crate) origin: origin::OriginMemory,
     /// The rows-chain check this handle's writes wait for ([`Ledger::hold_writes`]); `None`

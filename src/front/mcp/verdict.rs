@@ -8,8 +8,8 @@ use super::limits::msg;
 use super::tools::GateResult;
 use crate::front::{Front, Refusal, Verdict};
 use crate::gate::{Decision, Denial, ToolCall};
+use crate::ledger::retrieve::Outcome;
 use crate::record::EntryId;
-use crate::retrieve::Outcome;
 use std::collections::BTreeMap;
 
 /// The gate's verdict on the entries the caller cited: each must verify (signature, inclusion

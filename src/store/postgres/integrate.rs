@@ -232,12 +232,8 @@ pub(super) async fn integrate(
         let reads = read_hashes(c, &work.reads(old, new)?).await?;
         let (ext, note) = work.extend(old, &root, &reads, &leaves)?;
         write_extension(c, old, new, &ext).await?;
-        c.execute(
-            "INSERT INTO checkpoints (size, note) VALUES ($1, $2) \
-             ON CONFLICT (size) DO UPDATE SET note = excluded.note",
-            &[&to_i64(new)?, &note],
-        )
-        .await?;
+        c.execute(UPSERT_CHECKPOINT, &[&to_i64(new)?, &note])
+            .await?;
         c.execute(
             "SELECT pg_notify($1, $2)",
             &[&format!("memlineage_{schema}"), &new.to_string()],

@@ -43,6 +43,15 @@ const SCHEMA: &str = include_str!("../schema_pg.sql");
 /// [`EFFECTS_PREDICATE`] as the leading condition of [`PgStore::metas_where`].
 const EFFECTS_FILTER: &str = "kind BETWEEN 5 AND 11 AND";
 
+/// Stores a setting (`$1` key, `$2` value), replacing an earlier value.
+const UPSERT_META: &str = "INSERT INTO meta (key, value) VALUES ($1, $2) \
+     ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
+/// Stores a signed checkpoint note (`$1` tree size, `$2` note), replacing an earlier one of the
+/// same size.
+const UPSERT_CHECKPOINT: &str = "INSERT INTO checkpoints (size, note) VALUES ($1, $2) \
+     ON CONFLICT (size) DO UPDATE SET note = excluded.note";
+
 /// `sequencer.schema_version` this build reads and writes.
 const SCHEMA_VERSION: i32 = 1;
 

@@ -117,12 +117,7 @@ impl Store for PgStore {
                         idx.len()
                     )));
                 }
-                c.execute(
-                    "INSERT INTO meta (key, value) VALUES ($1, $2) \
-                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    &[&key, &value],
-                )
-                .await?;
+                c.execute(UPSERT_META, &[&key, &value]).await?;
                 Ok(())
             })
             .await
@@ -185,12 +180,7 @@ impl Store for PgStore {
         let size = to_i64(size)?;
         let note = note.to_vec();
         self.call(move |c| async move {
-            c.execute(
-                "INSERT INTO checkpoints (size, note) VALUES ($1, $2) \
-                 ON CONFLICT (size) DO UPDATE SET note = excluded.note",
-                &[&size, &note],
-            )
-            .await?;
+            c.execute(UPSERT_CHECKPOINT, &[&size, &note]).await?;
             Ok(())
         })
     }
@@ -229,12 +219,7 @@ impl Store for PgStore {
     fn set_meta(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
         let (key, value) = (key.to_string(), value.to_string());
         self.call(move |c| async move {
-            c.execute(
-                "INSERT INTO meta (key, value) VALUES ($1, $2) \
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                &[&key, &value],
-            )
-            .await?;
+            c.execute(UPSERT_META, &[&key, &value]).await?;
             Ok(())
         })
     }

@@ -115,6 +115,18 @@ fn long_session(c: &mut Criterion) {
                 }
             })
         });
+        let at: HashMap<EntryId, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        g.bench_with_input(BenchmarkId::new("match_5_positioned", n), &n, |b, _| {
+            b.iter(|| {
+                for nd in &needles {
+                    black_box(index.matching_positioned(
+                        black_box(&ids),
+                        |id| at.get(id).copied(),
+                        nd,
+                    ));
+                }
+            })
+        });
         g.bench_with_input(BenchmarkId::new("match_5_scan", n), &n, |b, _| {
             b.iter(|| {
                 for nd in &needles {
@@ -128,6 +140,34 @@ fn long_session(c: &mut Criterion) {
         let given = HashMap::new();
         g.bench_with_input(BenchmarkId::new("check_payment", n), &n, |b, _| {
             b.iter(|| black_box(f.check(&s, "send_money", &args, &given).expect("check")))
+        });
+    }
+    // One more 3 KB tool output recorded (what a PostToolUse and the Python front's
+    // `record_tool_result` do), timed alone; the session is rebuilt at `n` reads whenever it
+    // has grown by `n` more (never by less than 4), so each figure is after `n` to `2n` reads.
+    for n in READS {
+        let (mut f, mut s) = front_after(n);
+        let mut grown = 0usize;
+        let text = statement(n + 1);
+        g.bench_with_input(BenchmarkId::new("record_tool_result", n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                for _ in 0..iters {
+                    if grown >= n.max(4) {
+                        (f, s) = front_after(n);
+                        grown = 0;
+                    }
+                    let args = json!({"path": format!("bills/more-{grown}.yaml")});
+                    let t = std::time::Instant::now();
+                    black_box(
+                        f.record_tool_result(&mut s, "read_file", &args, &text)
+                            .expect("tool result"),
+                    );
+                    total += t.elapsed();
+                    grown += 1;
+                }
+                total
+            })
         });
     }
     g.finish();

@@ -198,6 +198,47 @@ proptest! {
         }
     }
 
+    /// Over reads that all hold a haystack, ordering the index's candidates by position is
+    /// the scan too, whatever other ids the index holds (another session's reads) and in
+    /// whatever order the reads were indexed.
+    #[test]
+    fn positioned_matching_is_the_scan(
+        reads in prop::collection::vec(read(), 0..12),
+        others in prop::collection::vec(read(), 0..6),
+        values in prop::collection::vec(value(), 1..6),
+        replace in any::<bool>(),
+        order in any::<u64>(),
+    ) {
+        let held: Vec<Read> = reads
+            .into_iter()
+            .map(|r| match r {
+                Read::Missing => Read::Unverifiable,
+                r => r,
+            })
+            .collect();
+        let mut all = held.clone();
+        all.extend(others);
+        let (index, ids) = index_of(&all, replace);
+        // The session's reads: the first ones, in a shuffled order.
+        let mut session: Vec<EntryId> = ids[..held.len()].to_vec();
+        let n = session.len().max(1) as u64;
+        session.rotate_left((order % n) as usize);
+        if order % 2 == 1 {
+            session.reverse();
+        }
+        let at: std::collections::HashMap<EntryId, usize> =
+            session.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        for v in &values {
+            let needle = Needle::new(v);
+            prop_assert_eq!(
+                index.matching_positioned(&session, |id| at.get(id).copied(), &needle),
+                index.scan(&session, &needle),
+                "{}",
+                v
+            );
+        }
+    }
+
     /// A value cut out of a read's own text (at any character boundary) is matched as the scan
     /// matches it: the values most likely to match, at every boundary the rules care about.
     #[test]

@@ -157,17 +157,12 @@ impl<S: Store, K: Keys> Front<S, K> {
         if setting == Composed::Allow {
             return Verdict::Allow;
         }
-        let untrusted: Vec<(EntryId, Option<Label>)> = session
-            .reads
-            .iter()
-            .map(|id| (*id, self.ledger.label_of(id)))
-            .filter(|(_, l)| l.is_none_or(|l| l > Label::DerivedTrusted))
-            .collect();
-        let Some(&(read, label)) = untrusted.first() else {
+        let (first, count) = self.untrusted_reads(session);
+        let Some((read, label)) = first else {
             return Verdict::Allow;
         };
         let receipt = Receipt {
-            untrusted_reads: untrusted.len(),
+            untrusted_reads: count,
             sink,
             ..self.receipt(call, param, read, label)
         };

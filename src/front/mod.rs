@@ -96,6 +96,9 @@ pub struct Front<S: Store, K: Keys> {
     secret_rules: std::sync::Arc<secrets::SecretRules>,
     /// The policy's gated writes (`spec/hooks.md` §17.3), for the same home directory.
     write_rules: std::sync::Arc<sinks::writes::WriteRules>,
+    /// What [`Front::is_statement`] read of verified entries (writer key, kind, context
+    /// hash: fixed by the signed bytes), under the store's content epoch.
+    facts: sources::EntryFacts,
 }
 
 /// What [`Front::screen`] makes of a call before any lineage is looked at.
@@ -141,6 +144,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             haystacks: matching::ReadIndex::new(),
             newest: None,
             require_start: false,
+            facts: sources::EntryFacts::default(),
         }
     }
 

@@ -198,17 +198,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         if session.unrecorded > 0 {
             return true;
         }
-        let reads: Vec<EntryId> = session.reads.clone();
-        for r in reads {
-            let trusted = self
-                .ledger
-                .label(&r)
-                .is_some_and(|l| l <= crate::lineage::Label::DerivedTrusted);
-            if !trusted && !self.is_private_secret(&r) {
-                return true;
-            }
-        }
-        false
+        !self.reads_all_trusted(session, |f, r| f.is_private_secret(r))
     }
 
     /// Whether `id` is a result of a secret only the user writes: a secret tool's result (not
@@ -236,8 +226,8 @@ impl<S: Store, K: Keys> Front<S, K> {
     fn stated_by_user(&self, session: &Session, dest: &str) -> bool {
         let needle = matching::Needle::new(&Value::String(dest.to_string()));
         // The text first: only a read that holds the destination is looked up as a statement.
-        self.haystacks
-            .matching(&session.reads, &needle)
+        session
+            .matching(&self.haystacks, &needle)
             .iter()
             .any(|id| self.haystacks.contains_key(id) && self.is_statement(session, id, None))
     }
@@ -272,21 +262,46 @@ impl<S: Store, K: Keys> Front<S, K> {
 
     /// The session's reads whose lineage holds a secret source, every recorded edge followed
     /// (§16.1): a result of a secret tool, or a call entry of the agent whose signed content
-    /// reads a secret; an entry that cannot be verified counts as one (fail closed). The first one found only, unless `all`.
+    /// reads a secret; an entry that cannot be verified counts as one (fail closed). The first
+    /// one found only, unless `all`.
+    ///
+    /// One depth-first walk over the reads in order, each entry visited once: a read whose
+    /// lineage reaches a source already reached through an earlier read is not listed again.
+    /// The walk over `reads[..n]` is kept in the session's memo ([`Session::with_judged`])
+    /// and continued from the reads after it, which gives what a walk from the start gives
+    /// (the walk finishes each read before the next); it is not kept when it met an entry
+    /// that cannot be verified (judged again, as before), nor when the project changed.
     fn secret_reads(&mut self, session: &Session, all: bool) -> Vec<SecretRead> {
-        let mut out = Vec::new();
-        let mut seen: HashSet<EntryId> = HashSet::new();
-        let mut stack: Vec<(EntryId, EntryId)> = session.reads.iter().map(|r| (*r, *r)).collect();
-        stack.reverse();
-        while let Some((id, read)) = stack.pop() {
-            if !all && !out.is_empty() {
+        let project = self.project.clone();
+        let mut walk = self.kept_secret_walk(session, &project).unwrap_or_default();
+        let reads = &session.reads;
+        for &r in &reads[walk.n.min(reads.len())..] {
+            if !all && !walk.found.is_empty() {
                 break;
             }
-            if !seen.insert(id) {
+            self.walk_read(&mut walk, r);
+            walk.n += 1;
+        }
+        let out = match all {
+            true => walk.found.clone(),
+            false => walk.found.iter().take(1).cloned().collect(),
+        };
+        if !walk.unverifiable {
+            self.keep_secret_walk(session, project, walk);
+        }
+        out
+    }
+
+    /// Walks the lineage of read `read` from it, over the entries `walk` has not visited.
+    fn walk_read(&mut self, walk: &mut SecretWalk, read: EntryId) {
+        let mut stack: Vec<EntryId> = vec![read];
+        while let Some(id) = stack.pop() {
+            if !walk.seen.insert(id) {
                 continue;
             }
             let Some(node) = self.secret_node(&id) else {
-                out.push(SecretRead {
+                walk.unverifiable = true;
+                walk.found.push(SecretRead {
                     read,
                     source: id,
                     what: format!("entry {} that cannot be verified", id.short()),
@@ -294,19 +309,34 @@ impl<S: Store, K: Keys> Front<S, K> {
                 continue;
             };
             match &node.source {
-                Some(src) => out.push(SecretRead {
+                Some(src) => walk.found.push(SecretRead {
                     read,
                     source: id,
                     what: src.what.clone(),
                 }),
-                None => {
-                    let parents: Vec<(EntryId, EntryId)> =
-                        node.parents.iter().rev().map(|p| (*p, read)).collect();
-                    stack.extend(parents);
-                }
+                None => stack.extend(node.parents.iter().rev().copied()),
             }
         }
-        out
+    }
+}
+
+/// A walk of [`Front::secret_reads`] over a session's first `n` reads.
+#[derive(Clone, Default)]
+pub(super) struct SecretWalk {
+    /// How many reads were walked.
+    n: usize,
+    /// Every entry visited.
+    seen: HashSet<EntryId>,
+    /// The reads found, in the walk's order.
+    found: Vec<SecretRead>,
+    /// An entry that cannot be verified was met (then the walk is not kept).
+    unverifiable: bool,
+}
+
+impl SecretWalk {
+    /// How many reads were walked.
+    pub(super) fn n(&self) -> usize {
+        self.n
     }
 }
 
@@ -320,6 +350,7 @@ pub(super) struct SecretNode {
 }
 
 /// A read of a session whose lineage holds a secret (`spec/hooks.md` §16.1).
+#[derive(Clone)]
 struct SecretRead {
     /// The session's read.
     read: EntryId,

@@ -1,15 +1,17 @@
 //! Agent sessions (`spec/hooks.md` §3, §6): what a session has read, how a front loads it
 //! and catches it up with the ledger, and the seal that makes its record trusted.
 
+mod judged;
 mod seal;
 
 use super::write::Spec;
 use super::{hook, Front, FrontError, Keys, Kind};
+use crate::gate::matching;
 use crate::record::{EntryId, Hash32, Role};
 use crate::store::Store;
 use seal::SealMemo;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 /// What one agent session has read, as entry ids in the order read (`spec/hooks.md` §3).
 /// Persisted by the hooks between invocations (JSON: `{"reads": [hex…], "unrecorded": n}`).
@@ -64,24 +66,107 @@ pub struct Session {
     pub memo: SessionMemo,
 }
 
-/// What a process knows about a [`Session`] record it holds beyond the record itself: the
-/// reads as a set, and the `v3` seal's HMAC over the reads fed so far (`spec/hooks.md` §6), so
-/// that a long session's next read or seal costs what its new reads cost, not what all of them
-/// do. Never serialized: a record loaded from storage starts without it and is hashed in full
-/// once. It is trusted as in-process state only while it still matches the record (the count
-/// of reads, and the last one it hashed); code that rewrites `reads` in place other than by
-/// appending or truncating must reset it. Equal to every other memo, so it never makes two
-/// records differ.
+/// What a process knows about a [`Session`] record it holds beyond the record itself: where
+/// each read stands in `reads`, the `v4` seal's HMAC over the reads fed so far
+/// (`spec/hooks.md` §6), how many reads a front's index of texts holds, and what a front judged
+/// of the reads so far (§4.7), so that a long session's next read, seal or decision costs what
+/// its new reads cost, not what all of them do. Never serialized: a record loaded from storage
+/// starts without it and is walked in full once. Each part is trusted as in-process state only
+/// while it still matches the record (the count of reads, and the last one it saw); code that
+/// rewrites `reads` in place other than by appending or truncating must reset it. Equal to
+/// every other memo, so it never makes two records differ.
 #[derive(Default)]
 pub struct SessionMemo(std::sync::Mutex<MemoState>);
 
 #[derive(Clone, Default)]
 struct MemoState {
-    /// `reads[..n]` as a set.
-    set: Option<(usize, HashSet<EntryId>)>,
-    /// The `v3` seal's stream over its domain and `m` up to `reads[..fed]`, under the seal key
+    /// Where each of `reads[..n]` stands.
+    positions: Option<Positions>,
+    /// The `v4` seal's stream over its domain and `m` up to `reads[..fed]`, under the seal key
     /// whose check value is `key`; `last` is `reads[fed - 1]`.
     seal: Option<SealMemo>,
+    /// Every one of `reads[..n]` holds a haystack in the [`matching::ReadIndex`] of this
+    /// instance (which never drops one).
+    indexed: Option<Prefix>,
+    /// What a front judged of the reads so far ([`super::judged`]).
+    judged: Option<judged::Judged>,
+}
+
+/// A prefix of a session's reads: `reads[..n]`, `last` its last id, as seen by what `owner`
+/// names (an index, a front).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Prefix {
+    pub(super) owner: u64,
+    pub(super) n: usize,
+    pub(super) last: Option<EntryId>,
+}
+
+impl Prefix {
+    /// `reads[..n]` of `owner`.
+    pub(super) fn of(owner: u64, reads: &[EntryId]) -> Self {
+        Prefix {
+            owner,
+            n: reads.len(),
+            last: reads.last().copied(),
+        }
+    }
+
+    /// Whether this is still a prefix of `reads` for `owner`.
+    pub(super) fn holds(&self, owner: u64, reads: &[EntryId]) -> bool {
+        self.owner == owner
+            && self.n <= reads.len()
+            && self.n.checked_sub(1).map(|i| reads[i]) == self.last
+    }
+}
+
+/// Where each of a session's first `n` reads stands among them.
+#[derive(Clone)]
+struct Positions {
+    n: usize,
+    at: HashMap<EntryId, usize>,
+    /// No id occurs twice among them (a record the front wrote never repeats one).
+    distinct: bool,
+}
+
+impl Positions {
+    fn of(reads: &[EntryId]) -> Self {
+        let mut p = Positions {
+            n: 0,
+            at: HashMap::with_capacity(reads.len()),
+            distinct: true,
+        };
+        p.extend(reads);
+        p
+    }
+
+    /// Takes in `reads[self.n..]`.
+    fn extend(&mut self, reads: &[EntryId]) {
+        for (i, id) in reads.iter().enumerate().skip(self.n) {
+            if self.at.insert(*id, i).is_some() {
+                self.distinct = false;
+            }
+        }
+        self.n = reads.len();
+    }
+
+    /// Whether this describes `reads`: the same count, and its last id where it stands.
+    fn fits(&self, reads: &[EntryId]) -> bool {
+        self.n == reads.len()
+            && reads
+                .last()
+                .is_none_or(|l| self.at.get(l) == Some(&(reads.len() - 1)))
+    }
+}
+
+/// The memo's positions, made to describe `reads` first.
+fn positions<'s>(state: &'s mut MemoState, reads: &[EntryId]) -> &'s mut Positions {
+    let p = state.positions.get_or_insert_with(|| Positions::of(&[]));
+    if !(p.n <= reads.len() && p.fits(&reads[..p.n])) {
+        *p = Positions::of(reads);
+    } else if p.n < reads.len() {
+        p.extend(reads);
+    }
+    p
 }
 
 impl SessionMemo {
@@ -122,34 +207,68 @@ impl Session {
         }
     }
 
-    /// Adds `id` to the read set (once). Amortised O(1): the set of reads is kept in
+    /// Adds `id` to the read set (once). Amortised O(1): where each read stands is kept in
     /// [`Session::memo`].
     pub fn read(&mut self, id: EntryId) {
         let mut state = self.memo.state();
-        let n = self.reads.len();
-        let set = match &mut state.set {
-            Some((have, set)) if *have == n => set,
-            slot => &mut slot.insert((n, self.reads.iter().copied().collect())).1,
-        };
-        if set.insert(id) {
+        let p = positions(&mut state, &self.reads);
+        if !p.at.contains_key(&id) {
             self.reads.push(id);
-            if let Some((have, _)) = &mut state.set {
-                *have += 1;
-            }
+            p.extend(&self.reads);
         }
     }
 
     /// Whether `id` is in the read set. Amortised O(1), as [`Session::read`].
     pub fn has_read(&self, id: &EntryId) -> bool {
+        self.position(id).is_some()
+    }
+
+    /// Where `id` stands in the read set (its first place). Amortised O(1), as
+    /// [`Session::read`].
+    pub fn position(&self, id: &EntryId) -> Option<usize> {
         let mut state = self.memo.state();
-        let n = self.reads.len();
-        match &mut state.set {
-            Some((have, set)) if *have == n => set.contains(id),
-            slot => slot
-                .insert((n, self.reads.iter().copied().collect()))
-                .1
-                .contains(id),
+        positions(&mut state, &self.reads).at.get(id).copied()
+    }
+
+    /// How many of the first reads hold a haystack in the index `instance`, as recorded by
+    /// [`Session::all_indexed`]; 0 when nothing is recorded for it.
+    pub(super) fn indexed_upto(&self, instance: u64) -> usize {
+        match self.memo.state().indexed {
+            Some(p) if p.holds(instance, &self.reads) => p.n,
+            _ => 0,
         }
+    }
+
+    /// Records that every read holds a haystack in the index `instance`.
+    pub(super) fn all_indexed(&self, instance: u64) {
+        self.memo.state().indexed = Some(Prefix::of(instance, &self.reads));
+    }
+
+    /// The reads whose haystack in `index` `needle` matches, in read order: exactly
+    /// [`matching::ReadIndex::matching`] over `reads`, walking only the index's candidates when
+    /// every read is recorded as holding a haystack there ([`Session::all_indexed`]) and no id
+    /// repeats, else the reads.
+    pub(super) fn matching(
+        &self,
+        index: &matching::ReadIndex,
+        needle: &matching::Needle,
+    ) -> Vec<EntryId> {
+        let mut state = self.memo.state();
+        let indexed = state
+            .indexed
+            .is_some_and(|p| p.holds(index.instance(), &self.reads) && p.n == self.reads.len());
+        let p = positions(&mut state, &self.reads);
+        if indexed && p.distinct {
+            let at = &p.at;
+            index.matching_positioned(&self.reads, |id| at.get(id).copied(), needle)
+        } else {
+            index.matching(&self.reads, needle)
+        }
+    }
+
+    /// Runs `f` on what a front judged of the reads (kept in the memo between calls).
+    pub(super) fn with_judged<R>(&self, f: impl FnOnce(&mut Option<judged::Judged>) -> R) -> R {
+        f(&mut self.memo.state().judged)
     }
 
     /// The reads the session's context entry does not cover yet, in read order.

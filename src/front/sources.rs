@@ -7,9 +7,10 @@ use crate::gate::matching::Haystack;
 use crate::gate::LineageView;
 use crate::ledger::retrieve::Outcome;
 use crate::lineage::Label;
-use crate::record::{EntryId, Kind, Role};
+use crate::record::{EntryId, Hash32, KeyId, Kind, Role};
 use crate::store::Store;
 use serde_json::Value;
+use std::collections::HashMap;
 
 impl<S: Store, K: Keys> Front<S, K> {
     /// The read-set entries whose text `value` matches, in read order (`spec/hooks.md` §4).
@@ -73,13 +74,14 @@ impl<S: Store, K: Keys> Front<S, K> {
                 }
                 out.stated.extend(s.stated);
             }
+            // In read order: by each id's position (an id not read, a caller's, goes last).
             let in_order = |ids: &[EntryId]| -> Vec<EntryId> {
-                session
-                    .reads
+                let mut at: Vec<(usize, EntryId)> = ids
                     .iter()
-                    .filter(|id| ids.contains(id))
-                    .copied()
-                    .collect()
+                    .filter_map(|id| session.position(id).map(|p| (p, *id)))
+                    .collect();
+                at.sort_unstable_by_key(|(p, _)| *p);
+                at.into_iter().map(|(_, id)| id).collect()
             };
             out.kept = in_order(&out.kept);
             out.matched = in_order(&out.matched);
@@ -88,7 +90,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         // The value's side of the rules once, then the text of each read that could hold it
         // (`spec/hooks.md` §4, §4.7).
         let needle = matching::Needle::new(value);
-        let matched: Vec<EntryId> = self.haystacks.matching(&session.reads, &needle);
+        let matched: Vec<EntryId> = session.matching(&self.haystacks, &needle);
         // A value the user (or an authority for the parameter) stated is authorised by that
         // statement, even when a tool output repeats it (`spec/hooks.md` §4.4). Unverifiable
         // reads stay sources.
@@ -142,23 +144,42 @@ impl<S: Store, K: Keys> Front<S, K> {
         {
             return false;
         }
-        let Ok(e) = self.ledger.get(id) else {
+        let Some(facts) = self.entry_facts(id) else {
             return false;
         };
         let Some((role, name)) = self
             .ledger
-            .principal(&e.writer())
+            .principal(&facts.writer)
             .map(|(r, n)| (r, n.to_string()))
         else {
             return false;
         };
         let authority = param.is_some_and(|(tool, p)| self.policy.is_authoritative(tool, p, &name));
         let own_prompt = role == Role::User
-            && e.entry().kind == Kind::Prompt
+            && facts.kind == Kind::Prompt
             && !session.id.is_empty()
-            && e.entry().context_hash == session_context(&session.id)
+            && facts.context_hash == session_context(&session.id)
             && self.ledger.label_of(id) == Some(Label::Trusted);
         authority || own_prompt
+    }
+
+    /// The writer key, kind and context hash of the verified entry `id`: read and verified
+    /// once, then kept while the store's content epoch stays (they are fixed by the signed
+    /// bytes; an entry removed from the store since is verified again, and refused, after the
+    /// epoch moves). `None` when it does not verify.
+    fn entry_facts(&self, id: &EntryId) -> Option<Facts> {
+        let epoch = self.ledger.store().content_epoch().ok().flatten();
+        if let Some(f) = self.facts.get(epoch, id) {
+            return Some(f);
+        }
+        let e = self.ledger.get(id).ok()?;
+        let f = Facts {
+            writer: e.writer(),
+            kind: e.entry().kind,
+            context_hash: e.entry().context_hash,
+        };
+        self.facts.keep(epoch, *id, f);
+        Some(f)
     }
 
     /// Whether the session has read a text that cannot be read or verified now (the
@@ -177,33 +198,80 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// Fetches and verifies the texts of the session's reads not cached yet: live entries in
     /// one verified retrieval, quarantined and tombstoned ones one by one (signature, id and
     /// content hash checked); anything that fails is cached as [`Haystack::unverifiable`].
+    /// Looks only at the reads after those the session's memo records as held by this
+    /// front's index ([`Session::all_indexed`]; the index never drops a haystack), and records
+    /// them all once each holds one.
     pub(super) fn load_haystacks(&mut self, session: &Session) -> Result<(), FrontError> {
-        let missing: Vec<EntryId> = session
-            .reads
+        let instance = self.haystacks.instance();
+        let from = session.indexed_upto(instance).min(session.reads.len());
+        let missing: Vec<EntryId> = session.reads[from..]
             .iter()
             .filter(|id| !self.haystacks.contains_key(id))
             .copied()
             .collect();
-        if missing.is_empty() {
-            return Ok(());
+        let mut all = true;
+        if !missing.is_empty() {
+            for o in self.ledger.retrieve(&missing)? {
+                let (id, text) = match o {
+                    Outcome::Verified(r) => (r.id, r.text),
+                    Outcome::Tombstoned(id) | Outcome::Quarantined(id) => {
+                        (id, self.ledger.verified_text(&id).ok().flatten())
+                    }
+                    Outcome::Rejected(id, _) => (id, None),
+                };
+                let h = match text {
+                    None => Haystack::unverifiable(),
+                    // What the session read before the hooks saw it: any value (§3.1).
+                    Some(_) if self.is_unseen_marker(&id) => Haystack::unknown(),
+                    Some(t) => Haystack::new(&t),
+                };
+                all &= self.haystacks.insert(id, h);
+            }
         }
-        for o in self.ledger.retrieve(&missing)? {
-            let (id, text) = match o {
-                Outcome::Verified(r) => (r.id, r.text),
-                Outcome::Tombstoned(id) | Outcome::Quarantined(id) => {
-                    (id, self.ledger.verified_text(&id).ok().flatten())
-                }
-                Outcome::Rejected(id, _) => (id, None),
-            };
-            let h = match text {
-                None => Haystack::unverifiable(),
-                // What the session read before the hooks saw it: any value (§3.1).
-                Some(_) if self.is_unseen_marker(&id) => Haystack::unknown(),
-                Some(t) => Haystack::new(&t),
-            };
-            self.haystacks.insert(id, h);
+        // Every read holds one unless the index was full (or retrieval left one out).
+        if all && missing.iter().all(|id| self.haystacks.contains_key(id)) {
+            session.all_indexed(instance);
         }
         Ok(())
+    }
+}
+
+/// What [`Front::is_statement`] needs of a verified entry.
+#[derive(Clone, Copy)]
+pub(super) struct Facts {
+    writer: KeyId,
+    kind: Kind,
+    context_hash: Hash32,
+}
+
+/// Most entries whose [`Facts`] a front keeps (dropped all at once when full).
+const MAX_FACTS: usize = 1 << 16;
+
+/// The [`Facts`] a front keeps, under one content epoch; nothing under an unknown one. A
+/// poisoned lock only means keeping nothing.
+#[derive(Default)]
+pub(super) struct EntryFacts(std::sync::Mutex<(Option<u64>, HashMap<EntryId, Facts>)>);
+
+impl EntryFacts {
+    fn get(&self, epoch: Option<u64>, id: &EntryId) -> Option<Facts> {
+        let m = self.0.lock().ok()?;
+        match m.0 == epoch && epoch.is_some() {
+            true => m.1.get(id).copied(),
+            false => None,
+        }
+    }
+
+    fn keep(&self, epoch: Option<u64>, id: EntryId, f: Facts) {
+        let Ok(mut m) = self.0.lock() else {
+            return;
+        };
+        if epoch.is_none() {
+            return;
+        }
+        if m.0 != epoch || m.1.len() >= MAX_FACTS {
+            *m = (epoch, HashMap::new());
+        }
+        m.1.insert(id, f);
     }
 }
 

@@ -14,7 +14,6 @@ use crate::record::{
     EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey, MAX_PARENTS,
 };
 use crate::store::Store;
-use std::collections::HashSet;
 
 /// A parent of an entry of a batch: an entry of the ledger, or an earlier entry of the same
 /// batch (by its position), whose id is known only once it is signed.
@@ -300,8 +299,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         if let Some(m) = marker {
             add(m, Weight::ONE);
         }
-        let reads: HashSet<&EntryId> = session.reads.iter().collect();
-        for p in declared.into_iter().filter(|p| !reads.contains(&p.id)) {
+        for p in declared.into_iter().filter(|p| !session.has_read(&p.id)) {
             add(Ref::Entry(p.id), p.weight);
         }
         lineage

@@ -387,6 +387,14 @@ impl<S: Store> Ledger<S> {
         }
     }
 
+    /// The label of `id` as this handle already verified it, without reading the store: a
+    /// label that cannot change under this handle (`spec/lineage.md` §5.1). `None` when the
+    /// handle holds none for it (never read, not in the log, or a row whose tag did not
+    /// verify): ask [`Ledger::label`].
+    pub fn settled_label(&self, id: &EntryId) -> Option<Label> {
+        self.index.known(id).map(|m| m.label)
+    }
+
     /// The count and head of the effects chain this handle admitted (moves with every
     /// binding, tombstone, flag, release and lease it learns of).
     pub(crate) fn effects_marker(&self) -> (u64, [u8; 32]) {

@@ -7,16 +7,21 @@ use super::{Haystack, Needle};
 use crate::record::EntryId;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Haystacks by entry id, with an inverted index from each [`Key`] to the haystacks that hold
 /// it. Built incrementally: [`ReadIndex::insert`] indexes one haystack in O(its size). Memory:
 /// the haystacks, plus about 4 bytes per distinct key of each and 40 per id.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReadIndex {
+    /// This index among every index of the process ([`ReadIndex::instance`]).
+    instance: u64,
     /// Each id's slot: its haystack's place in `haystacks`.
     slots: HashMap<EntryId, u32, BuildHasherDefault<IdHasher>>,
     /// The haystacks by slot.
     haystacks: Vec<Haystack>,
+    /// The id of each slot.
+    ids: Vec<EntryId>,
     /// The slots of the haystacks that hold each key. May hold a slot whose haystack was
     /// replaced since (an extra candidate, never a missing one).
     postings: HashMap<Key, Vec<u32>>,
@@ -28,22 +33,45 @@ pub struct ReadIndex {
     longest_word: usize,
 }
 
+impl Default for ReadIndex {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        ReadIndex {
+            instance: NEXT.fetch_add(1, Ordering::Relaxed),
+            slots: HashMap::default(),
+            haystacks: Vec::new(),
+            ids: Vec::new(),
+            postings: HashMap::new(),
+            everything: Vec::new(),
+            longest_word: 0,
+        }
+    }
+}
+
 impl ReadIndex {
     /// An empty index.
     pub fn new() -> Self {
         ReadIndex::default()
     }
 
-    /// Sets `id`'s haystack (replacing any it had) and indexes it. An index that already holds
-    /// 2^32 haystacks keeps none more (the id then has none: a source of every value).
-    pub fn insert(&mut self, id: EntryId, haystack: Haystack) {
+    /// A number no other index of this process has: what a session's memo names when it
+    /// records that every one of its reads holds a haystack here (ids are never dropped).
+    pub fn instance(&self) -> u64 {
+        self.instance
+    }
+
+    /// Sets `id`'s haystack (replacing any it had) and indexes it; `false` when an index that
+    /// already holds 2^32 haystacks keeps none more (the id then has none: a source of every
+    /// value). An id, once held, is never dropped.
+    pub fn insert(&mut self, id: EntryId, haystack: Haystack) -> bool {
         let slot = match self.slots.get(&id) {
             Some(slot) => *slot,
             None => {
                 let Ok(slot) = u32::try_from(self.haystacks.len()) else {
-                    return;
+                    return false;
                 };
                 self.haystacks.push(Haystack::default());
+                self.ids.push(id);
                 self.slots.insert(id, slot);
                 slot
             }
@@ -62,6 +90,17 @@ impl ReadIndex {
         if let Some(h) = self.haystacks.get_mut(slot as usize) {
             *h = haystack;
         }
+        true
+    }
+
+    /// How many ids hold a haystack.
+    pub fn len(&self) -> usize {
+        self.haystacks.len()
+    }
+
+    /// Whether no id holds a haystack.
+    pub fn is_empty(&self) -> bool {
+        self.haystacks.is_empty()
     }
 
     /// `id`'s haystack, if it has one.
@@ -102,6 +141,37 @@ impl ReadIndex {
             .collect()
     }
 
+    /// [`ReadIndex::matching`] for reads that all hold a haystack here, given where each id
+    /// stands among them (`position(id) == Some(i)` exactly when `reads[i] == id`, ids
+    /// distinct): the candidates are ordered by their positions instead of the reads being
+    /// walked, so the cost is O(candidates · log candidates) plus the rules on them, whatever
+    /// the number of reads (`spec/hooks.md` §4.7). A needle with no guaranteed key walks the
+    /// reads as [`ReadIndex::scan`] does. A candidate whose position does not name it among
+    /// `reads` is not one of them. The caller vouches that every read holds a haystack (a read
+    /// without one is a source of every value, which only the walk finds): the fronts keep
+    /// that fact per session ([`crate::front::Session`]).
+    pub fn matching_positioned(
+        &self,
+        reads: &[EntryId],
+        position: impl Fn(&EntryId) -> Option<usize>,
+        needle: &Needle,
+    ) -> Vec<EntryId> {
+        let Some(candidates) = self.candidate_list(needle) else {
+            return self.scan(reads, needle);
+        };
+        let mut hits: Vec<(usize, EntryId)> = candidates
+            .into_iter()
+            .filter_map(|slot| {
+                let id = self.ids.get(slot as usize)?;
+                let at = position(id).filter(|i| reads.get(*i) == Some(id))?;
+                let h = self.haystacks.get(slot as usize)?;
+                h.matches_needle(needle).then_some((at, *id))
+            })
+            .collect();
+        hits.sort_unstable_by_key(|(at, _)| *at);
+        hits.into_iter().map(|(_, id)| id).collect()
+    }
+
     /// [`ReadIndex::matching`] without the index: every read's haystack searched. The
     /// reference the index is tested against (`tests/read_index.rs`).
     pub fn scan(&self, reads: &[EntryId], needle: &Needle) -> Vec<EntryId> {
@@ -116,6 +186,23 @@ impl ReadIndex {
     /// no guaranteed key.
     fn candidates(&self, needle: &Needle) -> Option<Slots> {
         let mut out = Slots::new(self.haystacks.len());
+        self.gather(needle, &mut out)?;
+        Some(out)
+    }
+
+    /// [`ReadIndex::candidates`] as a list of distinct slots, in slot order.
+    fn candidate_list(&self, needle: &Needle) -> Option<Vec<u32>> {
+        let mut out = SlotList(Vec::new(), self.haystacks.len());
+        self.gather(needle, &mut out)?;
+        let mut slots = out.0;
+        slots.sort_unstable();
+        slots.dedup();
+        Some(slots)
+    }
+
+    /// Adds to `out` the slots that match every value and those that hold the keys of one of
+    /// `needle`'s clauses; `None` when the needle has no guaranteed key.
+    fn gather(&self, needle: &Needle, out: &mut impl SlotSink) -> Option<()> {
         out.add_all(&self.everything);
         for clause in needle.clauses()? {
             match clause {
@@ -127,10 +214,10 @@ impl ReadIndex {
                         .min_by_key(|list| list.len());
                     out.add_all(rarest.unwrap_or(&[]));
                 }
-                Clause::WordRun(normal) => self.word_runs(&normal, &mut out),
+                Clause::WordRun(normal) => self.word_runs(&normal, out),
             }
         }
-        Some(out)
+        Some(())
     }
 
     /// Adds the slots that could hold `normal` as a run of whole consecutive words
@@ -139,7 +226,7 @@ impl ReadIndex {
     /// character boundaries and at most `longest_word` bytes long, so the haystack holds that
     /// pair. Every such pair is looked up. When `normal` is too long for that
     /// ([`MAX_WORD_LOOKUPS`]), the words looked up are its prefixes (the run's first word).
-    fn word_runs(&self, normal: &str, out: &mut Slots) {
+    fn word_runs(&self, normal: &str, out: &mut impl SlotSink) {
         let n = normal.len();
         if n == 0 {
             // Not made by `Needle::clauses` (normal forms of 8 characters or more); an empty
@@ -169,7 +256,7 @@ impl ReadIndex {
     }
 
     /// Adds the slots holding `k`.
-    fn add_holders(&self, k: Key, out: &mut Slots) {
+    fn add_holders(&self, k: Key, out: &mut impl SlotSink) {
         if let Some(list) = self.postings.get(&k) {
             out.add_all(list);
         }
@@ -183,11 +270,15 @@ pub const MAX_WORD_LOOKUPS: usize = 1 << 14;
 /// A set of slots, as bits.
 struct Slots(Vec<u64>);
 
-impl Slots {
-    fn new(n: usize) -> Self {
-        Slots(vec![0; n.div_ceil(64)])
-    }
+/// Where [`ReadIndex::gather`] puts candidate slots.
+trait SlotSink {
+    /// Adds every slot of the index.
+    fn fill(&mut self);
+    /// Adds `slots`.
+    fn add_all(&mut self, slots: &[u32]);
+}
 
+impl SlotSink for Slots {
     fn fill(&mut self) {
         self.0.iter_mut().for_each(|w| *w = u64::MAX);
     }
@@ -199,6 +290,27 @@ impl Slots {
                 *w |= 1 << (s % 64);
             }
         }
+    }
+}
+
+/// Slots as a list, perhaps repeated, and the index's size (what [`SlotSink::fill`] adds).
+struct SlotList(Vec<u32>, usize);
+
+impl SlotSink for SlotList {
+    fn fill(&mut self) {
+        // Slots are u32 by construction (`ReadIndex::insert`).
+        self.0
+            .extend((0..self.1).filter_map(|s| u32::try_from(s).ok()));
+    }
+
+    fn add_all(&mut self, slots: &[u32]) {
+        self.0.extend_from_slice(slots);
+    }
+}
+
+impl Slots {
+    fn new(n: usize) -> Self {
+        Slots(vec![0; n.div_ceil(64)])
     }
 
     /// Whether `slot` is in the set; a slot beyond its size is (fail closed).

@@ -11,6 +11,14 @@ is the steady state measured.
 
 Usage: python python/bench/long_session.py [ROUNDS] [FILE]   (default 20; FILE: also on a
 SQLite ledger at a temporary path, with sizes up to 10,000)
+
+`python python/bench/long_session.py ROUNDS tools` (issue 32) times instead, in memory, the
+two calls a tool-using agent makes per step after N = 10, 1,000 and 10,000 tool outputs of
+3 KB each (bank statements: amounts, dates, IBANs, numbers throughout, as
+`benches/long_session.rs` makes them): `record_tool_result` of one more statement, and `check`
+of a payment with five arguments (an amount, an amount as text, the IBAN of an injected bill,
+a card number, a subject) that the policy gates; medians of ROUNDS rounds, each round one
+record and one check.
 """
 
 from __future__ import annotations
@@ -70,8 +78,61 @@ def reaches_every_source(led: Ledger, item_entry: str, ids: list[str]) -> bool:
     return want <= seen
 
 
+def statement(seed: int) -> str:
+    """A 3 KB statement, different for each seed (the same text as benches/long_session.rs)."""
+    out = []
+    for i in range(40):
+        k = seed * 40 + i
+        out.append(
+            f"- amount: {100 + k * 37 % 90_000}.{k % 100:02}\n  date: '2022-{1 + k % 12:02}-"
+            f"{1 + k % 28:02}'\n  recipient: GB{10 + k % 90:02}BUKB{k * 7919:014}\n  subject: "
+            f"Invoice {k} for order {k * 31}\n"
+        )
+    return "".join(out)
+
+
+PAYMENT = {
+    "amount": 5000,
+    "amount_text": "5 000,00",
+    "recipient": "ZZ77ACCOUNT0001",
+    "card": "4411223398765432",
+    "subject": "Pay the rent for March",
+}
+
+
+def tools(rounds: int) -> None:
+    floor = sign_us()
+    print(f"rounds: {rounds} (medians); one record_prompt with no reads: {floor:,.0f} µs\n")
+    print("| tool outputs read | record_tool_result (µs) | / after 10 | check (µs) | / after 10 |")
+    print("|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as d:
+        policy = Path(d) / "policy.toml"
+        policy.write_text('default_max_label = "derived_trusted"\nsensitive_tools = ["send_money"]\n')
+        base = None
+        for n in [10, 1_000, 10_000]:
+            led = Ledger.in_memory(policy=policy)
+            led.record_prompt("s", "Pay my bills")
+            for i in range(1, n):
+                led.record_tool_result("s", "read_file", {"path": f"bills/{i}.yaml"}, statement(i))
+            rec, chk = [], []
+            for r in range(rounds):
+                t = time.perf_counter_ns()
+                led.record_tool_result("s", "read_file", {"path": f"more/{r}.yaml"}, statement(n + r))
+                rec.append((time.perf_counter_ns() - t) / 1e3)
+                t = time.perf_counter_ns()
+                verdict = led.check("s", "send_money", PAYMENT)
+                chk.append((time.perf_counter_ns() - t) / 1e3)
+                assert verdict["decision"] in ("allow", "deny", "ask"), verdict
+            r_us, c_us = statistics.median(rec), statistics.median(chk)
+            base = base or (r_us, c_us)
+            print(f"| {n:,} | {r_us:,.0f} | {r_us / base[0]:.2f} × | {c_us:,.0f} | {c_us / base[1]:.2f} × |")
+
+
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    if len(sys.argv) > 2 and sys.argv[2] == "tools":
+        tools(rounds)
+        return
     on_file = len(sys.argv) > 2
     floor = sign_us()
     print(f"rounds: {rounds} (medians); one record_prompt with no reads: {floor:,.0f} µs\n")

@@ -43,7 +43,10 @@ impl Sessions for MemorySessions {
 /// (`spec/hooks.md` §6). The caller serialises invocations (the binary holds
 /// `LEDGER.key.lock`).
 #[derive(Debug)]
-pub struct FileSessions(pub PathBuf);
+pub struct FileSessions {
+    /// The directory of the session files.
+    dir: PathBuf,
+}
 
 /// File name of the stamp whose modification time records the last opportunistic prune.
 const PRUNE_STAMP: &str = ".pruned-at";
@@ -53,7 +56,17 @@ impl FileSessions {
     pub fn beside(ledger: &Path) -> Self {
         let mut dir = ledger.as_os_str().to_owned();
         dir.push(".sessions");
-        FileSessions(PathBuf::from(dir))
+        FileSessions::new(PathBuf::from(dir))
+    }
+
+    /// The sessions kept in the directory `dir` (created at the first save).
+    pub fn new(dir: PathBuf) -> Self {
+        FileSessions { dir }
+    }
+
+    /// The directory of the session files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn name(id: &str) -> String {
@@ -63,16 +76,16 @@ impl FileSessions {
     /// The file that holds session `id` (`<hex(H(id))>.json`): a front that keeps a loaded
     /// session in memory checks it for changes by other processes.
     pub fn path(&self, id: &str) -> PathBuf {
-        self.0.join(format!("{}.json", Self::name(id)))
+        self.dir.join(format!("{}.json", Self::name(id)))
     }
 
     fn marker(&self, id: &str) -> PathBuf {
-        self.0.join(format!("{}.pruned", Self::name(id)))
+        self.dir.join(format!("{}.pruned", Self::name(id)))
     }
 
     /// The directory of session `id`'s unrecorded-output marks (`spec/hooks.md` §5).
     fn unrecorded_dir(&self, id: &str) -> PathBuf {
-        self.0.join(format!("{}.unrecorded", Self::name(id)))
+        self.dir.join(format!("{}.unrecorded", Self::name(id)))
     }
 
     /// Marks one output of session `id` unrecorded without reading or rewriting its record
@@ -123,8 +136,8 @@ impl FileSessions {
     pub fn prune(&self, older_than: Duration, now: SystemTime) -> Result<Pruned, HookError> {
         let mut done = Pruned::default();
         let dir_err =
-            |e: std::io::Error| HookError::Session(self.0.display().to_string(), e.to_string());
-        let entries = match std::fs::read_dir(&self.0) {
+            |e: std::io::Error| HookError::Session(self.dir.display().to_string(), e.to_string());
+        let entries = match std::fs::read_dir(&self.dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
             r => r.map_err(dir_err)?,
         };
@@ -156,7 +169,7 @@ impl FileSessions {
             if !tmp {
                 // The marker first: a crash between the two steps leaves both files, and the
                 // session file wins on load.
-                crate::store::durable::create_regular(&self.0.join(format!("{stem}.pruned")))
+                crate::store::durable::create_regular(&self.dir.join(format!("{stem}.pruned")))
                     .map_err(err)?;
                 done.pruned += 1;
             }
@@ -176,12 +189,12 @@ impl FileSessions {
         older_than: Duration,
         now: SystemTime,
     ) -> Result<Option<Pruned>, HookError> {
-        let stamp = self.0.join(PRUNE_STAMP);
+        let stamp = self.dir.join(PRUNE_STAMP);
         let last = std::fs::metadata(&stamp).and_then(|m| m.modified()).ok();
         if last.is_some_and(|t| now.duration_since(t).unwrap_or(Duration::ZERO) < PRUNE_EVERY) {
             return Ok(None);
         }
-        if !self.0.is_dir() {
+        if !self.dir.is_dir() {
             return Ok(None);
         }
         let done = self.prune(older_than, now)?;
@@ -213,7 +226,7 @@ impl Sessions for FileSessions {
     fn save(&mut self, session: &Session) -> Result<(), HookError> {
         let path = self.path(&session.id);
         let err = |e: std::io::Error| HookError::Session(path.display().to_string(), e.to_string());
-        std::fs::create_dir_all(&self.0).map_err(err)?;
+        std::fs::create_dir_all(&self.dir).map_err(err)?;
         // The marks apart are counted at every load, not saved into the record (else each
         // load and save would count them again).
         let apart = self.unrecorded_apart(&session.id);

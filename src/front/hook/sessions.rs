@@ -134,6 +134,7 @@ impl std::fmt::Debug for FileSessions {
 ///
 /// # Errors
 /// [`JournalError`] when the bytes are not a record.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) fn parse_record(bytes: &[u8]) -> Result<Session, JournalError> {
     journal::parse(bytes).map(|p| p.record)
 }

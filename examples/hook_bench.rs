@@ -7,7 +7,7 @@
 //! cargo build --release --bin memlineage
 //! cargo run --release --example hook_bench -- [--bin target/release/memlineage]
 //!     [--sizes 1000,100000,1000000] [--runs 201] [--alone-runs 11] [--dir DIR] [--state]
-//!     [--cold]
+//!     [--cold] [--reads 10,10000] [--long-alone-runs N]
 //! ```
 //!
 //! Per size N, `DIR/N/l.db` is made with `memlineage init` and filled to N entries (prompt,
@@ -31,7 +31,9 @@
 //! record sessions that read that many tool outputs of 3 KB each (PostToolUse of a file
 //! read, each output different; the fixture's bill last), then time the payment's PreToolUse
 //! and one more 3 KB PostToolUse in each, served (`--runs`, interleaved across the sessions) and
-//! in process (`--alone-runs`), and print each beside its cost after the fewest reads.
+//! in process (`--long-alone-runs`, default `--alone-runs`; 0 skips the in-process path, which
+//! verifies every read on every event and passes the hook's deadline at 10,000 reads), and
+//! print each beside its cost after the fewest reads.
 //!
 //! With `--separated` (as root; `spec/hooks.md` §14), each size's ledger is also copied and
 //! installed with `memlineage hook install --separate` (agent user `nobody`, a guard user
@@ -63,6 +65,8 @@ struct Opts {
     dir: PathBuf,
     /// `--reads`: the long sessions' read counts (none by default).
     reads: Vec<usize>,
+    /// `--long-alone-runs`: in-process rounds in the long sessions (default `alone_runs`).
+    long_alone_runs: Option<usize>,
 }
 
 fn opts() -> Res<Opts> {
@@ -73,6 +77,7 @@ fn opts() -> Res<Opts> {
         alone_runs: 11,
         dir: std::env::temp_dir().join("memlineage-hook-bench"),
         reads: Vec::new(),
+        long_alone_runs: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -84,6 +89,7 @@ fn opts() -> Res<Opts> {
             "--alone-runs" => o.alone_runs = v()?.parse()?,
             "--dir" => o.dir = PathBuf::from(v()?),
             "--reads" => o.reads = v()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
+            "--long-alone-runs" => o.long_alone_runs = Some(v()?.parse()?),
             "--state" => {
                 let _ = STATE.set(true);
             }
@@ -588,7 +594,8 @@ fn long_sessions(o: &Opts, dir: &Path, base: &str) -> Res<Vec<Long>> {
         });
     }
     let mut next = 1_000_000;
-    for (mode, rounds) in [("only", o.runs), ("off", o.alone_runs)] {
+    let alone = o.long_alone_runs.unwrap_or(o.alone_runs);
+    for (mode, rounds) in [("only", o.runs), ("off", alone)] {
         for _ in 0..rounds {
             for (l, (session, pay)) in out.iter_mut().zip(&pays) {
                 next += 1;
@@ -656,17 +663,6 @@ fn print_long(long: &[Long], verify: f64) {
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (r, m) in &rows {
-        println!(
-            "| {r} | {:.2} | {:.0}× | {:.2} | {:.2} | {:.2} | {:.1} | {:.2} | {:.1} | {:.2} |",
-            m[0],
-            m[0] * 1e3 / verify,
-            m[0] / first[0],
-            m[1],
-            m[1] / first[1],
-            m[2],
-            m[2] / first[2],
-            m[3],
-            m[3] / first[3],
-        );
+        println!("{}", bench::four_row(*r, m, &first, m[0] * 1e3 / verify));
     }
 }

@@ -260,15 +260,34 @@ fn a_read_removed_from_the_session_record_refuses() {
             .map(|e| e.unwrap().path())
             .find(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"{")))
             .unwrap();
-        let mut s: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-        let reads = s["reads"].as_array_mut().unwrap();
-        let before = reads.len();
-        reads.retain(|id| id.as_str() != Some(bill.as_str()));
-        assert_eq!(reads.len() + 1, before, "the bill was a read");
-        if !keep_seal {
-            s.as_object_mut().unwrap().remove("seal");
+        // The record is a journal (spec/hooks.md §6.3): a whole record, then deltas. The bill
+        // is removed from whichever line lists it, and the later deltas' `at` renumbered so
+        // that the journal still parses: only the seal can tell.
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let (mut removed, mut count) = (0, 0);
+        for (i, line) in lines.iter_mut().enumerate() {
+            if i > 0 {
+                line["at"] = Value::from(count);
+            }
+            let reads = line["reads"].as_array_mut().unwrap();
+            let before = reads.len();
+            reads.retain(|id| id.as_str() != Some(bill.as_str()));
+            removed += before - reads.len();
+            count += reads.len();
+            if !keep_seal {
+                match i {
+                    0 => drop(line.as_object_mut().unwrap().remove("seal")),
+                    _ => line["seal"] = Value::Null,
+                }
+            }
         }
-        std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
+        assert_eq!(removed, 1, "the bill was a read");
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&file, text).unwrap();
         r.assert_payments_refused(&format!("read removed, seal kept: {keep_seal}"));
         // A later, benign tool output recorded in the altered session must not re-seal it.
         let mut later: Value = serde_json::from_slice(&r.events[1].input).unwrap();

@@ -161,7 +161,7 @@ fn last_read(dir: &Path, writer: &str) -> String {
         // Answers are passed on before they are recorded: the record may not be there yet.
         let session: Option<Value> = std::fs::read(&file)
             .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
+            .and_then(|b| cli_support::session_record(&b));
         let last = session
             .as_ref()
             .and_then(|s| s["reads"].as_array()?.last()?.as_str());
@@ -856,7 +856,7 @@ fn records_taken_together_are_all_stored() {
     assert!(g.close().success());
     let name = hex::encode(memlineage::record::Hash32::digest(b"mcp-gateway/test").0);
     let record = d.join("g.db.sessions").join(format!("{name}.json"));
-    let session: Value = serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    let session = cli_support::session_record(&std::fs::read(record).unwrap()).unwrap();
     let reads = session["reads"].as_array().unwrap();
     assert_eq!(session["unrecorded"].as_u64().unwrap_or(0), 0, "{session}");
     assert_eq!(reads.len(), n as usize, "one read per answer");

@@ -413,6 +413,97 @@ fn a_stale_or_unsavable_session_record_loses_no_read() {
     r.assert_payments_refused("the record rolled back to before the bill");
 }
 
+/// Class 3, the journal (`spec/hooks.md` §6.3): the session record is JSON lines, a save that
+/// adds reads appends one line, and the resident server answers from the record it kept while
+/// the file is unchanged. Every edit of the file is seen, by the server and by the hook in
+/// process: a finished line that is not a delta refuses the session, a read edited in the
+/// first line or in a delta fails the seal, a delta dropped from the middle is out of place;
+/// each refuses a gated call (Bash) that the intact record allows. A final line cut short (an append
+/// that did not finish) is the record before it: the call is allowed, and the next save
+/// rewrites the file whole.
+#[test]
+fn an_edited_or_torn_session_journal_is_refused_or_rolled_back() {
+    let r = Recorded::new_with(2);
+    let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
+    let record = r.path(&format!("l.db.sessions/{session}.json"));
+    let bash = &r.events[4];
+    // Through the resident server (started by the hooks above) or in process, never falling
+    // back from one to the other.
+    let hook = |e: &recorded::Event, server: &str| {
+        cli_support::run_command(
+            std::process::Command::new(cli_support::BIN)
+                .args(["hook", &e.hook, "l.db"])
+                .current_dir(r.dir.path())
+                .env("XDG_STATE_HOME", r.path(".state"))
+                .env("MEMLINEAGE_HOOK_SERVER", server),
+            Some(&e.input),
+        )
+    };
+    let start = std::time::Instant::now();
+    while hook(bash, "only").status.code() != Some(0) {
+        assert!(
+            start.elapsed().as_secs() < 30,
+            "the hook server did not come up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Three more tool outputs, each saved by the server as one more line.
+    let mut bill: serde_json::Value = serde_json::from_slice(&r.events[1].input).unwrap();
+    for n in 0..3 {
+        bill["tool_response"] = format!("notes {n}: nothing to pay").into();
+        bill["tool_use_id"] = format!("toolu_x{n}").into();
+        let e = recorded::Event {
+            hook: "post-tool-use".into(),
+            input: serde_json::to_vec(&bill).unwrap(),
+        };
+        let out = hook(&e, "only");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+    let good = std::fs::read(&record).unwrap();
+    let lines: Vec<&[u8]> = good.split_inclusive(|&b| b == b'\n').collect();
+    assert!(lines.len() >= 3, "deltas appended: {} line(s)", lines.len());
+    let expect = |bytes: &[u8], code: i32, what: &str| {
+        std::fs::write(&record, bytes).unwrap();
+        for out in [hook(bash, "only"), hook(bash, "off")] {
+            assert_eq!(out.status.code(), Some(code), "{what}: {out:?}");
+        }
+    };
+    expect(&good, 0, "the intact journal");
+    expect(
+        &[&good[..], b"{\"delta\":1}\n"].concat(),
+        2,
+        "a line that is not a delta",
+    );
+    // One hex digit of the first read of a line changed.
+    let edit = |line: &[u8]| {
+        let text = String::from_utf8(line.to_vec()).unwrap();
+        let at = text.find(r#""reads":[""#).unwrap() + 10;
+        let digit = if &text[at..=at] == "0" { "1" } else { "0" };
+        format!("{}{digit}{}", &text[..at], &text[at + 1..]).into_bytes()
+    };
+    let mut middle = lines.clone();
+    let edited = edit(lines[1]);
+    middle[1] = &edited;
+    expect(&middle.concat(), 2, "a read edited in a delta");
+    let mut dropped = lines.clone();
+    dropped.remove(1);
+    expect(&dropped.concat(), 2, "a delta dropped from the middle");
+    expect(&good, 0, "the intact journal put back");
+    // Torn: the record before the last line, caught up from the ledger.
+    expect(&good[..good.len() - 1], 0, "a final line cut short");
+    let out = hook(&r.events[1], "only");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let after = std::fs::read(&record).unwrap();
+    assert_eq!(
+        after.iter().filter(|&&b| b == b'\n').count(),
+        1,
+        "rewritten whole after a torn line"
+    );
+    expect(&edit(&after), 2, "a read edited in the first line");
+    expect(&after, 0, "the rewritten record put back");
+    r.assert_payments_refused("after the journal was rewritten");
+}
+
 /// Class 4: mutual exclusion rests on a file the attacker can replace. The attacker replaces
 /// `LEDGER.key.lock` while a hook holds it (this test holds it): the next hook locks the new
 /// file and runs beside the holder, which then saves the session record it read before the

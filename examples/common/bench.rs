@@ -125,3 +125,21 @@ pub fn verify_strict_us() -> f64 {
     rounds.sort_by(f64::total_cmp);
     rounds[rounds.len() / 2]
 }
+
+/// One row of a table of four medians (`m`): the row's `key`, then the first median, its
+/// multiple of one `verify_strict` (`per_verify`) and of `first[0]`, then each other median
+/// beside its multiple of the same column of `first` (the row of the fewest reads).
+#[allow(dead_code)] // the long-session examples only
+pub fn four_row(key: usize, m: &[f64; 4], first: &[f64; 4], per_verify: f64) -> String {
+    format!(
+        "| {key} | {:.2} | {per_verify:.0}× | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+        m[0],
+        m[0] / first[0],
+        m[1],
+        m[1] / first[1],
+        m[2],
+        m[2] / first[2],
+        m[3],
+        m[3] / first[3],
+    )
+}

@@ -29,6 +29,8 @@ mod input;
 mod sessions;
 
 pub use input::{session_id_in, session_id_of, transcript_history, MAX_TRANSCRIPT_BYTES};
+#[cfg(feature = "mcp")]
+pub(crate) use sessions::parse_record;
 pub use sessions::{FileSessions, MemorySessions, Pruned, Sessions};
 
 /// Exit code that blocks a tool call (PreToolUse) in Claude Code and Codex; stderr is the

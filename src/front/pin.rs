@@ -94,7 +94,7 @@ impl StateDir {
 
     /// The session records kept here.
     pub fn sessions(&self) -> FileSessions {
-        FileSessions(self.0.join("sessions"))
+        FileSessions::new(self.0.join("sessions"))
     }
 
     /// `DIR/pin.json`.

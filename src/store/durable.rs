@@ -62,6 +62,16 @@ pub fn rename_durably(tmp: &Path, path: &Path) -> io::Result<()> {
 /// # Errors
 /// I/O errors. Does not panic.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_metadata(path, bytes).map(|_| ())
+}
+
+/// [`write_atomic`], and the metadata of the file now at `path` as it left it: taken from the
+/// file written (`fstat` after the rename), so that a caller keeping a copy of what it wrote can
+/// tell later whether anyone changed the file since.
+///
+/// # Errors
+/// I/O errors. Does not panic.
+pub fn write_atomic_metadata(path: &Path, bytes: &[u8]) -> io::Result<std::fs::Metadata> {
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
@@ -90,7 +100,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut f = opts.open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        rename_durably(&tmp, path)
+        rename_durably(&tmp, path)?;
+        f.metadata()
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -107,6 +118,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// # Errors
 /// I/O errors, a file that is not regular, a file longer than `max` bytes. Does not panic.
 pub fn read_regular(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+    Ok(read_regular_metadata(path, max)?.map(|(bytes, _)| bytes))
+}
+
+/// [`read_regular`], and the metadata of the file read, taken from the open file after reading
+/// it (`fstat`): its length is that of the bytes returned unless someone wrote the file while
+/// it was read.
+///
+/// # Errors
+/// As [`read_regular`]. Does not panic.
+pub fn read_regular_metadata(
+    path: &Path,
+    max: u64,
+) -> io::Result<Option<(Vec<u8>, std::fs::Metadata)>> {
     use std::io::Read;
     let mut opts = OpenOptions::new();
     opts.read(true);
@@ -124,14 +148,38 @@ pub fn read_regular(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
         return Err(not_regular(path));
     }
     let mut bytes = Vec::new();
-    f.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    (&f).take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!("{}: longer than {max} bytes", path.display()),
         ));
     }
-    Ok(Some(bytes))
+    let meta = f.metadata()?;
+    Ok(Some((bytes, meta)))
+}
+
+/// Opens the existing file at `path` for appending (`O_APPEND`): every write lands at its end,
+/// whatever its length then. Never through a symbolic link (`O_NOFOLLOW`), never blocking
+/// (`O_NONBLOCK`), never creating or truncating; what is there must be a regular file. The
+/// caller checks with the returned file's metadata that it is the file it means to extend.
+///
+/// # Errors
+/// I/O errors (a missing file is [`io::ErrorKind::NotFound`]), a symbolic link, a file that is
+/// not regular. Does not panic.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let f = opts.open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(not_regular(path));
+    }
+    Ok(f)
 }
 
 fn not_regular(path: &Path) -> io::Error {

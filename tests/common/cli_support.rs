@@ -76,3 +76,30 @@ pub fn append(dir: &Path, lines: &[serde_json::Value]) -> Vec<String> {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     ids(&ok(&run(&["append", "l.db"], dir, Some(text.as_bytes()))))
 }
+
+/// The record a session file holds (`spec/hooks.md` §6.3), as JSON: line 1, then each delta's
+/// reads appended and its other fields set; as line 1 writes it, a field at its default is
+/// absent. `None` when a line is not JSON.
+pub fn session_record(bytes: &[u8]) -> Option<serde_json::Value> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut lines = text.lines();
+    let mut record: serde_json::Value = serde_json::from_str(lines.next()?).ok()?;
+    for line in lines {
+        let serde_json::Value::Object(mut delta) = serde_json::from_str(line).ok()? else {
+            return None;
+        };
+        let more = delta.remove("reads")?;
+        record["reads"]
+            .as_array_mut()?
+            .extend(more.as_array()?.iter().cloned());
+        let fields = record.as_object_mut()?;
+        for (k, v) in delta.into_iter().filter(|(k, _)| k != "delta" && k != "at") {
+            let default = v.is_null() || v == 0 || v == false;
+            match default && k != "unrecorded" {
+                true => drop(fields.remove(&k)),
+                false => drop(fields.insert(k, v)),
+            }
+        }
+    }
+    Some(record)
+}

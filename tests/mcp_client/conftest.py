@@ -68,8 +68,25 @@ def session_file(ledger, session):
     return pathlib.Path(str(ledger) + ".sessions") / name
 
 
+def session_record(path):
+    """The record a session file holds (spec/hooks.md §6.3): line 1, then each delta's reads
+    appended and its other fields set; as line 1 writes it, a field at its default is absent."""
+    lines = pathlib.Path(path).read_text().splitlines()
+    record = json.loads(lines[0])
+    for line in lines[1:]:
+        delta = json.loads(line)
+        record["reads"] += delta.pop("reads")
+        del delta["delta"], delta["at"]
+        for k, v in delta.items():
+            if v is None or (k in ("covered", "seen", "started") and not v):
+                record.pop(k, None)
+            else:
+                record[k] = v
+    return record
+
+
 def session_reads(ledger, session):
-    return json.loads(session_file(ledger, session).read_text())["reads"]
+    return session_record(session_file(ledger, session))["reads"]
 
 
 @contextlib.asynccontextmanager

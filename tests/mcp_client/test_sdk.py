@@ -14,6 +14,7 @@ from conftest import (
     run,
     session_file,
     session_reads,
+    session_record,
     start,
     text_of,
 )
@@ -211,8 +212,9 @@ async def test_the_mcp_server_and_the_hooks_share_the_session(ledger):
 async def test_an_altered_session_is_refused_and_never_sealed_again(ledger):
     prompt, bill = record_with_hooks(ledger)
     path = session_file(ledger, INJECTED_SESSION)
-    record = json.loads(path.read_text())
-    # Someone without the log key removes the injected bill from the session's reads.
+    record = session_record(path)
+    # Someone without the log key removes the injected bill from the session's reads (and
+    # writes the record whole, as one line: spec/hooks.md §6.3).
     record["reads"] = [prompt]
     path.write_text(json.dumps(record))
     check = {"tool": "send_money", "args": {"recipient": ATTACKER_IBAN}}
@@ -222,7 +224,7 @@ async def test_an_altered_session_is_refused_and_never_sealed_again(ledger):
         # A read through the server does not launder the record: it is left as found.
         await call(s, "ledger_retrieve", {"ids": [prompt]})
         memo = await call(s, "ledger_append", {"text": "a note"})
-        assert json.loads(path.read_text()) == record
+        assert session_record(path) == record
         d = await call(s, "ledger_gate_check", check)
         assert d["decision"] == "deny" and "altered outside memlineage" in d["reason"], d
     assert memo["writer"] == "agent"

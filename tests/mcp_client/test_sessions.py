@@ -9,7 +9,7 @@ import secrets
 import subprocess
 
 import pytest
-from conftest import BIN, connect, session_file, session_reads, start, text_of
+from conftest import BIN, connect, session_file, session_reads, session_record, start, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -61,7 +61,7 @@ def injected(ledger, sid, *extra):
 
 def unseen_entry(ledger, sid):
     """The unseen-history entry of `sid` (spec/hooks.md section 3.1), from its record."""
-    return json.loads(session_file(ledger, sid).read_text())["unseen"]
+    return session_record(session_file(ledger, sid))["unseen"]
 
 
 # Finding 5: a conversation the hooks did not see begin.
@@ -108,7 +108,7 @@ async def test_a_new_session_seen_from_its_start_keeps_its_utility(ledger):
     assert prompt(ledger, "fresh", "Pay 120 to my landlord DE89370400440532013000").returncode == 0
     out = pay(ledger, "fresh", {"recipient": "DE89370400440532013000", "amount": 120})
     assert out.returncode == 0 and out.stdout == b"", out
-    rec = json.loads(session_file(ledger, "fresh").read_text())
+    rec = session_record(session_file(ledger, "fresh"))
     assert rec["started"] is True and "unseen" not in rec, rec
 
 
@@ -128,7 +128,7 @@ async def test_a_session_without_a_record_takes_its_reads_from_the_ledger(ledger
     state = tmp_path / "state"
     st = ("--state", str(state))
     injected(ledger, "m1", *st)
-    mail = json.loads((state / "sessions" / session_file(ledger, "m1").name).read_text())["reads"][1]
+    mail = session_record(state / "sessions" / session_file(ledger, "m1").name)["reads"][1]
     assert pay(ledger, "m1", PAY, *st).returncode == 2
     for args in (["--session", "m1"], ["--session", "m1", *st]):
         async with connect(ledger, *args) as s:

@@ -199,11 +199,7 @@ fn run_hook(
             memlineage::front::hook::session_id_of(&input),
             RECORDING.lock(),
         ) {
-            let sessions = match state {
-                Some(s) => s.sessions(),
-                None => FileSessions::beside(ledger),
-            };
-            *slot = Some((sessions, id));
+            *slot = Some((crate::hook_answer::sessions_of(ledger, state), id));
         }
     }
     let mut lock_wait = LOCK_WAIT;
@@ -226,28 +222,38 @@ fn run_hook(
             .max(Duration::from_secs(2));
     }
     let oversized = input.len() > MAX_EVENT_BYTES;
-    locked(event, ledger, state, &input, lock_wait, |sessions| {
-        if let Err(e) = read {
-            failed(sessions, event, &input, &format!("standard input: {e}"))
-        } else if oversized {
-            // The session id is read from the event's start, or further on without keeping it.
-            let id = event
-                .carries_output()
-                .then(|| {
-                    session_id_in(std::io::Cursor::new(&input).chain(stdin.take(MAX_SCAN_BYTES)))
-                })
-                .flatten();
-            let why = format!("event longer than {MAX_EVENT_BYTES} bytes");
-            failed_in(Some(sessions), event, id.as_deref(), &why)
-        } else if let Some(why) = unserved {
-            failed(sessions, event, &input, &format!("hook server: {why}"))
-        } else {
-            match front(ledger, policy, state) {
-                Ok(mut front) => decide(&mut front, sessions, state, event, &input),
-                Err(e) => failed(sessions, event, &input, &e.to_string()),
+    let mut sessions = crate::hook_answer::sessions_of(ledger, state);
+    locked(
+        event,
+        ledger,
+        &mut sessions,
+        &input,
+        lock_wait,
+        |sessions| {
+            if let Err(e) = read {
+                failed(sessions, event, &input, &format!("standard input: {e}"))
+            } else if oversized {
+                // The session id is read from the event's start, or further on without keeping it.
+                let id = event
+                    .carries_output()
+                    .then(|| {
+                        session_id_in(
+                            std::io::Cursor::new(&input).chain(stdin.take(MAX_SCAN_BYTES)),
+                        )
+                    })
+                    .flatten();
+                let why = format!("event longer than {MAX_EVENT_BYTES} bytes");
+                failed_in(Some(sessions), event, id.as_deref(), &why)
+            } else if let Some(why) = unserved {
+                failed(sessions, event, &input, &format!("hook server: {why}"))
+            } else {
+                match front(ledger, policy, state) {
+                    Ok(mut front) => decide(&mut front, sessions, state, event, &input),
+                    Err(e) => failed(sessions, event, &input, &e.to_string()),
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 /// `memlineage hook prune`: prunes the ledger's sessions older than `days` days.

@@ -100,13 +100,24 @@ fn watchdog(event: HookEvent, answered: std::sync::Arc<std::sync::Mutex<bool>>) 
     });
 }
 
+/// The ledger's file sessions: in the state directory when the hooks keep one, else
+/// `LEDGER.sessions/`.
+pub(crate) fn sessions_of(ledger: &Path, state: Option<&StateDir>) -> FileSessions {
+    match state {
+        Some(s) => s.sessions(),
+        None => FileSessions::beside(ledger),
+    }
+}
+
 /// Runs `decide` with `LEDGER.key.lock` held (waiting at most `wait`) and the ledger's file
-/// sessions, then prunes sessions if due; a lock not had fails the event closed. One hook at
-/// a time per ledger: the session files and the key file are read-modify-write.
+/// `sessions` ([`sessions_of`]; a long-lived server passes the same ones at every event, so
+/// that what they keep in memory lives across events), then prunes sessions if due; a lock not
+/// had fails the event closed. One hook at a time per ledger: the session files and the key
+/// file are read-modify-write.
 pub(crate) fn locked(
     event: HookEvent,
     ledger: &Path,
-    state: Option<&StateDir>,
+    sessions: &mut FileSessions,
     input: &[u8],
     wait: Duration,
     decide: impl FnOnce(&mut FileSessions) -> HookOutcome,
@@ -121,11 +132,7 @@ pub(crate) fn locked(
             return failed_in(None, event, id.as_deref(), &e.to_string());
         }
     };
-    let mut sessions = match state {
-        Some(s) => s.sessions(),
-        None => FileSessions::beside(ledger),
-    };
-    let outcome = decide(&mut sessions);
+    let outcome = decide(sessions);
     // Opportunistic pruning never changes the outcome.
     if let Err(e) = sessions.prune_if_due(PRUNE_AFTER, SystemTime::now()) {
         tracing::warn!(error = %e, "memlineage hook: pruning sessions failed");

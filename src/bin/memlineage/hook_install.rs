@@ -155,12 +155,12 @@ pub(crate) fn pin(ledger: &Path, state: Option<&Path>) -> Res<StateDir> {
     dir.repin(&l.vkey(), &c)?;
     let beside = memlineage::front::hook::FileSessions::beside(ledger);
     let into = dir.sessions();
-    if let Ok(entries) = std::fs::read_dir(&beside.0) {
-        std::fs::create_dir_all(&into.0)?;
+    if let Ok(entries) = std::fs::read_dir(beside.dir()) {
+        std::fs::create_dir_all(into.dir())?;
         for e in entries.flatten() {
             let name = e.file_name();
             let is_record = name.to_str().is_some_and(|n| n.ends_with(".json"));
-            let target = into.0.join(&name);
+            let target = into.dir().join(&name);
             if is_record && !target.exists() {
                 if let Some(bytes) = memlineage::store::durable::read_regular(
                     &e.path(),

@@ -362,6 +362,9 @@ pub(crate) struct State {
     /// A count beside the work refused the store: the next open counts before answering
     /// again, until a count passes.
     rows_refused: bool,
+    /// The ledger's file sessions, the same at every event (`None` only while an event holds
+    /// them, [`State::locked`]).
+    sessions: Option<FileSessions>,
 }
 
 impl State {
@@ -378,6 +381,7 @@ impl State {
             guard_root: None,
             rows_beside: false,
             rows_refused: false,
+            sessions: None,
         }
     }
 
@@ -449,19 +453,30 @@ impl State {
         input: &[u8],
         before: impl FnOnce(&mut FileSessions),
     ) -> HookOutcome {
+        self.locked(event, input, SERVER_LOCK_WAIT, |state, sessions| {
+            before(sessions);
+            state.decide(sessions, event, input)
+        })
+    }
+
+    /// [`crate::hook_answer::locked`] with this server's sessions, which live across events
+    /// (what they keep in memory too); `f` is given the state and the sessions.
+    pub(crate) fn locked(
+        &mut self,
+        event: HookEvent,
+        input: &[u8],
+        wait: Duration,
+        f: impl FnOnce(&mut Self, &mut FileSessions) -> HookOutcome,
+    ) -> HookOutcome {
         let ledger = self.ledger.clone();
-        let dir = self.state.clone();
-        crate::hook_answer::locked(
-            event,
-            &ledger,
-            dir.as_ref(),
-            input,
-            SERVER_LOCK_WAIT,
-            |sessions| {
-                before(sessions);
-                self.decide(sessions, event, input)
-            },
-        )
+        let mut sessions = self
+            .sessions
+            .take()
+            .unwrap_or_else(|| crate::hook_answer::sessions_of(&ledger, self.state.as_ref()));
+        let outcome =
+            crate::hook_answer::locked(event, &ledger, &mut sessions, input, wait, |s| f(self, s));
+        self.sessions = Some(sessions);
+        outcome
     }
 
     /// Runs `f` on the sessions with `LEDGER.key.lock` held (a lock not had fails `event`
@@ -471,9 +486,7 @@ impl State {
         event: HookEvent,
         f: impl FnOnce(&mut FileSessions) -> HookOutcome,
     ) -> HookOutcome {
-        let ledger = self.ledger.clone();
-        let dir = self.state.clone();
-        crate::hook_answer::locked(event, &ledger, dir.as_ref(), b"", SERVER_LOCK_WAIT, f)
+        self.locked(event, b"", SERVER_LOCK_WAIT, |_, sessions| f(sessions))
     }
 
     fn decide(

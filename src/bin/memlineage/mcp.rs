@@ -108,13 +108,13 @@ fn mcp(
         Some(id) => ReadSet::Session {
             sessions: Box::new(match &state {
                 Some(st) => st.sessions(),
-                None => FileSessions(sessions_dir(ledger)),
+                None => FileSessions::new(sessions_dir(ledger)),
             }),
             id: id.to_string(),
         },
         None => ReadSet::Ledger {
             sessions_dir: Some(match &state {
-                Some(st) => st.sessions().0,
+                Some(st) => st.sessions().dir().to_path_buf(),
                 None => sessions_dir(ledger),
             }),
         },

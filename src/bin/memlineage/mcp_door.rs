@@ -20,7 +20,6 @@ const LOCK_WAIT: Duration = Duration::from_secs(12);
 /// The door of `memlineage mcp proxy`.
 pub struct GatewayDoor {
     server: hookd::State,
-    ledger: PathBuf,
     state: Option<StateDir>,
 }
 
@@ -28,8 +27,7 @@ impl GatewayDoor {
     /// A door over the (absolute) `ledger`, `policy` and `state`.
     pub fn new(ledger: PathBuf, policy: Option<PathBuf>, state: Option<StateDir>) -> Self {
         GatewayDoor {
-            server: hookd::State::new(ledger.clone(), policy, state.clone()),
-            ledger,
+            server: hookd::State::new(ledger, policy, state.clone()),
             state,
         }
     }
@@ -49,17 +47,18 @@ impl Door for GatewayDoor {
         if events.len() == 1 {
             return vec![self.answer(events[0].0, &events[0].1)];
         }
-        let (ledger, dir) = (self.ledger.clone(), self.state.clone());
+        let dir = self.state.clone();
         let mut out = Vec::with_capacity(events.len());
         let (first, input) = (events[0].0, &events[0].1);
-        let locked =
-            crate::hook_answer::locked(first, &ledger, dir.as_ref(), input, LOCK_WAIT, |files| {
+        let locked = self
+            .server
+            .locked(first, input, LOCK_WAIT, |server, files| {
                 let mut sessions = WriteBack {
                     files,
                     dirty: HashMap::new(),
                 };
                 let mut lost = None;
-                match self.server.front() {
+                match server.front() {
                     Ok(front) => {
                         // The batch's records in one store transaction (`spec/mcp.md` §6.9); a
                         // group that cannot be started leaves each record its own.
@@ -100,7 +99,7 @@ impl Door for GatewayDoor {
                     // store. Drop both; every event failed, its session marked as having output
                     // that was not recorded (`spec/mcp.md` §6.9).
                     Some(why) => {
-                        self.server.forget_front();
+                        server.forget_front();
                         sessions.dirty.clear();
                         for (o, (e, i)) in out.iter_mut().zip(events) {
                             *o = memlineage::front::hook::failed(sessions.files, *e, i, &why);

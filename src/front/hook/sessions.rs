@@ -1,12 +1,16 @@
 //! Where sessions' read sets live between hook invocations (`spec/hooks.md` §3): in memory for
 //! tests and embedders, or one file per session beside the ledger, pruned after a month.
 
+mod journal;
+
 use super::{HookError, MAX_SESSION_BYTES, PRUNE_EVERY};
 use crate::front::Session;
 use crate::record::Hash32;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
+
+pub(crate) use journal::JournalError;
 
 /// Where sessions' read sets live between hook invocations.
 pub trait Sessions {
@@ -42,8 +46,98 @@ impl Sessions for MemorySessions {
 /// `<hex>.json` holds a live session, an empty `<hex>.pruned` marks one that was pruned
 /// (`spec/hooks.md` §6). The caller serialises invocations (the binary holds
 /// `LEDGER.key.lock`).
-#[derive(Debug)]
-pub struct FileSessions(pub PathBuf);
+///
+/// A record is a journal (`spec/hooks.md` §6.3): a save that only adds reads to what the file
+/// holds appends one line, and a long-lived `FileSessions` (the hook server, the MCP server,
+/// a Python handle) keeps the last record it loaded or saved of each session, with the file's
+/// identity as it left it (device, inode, length, modification and status-change times), and
+/// loads it again without reading the file while the file is unchanged: so a load and a save
+/// cost what the new reads cost, not what the session's whole history does. A file changed by
+/// anyone else (another process, the agent) is read and parsed again.
+pub struct FileSessions {
+    /// The directory of the session files.
+    dir: PathBuf,
+    /// The records kept, by session id.
+    kept: HashMap<String, Kept>,
+}
+
+/// How many records a [`FileSessions`] keeps before it lets go of all of them (they are read
+/// from their files again when next used).
+const MAX_KEPT: usize = 64;
+
+/// How long a journal may grow before a save rewrites it whole: at most twice its first line
+/// (so a load parses at most twice the record), or this many bytes for a small record.
+const MIN_JOURNAL_BYTES: u64 = 64 << 10;
+
+/// A record as this `FileSessions` last loaded or saved it.
+struct Kept {
+    /// The file as it was left.
+    stamp: Stamp,
+    /// What it holds (without the marks apart).
+    record: Session,
+    /// Bytes of its first line.
+    first: u64,
+    /// Whether a delta may be appended ([`journal::Parsed::appendable`]).
+    appendable: bool,
+}
+
+/// What identifies one version of a session file: device, inode, length, and modification
+/// and status-change times in nanoseconds (`ctime`, which no `utime` call can set back).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    /// The stamp of a regular file's metadata (`None` for anything else, and where there is no
+    /// inode to tell files apart: nothing is kept there).
+    fn of(m: &std::fs::Metadata) -> Option<Self> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            m.is_file().then(|| Stamp {
+                dev: m.dev(),
+                ino: m.ino(),
+                len: m.len(),
+                mtime: (m.mtime(), m.mtime_nsec()),
+                ctime: (m.ctime(), m.ctime_nsec()),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = m;
+            None
+        }
+    }
+
+    /// The stamp of what is at `path` now, not following a symbolic link.
+    fn at(path: &Path) -> Option<Self> {
+        Self::of(&std::fs::symlink_metadata(path).ok()?)
+    }
+}
+
+impl std::fmt::Debug for FileSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileSessions")
+            .field("dir", &self.dir)
+            .field("kept", &self.kept.len())
+            .finish()
+    }
+}
+
+/// Parses the bytes of a session file (`spec/hooks.md` §6.3): the one way a record is read,
+/// by the sessions and by the MCP server's count of unrecorded output. Does not panic.
+///
+/// # Errors
+/// [`JournalError`] when the bytes are not a record.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+pub(crate) fn parse_record(bytes: &[u8]) -> Result<Session, JournalError> {
+    journal::parse(bytes).map(|p| p.record)
+}
 
 /// File name of the stamp whose modification time records the last opportunistic prune.
 const PRUNE_STAMP: &str = ".pruned-at";
@@ -53,7 +147,20 @@ impl FileSessions {
     pub fn beside(ledger: &Path) -> Self {
         let mut dir = ledger.as_os_str().to_owned();
         dir.push(".sessions");
-        FileSessions(PathBuf::from(dir))
+        FileSessions::new(PathBuf::from(dir))
+    }
+
+    /// The sessions kept in the directory `dir` (created at the first save).
+    pub fn new(dir: PathBuf) -> Self {
+        FileSessions {
+            dir,
+            kept: HashMap::new(),
+        }
+    }
+
+    /// The directory of the session files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     fn name(id: &str) -> String {
@@ -63,16 +170,16 @@ impl FileSessions {
     /// The file that holds session `id` (`<hex(H(id))>.json`): a front that keeps a loaded
     /// session in memory checks it for changes by other processes.
     pub fn path(&self, id: &str) -> PathBuf {
-        self.0.join(format!("{}.json", Self::name(id)))
+        self.dir.join(format!("{}.json", Self::name(id)))
     }
 
     fn marker(&self, id: &str) -> PathBuf {
-        self.0.join(format!("{}.pruned", Self::name(id)))
+        self.dir.join(format!("{}.pruned", Self::name(id)))
     }
 
     /// The directory of session `id`'s unrecorded-output marks (`spec/hooks.md` §5).
     fn unrecorded_dir(&self, id: &str) -> PathBuf {
-        self.0.join(format!("{}.unrecorded", Self::name(id)))
+        self.dir.join(format!("{}.unrecorded", Self::name(id)))
     }
 
     /// Marks one output of session `id` unrecorded without reading or rewriting its record
@@ -123,8 +230,8 @@ impl FileSessions {
     pub fn prune(&self, older_than: Duration, now: SystemTime) -> Result<Pruned, HookError> {
         let mut done = Pruned::default();
         let dir_err =
-            |e: std::io::Error| HookError::Session(self.0.display().to_string(), e.to_string());
-        let entries = match std::fs::read_dir(&self.0) {
+            |e: std::io::Error| HookError::Session(self.dir.display().to_string(), e.to_string());
+        let entries = match std::fs::read_dir(&self.dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
             r => r.map_err(dir_err)?,
         };
@@ -156,7 +263,7 @@ impl FileSessions {
             if !tmp {
                 // The marker first: a crash between the two steps leaves both files, and the
                 // session file wins on load.
-                crate::store::durable::create_regular(&self.0.join(format!("{stem}.pruned")))
+                crate::store::durable::create_regular(&self.dir.join(format!("{stem}.pruned")))
                     .map_err(err)?;
                 done.pruned += 1;
             }
@@ -176,12 +283,12 @@ impl FileSessions {
         older_than: Duration,
         now: SystemTime,
     ) -> Result<Option<Pruned>, HookError> {
-        let stamp = self.0.join(PRUNE_STAMP);
+        let stamp = self.dir.join(PRUNE_STAMP);
         let last = std::fs::metadata(&stamp).and_then(|m| m.modified()).ok();
         if last.is_some_and(|t| now.duration_since(t).unwrap_or(Duration::ZERO) < PRUNE_EVERY) {
             return Ok(None);
         }
-        if !self.0.is_dir() {
+        if !self.dir.is_dir() {
             return Ok(None);
         }
         let done = self.prune(older_than, now)?;
@@ -213,51 +320,140 @@ impl Sessions for FileSessions {
     fn save(&mut self, session: &Session) -> Result<(), HookError> {
         let path = self.path(&session.id);
         let err = |e: std::io::Error| HookError::Session(path.display().to_string(), e.to_string());
-        std::fs::create_dir_all(&self.0).map_err(err)?;
+        let json =
+            |e: serde_json::Error| HookError::Session(path.display().to_string(), e.to_string());
+        // Whatever happens next, the copy kept is not what the file holds until it is written.
+        let kept = self.kept.remove(&session.id);
+        std::fs::create_dir_all(&self.dir).map_err(err)?;
         // The marks apart are counted at every load, not saved into the record (else each
         // load and save would count them again).
         let apart = self.unrecorded_apart(&session.id);
-        let text = if apart == 0 {
-            serde_json::to_vec(session)
-        } else {
-            let mut record = session.clone();
-            record.unrecorded = record.unrecorded.saturating_sub(apart);
-            serde_json::to_vec(&record)
-        }
-        .map_err(|e| HookError::Session(path.display().to_string(), e.to_string()))?;
-        // A temporary of an unguessable name, renamed over the record (a directory made at a
-        // fixed temporary name used to fail every save, issue 25).
-        crate::store::durable::write_atomic(&path, &text).map_err(err)
+        let mut record = session.clone();
+        record.unrecorded = record.unrecorded.saturating_sub(apart);
+        let appended = match kept {
+            Some(k) => self.append(&path, k, record).map_err(err)?,
+            None => Err(record),
+        };
+        let kept = match appended {
+            Ok(k) => k,
+            Err(record) => {
+                let text = journal::whole(&record).map_err(json)?;
+                // A temporary of an unguessable name, renamed over the record (a directory made
+                // at a fixed temporary name used to fail every save, issue 25).
+                let meta =
+                    crate::store::durable::write_atomic_metadata(&path, &text).map_err(err)?;
+                match Stamp::of(&meta) {
+                    Some(stamp) => Kept {
+                        stamp,
+                        record,
+                        first: text.len() as u64,
+                        appendable: true,
+                    },
+                    None => return Ok(()),
+                }
+            }
+        };
+        self.keep(kept);
+        Ok(())
     }
 }
 
 impl FileSessions {
-    /// Session `id`'s record as stored (or a new one), without the marks apart.
-    fn load_record(&self, id: &str) -> Result<Session, HookError> {
+    /// Session `id`'s record as stored (or a new one), without the marks apart: the kept copy
+    /// if the file is as this `FileSessions` left it, else the file parsed (and kept).
+    fn load_record(&mut self, id: &str) -> Result<Session, HookError> {
         let path = self.path(id);
+        if let Some(k) = self.kept.get(id) {
+            if Stamp::at(&path) == Some(k.stamp) {
+                return Ok(k.record.clone());
+            }
+            self.kept.remove(id);
+        }
+        let err = |e: String| HookError::Session(path.display().to_string(), e);
         // A regular file only, never waited on (a FIFO there hung every hook, issue 25).
-        match crate::store::durable::read_regular(&path, MAX_SESSION_BYTES) {
+        match crate::store::durable::read_regular_metadata(&path, MAX_SESSION_BYTES) {
             Ok(None) => {
                 if self.marker(id).exists() {
                     return Err(HookError::Pruned(id.to_string()));
                 }
                 Ok(Session::new(id))
             }
-            Err(e) => Err(HookError::Session(
-                path.display().to_string(),
-                e.to_string(),
-            )),
-            Ok(Some(bytes)) => {
-                let s: Session = serde_json::from_slice(&bytes)
-                    .map_err(|e| HookError::Session(path.display().to_string(), e.to_string()))?;
-                if s.id != id {
-                    return Err(HookError::Session(
-                        path.display().to_string(),
-                        "holds another session".into(),
-                    ));
+            Err(e) => Err(err(e.to_string())),
+            Ok(Some((bytes, meta))) => {
+                let parsed = journal::parse(&bytes).map_err(|e| err(e.to_string()))?;
+                if parsed.record.id != id {
+                    return Err(err("holds another session".into()));
                 }
-                Ok(s)
+                let record = parsed.record.clone();
+                // Kept only when the file read is the one at `path` and was not written while
+                // it was read.
+                match Stamp::of(&meta) {
+                    Some(stamp) if stamp.len == bytes.len() as u64 => self.keep(Kept {
+                        stamp,
+                        record: parsed.record,
+                        first: parsed.first,
+                        appendable: parsed.appendable,
+                    }),
+                    _ => {}
+                }
+                Ok(record)
             }
         }
     }
+
+    /// Appends to the file at `path` the delta that turns `kept` into `record`, if the file is
+    /// still what `kept` says, `record` extends it, and the journal stays short enough
+    /// ([`MIN_JOURNAL_BYTES`]); the new kept copy, or `record` back when the file must be
+    /// rewritten whole instead. One `write` (`O_APPEND`), then `fsync`.
+    ///
+    /// # Errors
+    /// The write or the sync failed: the file may end with a part of the line, which the
+    /// next load leaves out (and the next save rewrites).
+    fn append(
+        &self,
+        path: &Path,
+        kept: Kept,
+        record: Session,
+    ) -> std::io::Result<Result<Kept, Session>> {
+        use std::io::Write;
+        if !kept.appendable {
+            return Ok(Err(record));
+        }
+        let Ok(Some(line)) = journal::delta(&kept.record, &record) else {
+            return Ok(Err(record));
+        };
+        let end = kept.stamp.len.saturating_add(line.len() as u64);
+        if end > kept.first.saturating_mul(2).max(MIN_JOURNAL_BYTES) || end > MAX_SESSION_BYTES {
+            return Ok(Err(record));
+        }
+        // Never through a link, never blocking; and only onto the very file kept.
+        let Ok(mut f) = crate::store::durable::open_append(path) else {
+            return Ok(Err(record));
+        };
+        if f.metadata().ok().as_ref().and_then(Stamp::of) != Some(kept.stamp) {
+            return Ok(Err(record));
+        }
+        f.write_all(&line)?;
+        f.sync_all()?;
+        let Some(stamp) = Stamp::of(&f.metadata()?) else {
+            return Ok(Err(record));
+        };
+        Ok(Ok(Kept {
+            stamp,
+            record,
+            first: kept.first,
+            appendable: true,
+        }))
+    }
+
+    /// Keeps `k` as session `k.record.id`'s copy.
+    fn keep(&mut self, k: Kept) {
+        if self.kept.len() >= MAX_KEPT && !self.kept.contains_key(&k.record.id) {
+            self.kept.clear();
+        }
+        self.kept.insert(k.record.id.clone(), k);
+    }
 }
+
+#[cfg(test)]
+mod tests;

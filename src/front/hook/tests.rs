@@ -18,7 +18,7 @@ fn front() -> Front<MemoryStore, DerivedKeys> {
 #[test]
 fn file_sessions_round_trip_and_refuse_damaged_files() {
     let dir = tempfile::tempdir().unwrap();
-    let mut fs = FileSessions(dir.path().join("s"));
+    let mut fs = FileSessions::new(dir.path().join("s"));
     let mut s = fs.load("a/../b").unwrap();
     assert_eq!(s, Session::new("a/../b"));
     s.read(crate::record::EntryId([7; 32]));
@@ -49,10 +49,10 @@ fn file_sessions_round_trip_and_refuse_damaged_files() {
 #[test]
 fn pruning_replaces_old_sessions_by_markers_that_refuse_them() {
     let dir = tempfile::tempdir().unwrap();
-    let mut fs = FileSessions(dir.path().join("s"));
+    let mut fs = FileSessions::new(dir.path().join("s"));
     fs.save(&Session::new("old")).unwrap();
     fs.save(&Session::new("young")).unwrap();
-    std::fs::write(fs.0.join("notes.txt"), "not a session").unwrap();
+    std::fs::write(fs.dir().join("notes.txt"), "not a session").unwrap();
     let day = Duration::from_secs(24 * 3600);
     let now = SystemTime::now();
     // Nothing is older than a day yet.
@@ -69,7 +69,7 @@ fn pruning_replaces_old_sessions_by_markers_that_refuse_them() {
         Pruned { pruned: 1, kept: 1 }
     );
     assert!(
-        fs.0.join("notes.txt").exists(),
+        fs.dir().join("notes.txt").exists(),
         "other files are left alone"
     );
     let err = fs.load("old").unwrap_err();

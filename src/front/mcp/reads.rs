@@ -98,7 +98,7 @@ pub(super) fn unrecorded_everywhere(dir: &std::path::Path) -> (u64, Option<Strin
         match crate::store::durable::read_regular(&path, crate::front::hook::MAX_SESSION_BYTES)
             .map_err(|e| e.to_string())
             .and_then(|b| b.ok_or_else(|| "gone".to_string()))
-            .and_then(|b| serde_json::from_slice::<Session>(&b).map_err(|e| e.to_string()))
+            .and_then(|b| crate::front::hook::parse_record(&b).map_err(|e| e.to_string()))
         {
             // memlineage 0.1's shared "unknown session" is ignored, as the hooks ignore it.
             Ok(s) if s.id.is_empty() => {}

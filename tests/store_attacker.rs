@@ -504,6 +504,66 @@ fn an_edited_or_torn_session_journal_is_refused_or_rolled_back() {
     r.assert_payments_refused("after the journal was rewritten");
 }
 
+/// A tool output that could not be recorded refuses the session's sensitive calls for good
+/// (`spec/hooks.md` §5.2); the count lives in the session record only, so the seal covers it
+/// (`v5`, §6): an attacker who writes the record back with a lower count (here 0, in every
+/// line of the journal) gets the session refused as altered, served and in process. Before
+/// the `v5` seal the lowered count verified and the call was allowed.
+#[test]
+fn a_lowered_count_of_unrecorded_outputs_is_refused() {
+    let r = Recorded::new_with(2);
+    let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
+    let record = r.path(&format!("l.db.sessions/{session}.json"));
+    let bash = &r.events[4];
+    let hook = |hook: &str, input: &[u8], server: &str| {
+        cli_support::run_command(
+            std::process::Command::new(cli_support::BIN)
+                .args(["hook", hook, "l.db"])
+                .current_dir(r.dir.path())
+                .env("XDG_STATE_HOME", r.path(".state"))
+                .env("MEMLINEAGE_HOOK_SERVER", server),
+            Some(input),
+        )
+    };
+    assert_eq!(
+        hook("pre-tool-use", &bash.input, "off").status.code(),
+        Some(0)
+    );
+    // An output longer than any event the hooks read: marked unrecorded in the record.
+    let mut big: serde_json::Value = serde_json::from_slice(&r.events[1].input).unwrap();
+    big["tool_response"] = "x".repeat(17 << 20).into();
+    let out = hook("post-tool-use", &serde_json::to_vec(&big).unwrap(), "off");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // Then one more output recorded, which seals the record again with its count.
+    let mut bill: serde_json::Value = serde_json::from_slice(&r.events[1].input).unwrap();
+    bill["tool_response"] = "notes: nothing to pay".into();
+    bill["tool_use_id"] = "toolu_more".into();
+    let out = hook("post-tool-use", &serde_json::to_vec(&bill).unwrap(), "off");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let sealed = std::fs::read_to_string(&record).unwrap();
+    assert!(sealed.contains(r#""unrecorded":1"#), "{sealed}");
+    for server in ["off", "only"] {
+        let out = hook("pre-tool-use", &bash.input, server);
+        assert_eq!(out.status.code(), Some(2), "{server}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("could not be recorded"),
+            "{server}: {out:?}"
+        );
+    }
+    let lowered = sealed.replace(r#""unrecorded":1"#, r#""unrecorded":0"#);
+    assert_ne!(lowered, sealed);
+    std::fs::write(&record, &lowered).unwrap();
+    for server in ["off", "only"] {
+        let out = hook("pre-tool-use", &bash.input, server);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{server}: the lowered count was believed: {out:?}"
+        );
+    }
+    r.assert_payments_refused("after the count was lowered");
+}
+
 /// Class 4: mutual exclusion rests on a file the attacker can replace. The attacker replaces
 /// `LEDGER.key.lock` while a hook holds it (this test holds it): the next hook locks the new
 /// file and runs beside the holder, which then saves the session record it read before the

@@ -56,6 +56,12 @@ pub struct Session {
     /// `spec/hooks.md` §3.1).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "hex_id")]
     pub unseen: Option<EntryId>,
+    /// The count of unrecorded outputs when the record was last sealed (covered by the `v5`
+    /// seal): `unrecorded` may grow past it without the key (a hook that cannot record marks
+    /// an output), never fall below it; a record whose count fell is refused as altered
+    /// (`spec/hooks.md` §6).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unrecorded_sealed: u64,
     /// The read set's seal: an HMAC under the log key over `id` and `reads`
     /// ([`Front::seal_session`], `spec/hooks.md` §3). A session with reads whose seal does not
     /// verify refuses every sensitive call: its record was altered outside memlineage.

@@ -22,7 +22,8 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// own methods do. Never call it on a record loaded from storage without checking it
     /// first: sealing is what makes a read set trusted.
     pub fn seal_session(&self, session: &mut Session) {
-        session.seal = Some(hex::encode(self.session_tag_v4(session)));
+        session.unrecorded_sealed = session.unrecorded;
+        session.seal = Some(hex::encode(self.session_tag_v5(session)));
     }
 
     /// Seals `session` again after the front added reads, but only if its seal verified
@@ -47,14 +48,34 @@ impl<S: Store, K: Keys> Front<S, K> {
             have.len() == want.len()
                 && have.iter().zip(want).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0
         };
-        // v4 first (what this version writes); then a record sealed before it.
-        same(self.session_tag_v4(session)) || same(self.session_tag(session))
+        // v5 first (what this version writes): its count of unrecorded outputs may have grown
+        // since (a hook without the key marks one), never shrunk. Then a record sealed before
+        // it, which did not cover the count.
+        (session.unrecorded >= session.unrecorded_sealed && same(self.session_tag_v5(session)))
+            || (session.unrecorded_sealed == 0
+                && (same(self.session_tag_v4(session)) || same(self.session_tag(session))))
+    }
+
+    /// The read set's `v5` seal (`spec/hooks.md` §6): the `v4` message, then the `v5` domain
+    /// and the count of unrecorded outputs the record had when sealed
+    /// ([`Session::unrecorded_sealed`]), so that a record whose count was lowered outside
+    /// memlineage no longer verifies.
+    fn session_tag_v5(&self, session: &Session) -> [u8; 32] {
+        let mut tail = self.session_tail_v4(session);
+        tail.update(b"memlineage/session-seal@v5");
+        tail.update(&session.unrecorded_sealed.to_be_bytes());
+        tail.finish()
     }
 
     /// The read set's `v4` seal (`spec/hooks.md` §6): the reads before the count, so that the
     /// HMAC over the reads already hashed is kept in the session's memo and extended by the
     /// new ones only.
     fn session_tag_v4(&self, session: &Session) -> [u8; 32] {
+        self.session_tail_v4(session).finish()
+    }
+
+    /// The `v4` seal's HMAC stream over its whole message, not yet finished.
+    fn session_tail_v4(&self, session: &Session) -> crate::ledger::SealStream {
         let key = self.ledger.seal_tag(b"memlineage/session-memo-key@v1", b"");
         let mut state = session.memo.state();
         let reads = &session.reads;
@@ -92,7 +113,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         tail.update(&[u8::from(session.started)]);
         tail.update(&session.unseen.map_or([0; 32], |u| u.0));
         state.seal = Some(memo);
-        tail.finish()
+        tail
     }
 
     /// The read set's seal as records written before `v4` have it (`spec/hooks.md` §6): `v3`

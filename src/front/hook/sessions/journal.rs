@@ -80,6 +80,9 @@ struct Delta {
     at: u64,
     reads: Vec<String>,
     unrecorded: u64,
+    /// Absent in a delta written before the `v5` seal: 0.
+    #[serde(default)]
+    unrecorded_sealed: u64,
     context: Option<String>,
     covered: u64,
     seen: u64,
@@ -146,6 +149,7 @@ pub fn delta(old: &Session, new: &Session) -> Result<Option<Vec<u8>>, serde_json
         at: at as u64,
         reads: new.reads[at..].iter().map(EntryId::to_string).collect(),
         unrecorded: new.unrecorded,
+        unrecorded_sealed: new.unrecorded_sealed,
         context: hex(&new.context),
         covered: new.covered,
         seen: new.seen,
@@ -186,6 +190,7 @@ fn apply(record: &mut Session, text: &[u8], line: u64) -> Result<(), JournalErro
     // A record freshly parsed has no memo yet: extending its reads directly keeps it exact.
     record.reads.extend(ids);
     record.unrecorded = d.unrecorded;
+    record.unrecorded_sealed = d.unrecorded_sealed;
     record.context = d.context.as_deref().map(id).transpose()?;
     record.covered = d.covered;
     record.seen = d.seen;

@@ -391,3 +391,26 @@ fn a_cut_back_to_what_was_read_and_regrown_from_the_ledger_is_the_same_record() 
     assert!(!kept.is_allow(), "kept: {kept:?}");
     assert_eq!(format!("{kept:?}"), format!("{walked:?}"));
 }
+
+/// Finding 4 (older than the memo: the front's index of texts has never been tied to the
+/// ledger): texts verified against a ledger that was replaced under the front (`Front::ledger`)
+/// still decide what a value's sources are. The reads are not in the new ledger, so a fresh
+/// front cannot verify their texts and refuses (each is a source of every value, an unknown
+/// entry); the kept front still searches the old texts, finds no source, and only asks.
+#[test]
+fn texts_verified_against_a_replaced_ledger_do_not_decide_sources() {
+    let (fx, mut f) = fixture();
+    let mut s = Session::new("swap-texts");
+    f.record_prompt(&mut s, "tidy my notes").expect("prompt");
+    f.record_prompt(&mut s, "and the readme").expect("prompt");
+    assert!(verdict(&mut f, &s, "Bash", &composed_call()).is_allow());
+    let other = fx.path.with_file_name("other.db");
+    *f.ledger() = ledger(&other, true);
+    let kept = verdict(&mut f, &s, "Bash", &composed_call());
+    let mut g = front_on(ledger(&other, false), &fx.project);
+    let t = afresh_sealed(&g, &s);
+    let fresh = verdict(&mut g, &t, "Bash", &composed_call());
+    eprintln!("kept {kept:?}\nfresh {fresh:?}");
+    assert!(matches!(fresh, Verdict::Deny(_)), "fresh: {fresh:?}");
+    assert_eq!(format!("{kept:?}"), format!("{fresh:?}"));
+}

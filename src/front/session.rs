@@ -218,7 +218,9 @@ impl Session {
     pub fn read(&mut self, id: EntryId) {
         let mut state = self.memo.state();
         let p = positions(&mut state, &self.reads);
-        if !p.at.contains_key(&id) {
+        // A place the record no longer holds `id` at (reads rewritten under the memo) is not
+        // taken for a read: the id is read again (a repeat only costs the positioned walk).
+        if p.at.get(&id).and_then(|i| self.reads.get(*i)) != Some(&id) {
             self.reads.push(id);
             p.extend(&self.reads);
         }
@@ -230,10 +232,13 @@ impl Session {
     }
 
     /// Where `id` stands in the read set (its first place). Amortised O(1), as
-    /// [`Session::read`].
+    /// [`Session::read`]. Never a place `reads` does not hold `id` at: a memo that no longer
+    /// describes the record (rewritten other than by appending) may answer `None` for a read,
+    /// never a place for an id that is not one.
     pub fn position(&self, id: &EntryId) -> Option<usize> {
         let mut state = self.memo.state();
-        positions(&mut state, &self.reads).at.get(id).copied()
+        let at = positions(&mut state, &self.reads).at.get(id).copied();
+        at.filter(|i| self.reads.get(*i) == Some(id))
     }
 
     /// How many of the first reads hold a haystack in the index `instance`, as recorded by

@@ -85,6 +85,8 @@ pub struct Ledger<S: Store> {
     /// The rows-chain check this handle's writes wait for ([`Ledger::hold_writes`]); `None`
     /// when none is held (none asked for, or it passed).
     rows_hold: Option<RowsCheck>,
+    /// This handle among every handle of the process ([`Ledger::instance`]).
+    instance: u64,
 }
 
 /// Most entry ids [`Ledger::get`] remembers as verified (32 MiB of ids and more of set).
@@ -183,6 +185,10 @@ impl<S: Store> Ledger<S> {
             warm: Default::default(),
             origin: Default::default(),
             rows_hold: None,
+            instance: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         };
         ledger.load_index()?;
         Ok(ledger)
@@ -385,6 +391,14 @@ impl<S: Store> Ledger<S> {
             Ok(m) => m.map(|m| m.label),
             Err(_) => Some(Label::External),
         }
+    }
+
+    /// A number no other handle of this process has: what the fronts keep judgements of a
+    /// session under, beside the store's content epoch (`spec/hooks.md` §4.7), so that a
+    /// judgement this handle settled is never used by another (a ledger replaced under a front,
+    /// or reopened: a fresh connection's `PRAGMA data_version` repeats the old one's).
+    pub(crate) fn instance(&self) -> u64 {
+        self.instance
     }
 
     /// The label of `id` as this handle already verified it, without reading the store: a

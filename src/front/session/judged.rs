@@ -21,8 +21,9 @@ use crate::store::Store;
 /// The judgements of one session's reads by one front ([`Session::with_judged`]).
 #[derive(Clone, Default)]
 pub(in crate::front) struct Judged {
-    /// The front (its index's instance) and the content epoch they were made under.
-    under: Option<(u64, u64)>,
+    /// The front (its index's instance) and the ledger handle ([`crate::Ledger`]'s instance)
+    /// and content epoch they were made under.
+    under: Option<(u64, (u64, u64))>,
     /// The untrusted reads of `reads[..labels.n]`.
     labels: Option<(Prefix, Untrusted)>,
     /// `reads[..n]` are all trusted or the user's own secrets, for the project named.
@@ -43,9 +44,9 @@ struct Untrusted {
 }
 
 impl Judged {
-    /// The judgements for front `owner` under content epoch `epoch`: emptied when either
-    /// changed (or the epoch is unknown).
-    fn under(&mut self, owner: u64, epoch: Option<u64>) {
+    /// The judgements for front `owner` under `epoch` (ledger handle, content epoch): emptied
+    /// when either changed (or the epoch is unknown).
+    fn under(&mut self, owner: u64, epoch: Option<(u64, u64)>) {
         let now = epoch.map(|e| (owner, e));
         if self.under != now || now.is_none() {
             *self = Judged {
@@ -57,9 +58,12 @@ impl Judged {
 }
 
 impl<S: Store, K: Keys> Front<S, K> {
-    /// The content epoch the judgements of this call are kept under.
-    fn judged_epoch(&self) -> Option<u64> {
-        self.ledger.store().content_epoch().ok().flatten()
+    /// The ledger handle and the content epoch the judgements of this call are kept under: a
+    /// judgement one handle settled is not another's (a ledger replaced under the front, or
+    /// reopened, whose fresh connection reports the epoch the old one had).
+    fn judged_epoch(&self) -> Option<(u64, u64)> {
+        let epoch = self.ledger.store().content_epoch().ok().flatten()?;
+        Some((self.ledger.instance(), epoch))
     }
 
     /// The session's reads labelled worse than Derived-Trusted or not labelled by this handle

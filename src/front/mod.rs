@@ -99,6 +99,9 @@ pub struct Front<S: Store, K: Keys> {
     /// What [`Front::is_statement`] read of verified entries (writer key, kind, context
     /// hash: fixed by the signed bytes), under the store's content epoch.
     facts: sources::EntryFacts,
+    /// The ledger handle ([`Ledger::instance`]) the texts, secrecy judgements and facts above
+    /// were verified against ([`Front::verified_here`]).
+    verified_under: u64,
 }
 
 /// What [`Front::screen`] makes of a call before any lineage is looked at.
@@ -129,7 +132,9 @@ impl<S: Store, K: Keys> Front<S, K> {
             &policy.sinks,
             home.as_deref(),
         ));
+        let verified_under = ledger.instance();
         Front {
+            verified_under,
             ledger,
             policy,
             keys,
@@ -555,6 +560,29 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// bare `<name>` if the policy names that, else `tool`.
     pub fn policy_name<'t>(&self, tool: &'t str) -> &'t str {
         tools::policy_name(&self.policy, tool)
+    }
+
+    /// Drops what this front verified against another ledger handle than the one it holds
+    /// now (a ledger replaced through [`Front::ledger`]): the texts of its index, the secrecy
+    /// rule's judgements, the statement facts and the newest reader, so that nothing verified
+    /// against one ledger decides against another. Called before the index is read or added
+    /// to; O(1) when the handle is the same.
+    pub(crate) fn verified_here(&mut self) {
+        let now = self.ledger.instance();
+        if self.verified_under != now {
+            self.haystacks = matching::ReadIndex::new();
+            self.secret_nodes.clear();
+            self.facts = sources::EntryFacts::default();
+            self.newest = None;
+            self.verified_under = now;
+        }
+    }
+
+    /// The index of the texts this front has read, for adding to ([`Front::verified_here`]
+    /// first).
+    pub(crate) fn index_mut(&mut self) -> &mut matching::ReadIndex {
+        self.verified_here();
+        &mut self.haystacks
     }
 }
 

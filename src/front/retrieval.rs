@@ -55,7 +55,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                         left -= size;
                         session.read(r.id);
                         if let Some(t) = &r.text {
-                            self.haystacks.insert(r.id, haystack_of(&r.writer, t));
+                            self.index_mut().insert(r.id, haystack_of(&r.writer, t));
                         }
                     }
                     fits
@@ -129,7 +129,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             if let Outcome::Verified(r) = o {
                 session.read(r.id);
                 if let Some(t) = &r.text {
-                    self.haystacks.insert(r.id, haystack_of(&r.writer, t));
+                    self.index_mut().insert(r.id, haystack_of(&r.writer, t));
                 }
             }
         }

@@ -236,6 +236,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// immutable); `None` when it cannot be verified (then it is never remembered).
     fn secret_node(&mut self, id: &EntryId) -> Option<&SecretNode> {
         use crate::gate::OriginView;
+        self.verified_here();
         if self.secret_nodes_cwd != self.project {
             self.secret_nodes.clear();
             self.secret_nodes_cwd = self.project.clone();

@@ -556,6 +556,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// the handle believes at its index, may be any session's: the answer is then
     /// [`NewestReader::Unknown`] until a newer prompt or tool output verifies (fail closed).
     pub fn newest_reader(&mut self) -> NewestReader {
+        self.verified_here();
         let len = self.ledger.len();
         let found = match self.newest {
             Some((scanned, known)) if scanned <= len => (scanned..len)

@@ -168,7 +168,14 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// bytes; an entry removed from the store since is verified again, and refused, after the
     /// epoch moves). `None` when it does not verify.
     fn entry_facts(&self, id: &EntryId) -> Option<Facts> {
-        let epoch = self.ledger.store().content_epoch().ok().flatten();
+        // Under this handle too: facts verified against a ledger since replaced are not used.
+        let epoch = self
+            .ledger
+            .store()
+            .content_epoch()
+            .ok()
+            .flatten()
+            .map(|e| (self.ledger.instance(), e));
         if let Some(f) = self.facts.get(epoch, id) {
             return Some(f);
         }
@@ -202,6 +209,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// front's index ([`Session::all_indexed`]; the index never drops a haystack), and records
     /// them all once each holds one.
     pub(super) fn load_haystacks(&mut self, session: &Session) -> Result<(), FrontError> {
+        self.verified_here();
         let instance = self.haystacks.instance();
         let from = session.indexed_upto(instance).min(session.reads.len());
         let missing: Vec<EntryId> = session.reads[from..]
@@ -225,7 +233,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                     Some(_) if self.is_unseen_marker(&id) => Haystack::unknown(),
                     Some(t) => Haystack::new(&t),
                 };
-                all &= self.haystacks.insert(id, h);
+                all &= self.index_mut().insert(id, h);
             }
         }
         // Every read holds one unless the index was full (or retrieval left one out).
@@ -247,13 +255,14 @@ pub(super) struct Facts {
 /// Most entries whose [`Facts`] a front keeps (dropped all at once when full).
 const MAX_FACTS: usize = 1 << 16;
 
-/// The [`Facts`] a front keeps, under one content epoch; nothing under an unknown one. A
+/// The [`Facts`] a front keeps, under one ledger handle and content epoch; nothing under an
+/// unknown epoch. A
 /// poisoned lock only means keeping nothing.
 #[derive(Default)]
-pub(super) struct EntryFacts(std::sync::Mutex<(Option<u64>, HashMap<EntryId, Facts>)>);
+pub(super) struct EntryFacts(std::sync::Mutex<(Option<(u64, u64)>, HashMap<EntryId, Facts>)>);
 
 impl EntryFacts {
-    fn get(&self, epoch: Option<u64>, id: &EntryId) -> Option<Facts> {
+    fn get(&self, epoch: Option<(u64, u64)>, id: &EntryId) -> Option<Facts> {
         let m = self.0.lock().ok()?;
         match m.0 == epoch && epoch.is_some() {
             true => m.1.get(id).copied(),
@@ -261,7 +270,7 @@ impl EntryFacts {
         }
     }
 
-    fn keep(&self, epoch: Option<u64>, id: EntryId, f: Facts) {
+    fn keep(&self, epoch: Option<(u64, u64)>, id: EntryId, f: Facts) {
         let Ok(mut m) = self.0.lock() else {
             return;
         };

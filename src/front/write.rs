@@ -155,7 +155,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
         };
         for (a, s) in out.iter().zip(&specs) {
-            self.haystacks
+            self.index_mut()
                 .insert(a.id, super::haystack_of(&s.name, &s.text));
         }
         if fresh {

@@ -83,7 +83,7 @@ pub fn run() -> Result<Vec<String>, Box<dyn std::error::Error>> {
         transcript.push(format!("called {tool}"));
     }
     // The context for the next model turn: verified entries with their labels.
-    let reads = session.reads.clone();
+    let reads = session.reads().to_vec();
     for outcome in front.retrieve(&mut session, &reads)? {
         if let Outcome::Verified(r) = outcome {
             transcript.push(r.render().lines().next().unwrap_or_default().to_string());

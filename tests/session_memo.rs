@@ -142,7 +142,7 @@ fn afresh(s: &Session) -> Session {
 }
 
 fn apply(f: &mut F, s: &mut Session, op: &Op, path: &Path, project: &Path) -> bool {
-    let pick = |i: usize| (!s.reads.is_empty()).then(|| s.reads[i % s.reads.len()]);
+    let pick = |i: usize| (!s.reads().is_empty()).then(|| s.reads()[i % s.reads().len()]);
     match op {
         Op::Prompt(t) => {
             f.record_prompt(s, TEXTS[*t]).expect("prompt");

@@ -131,12 +131,12 @@ fn reads_cut_and_read_again_to_the_same_count_and_last_read_are_judged_again() {
     let page = external_page(&mut f, "the meeting moved to Thursday");
     assert!(verdict(&mut f, &s, "Bash", &composed_call()).is_allow());
     // The edit: cut to the first read, read the page, read the last prompt again.
-    let last = *s.reads.last().expect("reads");
-    s.reads.truncate(1);
+    let last = *s.reads().last().expect("reads");
+    s.truncate_reads(1);
     s.read(page);
     s.read(last);
     f.seal_session(&mut s);
-    assert_eq!(s.reads.len(), 3);
+    assert_eq!(s.reads().len(), 3);
     // Kept first: a front opened afresh on the file may write (and move this one's epoch).
     let kept = verdict(&mut f, &s, "Bash", &composed_call());
     let fresh = fresh_verdict(&fx, &s, "Bash", &composed_call());
@@ -167,8 +167,8 @@ fn a_read_put_back_after_a_cut_is_searched_for_the_values_it_holds() {
     let pay = json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000});
     let before = verdict(&mut f, &s, "send_money", &pay);
     eprintln!("before {before:?}");
-    let last = *s.reads.last().expect("reads");
-    s.reads.truncate(1);
+    let last = *s.reads().last().expect("reads");
+    s.truncate_reads(1);
     s.read(page);
     s.read(last);
     f.seal_session(&mut s);
@@ -225,7 +225,7 @@ fn judgements_do_not_outlive_the_handle_that_settled_them() {
     f.record_prompt(&mut s, "thanks").expect("prompt");
     assert!(verdict(&mut f, &s, "Bash", &composed_call()).is_allow());
     let before = f.ledger().store().content_epoch().expect("epoch");
-    let victim = s.reads[1];
+    let victim = s.reads()[1];
     let index = f.ledger().index_of(&victim).expect("index");
     let db = rusqlite::Connection::open(&fx.path).expect("sql");
     db.execute(
@@ -269,12 +269,12 @@ fn a_declared_parent_the_session_no_longer_reads_stays_in_the_memorys_lineage() 
             .expect("prompt")
     };
     assert!(s.has_read(&page));
-    let last = *s.reads.last().expect("reads");
-    s.reads.truncate(1);
-    s.reads.push(other.id);
-    s.reads.push(last);
+    let last = *s.reads().last().expect("reads");
+    s.truncate_reads(1);
+    s.read(other.id);
+    s.read(last);
     f.seal_session(&mut s);
-    assert!(!s.reads.contains(&page));
+    assert!(!s.reads().contains(&page));
     let mut t = afresh_sealed(&f, &s);
     let declared = || vec![memlineage::record::Parent::full(page)];
     let kept = f
@@ -295,7 +295,7 @@ fn a_declared_parent_the_session_no_longer_reads_stays_in_the_memorys_lineage() 
         .expect("memory");
     eprintln!("kept {:?} fresh {:?}", kept.label, fresh.label);
     assert_eq!(kept.label, fresh.label);
-    assert_eq!(s.has_read(&page), s.reads.contains(&page));
+    assert_eq!(s.has_read(&page), s.reads().contains(&page));
 }
 
 /// Held: a statement of the user that authorised a payee, tombstoned by this front after a
@@ -363,23 +363,23 @@ fn a_cut_back_to_what_was_read_and_regrown_from_the_ledger_is_the_same_record() 
     let mut all = Session::new("");
     let grow = |f: &mut F, all: &mut Session| {
         let l = f.ledger();
-        while (all.reads.len() as u64) < l.len() {
-            let e = l.get_by_index(all.reads.len() as u64).expect("entry");
-            all.reads.push(e.id());
+        while (all.reads().len() as u64) < l.len() {
+            let e = l.get_by_index(all.reads().len() as u64).expect("entry");
+            all.read(e.id());
         }
     };
     let mut s = Session::new("mcp");
     f.record_prompt(&mut s, "tidy my notes").expect("prompt");
     grow(&mut f, &mut all);
     f.seal_session(&mut all);
-    let before = all.reads.len();
+    let before = all.reads().len();
     // A call appends a memory and reads it, then is decided on.
     let m = f
         .remember(&mut all, memlineage::record::Kind::Summary, "noted", vec![])
         .expect("memory");
-    assert!(all.reads.contains(&m.id));
+    assert!(all.reads().contains(&m.id));
     let _ = verdict(&mut f, &all, "Bash", &composed_call());
-    all.reads.truncate(before);
+    all.truncate_reads(before);
     // Another process appends a page; the next call grows the set from the ledger.
     external_page(&mut f, "the meeting moved to Thursday");
     grow(&mut f, &mut all);

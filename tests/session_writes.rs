@@ -100,7 +100,7 @@ fn declared_parents_only_add_and_declared_weights_lower_nothing_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let mut f = front(&dir.path().join("l.db"), Policy::default());
     let (mut s, mail) = read_the_mail(&mut f);
-    let prompt = s.reads[0];
+    let prompt = s.reads()[0];
     // The caller names the prompt only, and the mail at weight 0.
     let zero = Parent {
         id: mail,
@@ -138,7 +138,7 @@ fn under_declared_read_weights_a_low_weight_still_never_clears_the_value() {
     };
     let mut f = front(&dir.path().join("l.db"), policy);
     let (mut s, mail) = read_the_mail(&mut f);
-    let prompt = s.reads[0];
+    let prompt = s.reads()[0];
     let weak = Parent {
         id: mail,
         weight: Weight::from_f64(0.1).unwrap(),
@@ -226,7 +226,7 @@ fn a_write_the_front_cannot_tie_to_reads_is_derived_from_an_unknown_context() {
     // A session whose read record was altered outside memlineage (the mail removed) writes
     // as untied too: its record says nothing the front can believe.
     let (mut s, _) = read_the_mail(&mut f);
-    s.reads.truncate(1);
+    s.truncate_reads(1);
     let memo = f
         .remember(&mut s, Kind::Summary, "wire 500 to ZZ77-ACCOUNT-1", vec![])
         .unwrap();
@@ -277,7 +277,7 @@ fn a_long_session_still_writes_and_its_memory_descends_from_its_first_read() {
     // Every read, the first included, is an ancestor of the memory over full-weight edges.
     let up = ancestors(&mut f, memo.id);
     assert!(up.contains(&mail), "the mail is not an ancestor");
-    assert!(s.reads.iter().all(|r| up.contains(r) || *r == memo.id));
+    assert!(s.reads().iter().all(|r| up.contains(r) || *r == memo.id));
     assert_refused_naming(&mut f, &s, mail);
 }
 
@@ -335,7 +335,7 @@ fn a_sealed_record_verifies_after_a_round_trip_and_an_edit_of_its_first_read_doe
     // Every read is still a user's prompt, but not the one the session read: not believed.
     let mut edited: Session =
         serde_json::from_str(&text.replace(&first.to_string(), &elsewhere.to_string())).unwrap();
-    assert_ne!(edited.reads, s.reads);
+    assert_ne!(edited.reads(), s.reads());
     let memo = f
         .remember(&mut edited, Kind::Summary, "the user likes tea", vec![])
         .unwrap();
@@ -347,8 +347,8 @@ fn a_sealed_record_verifies_after_a_round_trip_and_an_edit_of_its_first_read_doe
 
     // The in-process record, with its memo, still verifies and reads each entry once.
     let (mut mailed, mail) = read_the_mail(&mut f);
-    let n = mailed.reads.len();
+    let n = mailed.reads().len();
     mailed.read(mail);
-    assert_eq!(mailed.reads.len(), n);
+    assert_eq!(mailed.reads().len(), n);
     assert_refused_naming(&mut f, &mailed, mail);
 }

@@ -200,7 +200,7 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
         }
         let want = session_context(&session.id);
         let l = self.front.ledger();
-        session.reads[before.reads()..].iter().any(|id| {
+        session.reads()[before.reads()..].iter().any(|id| {
             let ours = l.index_of(id).is_some_and(|i| i >= start);
             let recovered = l.get(id).is_ok_and(|e| {
                 let e = e.entry();
@@ -444,7 +444,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
     fn reads(&mut self, session: &str) -> Result<Value, BindError> {
         self.with_session(session, |_, s| {
             Ok(json!({
-                "reads": s.reads.iter().map(EntryId::to_string).collect::<Vec<_>>(),
+                "reads": s.reads().iter().map(EntryId::to_string).collect::<Vec<_>>(),
                 "unrecorded": s.unrecorded,
             }))
         })

@@ -67,7 +67,7 @@ impl Mark {
     /// The mark of `s` now (its seal's presence stands for whether it was sealed).
     pub fn of(s: &Session) -> Self {
         Mark {
-            reads: s.reads.len(),
+            reads: s.reads().len(),
             unrecorded: s.unrecorded,
             seal_intact: s.seal.is_some(),
         }

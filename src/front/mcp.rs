@@ -179,12 +179,12 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                 let elsewhere = 0;
                 // A read set whose seal does not verify (altered outside memlineage) is refused
                 // by the gate; it must not be sealed again by a save of ours.
-                let sealed = session.reads.is_empty() || {
+                let sealed = session.reads().is_empty() || {
                     let mut resealed = session.clone();
                     st.front.seal_session(&mut resealed);
                     resealed.seal == session.seal
                 };
-                let before = session.reads.len();
+                let before = session.reads().len();
                 let intact = broken.is_none() && sealed;
                 // The hooks may have moved on to another session (`/clear`): then the agent's
                 // context is not this session's reads.
@@ -208,7 +208,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                     },
                 )?;
                 // A damaged or altered session file is left for the hooks to refuse on.
-                if intact && session.reads.len() != before {
+                if intact && session.reads().len() != before {
                     sessions.save(&session).map_err(msg)?;
                 }
                 Ok(out)
@@ -216,10 +216,18 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             ReadSet::Ledger { sessions_dir } => {
                 let l = st.front.ledger();
                 let mut unreadable = None;
-                while (st.all.reads.len() as u64) < l.len() {
-                    let next = st.all.reads.len() as u64;
+                while (st.all.reads().len() as u64) < l.len() {
+                    let next = st.all.reads().len() as u64;
                     match l.get_by_index(next) {
-                        Ok(e) => st.all.reads.push(e.id()),
+                        Ok(e) => {
+                            // One id per index, as the count above reads them (a repeat is
+                            // kept rather than dropped: the loop must advance).
+                            let had = st.all.reads().len();
+                            st.all.read(e.id());
+                            if st.all.reads().len() == had {
+                                st.all.extend_reads([e.id()]);
+                            }
+                        }
                         Err(e) => {
                             // Tried again at the next call.
                             unreadable = Some(format!(
@@ -235,7 +243,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                     Some(dir) => unrecorded_everywhere(dir),
                     None => (0, None),
                 };
-                let before = st.all.reads.len();
+                let before = st.all.reads().len();
                 let out = f(
                     &mut st.front,
                     Reads {
@@ -247,7 +255,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                     },
                 );
                 // What a tool wrote joins the list from the ledger, in log order, next call.
-                st.all.reads.truncate(before);
+                st.all.truncate_reads(before);
                 out
             }
         }

@@ -275,7 +275,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     fn secret_reads(&mut self, session: &Session, all: bool) -> Vec<SecretRead> {
         let project = self.project.clone();
         let mut walk = self.kept_secret_walk(session, &project).unwrap_or_default();
-        let reads = &session.reads;
+        let reads = &session.reads();
         for &r in &reads[walk.n.min(reads.len())..] {
             if !all && !walk.found.is_empty() {
                 break;

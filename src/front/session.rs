@@ -22,9 +22,11 @@ pub struct Session {
     /// session carry `H(id)` as their context hash (`spec/record.md` field 5).
     #[serde(default)]
     pub id: String,
-    /// Entries whose text the session has seen.
+    /// Entries whose text the session has seen, in the order read ([`Session::reads`]).
+    /// Private: the memo describes them, so they change only through [`Session::read`] (one
+    /// more), [`Session::truncate_reads`] and [`Session::set_reads`] (which reset the memo).
     #[serde(default, with = "hex_ids")]
-    pub reads: Vec<EntryId>,
+    reads: Vec<EntryId>,
     /// Tool outputs the session saw that could not be recorded: while non-zero, sensitive
     /// calls are refused (their arguments may come from text the ledger does not know).
     #[serde(default)]
@@ -77,10 +79,11 @@ pub struct Session {
 /// (`spec/hooks.md` §6), how many reads a front's index of texts holds, and what a front judged
 /// of the reads so far (§4.7), so that a long session's next read, seal or decision costs what
 /// its new reads cost, not what all of them do. Never serialized: a record loaded from storage
-/// starts without it and is walked in full once. Each part is trusted as in-process state only
-/// while it still matches the record (the count of reads, and the last one it saw); code that
-/// rewrites `reads` in place other than by appending or truncating must reset it. Equal to
-/// every other memo, so it never makes two records differ.
+/// starts without it and is walked in full once. The reads change only through
+/// [`Session::read`] (one more, which the memo follows) and [`Session::truncate_reads`],
+/// [`Session::set_reads`] and `extend_reads` (which reset it), so the memo always describes
+/// them; each part also checks the count of reads and the last one it saw. Equal to every
+/// other memo, so it never makes two records differ.
 #[derive(Default)]
 pub struct SessionMemo(std::sync::Mutex<MemoState>);
 
@@ -211,6 +214,35 @@ impl Session {
             id: id.to_string(),
             ..Session::default()
         }
+    }
+
+    /// The entries whose text the session has seen, in the order read.
+    pub fn reads(&self) -> &[EntryId] {
+        &self.reads
+    }
+
+    /// Keeps the first `len` reads only, and forgets what the memo knew (a read put back
+    /// later is judged again, whatever the count and last read then are).
+    pub fn truncate_reads(&mut self, len: usize) {
+        if len < self.reads.len() {
+            self.reads.truncate(len);
+            self.memo = SessionMemo::default();
+        }
+    }
+
+    /// Replaces the reads by `reads` as given (repeats kept), and forgets what the memo knew.
+    /// For records built or edited by hand (tests, tools); a front adds reads with
+    /// [`Session::read`].
+    pub fn set_reads(&mut self, reads: Vec<EntryId>) {
+        self.reads = reads;
+        self.memo = SessionMemo::default();
+    }
+
+    /// Appends `ids` as given (repeats kept), and forgets what the memo knew: for a record
+    /// being parsed (`spec/hooks.md` §6.3), which has no memo yet.
+    pub(crate) fn extend_reads(&mut self, ids: impl IntoIterator<Item = EntryId>) {
+        self.reads.extend(ids);
+        self.memo = SessionMemo::default();
     }
 
     /// Adds `id` to the read set (once). Amortised O(1): where each read stands is kept in

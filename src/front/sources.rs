@@ -197,7 +197,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     pub fn has_unverifiable_reads(&mut self, session: &Session) -> Result<bool, FrontError> {
         self.load_haystacks(session)?;
         Ok(session
-            .reads
+            .reads()
             .iter()
             .any(|id| self.haystacks.get(id).is_none_or(Haystack::is_unverifiable)))
     }
@@ -211,8 +211,8 @@ impl<S: Store, K: Keys> Front<S, K> {
     pub(super) fn load_haystacks(&mut self, session: &Session) -> Result<(), FrontError> {
         self.verified_here();
         let instance = self.haystacks.instance();
-        let from = session.indexed_upto(instance).min(session.reads.len());
-        let missing: Vec<EntryId> = session.reads[from..]
+        let from = session.indexed_upto(instance).min(session.reads().len());
+        let missing: Vec<EntryId> = session.reads()[from..]
             .iter()
             .filter(|id| !self.haystacks.contains_key(id))
             .copied()
@@ -259,10 +259,14 @@ const MAX_FACTS: usize = 1 << 16;
 /// unknown epoch. A
 /// poisoned lock only means keeping nothing.
 #[derive(Default)]
-pub(super) struct EntryFacts(std::sync::Mutex<(Option<(u64, u64)>, HashMap<EntryId, Facts>)>);
+pub(super) struct EntryFacts(std::sync::Mutex<(Option<FactsKey>, HashMap<EntryId, Facts>)>);
+
+/// The ledger handle ([`crate::Ledger::instance`]) and content epoch [`EntryFacts`] are kept
+/// under.
+type FactsKey = (u64, u64);
 
 impl EntryFacts {
-    fn get(&self, epoch: Option<(u64, u64)>, id: &EntryId) -> Option<Facts> {
+    fn get(&self, epoch: Option<FactsKey>, id: &EntryId) -> Option<Facts> {
         let m = self.0.lock().ok()?;
         match m.0 == epoch && epoch.is_some() {
             true => m.1.get(id).copied(),
@@ -270,7 +274,7 @@ impl EntryFacts {
         }
     }
 
-    fn keep(&self, epoch: Option<(u64, u64)>, id: EntryId, f: Facts) {
+    fn keep(&self, epoch: Option<FactsKey>, id: EntryId, f: Facts) {
         let Ok(mut m) = self.0.lock() else {
             return;
         };

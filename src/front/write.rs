@@ -276,7 +276,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                     .push(Spec::new(&agent, Role::Agent, Kind::Context, "").with_parents(parents));
                 context = Some(Ref::Batch(lineage.before.len() - 1));
             }
-            lineage.folded = Some((lineage.before.len() - 1, session.reads.len() as u64));
+            lineage.folded = Some((lineage.before.len() - 1, session.reads().len() as u64));
             pending.clear();
         }
         let lower = self.policy.read_weights == ReadWeights::Declared;

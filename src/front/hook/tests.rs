@@ -186,7 +186,7 @@ fn front_refuses_kinds_the_agent_may_not_write() {
         err.to_string(),
         "kind `prompt` cannot be written by the agent through the front"
     );
-    assert!(s.reads.is_empty());
+    assert!(s.reads().is_empty());
 }
 
 fn ev(v: Value) -> Vec<u8> {
@@ -274,7 +274,10 @@ fn a_session_not_seen_from_its_start_is_an_unknown_context() {
     for (id, first, event) in firsts {
         assert!(h(&mut f, &mut s, event, &first).allows(), "{id}");
         let unseen = s.0[id].unseen.expect(id);
-        assert!(s.0[id].reads.contains(&unseen) && !s.0[id].started, "{id}");
+        assert!(
+            s.0[id].reads().contains(&unseen) && !s.0[id].started,
+            "{id}"
+        );
         assert!(h(
             &mut f,
             &mut s,

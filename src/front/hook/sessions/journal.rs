@@ -139,15 +139,15 @@ pub fn whole(record: &Session) -> Result<Vec<u8>, serde_json::Error> {
 /// # Errors
 /// What `serde_json` reports (nothing in practice).
 pub fn delta(old: &Session, new: &Session) -> Result<Option<Vec<u8>>, serde_json::Error> {
-    let at = old.reads.len();
-    if old.id != new.id || new.reads.get(..at) != Some(&old.reads[..]) {
+    let at = old.reads().len();
+    if old.id != new.id || new.reads().get(..at) != Some(old.reads()) {
         return Ok(None);
     }
     let hex = |id: &Option<EntryId>| id.as_ref().map(EntryId::to_string);
     let d = Delta {
         delta: DELTA_VERSION,
         at: at as u64,
-        reads: new.reads[at..].iter().map(EntryId::to_string).collect(),
+        reads: new.reads()[at..].iter().map(EntryId::to_string).collect(),
         unrecorded: new.unrecorded,
         unrecorded_sealed: new.unrecorded_sealed,
         context: hex(&new.context),
@@ -168,7 +168,7 @@ fn apply(record: &mut Session, text: &[u8], line: u64) -> Result<(), JournalErro
     if d.delta != DELTA_VERSION {
         return Err(JournalError::Version { line, got: d.delta });
     }
-    let want = record.reads.len() as u64;
+    let want = record.reads().len() as u64;
     if d.at != want {
         return Err(JournalError::Misplaced {
             line,
@@ -188,7 +188,7 @@ fn apply(record: &mut Session, text: &[u8], line: u64) -> Result<(), JournalErro
         .map(|h| id(h))
         .collect::<Result<Vec<_>, _>>()?;
     // A record freshly parsed has no memo yet: extending its reads directly keeps it exact.
-    record.reads.extend(ids);
+    record.extend_reads(ids);
     record.unrecorded = d.unrecorded;
     record.unrecorded_sealed = d.unrecorded_sealed;
     record.context = d.context.as_deref().map(id).transpose()?;

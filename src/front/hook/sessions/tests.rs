@@ -69,7 +69,7 @@ fn apply(op: &Op, s: &mut Session, dir: &Path, next: &mut u32) {
         Op::Fold => {
             *next += 1;
             s.context = Some(id(*next, 2));
-            s.covered = s.reads.len() as u64;
+            s.covered = s.reads().len() as u64;
         }
         Op::Unrecorded => s.unrecorded += 1,
         Op::Scalars(x) => {
@@ -80,7 +80,7 @@ fn apply(op: &Op, s: &mut Session, dir: &Path, next: &mut u32) {
         }
         Op::Rewrite => {
             let mut fresh = Session::new(&s.id);
-            fresh.reads = s.reads.iter().rev().copied().collect();
+            fresh.set_reads(s.reads().iter().rev().copied().collect());
             fresh.unrecorded = s.unrecorded;
             fresh.context = s.context;
             fresh.covered = s.covered;
@@ -154,7 +154,9 @@ fn a_save_that_adds_reads_appends_one_line() {
     assert!(!delta.contains(&id(1, 1).to_string()), "{delta}");
     assert!(delta.starts_with(r#"{"delta":1,"at":1,"#), "{delta}");
     // Not an extension: rewritten.
-    s.reads.swap(0, 1);
+    let mut swapped = s.reads().to_vec();
+    swapped.swap(0, 1);
+    s.set_reads(swapped);
     fs.save(&s).unwrap();
     assert_eq!(lines(&fs, "a").len(), 1);
     assert_eq!(parsed(&fs, "a"), s);

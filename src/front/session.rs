@@ -338,6 +338,10 @@ impl Session {
     }
 }
 
+/// How many entries [`Front::load_session`] may catch a session up by before it saves the
+/// caught-up record back.
+pub const SAVE_AFTER_CATCH_UP: u64 = 64;
+
 /// Whose prompt or tool output the ledger recorded last ([`Front::newest_reader`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -396,13 +400,23 @@ impl<S: Store, K: Keys> Front<S, K> {
     ///
     /// # Errors
     /// [`FrontError::Session`] when the record cannot be read (or was pruned); ledger errors.
+    ///
+    /// When catching up took in more than [`SAVE_AFTER_CATCH_UP`] entries or added reads, the
+    /// caught-up record is saved back (an error there is ignored: the ledger stays the source
+    /// and the next load catches up again), so that a session that only asks (PreToolUse
+    /// calls, which save nothing) does not read the same entries again at every call while
+    /// other sessions write.
     pub fn load_session(
         &mut self,
         sessions: &mut dyn hook::Sessions,
         id: &str,
     ) -> Result<Session, FrontError> {
         let mut s = sessions.load(id)?;
+        let (seen, reads) = (s.seen, s.reads.len());
         self.catch_up(&mut s)?;
+        if s.seen.saturating_sub(seen) > SAVE_AFTER_CATCH_UP || s.reads.len() != reads {
+            let _ = sessions.save(&s);
+        }
         Ok(s)
     }
 

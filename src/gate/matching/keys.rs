@@ -44,6 +44,9 @@ pub(crate) enum Space {
     Field = 7,
     /// Two words of the haystack's [`super::Words`] one right after the other ([`pair_key`]).
     Pair = 8,
+    /// Two maximal runs of ASCII digits of one of the haystack's strings with exactly one
+    /// character between them, as written (`0.01`, `5,000`: [`digit_pairs`]).
+    DigitPair = 9,
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -98,6 +101,36 @@ fn digit_runs(s: &str) -> impl Iterator<Item = &str> {
         .filter(|r| !r.is_empty())
 }
 
+/// Each two consecutive maximal runs of ASCII digits of `s` with exactly one character between
+/// them, as the slice of `s` from the first run's start to the second's end (`"in 0.010s"` →
+/// `0.010`; `"1,234,567"` → `1,234` and `234,567`).
+pub(crate) fn digit_pairs(s: &str) -> impl Iterator<Item = &str> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut start: Option<usize> = None;
+    for (i, c) in s.char_indices() {
+        match (c.is_ascii_digit(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(b)) => {
+                runs.push((b, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(b) = start {
+        runs.push((b, s.len()));
+    }
+    let pairs: Vec<&str> = runs
+        .windows(2)
+        .filter_map(|w| {
+            let ((a, ae), (b, be)) = (w[0], w[1]);
+            let gap = s.get(ae..b)?;
+            (gap.chars().count() == 1).then(|| s.get(a..be)).flatten()
+        })
+        .collect();
+    pairs.into_iter()
+}
+
 /// The maximal runs of alphanumeric characters of `s`.
 fn alnum_runs(s: &str) -> impl Iterator<Item = &str> {
     s.split(|c: char| !c.is_alphanumeric())
@@ -112,6 +145,7 @@ impl Haystack {
         let mut keys = Vec::new();
         for s in &self.strings {
             keys.extend(digit_runs(s).map(|r| key(Space::Digits, r)));
+            keys.extend(digit_pairs(s).map(|p| key(Space::DigitPair, p)));
             keys.extend(alnum_runs(s).map(|r| key(Space::Run, r)));
         }
         for s in &self.lower {
@@ -174,8 +208,19 @@ impl NumberNeedle {
         // `contains(h, r)`: `r` occurs in a string of the text with no ASCII digit right before
         // or after it, so each of its runs of ASCII digits is a maximal run of the text (one
         // inside `r` is bounded by `r`'s own non-digits).
+        // With two runs or more, each separated by one character (`0.01`, `5,000.00`), each
+        // consecutive two with the character between them is, likewise, a pair of consecutive
+        // maximal runs of the text with that character between ([`Space::DigitPair`]): far
+        // rarer than runs such as `0` or `01`.
         for r in &self.renderings {
-            out.push(all(digit_runs(r).map(|d| key(Space::Digits, d)))?);
+            let pairs: Vec<&str> = digit_pairs(r).collect();
+            if pairs.len() + 1 == digit_runs(r).count() && !pairs.is_empty() {
+                out.push(Clause::All(
+                    pairs.iter().map(|p| key(Space::DigitPair, p)).collect(),
+                ));
+            } else {
+                out.push(all(digit_runs(r).map(|d| key(Space::Digits, d)))?);
+            }
         }
         // `amounts.contains(c)`.
         if let Some(c) = &self.canonical {

@@ -413,6 +413,19 @@ fn a_stale_or_unsavable_session_record_loses_no_read() {
     r.assert_payments_refused("the record rolled back to before the bill");
 }
 
+/// `memlineage hook HOOK l.db` in `r`'s directory with `input`, through the resident server
+/// only (`server` = `only`) or in process only (`off`), never falling back.
+fn hook_with(r: &Recorded, hook: &str, input: &[u8], server: &str) -> std::process::Output {
+    cli_support::run_command(
+        std::process::Command::new(cli_support::BIN)
+            .args(["hook", hook, "l.db"])
+            .current_dir(r.dir.path())
+            .env("XDG_STATE_HOME", r.path(".state"))
+            .env("MEMLINEAGE_HOOK_SERVER", server),
+        Some(input),
+    )
+}
+
 /// Class 3, the journal (`spec/hooks.md` §6.3): the session record is JSON lines, a save that
 /// adds reads appends one line, and the resident server answers from the record it kept while
 /// the file is unchanged. Every edit of the file is seen, by the server and by the hook in
@@ -429,16 +442,7 @@ fn an_edited_or_torn_session_journal_is_refused_or_rolled_back() {
     let bash = &r.events[4];
     // Through the resident server (started by the hooks above) or in process, never falling
     // back from one to the other.
-    let hook = |e: &recorded::Event, server: &str| {
-        cli_support::run_command(
-            std::process::Command::new(cli_support::BIN)
-                .args(["hook", &e.hook, "l.db"])
-                .current_dir(r.dir.path())
-                .env("XDG_STATE_HOME", r.path(".state"))
-                .env("MEMLINEAGE_HOOK_SERVER", server),
-            Some(&e.input),
-        )
-    };
+    let hook = |e: &recorded::Event, server: &str| hook_with(&r, &e.hook, &e.input, server);
     let start = std::time::Instant::now();
     while hook(bash, "only").status.code() != Some(0) {
         assert!(
@@ -525,16 +529,7 @@ fn a_lowered_count_of_unrecorded_outputs_is_refused() {
     let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
     let record = r.path(&format!("l.db.sessions/{session}.json"));
     let bash = &r.events[4];
-    let hook = |hook: &str, input: &[u8], server: &str| {
-        cli_support::run_command(
-            std::process::Command::new(cli_support::BIN)
-                .args(["hook", hook, "l.db"])
-                .current_dir(r.dir.path())
-                .env("XDG_STATE_HOME", r.path(".state"))
-                .env("MEMLINEAGE_HOOK_SERVER", server),
-            Some(input),
-        )
-    };
+    let hook = |hook: &str, input: &[u8], server: &str| hook_with(&r, hook, input, server);
     assert_eq!(
         hook("pre-tool-use", &bash.input, "off").status.code(),
         Some(0)

@@ -402,7 +402,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// [`FrontError::Session`] when the record cannot be read (or was pruned); ledger errors.
     ///
     /// When catching up took in more than [`SAVE_AFTER_CATCH_UP`] entries or added reads, the
-    /// caught-up record is saved back (an error there is ignored: the ledger stays the source
+    /// caught-up record is saved back if its seal verifies (an error there is ignored: the ledger stays the source
     /// and the next load catches up again), so that a session that only asks (PreToolUse
     /// calls, which save nothing) does not read the same entries again at every call while
     /// other sessions write.
@@ -414,7 +414,10 @@ impl<S: Store, K: Keys> Front<S, K> {
         let mut s = sessions.load(id)?;
         let (seen, reads) = (s.seen, s.reads.len());
         self.catch_up(&mut s)?;
-        if s.seen.saturating_sub(seen) > SAVE_AFTER_CATCH_UP || s.reads.len() != reads {
+        // Only a record whose seal verifies: one altered outside memlineage is left as found.
+        if (s.seen.saturating_sub(seen) > SAVE_AFTER_CATCH_UP || s.reads.len() != reads)
+            && self.session_sealed(&s)
+        {
             let _ = sessions.save(&s);
         }
         Ok(s)

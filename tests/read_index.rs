@@ -262,6 +262,64 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Many reads that open with the same words (more than the index's few candidates, so
+    /// that it also looks up the words over the value's middle bytes), and values cut from one
+    /// of them with every run of separators replaced (closed up, spaced, dashed, …): the
+    /// indexed match is the scan, by position too.
+    #[test]
+    fn runs_among_reads_that_open_alike_match_as_the_scan(
+        opening in prop::sample::select(&[
+            "question number", "Pay the invoice", "GB29 NWBK", "5 000", "log line", "",
+        ][..]),
+        tails in prop::collection::vec(text(), 17..40),
+        pick in any::<prop::sample::Index>(),
+        from in any::<prop::sample::Index>(),
+        len in 1..48usize,
+        at_opening in any::<bool>(),
+        sep in prop::sample::select(&["", " ", "-", "_", ". ", "\u{a0}", "\n"][..]),
+    ) {
+        let reads: Vec<Read> = tails
+            .iter()
+            .map(|t| Read::Text(format!("{opening} {t}")))
+            .collect();
+        let (index, ids) = index_of(&reads, false);
+        let Read::Text(t) = &reads[pick.index(reads.len())] else {
+            unreachable!("only texts");
+        };
+        let chars: Vec<char> = t.chars().collect();
+        // From the opening (the first words every read holds) or from anywhere.
+        let start = if at_opening { 0 } else { from.index(chars.len().max(1)) };
+        let cut: String = chars.iter().skip(start).take(len).collect();
+        let mut respaced = String::new();
+        let mut in_gap = false;
+        for c in cut.chars() {
+            if c.is_alphanumeric() {
+                respaced.push(c);
+                in_gap = false;
+            } else if !in_gap {
+                respaced.push_str(sep);
+                in_gap = true;
+            }
+        }
+        let at: std::collections::HashMap<EntryId, usize> =
+            ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        for v in [json!(cut), json!(respaced), json!(respaced.to_uppercase())] {
+            let needle = Needle::new(&v);
+            let scan = index.scan(&ids, &needle);
+            prop_assert_eq!(&index.matching(&ids, &needle), &scan, "{}", v);
+            prop_assert_eq!(
+                &index.matching_positioned(&ids, |id| at.get(id).copied(), &needle),
+                &scan,
+                "{}",
+                v
+            );
+        }
+    }
+}
+
 /// The known answers of `tests/hooks/value-matching.json` and `iban-matching.json`, each text
 /// indexed among other reads: the indexed match gives the case's answer (and the scan's).
 #[test]

@@ -2,7 +2,7 @@
 //! (`spec/hooks.md` §4.7), so that matching a value against a session's reads searches only the
 //! reads that could hold it instead of every one.
 
-use super::keys::{key, pair_hasher, Clause, Key, Space};
+use super::keys::{key, pair_hasher, Clause, Key, KeyHasher, Space};
 use super::{Haystack, Needle};
 use crate::record::EntryId;
 use std::collections::HashMap;
@@ -226,6 +226,13 @@ impl ReadIndex {
     /// character boundaries and at most `longest_word` bytes long, so the haystack holds that
     /// pair. Every such pair is looked up. When `normal` is too long for that
     /// ([`MAX_WORD_LOOKUPS`]), the words looked up are its prefixes (the run's first word).
+    ///
+    /// Whatever its first words, a run also has one word over each byte of `normal`: the
+    /// haystacks holding a word `normal[s..e]` with `s <= x < e` are candidates too, for any
+    /// byte `x` ([`ReadIndex::covering`]). When the holders of the first words are many (a
+    /// value whose first words open every read, such as `question number 17 about …` among
+    /// a session of such answers), the words over a few middle bytes are looked up as well and
+    /// the fewest holders are taken: each set holds every haystack the run matches.
     fn word_runs(&self, normal: &str, out: &mut impl SlotSink) {
         let n = normal.len();
         if n == 0 {
@@ -243,15 +250,65 @@ impl ReadIndex {
             }
             return;
         }
-        self.add_holders(key(Space::Word, normal), out);
+        let mut lists: Vec<&[u32]> = Vec::new();
+        self.push_holders(key(Space::Word, normal), &mut lists);
         for p in boundaries(1, longest) {
             let mut h = pair_hasher(&normal[..p]);
             let mut from = p;
             for q in boundaries(p + 1, p + longest) {
                 h = h.feed(&normal[from..q]);
                 from = q;
-                self.add_holders(h.key(), out);
+                self.push_holders(h.key(), &mut lists);
             }
+        }
+        let mut total: usize = lists.iter().map(|l| l.len()).sum();
+        for x in probes(normal) {
+            if total <= FEW_CANDIDATES {
+                break;
+            }
+            if let Some(over) = self.covering(normal, x, longest) {
+                let t: usize = over.iter().map(|l| l.len()).sum();
+                if t < total {
+                    (lists, total) = (over, t);
+                }
+            }
+        }
+        for l in lists {
+            out.add_all(l);
+        }
+    }
+
+    /// The posting lists of every word `normal[s..e]` with `s <= x < e`, both character
+    /// boundaries, at most `longest` bytes long: a haystack holding `normal` as a run of whole
+    /// words holds the run's word over byte `x` (a character boundary of `normal`), which is
+    /// one of these. `None` when that is more than [`MAX_WORD_LOOKUPS`] look-ups.
+    fn covering(&self, normal: &str, x: usize, longest: usize) -> Option<Vec<&[u32]>> {
+        let n = normal.len();
+        if longest == 0 || x >= n {
+            return None;
+        }
+        let first = x.saturating_sub(longest - 1);
+        let last = n.min(x.saturating_add(longest));
+        if (x + 1 - first).saturating_mul(last - x) > MAX_WORD_LOOKUPS {
+            return None;
+        }
+        let mut lists = Vec::new();
+        for s in (first..=x).filter(|i| normal.is_char_boundary(*i)) {
+            let mut h = KeyHasher::new(Space::Word).feed(&normal[s..x]);
+            let mut from = x;
+            for e in (x + 1..=last.min(s + longest)).filter(|i| normal.is_char_boundary(*i)) {
+                h = h.feed(&normal[from..e]);
+                from = e;
+                self.push_holders(h.key(), &mut lists);
+            }
+        }
+        Some(lists)
+    }
+
+    /// Adds the posting list of `k`, if any, to `lists`.
+    fn push_holders<'a>(&'a self, k: Key, lists: &mut Vec<&'a [u32]>) {
+        if let Some(list) = self.postings.get(&k) {
+            lists.push(list);
         }
     }
 
@@ -266,6 +323,23 @@ impl ReadIndex {
 /// Most pair look-ups `ReadIndex::word_runs` makes for one normal form (about its length times
 /// the longest word): beyond, it looks up its prefixes only.
 pub const MAX_WORD_LOOKUPS: usize = 1 << 14;
+
+/// Candidates of a [`Clause::WordRun`] few enough that looking up the words over its middle
+/// bytes would not pay.
+const FEW_CANDIDATES: usize = 16;
+
+/// The bytes of `normal` over which [`ReadIndex::word_runs`] looks up the covering words: the
+/// character boundaries at or after a half, a quarter and three quarters of its length.
+fn probes(normal: &str) -> impl Iterator<Item = usize> + '_ {
+    let n = normal.len();
+    [2, 1, 3].into_iter().filter_map(move |q| {
+        let mut x = n * q / 4;
+        while x < n && !normal.is_char_boundary(x) {
+            x += 1;
+        }
+        (x < n).then_some(x)
+    })
+}
 
 /// A set of slots, as bits.
 struct Slots(Vec<u64>);

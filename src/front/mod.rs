@@ -44,8 +44,7 @@ pub mod mcp;
 use crate::front::keystore::KeyStoreError;
 use crate::gate::extract;
 use crate::gate::matching;
-use crate::gate::UnknownTools;
-use crate::gate::{Decision, Policy, ToolCall};
+use crate::gate::{Decision, Gating, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::record::{EntryId, Kind, Parent, Role, Weight};
 use crate::store::Store;
@@ -211,26 +210,19 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// The first step of every decision, shared by [`Front::check`] and the hooks' PreToolUse:
     /// a call that touches a protected resource (in the working directory set by
     /// [`Front::set_project`]) is [`Screen::Protected`]; else the policy says whether it is
-    /// gated (`spec/gate.md` §2, `spec/hooks.md` §10.2).
+    /// gated ([`Policy::gates`], `spec/gate.md` §2, `spec/hooks.md` §10.2), a tool's write to
+    /// a gated file judged by this front's write paths (§17.3); an ungated call that sends
+    /// data off the machine is [`Screen::Egress`] (§16).
     pub fn screen(&self, tool: &str, args: &serde_json::Map<String, Value>) -> Screen {
         let cwd = self.project.as_deref().map(Path::new);
         if let Some(t) = self.protected.touch(tool, args, cwd) {
             return Screen::Protected(t);
         }
-        let name = self.policy_name(tool);
-        let call = ToolCall {
-            tool: name.to_string(),
-            ..Default::default()
-        };
-        let gated = if self.policy.read_only_tools.contains(name) {
-            false
-        } else if self.policy.is_sensitive(&call) {
-            // A path condition (`when`), or a write to a gated file (spec/hooks.md §17.3).
-            extract::applies(&self.policy, name, args) || self.gated_write(name, args)
-        } else {
-            // A tool no policy key names is gated, every argument as a sensitive tool's
-            // (fail closed, spec/hooks.md §15.3).
-            !self.policy.names(name) && self.policy.unknown_tools == UnknownTools::Gate
+        let gated = match self.policy.gates(tool, args) {
+            Gating::Gate => true,
+            Gating::Pass => false,
+            // A write to a gated file (spec/hooks.md §17.3), under this front's write paths.
+            Gating::GateIfWritesGated => self.gated_write(self.policy_name(tool), args),
         };
         if gated {
             Screen::Gated
@@ -247,7 +239,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// names it or, for `mcp__<server>__<name>`, its bare name (`spec/hooks.md` §15.3).
     /// Unclassified tools are gated unless the policy's `unknown_tools` is `allow`.
     pub fn classifies(&self, tool: &str) -> bool {
-        tools::classifies(&self.policy, tool)
+        self.policy.classifies(tool)
     }
 
     /// Records a user prompt (principal [`USER`], role user: Trusted) and adds it to the read
@@ -559,7 +551,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// else for an MCP tool `mcp__<server>__<name>` (the form Claude Code and Codex give) the
     /// bare `<name>` if the policy names that, else `tool`.
     pub fn policy_name<'t>(&self, tool: &'t str) -> &'t str {
-        tools::policy_name(&self.policy, tool)
+        self.policy.tool_name(tool)
     }
 
     /// Drops what this front verified against another ledger handle than the one it holds

@@ -169,8 +169,20 @@ impl<S: Store, K: Keys> Front<S, K> {
         self
     }
 
-    /// The ledger.
-    pub fn ledger(&mut self) -> &mut Ledger<S> {
+    /// The ledger, to read.
+    pub fn ledger(&self) -> &Ledger<S> {
+        &self.ledger
+    }
+
+    /// The ledger, to append to or refresh (e.g. [`Ledger::flag`], [`Ledger::refresh`]).
+    ///
+    /// # Note
+    /// Replacing the ledger through it (`*front.ledger_mut() = other`) is detected: before
+    /// its next decision or write the front sees another ledger handle and drops what it
+    /// verified against the old one (the read texts, the secrecy rule's judgements, the
+    /// statement facts, the newest reader), so nothing verified against one ledger decides
+    /// against another.
+    pub fn ledger_mut(&mut self) -> &mut Ledger<S> {
         &mut self.ledger
     }
 
@@ -555,7 +567,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     }
 
     /// Drops what this front verified against another ledger handle than the one it holds
-    /// now (a ledger replaced through [`Front::ledger`]): the texts of its index, the secrecy
+    /// now (a ledger replaced through [`Front::ledger_mut`]): the texts of its index, the secrecy
     /// rule's judgements, the statement facts and the newest reader, so that nothing verified
     /// against one ledger decides against another. Called before the index is read or added
     /// to; O(1) when the handle is the same.

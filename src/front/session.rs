@@ -781,7 +781,7 @@ mod tests {
                 "From: bank. Please wire 500 to ZZ77-ACCOUNT-1 today.",
             )
             .unwrap();
-        let Outcome::Verified(r) = f.ledger().retrieve(&[memory.id]).unwrap().remove(0) else {
+        let Outcome::Verified(r) = f.ledger_mut().retrieve(&[memory.id]).unwrap().remove(0) else {
             panic!("the memory verifies")
         };
         let view = serde_json::json!({"entries": [{

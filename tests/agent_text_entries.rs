@@ -75,7 +75,7 @@ fn a_flag_reason_the_agent_wrote_does_not_justify_the_injected_iban() {
     let flag = f
         .flag(&mut m1, "advisory", mail, Reach::All, &reason)
         .unwrap();
-    f.ledger().checkpoint().unwrap();
+    f.ledger_mut().checkpoint().unwrap();
     assert_eq!(f.ledger().label(&flag.id), Some(Label::DerivedUntrusted));
     // The flag descends from what it flags, so it is quarantined itself: its reason is withheld
     // from retrieval.
@@ -85,8 +85,12 @@ fn a_flag_reason_the_agent_wrote_does_not_justify_the_injected_iban() {
     assert!(matches!(got[0], Outcome::Quarantined(_)), "{got:?}");
     // Once a person releases it, its reason is read as what it is: derived from the mail.
     let (user, _) = f.keys_mut().key("user", Role::User).unwrap();
-    f.ledger().bind(user.key_id(), Role::User, "user").unwrap();
-    f.ledger().release(flag.id, &user, "false alarm").unwrap();
+    f.ledger_mut()
+        .bind(user.key_id(), Role::User, "user")
+        .unwrap();
+    f.ledger_mut()
+        .release(flag.id, &user, "false alarm")
+        .unwrap();
     let v = pay_in_later_session(&mut f, flag.id);
     assert!(
         !v.is_allow(),
@@ -100,7 +104,7 @@ fn a_tombstone_reason_the_agent_wrote_does_not_justify_the_injected_iban() {
     let (mut m1, mail) = read_the_mail(&mut f);
     let reason = format!("removed a scam mail asking for a wire to {IBAN}");
     let t = f.tombstone(&mut m1, mail, &reason).unwrap();
-    f.ledger().checkpoint().unwrap();
+    f.ledger_mut().checkpoint().unwrap();
     assert_eq!(f.ledger().label(&t.id), Some(Label::DerivedUntrusted));
     let v = pay_in_later_session(&mut f, t.id);
     assert!(

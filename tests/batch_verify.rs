@@ -1,4 +1,4 @@
-//! M2 batch verification (`spec/record.md` §2.3–2.4): a batch gives, entry by entry, the answers
+//! Batch verification (`spec/record.md` §2.3–2.4): a batch gives, entry by entry, the answers
 //! of checking each entry alone, including on entries whose signature encodings are bad, and the
 //! cofactored rule accepts the two known-answer entries that only the key holder can make.
 //!

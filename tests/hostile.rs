@@ -1,5 +1,5 @@
-//! Hostile inputs of issue 13, round 2 (`spec/hostile-input.md`): each test is the smallest
-//! input that broke the code before its fix. Byte inputs are in `tests/vectors/hostile/`
+//! Hostile inputs (`spec/hostile-input.md`, found in the review of issue 13): each test is the
+//! smallest input that broke the code before its fix. Byte inputs are in `tests/vectors/hostile/`
 //! (origin in `tests/vectors/README.md`).
 
 use memlineage::lineage::LabelPolicy;

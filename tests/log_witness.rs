@@ -10,8 +10,9 @@ use base64::Engine as _;
 use ed25519_dalek::{Signature, VerifyingKey};
 use memlineage::log::{
     prove_consistency, tree_root, verify_cosigned, CheckpointError, CheckpointState, LogSigner,
-    LogVerifier, PolicyError, Update, VerifiedCheckpoint, WitnessError, WitnessKeyError,
-    WitnessPolicy, WitnessSigner, WitnessVerifier, ALG_COSIGNATURE_V1, MAX_COSIGNATURE_TIMESTAMP,
+    LogVerifier, Update, VerifiedCheckpoint, WitnessError, WitnessKeyError, WitnessPolicy,
+    WitnessPolicyError, WitnessSigner, WitnessVerifier, ALG_COSIGNATURE_V1,
+    MAX_COSIGNATURE_TIMESTAMP,
 };
 use memlineage::record::WriterKey;
 use serde_json::Value;
@@ -534,18 +535,18 @@ fn policy_construction_errors() {
     let ws: Vec<WitnessVerifier> = q.witnesses.iter().map(|w| w.verifier()).collect();
     assert_eq!(
         WitnessPolicy::new(ws.clone(), 0),
-        Err(PolicyError::ZeroQuorum)
+        Err(WitnessPolicyError::ZeroQuorum)
     );
     assert_eq!(
         WitnessPolicy::new(ws.clone(), 4),
-        Err(PolicyError::QuorumTooLarge {
+        Err(WitnessPolicyError::QuorumTooLarge {
             quorum: 4,
             witnesses: 3
         })
     );
     assert_eq!(
         WitnessPolicy::new(Vec::new(), 1),
-        Err(PolicyError::QuorumTooLarge {
+        Err(WitnessPolicyError::QuorumTooLarge {
             quorum: 1,
             witnesses: 0
         })
@@ -554,7 +555,7 @@ fn policy_construction_errors() {
     dup.push(ws[1].clone());
     assert_eq!(
         WitnessPolicy::new(dup, 2),
-        Err(PolicyError::DuplicateName {
+        Err(WitnessPolicyError::DuplicateName {
             name: "witness.example/w2".into()
         })
     );
@@ -568,7 +569,7 @@ fn policy_construction_errors() {
     shared.push(alias.verifier());
     assert_eq!(
         WitnessPolicy::new(shared, 2),
-        Err(PolicyError::DuplicateKey {
+        Err(WitnessPolicyError::DuplicateKey {
             first: "witness.example/w1".into(),
             second: "alias.example/w1".into()
         })

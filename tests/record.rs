@@ -1,5 +1,6 @@
-//! M1/M2: canonical CBOR round trips, known-answer vectors, rejection of every non-canonical or
-//! malleable encoding class, and interop with an independent COSE implementation (coset).
+//! Records (`spec/record.md`): canonical CBOR round trips, known-answer vectors, rejection of
+//! every non-canonical or malleable encoding class, and interop with an independent COSE
+//! implementation (coset).
 
 use ciborium::Value;
 use memlineage::record::{

@@ -183,7 +183,7 @@ fn an_agent_entry_labelled_trusted_is_no_statement_of_the_user() {
     let mut f = front(&dir.path().join("l.db"), Policy::default());
     // A Trusted agent entry holding the IBAN, written through the ledger itself (no parents).
     let agent = WriterKey::for_label("sw/agent");
-    let l = f.ledger();
+    let l = f.ledger_mut();
     l.bind(agent.key_id(), Role::Agent, "agent").unwrap();
     let text = b"note: the landlord's IBAN is ZZ77-ACCOUNT-1";
     let note = l

@@ -1,4 +1,4 @@
-//! The store-only attacker, round 3 (issue 25; `spec/lineage.md` §5.2, `spec/gate.md` §7):
+//! The store-only attacker (issue 25; `spec/lineage.md` §5.2, `spec/gate.md` §7):
 //! someone who can write every byte in the ledger's directory but holds no key. Each test
 //! reproduces one class of attack on a real SQLite ledger written by the real binary (the
 //! injected session of `tests/hooks/claude-injected.jsonl`, whose payments the hooks refuse)

@@ -153,7 +153,7 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
             }
             None => None,
         };
-        self.front.ledger().refresh()?;
+        self.front.ledger_mut().refresh()?;
         Ok(held)
     }
 
@@ -496,7 +496,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         let f = self
             .front
             .flag(&mut Session::new(""), FLAGGER, *id, reach, reason)?;
-        let l = self.front.ledger();
+        let l = self.front.ledger_mut();
         l.checkpoint()?;
         let now = l.quarantine().len() as u64;
         Ok(json!({
@@ -516,7 +516,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
 
     fn checkpoint(&mut self) -> Result<String, BindError> {
         let _held = self.enter()?;
-        let c = self.front.ledger().checkpoint()?;
+        let c = self.front.ledger_mut().checkpoint()?;
         Ok(String::from_utf8_lossy(c.note()).into_owned())
     }
 

@@ -84,7 +84,7 @@ fn checkpoint<S: Store, K: Keys>(
     front: &mut Front<S, K>,
     pin: Option<&StateDir>,
 ) -> Result<(), String> {
-    let c = front.ledger().checkpoint().map_err(msg)?;
+    let c = front.ledger_mut().checkpoint().map_err(msg)?;
     if let Some(p) = pin {
         p.advance(&front.ledger().vkey(), &c).map_err(msg)?;
     }
@@ -167,7 +167,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             .map_err(|_| "ledger state poisoned by an earlier failure".to_string())?;
         let st = &mut *g;
         let _held = st.lock.as_deref().map(lock).transpose()?;
-        st.front.ledger().refresh().map_err(msg)?;
+        st.front.ledger_mut().refresh().map_err(msg)?;
         match &mut st.reads {
             ReadSet::Session { sessions, id } => {
                 let (mut session, broken) = match st.front.load_session(&mut **sessions, id) {

@@ -44,8 +44,7 @@ pub mod mcp;
 use crate::front::keystore::KeyStoreError;
 use crate::gate::extract;
 use crate::gate::matching;
-use crate::gate::UnknownTools;
-use crate::gate::{Decision, Policy, ToolCall};
+use crate::gate::{Decision, Gating, Policy, ToolCall};
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::record::{EntryId, Kind, Parent, Role, Weight};
 use crate::store::Store;
@@ -170,8 +169,20 @@ impl<S: Store, K: Keys> Front<S, K> {
         self
     }
 
-    /// The ledger.
-    pub fn ledger(&mut self) -> &mut Ledger<S> {
+    /// The ledger, to read.
+    pub fn ledger(&self) -> &Ledger<S> {
+        &self.ledger
+    }
+
+    /// The ledger, to append to or refresh (e.g. [`Ledger::flag`], [`Ledger::refresh`]).
+    ///
+    /// # Note
+    /// Replacing the ledger through it (`*front.ledger_mut() = other`) is detected: before
+    /// its next decision or write the front sees another ledger handle and drops what it
+    /// verified against the old one (the read texts, the secrecy rule's judgements, the
+    /// statement facts, the newest reader), so nothing verified against one ledger decides
+    /// against another.
+    pub fn ledger_mut(&mut self) -> &mut Ledger<S> {
         &mut self.ledger
     }
 
@@ -211,26 +222,19 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// The first step of every decision, shared by [`Front::check`] and the hooks' PreToolUse:
     /// a call that touches a protected resource (in the working directory set by
     /// [`Front::set_project`]) is [`Screen::Protected`]; else the policy says whether it is
-    /// gated (`spec/gate.md` §2, `spec/hooks.md` §10.2).
+    /// gated ([`Policy::gates`], `spec/gate.md` §2, `spec/hooks.md` §10.2), a tool's write to
+    /// a gated file judged by this front's write paths (§17.3); an ungated call that sends
+    /// data off the machine is [`Screen::Egress`] (§16).
     pub fn screen(&self, tool: &str, args: &serde_json::Map<String, Value>) -> Screen {
         let cwd = self.project.as_deref().map(Path::new);
         if let Some(t) = self.protected.touch(tool, args, cwd) {
             return Screen::Protected(t);
         }
-        let name = self.policy_name(tool);
-        let call = ToolCall {
-            tool: name.to_string(),
-            ..Default::default()
-        };
-        let gated = if self.policy.read_only_tools.contains(name) {
-            false
-        } else if self.policy.is_sensitive(&call) {
-            // A path condition (`when`), or a write to a gated file (spec/hooks.md §17.3).
-            extract::applies(&self.policy, name, args) || self.gated_write(name, args)
-        } else {
-            // A tool no policy key names is gated, every argument as a sensitive tool's
-            // (fail closed, spec/hooks.md §15.3).
-            !self.policy.names(name) && self.policy.unknown_tools == UnknownTools::Gate
+        let gated = match self.policy.gates(tool, args) {
+            Gating::Gate => true,
+            Gating::Pass => false,
+            // A write to a gated file (spec/hooks.md §17.3), under this front's write paths.
+            Gating::GateIfWritesGated => self.gated_write(self.policy_name(tool), args),
         };
         if gated {
             Screen::Gated
@@ -247,7 +251,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// names it or, for `mcp__<server>__<name>`, its bare name (`spec/hooks.md` §15.3).
     /// Unclassified tools are gated unless the policy's `unknown_tools` is `allow`.
     pub fn classifies(&self, tool: &str) -> bool {
-        tools::classifies(&self.policy, tool)
+        self.policy.classifies(tool)
     }
 
     /// Records a user prompt (principal [`USER`], role user: Trusted) and adds it to the read
@@ -559,11 +563,11 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// else for an MCP tool `mcp__<server>__<name>` (the form Claude Code and Codex give) the
     /// bare `<name>` if the policy names that, else `tool`.
     pub fn policy_name<'t>(&self, tool: &'t str) -> &'t str {
-        tools::policy_name(&self.policy, tool)
+        self.policy.tool_name(tool)
     }
 
     /// Drops what this front verified against another ledger handle than the one it holds
-    /// now (a ledger replaced through [`Front::ledger`]): the texts of its index, the secrecy
+    /// now (a ledger replaced through [`Front::ledger_mut`]): the texts of its index, the secrecy
     /// rule's judgements, the statement facts and the newest reader, so that nothing verified
     /// against one ledger decides against another. Called before the index is read or added
     /// to; O(1) when the handle is the same.

@@ -567,10 +567,12 @@ pub enum PolicyError {
 }
 
 mod ancestry;
+mod classify;
 pub mod extract;
 pub mod matching;
 mod origin;
 pub use ancestry::Ancestry;
+pub use classify::Gating;
 pub use origin::{HeldText, OriginEntry};
 mod policy;
 #[cfg(test)]

@@ -42,8 +42,9 @@ pub use tree::{
     EMPTY_ROOT, MAX_TREE_SIZE,
 };
 pub use witness::{
-    verify_cosigned, PolicyError, WitnessError, WitnessKeyError, WitnessPolicy, WitnessSigner,
-    WitnessVerifier, ALG_COSIGNATURE_V1, MAX_COSIGNATURE_TIMESTAMP, MAX_WITNESS_NAME_BYTES,
+    verify_cosigned, WitnessError, WitnessKeyError, WitnessPolicy, WitnessPolicyError,
+    WitnessSigner, WitnessVerifier, ALG_COSIGNATURE_V1, MAX_COSIGNATURE_TIMESTAMP,
+    MAX_WITNESS_NAME_BYTES,
 };
 
 /// Why a tree hash, root or proof could not be computed (the writing and proving side).

@@ -120,15 +120,15 @@ impl WitnessPolicy {
     /// Requires `1 <= quorum <= witnesses.len()`, distinct names and distinct keys.
     ///
     /// # Errors
-    /// [`PolicyError::ZeroQuorum`], [`PolicyError::QuorumTooLarge`],
-    /// [`PolicyError::DuplicateName`], [`PolicyError::DuplicateKey`] (all caller errors). Does
+    /// [`WitnessPolicyError::ZeroQuorum`], [`WitnessPolicyError::QuorumTooLarge`],
+    /// [`WitnessPolicyError::DuplicateName`], [`WitnessPolicyError::DuplicateKey`] (all caller errors). Does
     /// not panic.
-    pub fn new(witnesses: Vec<WitnessVerifier>, quorum: usize) -> Result<Self, PolicyError> {
+    pub fn new(witnesses: Vec<WitnessVerifier>, quorum: usize) -> Result<Self, WitnessPolicyError> {
         if quorum == 0 {
-            return Err(PolicyError::ZeroQuorum);
+            return Err(WitnessPolicyError::ZeroQuorum);
         }
         if quorum > witnesses.len() {
-            return Err(PolicyError::QuorumTooLarge {
+            return Err(WitnessPolicyError::QuorumTooLarge {
                 quorum,
                 witnesses: witnesses.len(),
             });
@@ -136,12 +136,12 @@ impl WitnessPolicy {
         for (i, w) in witnesses.iter().enumerate() {
             for earlier in &witnesses[..i] {
                 if earlier.name == w.name {
-                    return Err(PolicyError::DuplicateName {
+                    return Err(WitnessPolicyError::DuplicateName {
                         name: w.name.clone(),
                     });
                 }
                 if earlier.key == w.key {
-                    return Err(PolicyError::DuplicateKey {
+                    return Err(WitnessPolicyError::DuplicateKey {
                         first: earlier.name.clone(),
                         second: w.name.clone(),
                     });
@@ -482,7 +482,7 @@ pub enum WitnessKeyError {
 /// Why a [`WitnessPolicy`] could not be built. All are caller (configuration) errors.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum PolicyError {
+pub enum WitnessPolicyError {
     /// A quorum of 0 would accept a note with no cosignature at all.
     #[error("witness quorum must be at least 1")]
     ZeroQuorum,
@@ -617,22 +617,22 @@ mod tests {
                 "witness key is not a usable Ed25519 public key",
             ),
             (
-                Box::new(PolicyError::ZeroQuorum),
+                Box::new(WitnessPolicyError::ZeroQuorum),
                 "witness quorum must be at least 1",
             ),
             (
-                Box::new(PolicyError::QuorumTooLarge {
+                Box::new(WitnessPolicyError::QuorumTooLarge {
                     quorum: 4,
                     witnesses: 3,
                 }),
                 "witness quorum 4 exceeds the 3 witnesses",
             ),
             (
-                Box::new(PolicyError::DuplicateName { name: w() }),
+                Box::new(WitnessPolicyError::DuplicateName { name: w() }),
                 "witness w.example/1 listed twice",
             ),
             (
-                Box::new(PolicyError::DuplicateKey {
+                Box::new(WitnessPolicyError::DuplicateKey {
                     first: "a".into(),
                     second: "b".into(),
                 }),

@@ -162,7 +162,7 @@ pub(crate) fn decide<K: memlineage::front::Keys>(
     let outcome = handle(front, sessions, event, input);
     match state {
         Some(st) if event != HookEvent::PreToolUse && outcome.allows() => {
-            match crate::open::advance_pin(front.ledger(), st) {
+            match crate::open::advance_pin(front.ledger_mut(), st) {
                 Ok(()) => outcome,
                 Err(e) => failed_in(None, event, None, &format!("pin: {e}")),
             }

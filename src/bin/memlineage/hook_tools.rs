@@ -44,7 +44,7 @@ pub fn notes(settings: &serde_json::Value, pre: Option<&str>) -> Vec<String> {
         ("seen in the ledger", &seen),
         ("declared in the settings", &declared),
     ] {
-        let missing = tools::unclassified(&policy, names.iter().map(String::as_str));
+        let missing = policy.unclassified(names.iter().map(String::as_str));
         if !missing.is_empty() {
             notes.push(format!(
                 "tools {what} that the policy does not classify, hence {how}: {}; name them \

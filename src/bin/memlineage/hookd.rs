@@ -439,7 +439,7 @@ impl State {
     /// `true` also when the front cannot be had (deciding fails the event closed then).
     fn rows_counted(&mut self, wait: Duration) -> bool {
         match self.front() {
-            Ok(f) => f.ledger().await_writes(wait) != Err(RowsError::Pending),
+            Ok(f) => f.ledger_mut().await_writes(wait) != Err(RowsError::Pending),
             Err(_) => true,
         }
     }
@@ -516,7 +516,7 @@ impl State {
             && (self.policy.is_none() || policy_id == self.policy_id);
         let caught_up = match self.front.as_mut() {
             Some(f) if same => {
-                let l = f.ledger();
+                let l = f.ledger_mut();
                 let shrunk = l.store().tree_size().map_or(true, |n| n < l.len());
                 // A count beside the work that refused the store refuses every event, as a
                 // count before answering does.

@@ -62,14 +62,14 @@ impl Door for GatewayDoor {
                     Ok(front) => {
                         // The batch's records in one store transaction (`spec/mcp.md` §6.9); a
                         // group that cannot be started leaves each record its own.
-                        let grouped = front.ledger().begin_group().is_ok();
+                        let grouped = front.ledger_mut().begin_group().is_ok();
                         out.extend(
                             events
                                 .iter()
                                 .map(|(e, i)| handle(front, &mut sessions, *e, i)),
                         );
                         let committed = match grouped {
-                            true => front.ledger().end_group(),
+                            true => front.ledger_mut().end_group(),
                             false => Ok(()),
                         };
                         // One checkpoint and pin for the batch (`hook::decide` per event), once
@@ -78,7 +78,7 @@ impl Door for GatewayDoor {
                         match (committed, wrote, dir.as_ref()) {
                             (Err(e), _, _) => lost = Some(format!("records not committed: {e}")),
                             (Ok(()), true, Some(st)) => {
-                                if let Err(e) = crate::open::advance_pin(front.ledger(), st) {
+                                if let Err(e) = crate::open::advance_pin(front.ledger_mut(), st) {
                                     let why = format!("pin: {e}");
                                     fail_all(&mut out, events, &why);
                                 }

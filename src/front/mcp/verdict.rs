@@ -26,7 +26,7 @@ pub(super) fn cited_verdict<S: Store, K: Keys>(
         .iter()
         .flat_map(|(_, ids)| ids.iter().copied())
         .collect();
-    for o in front.ledger().retrieve(&ids).map_err(msg)? {
+    for o in front.ledger_mut().retrieve(&ids).map_err(msg)? {
         if let Outcome::Rejected(id, e) = o {
             return Ok(Verdict::Deny(Refusal::Unreadable(format!(
                 "{tool}: cited entry {} cannot be verified: {}",

@@ -871,3 +871,57 @@ fn records_taken_together_are_all_stored() {
         assert!(shown.contains("tool:mcp__up__ledger_explain"), "{shown}");
     }
 }
+
+/// `spec/mcp.md` §6.5, §6.11: a configured server is a `command` (with args, env, cwd) or a
+/// `url` (with headers), never both or a mix; `--header` needs `--url`, and `--url` takes no
+/// command. Each refusal names what is wrong and starts nothing.
+#[test]
+fn an_upstream_is_a_command_or_a_url_never_both() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let servers = [
+        (
+            "both",
+            "command = \"/bin/cat\"\nurl = \"http://127.0.0.1:9/mcp\"",
+        ),
+        ("mixed", "url = \"http://127.0.0.1:9/mcp\"\nargs = [\"x\"]"),
+        (
+            "headers",
+            "command = \"/bin/cat\"\nheaders = { Authorization = \"Bearer t\" }",
+        ),
+        ("neither", "args = [\"x\"]"),
+    ];
+    let mut config = String::from("ledger = \"g.db\"\n");
+    for (name, body) in servers {
+        config.push_str(&format!("[servers.{name}]\n{body}\n"));
+    }
+    std::fs::write(dir.path().join("gateway.toml"), config).unwrap();
+    for (name, _) in servers {
+        let out = cli_support::run(
+            &["mcp", "proxy", "--config", "gateway.toml", "--server", name],
+            dir.path(),
+            Some(b""),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: {err}");
+        assert!(err.contains("not both"), "{name}: {err}");
+    }
+    let cases: [&[&str]; 3] = [
+        &["mcp", "proxy", "g.db", "--header", "A: b", "--", "/bin/cat"],
+        &[
+            "mcp",
+            "proxy",
+            "g.db",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--",
+            "/bin/cat",
+        ],
+        &["mcp", "proxy", "g.db", "--url", "ftp://127.0.0.1/mcp"],
+    ];
+    for args in cases {
+        let out = cli_support::run(args, dir.path(), Some(b""));
+        assert!(!out.status.success(), "{args:?}");
+        assert!(!out.stderr.is_empty(), "{args:?}: no reason given");
+    }
+}

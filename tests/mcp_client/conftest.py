@@ -7,7 +7,9 @@ import hashlib
 import json
 import os
 import pathlib
+import socket
 import subprocess
+import time
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -148,3 +150,32 @@ def explain_reads(ledger, session):
         run(["explain", str(ledger), r], ledger.parent).stdout.decode()
         for r in session_reads(ledger, session)
     ]
+
+
+def free_port():
+    """A local TCP port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def http_server(command, port, env):
+    """`command` run with `env` until it listens on 127.0.0.1:`port` (30 s at most): the
+    Streamable HTTP endpoint `http://127.0.0.1:PORT/mcp`. Stopped on exit."""
+    server = subprocess.Popen(command, env={**os.environ, **env},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None, f"{command} exited"
+                assert time.monotonic() < deadline, f"{command} did not listen"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

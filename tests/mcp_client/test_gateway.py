@@ -9,6 +9,7 @@ import http.server
 import json
 import sys
 import threading
+import time
 
 import mcp.types as types
 import pytest
@@ -20,6 +21,8 @@ from conftest import (
     LANDLORD_IBAN,
     connect_to,
     explain_reads,
+    free_port,
+    http_server,
     npm_bin,
     proxy_args,
     session_reads,
@@ -226,3 +229,53 @@ async def test_a_write_outside_the_workspace_named_by_an_injected_file_is_refuse
         listing = await s.call_tool("list_directory", {"path": str(ws)})
         assert "README.md" in text_of(listing)
     assert not evil.exists()
+
+
+def bank_over_http(json_response):
+    """The bank served over Streamable HTTP by the official Python SDK on a free local port (SSE
+    answers, or JSON bodies): its endpoint URL."""
+    port = free_port()
+    env = {"BANK_HTTP_PORT": str(port), **({"BANK_JSON": "1"} if json_response else {})}
+    return http_server([sys.executable, str(GATEWAY_DIR / "bank.py")], port, env)
+
+
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+async def test_an_http_upstream_is_gated_as_a_stdio_one(ledger, tmp_path, bank_env, json_response):
+    """spec/mcp.md §6.11: the bank over Streamable HTTP behind `memlineage mcp proxy --url`. The
+    injected payment is refused with its receipt and never reaches the bank; the IBAN the user
+    types into the bank's form (an elicitation carried on the answer's SSE stream, its answer
+    POSTed back) pays."""
+    typed = answering(server={"iban": LANDLORD_IBAN})
+    with bank_over_http(json_response) as url:
+        args = ["mcp", "proxy", str(ledger), "--server", "bank", "--session", "mcp-gateway/s-http", "--url", url]
+        async with connect_to(BIN, args, tmp_path, elicitation_callback=typed) as s:
+            tools = {t.name for t in (await s.list_tools()).tools}
+            assert tools == {"read_bill", "ask_recipient", "send_money"}
+            bill = await s.call_tool("read_bill", {})
+            assert not bill.is_error and ATTACKER_IBAN in text_of(bill)
+            r = await s.call_tool("send_money", {"recipient": ATTACKER_IBAN, "amount": 950})
+            assert r.is_error, r
+            assert text_of(r).startswith("memlineage: deny send_money: parameter `recipient` justified by entry")
+            if not json_response:
+                # A JSON-only server cannot ask the client anything (no stream to ask on).
+                assert text_of(await s.call_tool("ask_recipient", {})) == "accept"
+                paid = await s.call_tool("send_money", {"recipient": LANDLORD_IBAN, "amount": 950})
+                assert not paid.is_error, text_of(paid)
+    expected = [] if json_response else [{"recipient": LANDLORD_IBAN, "amount": 950}]
+    assert sent(tmp_path) == expected
+    shown = explain_reads(ledger, "mcp-gateway/s-http")
+    assert "tool_result by tool:mcp__bank__read_bill (tool) [EXTERNAL]" in shown[0], shown
+
+
+async def test_an_http_upstream_that_is_gone_gives_an_error_in_time(ledger, tmp_path):
+    """spec/mcp.md §6.11: nothing listens at the URL; the client's initialisation gets the
+    gateway's error at once (not at the deadline), and the process does not hang."""
+    port = free_port()
+    args = ["mcp", "proxy", str(ledger), "--server", "gone", "--deadline-ms", "60000",
+            "--url", f"http://127.0.0.1:{port}/mcp"]
+    started = time.monotonic()
+    with pytest.raises(Exception) as failed:
+        async with connect_to(BIN, args, tmp_path):
+            pass
+    assert "the upstream cannot be reached" in repr(failed.value), failed.value
+    assert time.monotonic() - started < 30

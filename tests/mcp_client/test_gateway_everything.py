@@ -8,6 +8,7 @@ official Python SDK that pages two items at a time (gateway/paged.py). The polic
 tool read-only, so that what is compared is the relay; what the gateway records is checked at
 the end."""
 
+import contextlib
 import json
 import re
 
@@ -16,7 +17,9 @@ import sys
 import anyio
 import mcp.types as types
 import pytest
-from conftest import BIN, GATEWAY_DIR, connect_to, explain_reads, npm_bin, proxy_args
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from conftest import BIN, GATEWAY_DIR, connect_to, explain_reads, free_port, http_server, npm_bin, proxy_args
 
 pytestmark = pytest.mark.anyio
 
@@ -93,10 +96,24 @@ def timeless(value):
     return json.loads(text)
 
 
-async def transcript(command, args, cwd):
-    """Everything the client sees of one scripted session with the server."""
+@contextlib.asynccontextmanager
+async def connect_http(url, **callbacks):
+    """An initialised SDK client session with the Streamable HTTP endpoint `url`."""
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write, **callbacks) as session:
+            await session.initialize()
+            yield session
+
+
+async def transcript(command, args, cwd, url=None):
+    """Everything the client sees of one scripted session with the server: over stdio with
+    `command ARGS`, or over Streamable HTTP with `url`."""
     seen, out = Seen(), {}
-    async with connect_to(command, args, cwd, **seen.callbacks()) as s:
+    if url is None:
+        opened = connect_to(command, args, cwd, **seen.callbacks())
+    else:
+        opened = connect_http(url, **seen.callbacks())
+    async with opened as s:
         init = s._initialize_result  # noqa: SLF001 (the negotiated result, as received)
         out["initialize"] = dump(init)
         out["tools"] = await all_pages(s.list_tools)
@@ -195,3 +212,31 @@ async def test_pagination_cursors_pass_through_unchanged(ledger, tmp_path):
     cursors = [page.get("nextCursor") for page in seen["direct"]["tools"]]
     assert cursors == ["c2", "c4", None], cursors
     assert [t["name"] for page in seen["gateway"]["tools"] for t in page["tools"]] == [f"tool-{i}" for i in range(5)]
+
+
+def everything_over_http():
+    """server-everything in its Streamable HTTP mode on a free local port: its endpoint URL."""
+    port = free_port()
+    return http_server([everything()[0], "streamableHttp"], port, {"PORT": str(port)})
+
+
+async def test_an_http_upstream_answers_through_the_gateway_as_it_does_directly(ledger, tmp_path):
+    """spec/mcp.md §6.11: the same upstream over Streamable HTTP, the official Python SDK's HTTP
+    client directly against the SDK's stdio client through `memlineage mcp proxy --url`: every
+    answer the same, sampling and elicitation requests carried on the server's SSE streams and
+    their answers POSTed back, and every read recorded as over stdio."""
+    with everything_over_http() as url:
+        direct = await transcript(None, None, tmp_path, url=url)
+        policy = GATEWAY_DIR / "everything-policy.toml"
+        args = ["mcp", "proxy", str(ledger), "--server", "everything", "--session",
+                "mcp-gateway/s-http", "--policy", str(policy), "--url", url]
+        through = await transcript(BIN, args, tmp_path)
+    for key in direct:
+        assert through[key] == direct[key], f"{key}:\n{json.dumps(through[key])[:2000]}\n!=\n{json.dumps(direct[key])[:2000]}"
+    assert len(direct["long"][1]) == 4, direct["long"]
+    assert SAMPLED in json.dumps(direct["calls"]["trigger-sampling-request"])
+    assert len(through["sampling"]) == 1 and len(through["elicitation"]) == 1
+    writers = "\n".join(explain_reads(ledger, "mcp-gateway/s-http"))
+    for name in ["echo", "resources/read", "prompts/get", "sampling/createMessage",
+                 "elicitation/create", "trigger-long-running-operation"]:
+        assert f"tool:mcp__everything__{name} (tool) [EXTERNAL]" in writers, name

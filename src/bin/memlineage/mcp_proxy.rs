@@ -59,6 +59,14 @@ pub struct Args {
     /// upstream servers; run the one named by --server.
     #[arg(long, requires = "server")]
     config: Option<PathBuf>,
+    /// The upstream server's Streamable HTTP endpoint (e.g. http://127.0.0.1:3001/mcp)
+    /// instead of a command (spec/mcp.md §6.11).
+    #[arg(long, conflicts_with_all = ["config", "upstream"])]
+    url: Option<String>,
+    /// A header sent with every HTTP request to --url, `Name: value` (e.g. an
+    /// `Authorization: Bearer …` token); repeatable. Never logged.
+    #[arg(long = "header")]
+    headers: Vec<String>,
     /// The upstream server's command and arguments, after `--` (not with --config).
     #[arg(last = true, conflicts_with = "config")]
     upstream: Vec<OsString>,
@@ -93,12 +101,20 @@ pub struct Config {
     pub servers: BTreeMap<String, Upstream>,
 }
 
-/// One upstream server of a configuration file.
+/// One upstream server of a configuration file: a `command` (stdio) or a `url` (Streamable
+/// HTTP), not both.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Upstream {
     /// The command.
-    pub command: PathBuf,
+    #[serde(default)]
+    pub command: Option<PathBuf>,
+    /// The Streamable HTTP endpoint.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request (`url` only).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
@@ -116,9 +132,20 @@ struct Plan {
     policy: Option<PathBuf>,
     state: Option<StateDir>,
     options: Options,
-    command: Vec<OsString>,
-    env: BTreeMap<String, String>,
-    dir: Option<PathBuf>,
+    target: Target,
+}
+
+/// The upstream server: a command run as a child (stdio), or an HTTP endpoint.
+enum Target {
+    Command {
+        command: Vec<OsString>,
+        env: BTreeMap<String, String>,
+        dir: Option<PathBuf>,
+    },
+    Http {
+        url: String,
+        headers: Vec<String>,
+    },
 }
 
 /// Runs `memlineage mcp proxy`.
@@ -139,7 +166,14 @@ pub fn run(a: Args) -> Res<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let code = rt.block_on(serve(plan.options, door, plan.command, plan.env, plan.dir));
+    let code = rt.block_on(async {
+        match plan.target {
+            Target::Command { command, env, dir } => {
+                serve(plan.options, door, command, env, dir).await
+            }
+            Target::Http { url, headers } => serve_http(plan.options, door, &url, &headers).await,
+        }
+    });
     // Standard input is read on a blocking thread that waits for a line the client may never
     // send (the upstream exited first): do not wait for it.
     rt.shutdown_background();
@@ -149,9 +183,23 @@ pub fn run(a: Args) -> Res<ExitCode> {
 fn from_args(a: Args) -> Res<Plan> {
     let server = a.server.unwrap_or_else(|| "upstream".to_string());
     gateway::check_server_name(&server)?;
-    if a.upstream.is_empty() {
-        return Err("give the upstream server's command after `--`".into());
+    if a.url.is_none() && !a.headers.is_empty() {
+        return Err("--header: headers are sent to an HTTP upstream only (give --url)".into());
     }
+    let target = match a.url {
+        Some(url) => Target::Http {
+            url,
+            headers: a.headers,
+        },
+        None if a.upstream.is_empty() => {
+            return Err("give the upstream server's command after `--`, or --url".into())
+        }
+        None => Target::Command {
+            command: a.upstream,
+            env: BTreeMap::new(),
+            dir: None,
+        },
+    };
     let session = session(a.session)?;
     let options = Options {
         events: Events {
@@ -170,9 +218,7 @@ fn from_args(a: Args) -> Res<Plan> {
             .map(|s| std::path::absolute(s).map(StateDir::new))
             .transpose()?,
         options,
-        command: a.upstream,
-        env: BTreeMap::new(),
-        dir: None,
+        target,
     })
 }
 
@@ -196,8 +242,35 @@ fn from_config(path: &Path, a: &Args) -> Res<Plan> {
             names.join(", ")
         )
     })?;
-    let mut command = vec![up.command.clone().into_os_string()];
-    command.extend(up.args.iter().map(OsString::from));
+    let target = match (&up.command, &up.url) {
+        (Some(c), None) if up.headers.is_empty() => {
+            let mut command = vec![c.clone().into_os_string()];
+            command.extend(up.args.iter().map(OsString::from));
+            Target::Command {
+                command,
+                env: up.env.clone(),
+                dir: up.cwd.as_deref().map(at),
+            }
+        }
+        (None, Some(url)) if up.args.is_empty() && up.env.is_empty() && up.cwd.is_none() => {
+            Target::Http {
+                url: url.clone(),
+                headers: up
+                    .headers
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect(),
+            }
+        }
+        _ => {
+            return Err(format!(
+                "{}: server {name:?}: give `command` (with args, env, cwd) or `url` (with \
+                 headers), not both",
+                path.display()
+            )
+            .into())
+        }
+    };
     Ok(Plan {
         ledger: at(&c.ledger),
         policy: c.policy.as_deref().map(at),
@@ -211,9 +284,7 @@ fn from_config(path: &Path, a: &Args) -> Res<Plan> {
             deadline: deadline(a.deadline_ms.or(c.deadline_ms))?,
             declarations: a.record_declarations || c.record_declarations,
         },
-        command,
-        env: up.env.clone(),
-        dir: up.cwd.as_deref().map(at),
+        target,
     })
 }
 
@@ -303,6 +374,32 @@ async fn serve(
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
     }
+}
+
+/// Connects to the upstream's Streamable HTTP endpoint and relays until the client closes
+/// (`spec/mcp.md` §6.11).
+async fn serve_http(
+    options: Options,
+    door: GatewayDoor,
+    url: &str,
+    headers: &[String],
+) -> Res<ExitCode> {
+    let pipes = gateway::http::connect(url, headers)?;
+    tracing::info!(upstream = %url, server = %options.events.server,
+                   session = %options.events.session, "memlineage mcp proxy: relaying over HTTP");
+    let ended = gateway::run(
+        options,
+        door,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        pipes.output,
+        pipes.input,
+    )
+    .await?;
+    Ok(match ended {
+        Ended::ClientClosed => ExitCode::SUCCESS,
+        Ended::UpstreamClosed => ExitCode::FAILURE,
+    })
 }
 
 /// The upstream's `PATH` when its command is given with a directory: that directory first, so

@@ -21,11 +21,16 @@
 //!   is taken, and one that cannot be recorded refuses every later call ([`wire`] for the
 //!   errors, [`relay`] for the order).
 //!
+//! An upstream over Streamable HTTP is presented to the relay as a stdio server's two streams
+//! ([`http`], feature `gateway-http`): the relay and its door are the same.
+//!
 //! The relay is a JSON-RPC line relay of its own, not rmcp's client and server: rmcp parses
 //! every message into its typed model and writes it back, which drops fields its model does not
 //! know, and its client initialises the upstream itself (`spec/dependencies.md`).
 
 pub mod door;
+#[cfg(feature = "gateway-http")]
+pub mod http;
 pub mod label;
 pub mod relay;
 pub mod wire;

@@ -1,7 +1,9 @@
 """A payment server built on the official MCP Python SDK (`MCPServer`, pinned in
 ../requirements.txt), the upstream of ../test_gateway.py: a bill carrying an injected
 instruction, a form asking the user for the recipient (elicitation), and a payment that appends
-what it sends to $BANK_LOG, so that a test can tell whether a call reached it."""
+what it sends to $BANK_LOG, so that a test can tell whether a call reached it. Over stdio, or
+over Streamable HTTP on 127.0.0.1:$BANK_HTTP_PORT (answers as SSE streams, or as JSON bodies
+when $BANK_JSON is set)."""
 
 import json
 import os
@@ -37,4 +39,12 @@ def send_money(recipient: str, amount: float) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if os.environ.get("BANK_HTTP_PORT"):
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(os.environ["BANK_HTTP_PORT"]),
+            json_response=bool(os.environ.get("BANK_JSON")),
+        )
+    else:
+        server.run()

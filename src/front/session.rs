@@ -41,7 +41,7 @@ pub struct Session {
     /// calls are refused (their arguments may come from text the ledger does not know).
     #[serde(default)]
     pub unrecorded: u64,
-    /// The session's newest context entry ([`Kind::Context`], `spec/lineage.md` §4.2): it
+    /// The session's newest context entry ([`crate::record::Kind::Context`], `spec/lineage.md` §4.2): it
     /// descends, at full weight, from `reads[..covered]`. `None` until the front first folds
     /// the reads into one.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "hex_id")]

@@ -26,7 +26,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// # Errors
     /// [`FrontError::Session`] when the record cannot be read (or was pruned); ledger errors.
     ///
-    /// When catching up took in more than [`SAVE_AFTER_CATCH_UP`] entries or added reads, the
+    /// When catching up took in more than `SAVE_AFTER_CATCH_UP` (64) entries or added reads, the
     /// caught-up record is saved back if its seal verifies (an error there is ignored: the ledger stays the source
     /// and the next load catches up again), so that a session that only asks (PreToolUse
     /// calls, which save nothing) does not read the same entries again at every call while

@@ -413,7 +413,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                         }
                         out["path"] = Value::Array(path.iter().map(|h| c.hop(h)).collect());
                     }
-                    Refusal::Unrecorded(_) => out["deny"] = json!("unrecorded"),
+                    Refusal::Unrecorded { .. } => out["deny"] = json!("unrecorded"),
                     Refusal::Unreadable(_) => out["deny"] = json!("unreadable"),
                     Refusal::Protected { .. } => out["deny"] = json!("protected"),
                     Refusal::Composed(r) => {

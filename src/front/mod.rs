@@ -451,7 +451,10 @@ impl<S: Store, K: Keys> Front<S, K> {
             Screen::Egress => {
                 // Not gated: only the secrecy rule, on reads that must be known (fail closed).
                 let verdict = if session.unrecorded > 0 {
-                    Verdict::Deny(Refusal::Unrecorded(session.unrecorded))
+                    Verdict::Deny(Refusal::Unrecorded {
+                        count: session.unrecorded,
+                        session: session.id.clone(),
+                    })
                 } else if self.unseen_start(session) {
                     Verdict::Deny(Refusal::UnseenStart(session.id.clone()))
                 } else if !self.session_sealed(session) {
@@ -521,7 +524,10 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
         }
         let verdict = if session.unrecorded > 0 {
-            Verdict::Deny(Refusal::Unrecorded(session.unrecorded))
+            Verdict::Deny(Refusal::Unrecorded {
+                count: session.unrecorded,
+                session: session.id.clone(),
+            })
         } else if self.unseen_start(session) {
             Verdict::Deny(Refusal::UnseenStart(session.id.clone()))
         } else if !self.session_sealed(session) {

@@ -52,7 +52,12 @@ pub enum Refusal {
     /// The gate refused it: an argument comes from an entry labelled worse than allowed.
     Gate(Denial),
     /// The session saw tool output that could not be recorded (fail closed).
-    Unrecorded(u64),
+    Unrecorded {
+        /// How many outputs were not recorded.
+        count: u64,
+        /// The session's id.
+        session: String,
+    },
     /// The event or arguments could not be read (fail closed for sensitive tools).
     Unreadable(String),
     /// The call touches one of the guard's own resources (`spec/hooks.md` §13): refused in
@@ -102,10 +107,10 @@ impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Refusal::Gate(d) => write!(f, "memlineage: {d}"),
-            Refusal::Unrecorded(n) => write!(
+            Refusal::Unrecorded { count, session } => write!(
                 f,
-                "memlineage: deny: {n} tool output(s) of this session could not be recorded, \
-                 so argument provenance is unknown"
+                "memlineage: deny: {count} tool output(s) of session {session:?} could not be \
+                 recorded, so argument provenance is unknown"
             ),
             Refusal::Unreadable(why) => write!(f, "memlineage: deny: {why}"),
             Refusal::Protected { tool, touch } => write!(

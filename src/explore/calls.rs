@@ -50,9 +50,14 @@ fn decide(x: &Explorer, id: &EntryId) -> Call {
         .parents_of(id)
         .map(|ps| ps.iter().map(|p| p.id).collect())
         .unwrap_or_default();
+    // Whether the call is gated is the policy's one answer (`Policy::gates`): the name as the
+    // hooks resolve it (`mcp__<server>__<tool>` by its bare name), unknown tools gated unless
+    // the policy allows them. A call gated only if it writes a gated file is shown as gated:
+    // the explorer does not know the agent's directories (fail closed).
+    let gated = x.policy.gates(tool, &values) != crate::gate::Gating::Pass;
     let call = ToolCall {
-        tool: tool.to_string(),
-        sensitive: false,
+        tool: x.policy.tool_name(tool).to_string(),
+        sensitive: gated,
         args: values
             .keys()
             .map(|k| (k.clone(), parents.clone()))
@@ -60,7 +65,7 @@ fn decide(x: &Explorer, id: &EntryId) -> Call {
     };
     Call::Decided {
         tool: tool.to_string(),
-        sensitive: x.policy.is_sensitive(&call),
+        sensitive: gated || x.policy.is_sensitive(&call),
         decision: x.ledger.gate_values(&x.policy, &call, &values),
     }
 }

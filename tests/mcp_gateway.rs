@@ -925,3 +925,82 @@ fn an_upstream_is_a_command_or_a_url_never_both() {
         assert!(!out.stderr.is_empty(), "{args:?}: no reason given");
     }
 }
+
+/// `spec/mcp.md` §6.6, §6.11: a host's Streamable HTTP server (Cursor: `url` and `headers`) is
+/// put behind the gateway by `mcp install --all` — the host then starts the gateway, which
+/// speaks HTTP to the server — and the doctor proves the configured gateway (its ledger,
+/// policy, state) in front of its probe.
+#[test]
+fn install_puts_an_http_server_behind_the_gateway_and_the_doctor_proves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    world(d);
+    std::fs::write(
+        d.join("cursor.json"),
+        r#"{"mcpServers": {"tracker": {"url": "http://127.0.0.1:9/mcp",
+            "headers": {"Authorization": "Bearer k"}}}}"#,
+    )
+    .unwrap();
+    let installed = cli_support::ok(&cli_support::run(
+        &[
+            "mcp",
+            "install",
+            "--host",
+            "cursor",
+            "--host-config",
+            "cursor.json",
+            "--ledger",
+            "g.db",
+            "--state",
+            "st",
+            "--all",
+        ],
+        d,
+        None,
+    ));
+    assert!(
+        installed.contains("server tracker: ") && installed.contains("http://127.0.0.1:9/mcp"),
+        "{installed}"
+    );
+    let config: Value =
+        serde_json::from_slice(&std::fs::read(d.join("cursor.json")).unwrap()).unwrap();
+    let entry = &config["mcpServers"]["tracker"];
+    assert!(entry.get("url").is_none(), "{entry}");
+    let args: Vec<&str> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        args[args.len() - 4..],
+        [
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--header",
+            "Authorization: Bearer k"
+        ]
+    );
+    let doctor = cli_support::run(
+        &[
+            "mcp",
+            "doctor",
+            "--host",
+            "cursor",
+            "--host-config",
+            "cursor.json",
+        ],
+        d,
+        None,
+    );
+    let out = String::from_utf8_lossy(&doctor.stdout);
+    assert!(doctor.status.success(), "{out}");
+    assert!(
+        out.contains("ok   server tracker: upstream URL http://127.0.0.1:9/mcp"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ok   server tracker: the injected payment was refused: memlineage: deny"),
+        "{out}"
+    );
+}

@@ -5,7 +5,7 @@
 //! real upstream, whose tools the doctor does not know and must not call.
 
 use crate::hook_install::Json;
-use crate::mcp_install::{gateway_upstream, HostArgs};
+use crate::mcp_install::{gateway_upstream, HostArgs, Upstream};
 use crate::Res;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -84,7 +84,7 @@ pub fn doctor(a: &DoctorArgs) -> Res<ExitCode> {
 struct Configured {
     command: String,
     options: Vec<String>,
-    upstream: String,
+    upstream: Upstream,
     env: Vec<(String, String)>,
 }
 
@@ -103,13 +103,14 @@ impl Configured {
                 _ => None,
             })
             .collect();
-        let (upstream, _) = gateway_upstream(&args)?;
-        let end = args.iter().position(|a| a == "--")?;
-        // The configured options but the session: the doctor's own is fresh.
+        let upstream = gateway_upstream(&args)?;
+        let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+        // The configured options but the session (the doctor's own is fresh) and an HTTP
+        // upstream's (the probe stands in for the upstream).
         let mut options = Vec::new();
-        let mut it = args[2..end].iter();
+        let mut it = args.get(2..end)?.iter();
         while let Some(o) = it.next() {
-            if o == "--session" {
+            if ["--session", "--url", "--header"].contains(&o.as_str()) {
                 it.next();
             } else {
                 options.push(o.clone());
@@ -148,10 +149,16 @@ fn check(name: &str, run: &Configured) -> bool {
         is_absolute_file(&run.command),
         &format!("gateway command {} (absolute, present)", run.command),
     );
-    step(
-        is_absolute_file(&run.upstream),
-        &format!("upstream command {} (absolute, present)", run.upstream),
-    );
+    match &run.upstream {
+        Upstream::Command(program, _) => step(
+            is_absolute_file(program),
+            &format!("upstream command {program} (absolute, present)"),
+        ),
+        Upstream::Http { url, .. } => step(
+            url.starts_with("http://") || url.starts_with("https://"),
+            &format!("upstream URL {url} (http or https)"),
+        ),
+    }
     match probe(run) {
         Ok(steps) => {
             for (passed, what) in steps {

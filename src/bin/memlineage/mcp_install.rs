@@ -266,18 +266,38 @@ fn rewrite(
         let Some(Json::Object(entry)) = servers.get_mut(&name) else {
             return Err(format!("server {name:?} is not an object").into());
         };
-        let (program, args) = upstream_of(entry).map_err(|e| format!("server {name:?}: {e}"))?;
-        let program = resolve(&program)?;
-        let shown = std::iter::once(program.as_str())
-            .chain(args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let upstream = upstream_of(entry).map_err(|e| format!("server {name:?}: {e}"))?;
         let mut proxy = vec!["mcp".to_string(), "proxy".to_string()];
         proxy.extend(gateway.options.iter().cloned());
         proxy.extend(["--server".into(), gateway_name(&name)]);
-        proxy.push("--".into());
-        proxy.push(program);
-        proxy.extend(args);
+        let shown = match upstream {
+            Upstream::Command(program, args) => {
+                let program = resolve(&program)?;
+                let shown = std::iter::once(program.as_str())
+                    .chain(args.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                proxy.push("--".into());
+                proxy.push(program);
+                proxy.extend(args);
+                shown
+            }
+            Upstream::Http { url, headers } => {
+                // The host now starts the gateway (stdio), which speaks HTTP to the server
+                // (`spec/mcp.md` §6.11).
+                for key in ["url", "serverUrl", "headers"] {
+                    entry.shift_remove(key);
+                }
+                if host == Host::Vscode {
+                    entry.insert("type".into(), Json::String("stdio".into()));
+                }
+                proxy.extend(["--url".into(), url.clone()]);
+                for h in headers {
+                    proxy.extend(["--header".into(), h]);
+                }
+                url
+            }
+        };
         entry.insert("command".into(), Json::String(gateway.binary.clone()));
         entry.insert(
             "args".into(),
@@ -291,20 +311,53 @@ fn rewrite(
     ))
 }
 
-/// A server entry's upstream command and arguments: its own, or, for an entry already behind
-/// the gateway, what follows the gateway's `--`.
+/// The server behind a host's entry.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Upstream {
+    /// A stdio server: its command and arguments.
+    Command(String, Vec<String>),
+    /// A Streamable HTTP server: its endpoint and headers (`Name: value`).
+    Http { url: String, headers: Vec<String> },
+}
+
+/// A server entry's upstream: its own command and arguments, or its `url` (`serverUrl` in
+/// Windsurf) and `headers`; for an entry already behind the gateway, what follows the gateway's
+/// `--`, or its `--url` and `--header`s.
 ///
 /// # Errors
-/// An entry without a string `command` (an HTTP server, `url`), or arguments that are not
-/// strings.
-pub fn upstream_of(entry: &IndexMap<String, Json>) -> Res<(String, Vec<String>)> {
-    if entry.contains_key("url") {
-        return Err(
-            "an HTTP server (`url`): only stdio servers can be put behind the gateway".into(),
-        );
+/// An entry with neither a string `command` nor a string `url`, a server of the older SSE
+/// transport (`"type": "sse"`: the gateway speaks Streamable HTTP), headers that are not
+/// strings, or arguments that are not strings.
+pub fn upstream_of(entry: &IndexMap<String, Json>) -> Res<Upstream> {
+    if let Some(url) = entry.get("url").or_else(|| entry.get("serverUrl")) {
+        let Json::String(url) = url else {
+            return Err("`url` is not a string".into());
+        };
+        if matches!(entry.get("type"), Some(Json::String(t)) if t == "sse") {
+            return Err(
+                "a server of the older SSE transport (`\"type\": \"sse\"`): the gateway speaks \
+                 Streamable HTTP"
+                    .into(),
+            );
+        }
+        let headers = match entry.get("headers") {
+            None => Vec::new(),
+            Some(Json::Object(h)) => h
+                .iter()
+                .map(|(k, v)| match v {
+                    Json::String(v) => Ok(format!("{k}: {v}")),
+                    _ => Err("a header that is not a string"),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("`headers` is not an object".into()),
+        };
+        return Ok(Upstream::Http {
+            url: url.clone(),
+            headers,
+        });
     }
     let Some(Json::String(command)) = entry.get("command") else {
-        return Err("no `command`".into());
+        return Err("no `command` or `url`".into());
     };
     let args = match entry.get("args") {
         None => Vec::new(),
@@ -320,19 +373,32 @@ pub fn upstream_of(entry: &IndexMap<String, Json>) -> Res<(String, Vec<String>)>
     if let Some(rest) = gateway_upstream(&args) {
         return Ok(rest);
     }
-    Ok((command.clone(), args))
+    Ok(Upstream::Command(command.clone(), args))
 }
 
-/// For the arguments of an entry that runs `memlineage mcp proxy … -- UPSTREAM…`: UPSTREAM.
-pub fn gateway_upstream(args: &[String]) -> Option<(String, Vec<String>)> {
+/// For the arguments of an entry that runs `memlineage mcp proxy … -- UPSTREAM…`: UPSTREAM;
+/// for one that runs `memlineage mcp proxy … --url URL [--header H]…`: URL and the headers.
+pub fn gateway_upstream(args: &[String]) -> Option<Upstream> {
     if args.first().map(String::as_str) != Some("mcp")
         || args.get(1).map(String::as_str) != Some("proxy")
     {
         return None;
     }
-    let at = args.iter().position(|a| a == "--")?;
-    let (program, rest) = args.get(at + 1..)?.split_first()?;
-    Some((program.clone(), rest.to_vec()))
+    if let Some(at) = args.iter().position(|a| a == "--") {
+        let (program, rest) = args.get(at + 1..)?.split_first()?;
+        return Some(Upstream::Command(program.clone(), rest.to_vec()));
+    }
+    let value = |flag: &str| {
+        args.windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].clone())
+            .collect::<Vec<_>>()
+    };
+    let url = value("--url").into_iter().next()?;
+    Some(Upstream::Http {
+        url,
+        headers: value("--header"),
+    })
 }
 
 /// The gateway's `--server` for a host's server name: the characters `mcp__<server>__<tool>`
@@ -444,11 +510,54 @@ mod tests {
         )
         .unwrap();
         assert_eq!(again, text);
-        // `--all` skips the HTTP server.
+        // `--all` puts the HTTP server behind the gateway too (spec/mcp.md §6.11).
         let (all, wrapped) =
             rewrite(Host::ClaudeDesktop, Some(before), None, None, &gateway()).unwrap();
-        assert_eq!(wrapped.len(), 1);
-        assert!(all.contains("https://x"));
+        assert_eq!(wrapped.len(), 2);
+        let v: serde_json::Value = serde_json::from_str(&all).unwrap();
+        let web = &v["mcpServers"]["web"];
+        assert!(web.get("url").is_none(), "{web}");
+        assert_eq!(web["command"], "/opt/memlineage");
+        assert_eq!(web["args"][6], "web");
+        assert_eq!(web["args"][7], "--url");
+        assert_eq!(web["args"][8], "https://x");
+    }
+
+    #[test]
+    fn an_http_server_is_wrapped_with_its_headers_once() {
+        let before = r#"{"servers": {"t": {"type": "http", "url": "http://127.0.0.1:8931/mcp",
+            "headers": {"Authorization": "Bearer k"}}, "old": {"type": "sse", "url": "http://x/sse"}}}"#;
+        let (text, wrapped) =
+            rewrite(Host::Vscode, Some(before), Some("t"), None, &gateway()).unwrap();
+        assert_eq!(wrapped, [("t".into(), "http://127.0.0.1:8931/mcp".into())]);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let t = &v["servers"]["t"];
+        assert_eq!(t["type"], "stdio");
+        assert!(t.get("url").is_none() && t.get("headers").is_none(), "{t}");
+        let args: Vec<&str> = t["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            args[5..],
+            [
+                "--server",
+                "t",
+                "--url",
+                "http://127.0.0.1:8931/mcp",
+                "--header",
+                "Authorization: Bearer k"
+            ]
+        );
+        let (again, _) = rewrite(Host::Vscode, Some(&text), Some("t"), None, &gateway()).unwrap();
+        assert_eq!(again, text);
+        // The older SSE transport is not Streamable HTTP: refused by name, skipped by `--all`.
+        let err = rewrite(Host::Vscode, Some(before), Some("old"), None, &gateway()).unwrap_err();
+        assert!(err.to_string().contains("older SSE transport"), "{err}");
+        let (_, all) = rewrite(Host::Vscode, Some(before), None, None, &gateway()).unwrap();
+        assert_eq!(all.len(), 1);
     }
 
     #[test]
@@ -484,8 +593,8 @@ mod tests {
         );
         assert!(err(r#"{"mcpServers": {}}"#, Some("a")).starts_with("no server \"a\""));
         assert!(err("{// c\n}", Some("a")).contains("comments are not supported"));
-        let web = r#"{"mcpServers": {"w": {"url": "https://x"}}}"#;
-        assert!(err(web, Some("w")).contains("only stdio servers"));
+        let web = r#"{"mcpServers": {"w": {"url": 7}}}"#;
+        assert!(err(web, Some("w")).contains("`url` is not a string"));
         let missing = r#"{"mcpServers": {"m": {"command": "no-such-program-here"}}}"#;
         assert!(err(missing, Some("m")).contains("is not in PATH"));
     }

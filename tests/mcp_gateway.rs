@@ -972,14 +972,12 @@ fn install_puts_an_http_server_behind_the_gateway_and_the_doctor_proves_it() {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
+    assert_eq!(args[args.len() - 2..], ["--url", "http://127.0.0.1:9/mcp"]);
+    // The token is in the gateway's environment (its user's to read), not its arguments.
+    assert!(!args.iter().any(|a| a.contains("Bearer")), "{args:?}");
     assert_eq!(
-        args[args.len() - 4..],
-        [
-            "--url",
-            "http://127.0.0.1:9/mcp",
-            "--header",
-            "Authorization: Bearer k"
-        ]
+        entry["env"]["MEMLINEAGE_UPSTREAM_HEADERS"],
+        "Authorization: Bearer k"
     );
     let doctor = cli_support::run(
         &[
@@ -1002,5 +1000,113 @@ fn install_puts_an_http_server_behind_the_gateway_and_the_doctor_proves_it() {
     assert!(
         out.contains("ok   server tracker: the injected payment was refused: memlineage: deny"),
         "{out}"
+    );
+}
+
+/// `spec/mcp.md` §6.11: the headers of `MEMLINEAGE_UPSTREAM_HEADERS` (what `mcp install`
+/// writes a host's headers to) and of `--header` reach an HTTP upstream with every request, and
+/// an answer the upstream gives with a session id has the next request carry it. The upstream
+/// is a listener of this test that answers `initialize` as JSON and records each request's
+/// head.
+#[test]
+fn an_http_upstream_gets_the_configured_headers_and_its_session() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let heads = std::thread::spawn(move || {
+        let mut heads = Vec::new();
+        // `initialize`, then `notifications/initialized` (then perhaps the GET of the
+        // server's own stream, answered 405).
+        for i in 0..2 {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = vec![0u8; 8192];
+            let mut got = Vec::new();
+            let end = loop {
+                if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break at + 4;
+                }
+                let n = s.read(&mut buf).unwrap();
+                assert!(n > 0, "the request ended early");
+                got.extend_from_slice(&buf[..n]);
+            };
+            let head = String::from_utf8_lossy(&got[..end]).to_lowercase();
+            // The body, read whole before answering.
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while got.len() < end + length {
+                let n = s.read(&mut buf).unwrap();
+                assert!(n > 0, "the body ended early");
+                got.extend_from_slice(&buf[..n]);
+            }
+            let reply = if i == 0 {
+                let body = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"h","version":"1"}}}"#;
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s-42\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            } else {
+                "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into()
+            };
+            s.write_all(reply.as_bytes()).unwrap();
+            heads.push(head);
+        }
+        heads
+    });
+    let mut child = Command::new(cli_support::BIN)
+        .args([
+            "mcp",
+            "proxy",
+            "g.db",
+            "--policy",
+            "policy.toml",
+            "--server",
+            "up",
+            "--url",
+            &url,
+            "--header",
+            "X-Flag: on",
+        ])
+        .env(
+            "MEMLINEAGE_UPSTREAM_HEADERS",
+            "Authorization: Bearer k\nX-Two: 2\n",
+        )
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    writeln!(input, "{INIT}").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["result"]["serverInfo"]["name"], "h", "{answer}");
+    writeln!(
+        input,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    let heads = heads.join().unwrap();
+    drop(input);
+    let _ = child.wait();
+    for h in &heads {
+        for want in ["authorization: bearer k", "x-two: 2", "x-flag: on"] {
+            assert!(h.contains(want), "{want} missing from:\n{h}");
+        }
+    }
+    assert!(!heads[0].contains("mcp-session-id"), "{}", heads[0]);
+    assert!(heads[1].contains("mcp-session-id: s-42"), "{}", heads[1]);
+    assert!(
+        heads[1].contains("mcp-protocol-version: 2025-11-25"),
+        "{}",
+        heads[1]
     );
 }

@@ -292,8 +292,19 @@ fn rewrite(
                     entry.insert("type".into(), Json::String("stdio".into()));
                 }
                 proxy.extend(["--url".into(), url.clone()]);
-                for h in headers {
-                    proxy.extend(["--header".into(), h]);
+                // Headers (a bearer token) go to the gateway's environment, which only its user
+                // can read, not to its arguments, which every user can.
+                if !headers.is_empty() {
+                    let env = entry
+                        .entry("env".to_string())
+                        .or_insert_with(|| Json::Object(IndexMap::new()));
+                    let Json::Object(env) = env else {
+                        return Err(format!("server {name:?}: `env` is not an object").into());
+                    };
+                    env.insert(
+                        crate::mcp_proxy::HEADERS_ENV.into(),
+                        Json::String(headers.join("\n")),
+                    );
                 }
                 url
             }
@@ -542,14 +553,11 @@ mod tests {
             .collect();
         assert_eq!(
             args[5..],
-            [
-                "--server",
-                "t",
-                "--url",
-                "http://127.0.0.1:8931/mcp",
-                "--header",
-                "Authorization: Bearer k"
-            ]
+            ["--server", "t", "--url", "http://127.0.0.1:8931/mcp"]
+        );
+        assert_eq!(
+            t["env"][crate::mcp_proxy::HEADERS_ENV],
+            "Authorization: Bearer k"
         );
         let (again, _) = rewrite(Host::Vscode, Some(&text), Some("t"), None, &gateway()).unwrap();
         assert_eq!(again, text);

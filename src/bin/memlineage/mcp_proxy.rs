@@ -17,6 +17,11 @@ use std::time::Duration;
 /// Default deadline of a client request, in milliseconds (the official SDKs' default request
 /// timeout).
 pub const DEFAULT_DEADLINE_MS: u64 = 60_000;
+/// The environment variable whose lines (`Name: value`) are headers for an HTTP upstream, beside
+/// `--header`: what `mcp install` writes a host's headers to, since a process's environment is
+/// readable by its own user only where its arguments are readable by every user
+/// (`/proc/PID/cmdline`).
+pub const HEADERS_ENV: &str = "MEMLINEAGE_UPSTREAM_HEADERS";
 /// Largest gateway configuration file, in bytes.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// How long the upstream server has to exit once its input is closed.
@@ -63,8 +68,10 @@ pub struct Args {
     /// instead of a command (spec/mcp.md §6.11).
     #[arg(long, conflicts_with_all = ["config", "upstream"])]
     url: Option<String>,
-    /// A header sent with every HTTP request to --url, `Name: value` (e.g. an
-    /// `Authorization: Bearer …` token); repeatable. Never logged.
+    /// A header sent with every HTTP request to --url, `Name: value`; repeatable. Never logged,
+    /// but a process's arguments are visible to every user of the machine: give a secret (an
+    /// `Authorization: Bearer …` token) in MEMLINEAGE_UPSTREAM_HEADERS instead (one header a
+    /// line), as `mcp install` does.
     #[arg(long = "header")]
     headers: Vec<String>,
     /// The upstream server's command and arguments, after `--` (not with --config).
@@ -171,7 +178,10 @@ pub fn run(a: Args) -> Res<ExitCode> {
             Target::Command { command, env, dir } => {
                 serve(plan.options, door, command, env, dir).await
             }
-            Target::Http { url, headers } => serve_http(plan.options, door, &url, &headers).await,
+            Target::Http { url, mut headers } => {
+                headers.extend(headers_from_env());
+                serve_http(plan.options, door, &url, &headers).await
+            }
         }
     });
     // Standard input is read on a blocking thread that waits for a line the client may never
@@ -374,6 +384,16 @@ async fn serve(
             Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
     }
+}
+
+/// The headers of [`HEADERS_ENV`]: its non-blank lines.
+fn headers_from_env() -> Vec<String> {
+    std::env::var(HEADERS_ENV)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// Connects to the upstream's Streamable HTTP endpoint and relays until the client closes

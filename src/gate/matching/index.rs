@@ -253,6 +253,12 @@ impl ReadIndex {
         let mut lists: Vec<&[u32]> = Vec::new();
         self.push_holders(key(Space::Word, normal), &mut lists);
         for p in boundaries(1, longest) {
+            // A haystack holding the pair holds its first word (`Haystack::keys`), and a key
+            // once posted stays: a first word no haystack holds starts no pair. One look-up
+            // then spares the `longest` of its pairs (most prefixes of a value are no word).
+            if !self.postings.contains_key(&key(Space::Word, &normal[..p])) {
+                continue;
+            }
             let mut h = pair_hasher(&normal[..p]);
             let mut from = p;
             for q in boundaries(p + 1, p + longest) {

@@ -3,6 +3,7 @@
 //! (`fixtures/agentdojo/README.md`, "How `arg_sources` was computed"), minus its YAML decoding:
 //! JSON tool output is decoded instead, and each of its string leaves is searched too.
 
+use aho_corasick::AhoCorasick;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use unicode_normalization::UnicodeNormalization;
@@ -349,11 +350,30 @@ impl Words {
     }
 
     /// Whether `normal` (a [`normal_form`]) is a run of whole consecutive words: it starts
-    /// where a word starts and ends where one ends (token boundaries, §4.3).
+    /// where a word starts and ends where one ends (token boundaries, §4.3), at any of its
+    /// occurrences. O(len(joined) + len(normal)) and the occurrences.
     fn holds(&self, normal: &str) -> bool {
-        self.joined.match_indices(normal).any(|(start, m)| {
-            self.starts.contains(&start) && self.ends.contains(&(start + m.len()))
-        })
+        let run = |start: usize| {
+            self.starts.contains(&start) && self.ends.contains(&(start + normal.len()))
+        };
+        let mut found = false;
+        for (start, _) in self.joined.match_indices(normal) {
+            if run(start) {
+                return true;
+            }
+            found = true;
+        }
+        // `match_indices` gives occurrences that do not overlap: a run of whole words can
+        // overlap an earlier occurrence that is not one (`4545 45454545` holds `45454545` at
+        // its second word only). Every occurrence is then looked at; an automaton that cannot
+        // be built leaves the run held (fail closed).
+        found
+            && match AhoCorasick::new([normal]) {
+                Ok(ac) => ac
+                    .try_find_overlapping_iter(self.joined.as_str())
+                    .map_or(true, |mut all| all.any(|m| run(m.start()))),
+                Err(_) => true,
+            }
     }
 }
 

@@ -925,3 +925,31 @@ fn an_upstream_is_a_command_or_a_url_never_both() {
         assert!(!out.stderr.is_empty(), "{args:?}: no reason given");
     }
 }
+
+/// `spec/mcp.md` §6.11: a request an HTTP upstream cannot be reached for is answered with the
+/// gateway's error, which the client (the agent) reads and the ledger keeps: it does not
+/// repeat the configured URL, which may carry a credential (`user:password@`, a `?token=`).
+#[test]
+fn an_unreachable_http_upstream_is_answered_without_its_url() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    // A port nothing listens on: the connection is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("http://agent:pw-s3cret@127.0.0.1:{port}/mcp?token=tok-s3cret");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "1"}}});
+    // The gateway's usual arguments with the URL for the command (no `--`).
+    let mut args = gateway_args(&["--url", &url], &[]);
+    args.pop();
+    let out = cli_support::run(&args, dir.path(), Some(format!("{init}\n").as_bytes()));
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        answer.contains("the upstream cannot be reached"),
+        "{answer}"
+    );
+    assert!(!answer.contains("s3cret"), "{answer}");
+}

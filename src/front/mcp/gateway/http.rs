@@ -198,10 +198,11 @@ impl Upstream {
         }
         let response = match request.send().await {
             Ok(r) => r,
+            // Without the URL: it may carry a credential (`?token=`), and this sentence is the
+            // client's answer, which the ledger keeps.
             Err(e) => {
-                return self
-                    .failed(id.as_ref(), &format!("the upstream cannot be reached: {e}"))
-                    .await
+                let why = format!("the upstream cannot be reached: {}", e.without_url());
+                return self.failed(id.as_ref(), &why).await;
             }
         };
         if let Some(given) = response
@@ -244,7 +245,7 @@ impl Upstream {
             .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
         if stream {
             let mut events = Events::default();
-            while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+            while let Some(chunk) = response.chunk().await.map_err(shown)? {
                 for data in events.feed(&chunk)? {
                     self.give(&data).await;
                 }
@@ -253,7 +254,7 @@ impl Upstream {
             return Ok(());
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        while let Some(chunk) = response.chunk().await.map_err(shown)? {
             if body.len() + chunk.len() > MAX_LINE_BYTES {
                 return Err(format!("a JSON answer longer than {MAX_LINE_BYTES} bytes"));
             }
@@ -302,7 +303,7 @@ impl Upstream {
                 // 405: the server offers no stream of its own.
                 Ok(_) => {}
                 Err(e) => {
-                    tracing::warn!(error = %e, "memlineage gateway: the upstream's stream cannot be opened")
+                    tracing::warn!(error = %e.without_url(), "memlineage gateway: the upstream's stream cannot be opened")
                 }
             }
         });
@@ -337,6 +338,11 @@ impl Upstream {
             self.give(e.to_string().as_bytes()).await;
         }
     }
+}
+
+/// An HTTP error as a sentence, without the URL (it may carry a credential, `?token=`).
+fn shown(e: reqwest::Error) -> String {
+    e.without_url().to_string()
 }
 
 /// A parser of `text/event-stream` (WHATWG HTML, "Server-sent events", §9.2.6 "Interpreting an

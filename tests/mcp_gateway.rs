@@ -953,3 +953,69 @@ fn an_unreachable_http_upstream_is_answered_without_its_url() {
     );
     assert!(!answer.contains("s3cret"), "{answer}");
 }
+
+/// A hostile Streamable HTTP upstream (Python's standard library): it answers every POST with
+/// an SSE stream that it never writes to nor ends. Prints its port.
+const HOLDING: &str = r#"import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.flush()
+        time.sleep(3600)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+s.daemon_threads = True
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+/// `spec/mcp.md` §6.11: an HTTP upstream that opens an answer to every request and never ends
+/// it holds a bounded number of the gateway's connections and buffers: past the bound, a
+/// request is answered with the gateway's error at once, and every request gets exactly one
+/// answer (the others the deadline's).
+#[test]
+fn an_http_upstream_that_never_ends_its_answers_holds_a_bounded_number_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let script = dir.path().join("holding.py");
+    std::fs::write(&script, HOLDING).unwrap();
+    let mut server = Command::new("python3")
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let url = format!("http://127.0.0.1:{}/mcp", port.trim());
+    let mut args = gateway_args(&["--url", &url, "--deadline-ms", "3000"], &[]);
+    args.pop();
+    let n = 48;
+    let pings: String = (0..n)
+        .map(|i| format!("{}\n", json!({"jsonrpc": "2.0", "id": i, "method": "ping"})))
+        .collect();
+    let out = cli_support::run(&args, dir.path(), Some(pings.as_bytes()));
+    let _ = server.kill();
+    let _ = server.wait();
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let mut ids: Vec<i64> = answers.iter().filter_map(|a| a["id"].as_i64()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..n).collect::<Vec<i64>>(), "{answers:?}");
+    let refused = answers
+        .iter()
+        .filter(|a| {
+            a["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("to the upstream are unanswered"))
+        })
+        .count();
+    assert!(refused > 0, "every request was held open: {answers:?}");
+}

@@ -17,7 +17,9 @@
 //! - When the relay closes its side, the session is ended with a DELETE, then the lines end.
 //!
 //! Bounds: an SSE event or JSON body longer than [`MAX_LINE_BYTES`] ends that answer (what it
-//! answered then times out at the relay's deadline); nothing is buffered beyond one event.
+//! answered then times out at the relay's deadline); nothing is buffered beyond one event per
+//! answer, and at most `MAX_POSTS` (32) answers are read at once (past it, a request is answered
+//! with the gateway's error).
 //! Not done: resuming a broken stream (`Last-Event-ID`), authorisation flows (a fixed header
 //! such as a bearer token can be given).
 
@@ -29,6 +31,11 @@ use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
 
 /// Bytes the pipes between the adapter and the relay hold before a writer waits.
 const PIPE_BYTES: usize = 1 << 16;
+/// Most POSTs whose answers are read at once. Each holds a connection and up to two
+/// [`MAX_LINE_BYTES`] buffers (an SSE line and an event's data) for as long as the server keeps
+/// its answer open, which a hostile server can make forever: past it, a request is answered
+/// with the gateway's error at once, and a notification or response is dropped (logged).
+const MAX_POSTS: usize = 32;
 /// How long the DELETE that ends the session may take.
 const END_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -93,6 +100,7 @@ pub fn connect(url: &str, headers: &[String]) -> Result<Pipes, HttpError> {
         url: parsed,
         state: Arc::new(Mutex::new(Session::default())),
         out: Arc::new(tokio::sync::Mutex::new(writer)),
+        posts: Arc::new(tokio::sync::Semaphore::new(MAX_POSTS)),
     };
     tokio::spawn(up.pump(from_relay));
     Ok(Pipes { output, input })
@@ -117,6 +125,8 @@ struct Upstream {
     url: reqwest::Url,
     state: Arc<Mutex<Session>>,
     out: Arc<tokio::sync::Mutex<WriteHalf<DuplexStream>>>,
+    /// The POSTs that may be in flight ([`MAX_POSTS`]).
+    posts: Arc<tokio::sync::Semaphore>,
 }
 
 impl Upstream {
@@ -138,7 +148,18 @@ impl Upstream {
                     }
                     let up = self.clone();
                     let body = std::mem::take(&mut buf);
-                    posts.spawn(async move { up.post(body).await });
+                    match self.posts.clone().try_acquire_owned() {
+                        Ok(permit) => posts.spawn(async move {
+                            up.post(body).await;
+                            drop(permit);
+                        }),
+                        Err(_) => posts.spawn(async move {
+                            let why = format!(
+                                "more than {MAX_POSTS} messages to the upstream are unanswered"
+                            );
+                            up.failed(request(&body).1.as_ref(), &why).await;
+                        }),
+                    };
                 }
                 // The relay writes its own lines, bounded: not expected.
                 Ok(Line::Oversized) => continue,
@@ -163,17 +184,7 @@ impl Upstream {
 
     /// POSTs one message and gives the relay what comes back.
     async fn post(self, body: Vec<u8>) {
-        let message: Option<Value> = serde_json::from_slice(&body).ok();
-        let method = message
-            .as_ref()
-            .and_then(|m| m.get("method"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let id = message
-            .as_ref()
-            .filter(|_| method.is_some())
-            .and_then(|m| m.get("id"))
-            .cloned();
+        let (method, id) = request(&body);
         let (session, protocol) = {
             let mut s = self.session();
             if method.as_deref() == Some("initialize") {
@@ -338,6 +349,22 @@ impl Upstream {
             self.give(e.to_string().as_bytes()).await;
         }
     }
+}
+
+/// The method of the message `body`, and its id when it is a request.
+fn request(body: &[u8]) -> (Option<String>, Option<Value>) {
+    let message: Option<Value> = serde_json::from_slice(body).ok();
+    let method = message
+        .as_ref()
+        .and_then(|m| m.get("method"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let id = message
+        .as_ref()
+        .filter(|_| method.is_some())
+        .and_then(|m| m.get("id"))
+        .cloned();
+    (method, id)
 }
 
 /// An HTTP error as a sentence, without the URL (it may carry a credential, `?token=`).

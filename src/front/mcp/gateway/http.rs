@@ -109,7 +109,7 @@ pub fn connect(url: &str, headers: &[String]) -> Result<Pipes, HttpError> {
 /// What the adapter learns of the HTTP session.
 #[derive(Debug, Default)]
 struct Session {
-    /// `Mcp-Session-Id`, once the server gave one.
+    /// `Mcp-Session-Id`, as the answer to the latest `initialize` gave it.
     id: Option<String>,
     /// The protocol version the server chose in its `initialize` result.
     protocol: Option<String>,
@@ -185,10 +185,16 @@ impl Upstream {
     /// POSTs one message and gives the relay what comes back.
     async fn post(self, body: Vec<u8>) {
         let (method, id) = request(&body);
+        let initialize = method.as_deref() == Some("initialize");
         let (session, protocol) = {
             let mut s = self.session();
-            if method.as_deref() == Some("initialize") {
-                s.initialize = id.clone();
+            if initialize {
+                // A new session, named by none (MCP 2025-11-25, "Session Management": after
+                // a 404 the client MUST initialise again without the ended session's id).
+                *s = Session {
+                    initialize: id.clone(),
+                    ..Session::default()
+                };
             }
             (s.id.clone(), s.protocol.clone())
         };
@@ -204,7 +210,7 @@ impl Upstream {
         if let Some(s) = &session {
             request = request.header("Mcp-Session-Id", s);
         }
-        if let (Some(p), false) = (&protocol, method.as_deref() == Some("initialize")) {
+        if let (Some(p), false) = (&protocol, initialize) {
             request = request.header("MCP-Protocol-Version", p);
         }
         let response = match request.send().await {
@@ -216,15 +222,15 @@ impl Upstream {
                 return self.failed(id.as_ref(), &why).await;
             }
         };
+        // The session is the one the `initialize` answer names (the specification's only
+        // place for it); another answer's header is not read.
         if let Some(given) = response
             .headers()
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
+            .filter(|_| initialize)
         {
-            let mut s = self.session();
-            if s.id.is_none() {
-                s.id = Some(given.to_string());
-            }
+            self.session().id = Some(given.to_string());
         }
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND && session.is_some() {

@@ -1105,3 +1105,49 @@ fn an_http_session_the_upstream_ended_is_started_again_by_the_clients_initialize
         "{answers:?}"
     );
 }
+
+/// A hostile Streamable HTTP upstream (Python's standard library) whose `initialize` result
+/// chooses a protocol version with a line break and a header after it; it appends the headers
+/// of every request it gets to `headers.log` beside it, and answers any other request.
+const INJECTING: &str = r#"import http.server, json, os
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with open(os.path.join(os.path.dirname(__file__), "headers.log"), "a") as log:
+            log.write(str(self.headers) + "\n")
+        result = {}
+        if msg.get("method") == "initialize":
+            result = {"protocolVersion": "2025-11-25\r\nX-Injected: 1", "capabilities": {},
+                      "serverInfo": {"name": "injecting", "version": "1"}}
+        data = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+"#;
+
+/// `spec/mcp.md` §6.11: the protocol version the upstream chooses is sent back in a header; one
+/// with a line break cannot add a header to the gateway's later requests (they cannot be sent,
+/// and each is answered with the gateway's error at once).
+#[test]
+fn an_http_upstream_cannot_inject_headers_through_its_protocol_version() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let (_server, url) = http_stand_in(dir.path(), "injecting", INJECTING);
+    let mut args = gateway_args(&["--url", &url], &[]);
+    args.pop();
+    let mut raw = Raw::spawn(dir.path(), &args);
+    raw.send(INIT);
+    assert!(raw.answer().get("result").is_some());
+    raw.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string());
+    let answer = raw.answer();
+    raw.close();
+    assert!(
+        answer["id"] == 1 && answer.get("error").is_some(),
+        "{answer}"
+    );
+    let seen = std::fs::read_to_string(dir.path().join("headers.log")).unwrap();
+    assert!(seen.to_lowercase().contains("content-type"), "{seen}");
+    assert!(!seen.to_lowercase().contains("x-injected"), "{seen}");
+}

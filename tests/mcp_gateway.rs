@@ -347,9 +347,13 @@ struct Raw {
 
 impl Raw {
     fn start(dir: &Path, extra: &[&str], script: &str, log: &str) -> Raw {
-        let args = gateway_args(extra, &["python3", script, log]);
+        Raw::spawn(dir, &gateway_args(extra, &["python3", script, log]))
+    }
+
+    /// `memlineage ARGS…` in `dir`, driven line by line.
+    fn spawn(dir: &Path, args: &[&str]) -> Raw {
         let mut child = Command::new(cli_support::BIN)
-            .args(&args)
+            .args(args)
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -1109,4 +1113,226 @@ fn an_http_upstream_gets_the_configured_headers_and_its_session() {
         "{}",
         heads[1]
     );
+}
+
+/// `spec/mcp.md` §6.11: a request an HTTP upstream cannot be reached for is answered with the
+/// gateway's error, which the client (the agent) reads and the ledger keeps: it does not
+/// repeat the configured URL, which may carry a credential (`user:password@`, a `?token=`).
+#[test]
+fn an_unreachable_http_upstream_is_answered_without_its_url() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    // A port nothing listens on: the connection is refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("http://agent:pw-s3cret@127.0.0.1:{port}/mcp?token=tok-s3cret");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "1"}}});
+    // The gateway's usual arguments with the URL for the command (no `--`).
+    let mut args = gateway_args(&["--url", &url], &[]);
+    args.pop();
+    let out = cli_support::run(&args, dir.path(), Some(format!("{init}\n").as_bytes()));
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        answer.contains("the upstream cannot be reached"),
+        "{answer}"
+    );
+    assert!(!answer.contains("s3cret"), "{answer}");
+}
+
+/// A stand-in Streamable HTTP upstream: `handler`, a Python `http.server` handler class `H`,
+/// served on a free loopback port by `python3` in `dir`; the process (killed when dropped) and
+/// the endpoint's URL.
+fn http_stand_in(dir: &Path, name: &str, handler: &str) -> (Killed, String) {
+    let script = dir.join(format!("{name}.py"));
+    let serve = r#"
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+s.daemon_threads = True
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    std::fs::write(&script, format!("{handler}{serve}")).unwrap();
+    let mut server = Command::new("python3")
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    (
+        Killed(server),
+        format!("http://127.0.0.1:{}/mcp", port.trim()),
+    )
+}
+
+/// A child process killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A hostile Streamable HTTP upstream (Python's standard library): it answers every POST with
+/// an SSE stream that it never writes to nor ends. Prints its port.
+const HOLDING: &str = r#"import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.flush()
+        time.sleep(3600)
+"#;
+
+/// `spec/mcp.md` §6.11: an HTTP upstream that opens an answer to every request and never ends
+/// it holds a bounded number of the gateway's connections and buffers: past the bound, a
+/// request is answered with the gateway's error at once, and every request gets exactly one
+/// answer (the others the deadline's).
+#[test]
+fn an_http_upstream_that_never_ends_its_answers_holds_a_bounded_number_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let (_server, url) = http_stand_in(dir.path(), "holding", HOLDING);
+    let mut args = gateway_args(&["--url", &url, "--deadline-ms", "3000"], &[]);
+    args.pop();
+    let n = 48;
+    let pings: String = (0..n)
+        .map(|i| format!("{}\n", json!({"jsonrpc": "2.0", "id": i, "method": "ping"})))
+        .collect();
+    let out = cli_support::run(&args, dir.path(), Some(pings.as_bytes()));
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let mut ids: Vec<i64> = answers.iter().filter_map(|a| a["id"].as_i64()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..n).collect::<Vec<i64>>(), "{answers:?}");
+    let refused = answers
+        .iter()
+        .filter(|a| {
+            a["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("to the upstream are unanswered"))
+        })
+        .count();
+    assert!(refused > 0, "every request was held open: {answers:?}");
+}
+
+/// A Streamable HTTP upstream (Python's standard library) whose sessions each serve one `ping`
+/// and then end (as a server that restarted forgets them): a request with an ended session is
+/// answered 404, an `initialize` that names a session 400. Prints its port.
+const FORGETFUL: &str = r#"import http.server, json, itertools
+live, numbers = set(), itertools.count()
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self, status, body=None, session=None):
+        data = json.dumps(body).encode() if body is not None else b""
+        self.send_response(status)
+        if session:
+            self.send_header("Mcp-Session-Id", session)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        sid = self.headers.get("Mcp-Session-Id")
+        if msg.get("method") == "initialize":
+            if sid is not None:
+                return self.answer(400, {"error": "initialize names a session"})
+            sid = "s%d" % next(numbers)
+            live.add(sid)
+            result = {"protocolVersion": "2025-11-25", "capabilities": {},
+                      "serverInfo": {"name": "forgetful", "version": "1"}}
+            return self.answer(200, {"jsonrpc": "2.0", "id": msg["id"], "result": result}, sid)
+        if sid not in live:
+            return self.answer(404)
+        live.discard(sid)
+        self.answer(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+"#;
+
+/// `spec/mcp.md` §6.11 (MCP 2025-11-25, "Session Management": a client that gets 404 for its
+/// session MUST start a new one with an `initialize` that names none): after the upstream ends
+/// the HTTP session, the client's next `initialize` starts a new one, and requests work again.
+#[test]
+fn an_http_session_the_upstream_ended_is_started_again_by_the_clients_initialize() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let (_server, url) = http_stand_in(dir.path(), "forgetful", FORGETFUL);
+    let mut args = gateway_args(&["--url", &url], &[]);
+    args.pop();
+    let mut raw = Raw::spawn(dir.path(), &args);
+    let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+    let init = |id: u64| INIT.replace(r#""id":0"#, &format!(r#""id":{id}"#));
+    let mut answers = Vec::new();
+    for line in [init(1), ping(2), ping(3), init(4), ping(5)] {
+        raw.send(&line);
+        answers.push(raw.answer());
+    }
+    raw.close();
+    let ok: Vec<bool> = answers.iter().map(|a| a.get("result").is_some()).collect();
+    // The session's one ping, then 404 (its end), then a new session that serves a ping.
+    assert_eq!(ok, [true, true, false, true, true], "{answers:?}");
+    assert!(
+        answers[2]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ended the HTTP session")),
+        "{answers:?}"
+    );
+}
+
+/// A hostile Streamable HTTP upstream (Python's standard library) whose `initialize` result
+/// chooses a protocol version with a line break and a header after it; it appends the headers
+/// of every request it gets to `headers.log` beside it, and answers any other request.
+const INJECTING: &str = r#"import http.server, json, os
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with open(os.path.join(os.path.dirname(__file__), "headers.log"), "a") as log:
+            log.write(str(self.headers) + "\n")
+        result = {}
+        if msg.get("method") == "initialize":
+            result = {"protocolVersion": "2025-11-25\r\nX-Injected: 1", "capabilities": {},
+                      "serverInfo": {"name": "injecting", "version": "1"}}
+        data = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+"#;
+
+/// `spec/mcp.md` §6.11: the protocol version the upstream chooses is sent back in a header; one
+/// with a line break cannot add a header to the gateway's later requests (they cannot be sent,
+/// and each is answered with the gateway's error at once).
+#[test]
+fn an_http_upstream_cannot_inject_headers_through_its_protocol_version() {
+    let dir = tempfile::tempdir().unwrap();
+    world(dir.path());
+    let (_server, url) = http_stand_in(dir.path(), "injecting", INJECTING);
+    let mut args = gateway_args(&["--url", &url], &[]);
+    args.pop();
+    let mut raw = Raw::spawn(dir.path(), &args);
+    raw.send(INIT);
+    assert!(raw.answer().get("result").is_some());
+    raw.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string());
+    let answer = raw.answer();
+    raw.close();
+    assert!(
+        answer["id"] == 1 && answer.get("error").is_some(),
+        "{answer}"
+    );
+    let seen = std::fs::read_to_string(dir.path().join("headers.log")).unwrap();
+    assert!(seen.to_lowercase().contains("content-type"), "{seen}");
+    assert!(!seen.to_lowercase().contains("x-injected"), "{seen}");
 }

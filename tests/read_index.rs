@@ -444,3 +444,44 @@ fn many_unrelated_reads() {
         "line 14 and build 14 (i = 2)"
     );
 }
+
+/// Among more reads than the index's few candidates that all open with the same words (so
+/// that the words over the value's middle bytes are looked up), values whose middle byte falls
+/// inside a character of several bytes and whose fold changes byte lengths (`ß` → `SS`, `ﬁ` →
+/// `FI`, full-width digits) are found in the reads that hold them: one indexed once, one whose
+/// haystack was replaced by such a text, and not one whose haystack held it only before.
+#[test]
+fn folded_runs_among_reads_that_open_alike_are_found_after_replacement() {
+    let mut index = ReadIndex::new();
+    let mut ids = Vec::new();
+    for i in 0..40 {
+        index.insert(
+            id(i),
+            Haystack::new(&format!("question number {i} about the weather")),
+        );
+        ids.push(id(i));
+    }
+    let held = "question number ÅÅÅ Straße ﬁnal İstanbul ２０２６ řeka";
+    index.insert(id(7), Haystack::new(held));
+    index.insert(id(3), Haystack::new(held));
+    index.insert(id(3), Haystack::new("question number 3 about the weather"));
+    index.insert(id(5), Haystack::new(held));
+    let at: std::collections::HashMap<EntryId, usize> =
+        ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    for v in [
+        json!("Question-Number ÅÅÅ STRASSE final İstanbul 2026 ŘEKA"),
+        json!("question_number_ÅÅÅ_straße"),
+        json!("ÅÅÅ strasse FINAL"),
+        json!("İstanbul 2026 řeka"),
+    ] {
+        let needle = Needle::new(&v);
+        let scan = index.scan(&ids, &needle);
+        assert_eq!(scan, [id(5), id(7)], "{v}");
+        assert_eq!(index.matching(&ids, &needle), scan, "{v}");
+        assert_eq!(
+            index.matching_positioned(&ids, |id| at.get(id).copied(), &needle),
+            scan,
+            "{v}"
+        );
+    }
+}

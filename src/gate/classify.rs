@@ -140,4 +140,29 @@ mod tests {
                 .unwrap();
         assert_eq!(allow.gates("unheard_of", &none), Gating::Pass);
     }
+
+    /// As `Front::screen` had it before `gates` (`applies(..) || gated_write(..)`): a path
+    /// condition that does not hold leaves a tool that writes files to the write paths, it
+    /// does not let it pass; an MCP tool is judged by the table of its bare name.
+    #[test]
+    fn a_when_that_does_not_hold_still_defers_a_writes_tool_to_the_write_paths() {
+        let p = Policy::from_toml(
+            "default_max_label = \"trusted\"\n\
+             [tools.save]\nwrites = \"path\"\nwhen = { path = [\"**/.env\"] }\n",
+        )
+        .unwrap();
+        let args = |v: serde_json::Value| v.as_object().cloned().unwrap();
+        for tool in ["save", "mcp__files__save"] {
+            assert_eq!(
+                p.gates(tool, &args(json!({"path": "/p/.env"}))),
+                Gating::Gate
+            );
+            assert_eq!(
+                p.gates(tool, &args(json!({"path": "/p/notes.md"}))),
+                Gating::GateIfWritesGated,
+                "{tool}"
+            );
+        }
+        assert_eq!(p.tool_name("mcp__files__save"), "save");
+    }
 }

@@ -3,6 +3,7 @@
 //! (`fixtures/agentdojo/README.md`, "How `arg_sources` was computed"), minus its YAML decoding:
 //! JSON tool output is decoded instead, and each of its string leaves is searched too.
 
+use aho_corasick::AhoCorasick;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use unicode_normalization::UnicodeNormalization;
@@ -349,11 +350,35 @@ impl Words {
     }
 
     /// Whether `normal` (a [`normal_form`]) is a run of whole consecutive words: it starts
-    /// where a word starts and ends where one ends (token boundaries, §4.3).
+    /// where a word starts and ends where one ends (token boundaries, §4.3), at any of its
+    /// occurrences. O(len(joined) + len(normal)) and the occurrences.
     fn holds(&self, normal: &str) -> bool {
-        self.joined.match_indices(normal).any(|(start, m)| {
-            self.starts.contains(&start) && self.ends.contains(&(start + m.len()))
+        at_some_occurrence(&self.joined, normal, |start| {
+            self.starts.contains(&start) && self.ends.contains(&(start + normal.len()))
         })
+    }
+}
+
+/// Whether `fits(start)` holds for the start of some occurrence of `needle` in `hay`,
+/// overlapping ones included: `str::match_indices` gives occurrences that do not overlap, and
+/// the one that fits can overlap an earlier one that does not (`4545 45454545` holds
+/// `45454545` as a whole word at its second word only; `xfee-fee-fee` holds `fee-fee` at
+/// token boundaries after its first dash only). Those are looked at first; when one was seen
+/// and none fits, every occurrence is (an automaton that cannot be built counts as a fit: fail
+/// closed). O(len(hay) + len(needle)) and the occurrences.
+fn at_some_occurrence(hay: &str, needle: &str, fits: impl Fn(usize) -> bool) -> bool {
+    let mut seen = false;
+    for (start, _) in hay.match_indices(needle) {
+        if fits(start) {
+            return true;
+        }
+        seen = true;
+    }
+    seen && match AhoCorasick::new([needle]) {
+        Ok(ac) => ac
+            .try_find_overlapping_iter(hay)
+            .map_or(true, |mut all| all.any(|m| fits(m.start()))),
+        Err(_) => true,
     }
 }
 
@@ -363,9 +388,17 @@ fn at_boundaries(hay: &str, needle: &str) -> bool {
     let word = |c: char| c.is_alphanumeric() || c == '_';
     let first = needle.chars().next().is_some_and(word);
     let last = needle.chars().next_back().is_some_and(word);
-    hay.match_indices(needle).any(|(start, m)| {
-        let before = first && hay[..start].chars().next_back().is_some_and(word);
-        let after = last && hay[start + m.len()..].chars().next().is_some_and(word);
+    at_some_occurrence(hay, needle, |start| {
+        let before = first
+            && hay
+                .get(..start)
+                .and_then(|h| h.chars().next_back())
+                .is_some_and(word);
+        let after = last
+            && hay
+                .get(start + needle.len()..)
+                .and_then(|h| h.chars().next())
+                .is_some_and(word);
         !before && !after
     })
 }

@@ -259,8 +259,8 @@ pub(super) fn thousands(s: &str) -> String {
 pub(super) fn contains(hay: &str, needle: &str) -> bool {
     let b = hay.as_bytes();
     let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
-    hay.match_indices(needle).any(|(start, m)| {
-        let end = start + m.len();
+    super::at_some_occurrence(hay, needle, |start| {
+        let end = start + needle.len();
         let before = start > 0
             && (digit(start - 1)
                 || (start > 1 && matches!(b[start - 1], b'.' | b',') && digit(start - 2)));

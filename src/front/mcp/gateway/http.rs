@@ -17,7 +17,9 @@
 //! - When the relay closes its side, the session is ended with a DELETE, then the lines end.
 //!
 //! Bounds: an SSE event or JSON body longer than [`MAX_LINE_BYTES`] ends that answer (what it
-//! answered then times out at the relay's deadline); nothing is buffered beyond one event.
+//! answered then times out at the relay's deadline); nothing is buffered beyond one event per
+//! answer, and at most `MAX_POSTS` (32) answers are read at once (past it, a request is answered
+//! with the gateway's error).
 //! Not done: resuming a broken stream (`Last-Event-ID`), authorisation flows (a fixed header
 //! such as a bearer token can be given).
 
@@ -29,6 +31,11 @@ use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
 
 /// Bytes the pipes between the adapter and the relay hold before a writer waits.
 const PIPE_BYTES: usize = 1 << 16;
+/// Most POSTs whose answers are read at once. Each holds a connection and up to two
+/// [`MAX_LINE_BYTES`] buffers (an SSE line and an event's data) for as long as the server keeps
+/// its answer open, which a hostile server can make forever: past it, a request is answered
+/// with the gateway's error at once, and a notification or response is dropped (logged).
+const MAX_POSTS: usize = 32;
 /// How long the DELETE that ends the session may take.
 const END_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -93,6 +100,7 @@ pub fn connect(url: &str, headers: &[String]) -> Result<Pipes, HttpError> {
         url: parsed,
         state: Arc::new(Mutex::new(Session::default())),
         out: Arc::new(tokio::sync::Mutex::new(writer)),
+        posts: Arc::new(tokio::sync::Semaphore::new(MAX_POSTS)),
     };
     tokio::spawn(up.pump(from_relay));
     Ok(Pipes { output, input })
@@ -101,7 +109,7 @@ pub fn connect(url: &str, headers: &[String]) -> Result<Pipes, HttpError> {
 /// What the adapter learns of the HTTP session.
 #[derive(Debug, Default)]
 struct Session {
-    /// `Mcp-Session-Id`, once the server gave one.
+    /// `Mcp-Session-Id`, as the answer to the latest `initialize` gave it.
     id: Option<String>,
     /// The protocol version the server chose in its `initialize` result.
     protocol: Option<String>,
@@ -117,6 +125,8 @@ struct Upstream {
     url: reqwest::Url,
     state: Arc<Mutex<Session>>,
     out: Arc<tokio::sync::Mutex<WriteHalf<DuplexStream>>>,
+    /// The POSTs that may be in flight ([`MAX_POSTS`]).
+    posts: Arc<tokio::sync::Semaphore>,
 }
 
 impl Upstream {
@@ -138,7 +148,18 @@ impl Upstream {
                     }
                     let up = self.clone();
                     let body = std::mem::take(&mut buf);
-                    posts.spawn(async move { up.post(body).await });
+                    match self.posts.clone().try_acquire_owned() {
+                        Ok(permit) => posts.spawn(async move {
+                            up.post(body).await;
+                            drop(permit);
+                        }),
+                        Err(_) => posts.spawn(async move {
+                            let why = format!(
+                                "more than {MAX_POSTS} messages to the upstream are unanswered"
+                            );
+                            up.failed(request(&body).1.as_ref(), &why).await;
+                        }),
+                    };
                 }
                 // The relay writes its own lines, bounded: not expected.
                 Ok(Line::Oversized) => continue,
@@ -163,21 +184,17 @@ impl Upstream {
 
     /// POSTs one message and gives the relay what comes back.
     async fn post(self, body: Vec<u8>) {
-        let message: Option<Value> = serde_json::from_slice(&body).ok();
-        let method = message
-            .as_ref()
-            .and_then(|m| m.get("method"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let id = message
-            .as_ref()
-            .filter(|_| method.is_some())
-            .and_then(|m| m.get("id"))
-            .cloned();
+        let (method, id) = request(&body);
+        let initialize = method.as_deref() == Some("initialize");
         let (session, protocol) = {
             let mut s = self.session();
-            if method.as_deref() == Some("initialize") {
-                s.initialize = id.clone();
+            if initialize {
+                // A new session, named by none (MCP 2025-11-25, "Session Management": after
+                // a 404 the client MUST initialise again without the ended session's id).
+                *s = Session {
+                    initialize: id.clone(),
+                    ..Session::default()
+                };
             }
             (s.id.clone(), s.protocol.clone())
         };
@@ -193,26 +210,27 @@ impl Upstream {
         if let Some(s) = &session {
             request = request.header("Mcp-Session-Id", s);
         }
-        if let (Some(p), false) = (&protocol, method.as_deref() == Some("initialize")) {
+        if let (Some(p), false) = (&protocol, initialize) {
             request = request.header("MCP-Protocol-Version", p);
         }
         let response = match request.send().await {
             Ok(r) => r,
+            // Without the URL: it may carry a credential (`?token=`), and this sentence is the
+            // client's answer, which the ledger keeps.
             Err(e) => {
-                return self
-                    .failed(id.as_ref(), &format!("the upstream cannot be reached: {e}"))
-                    .await
+                let why = format!("the upstream cannot be reached: {}", e.without_url());
+                return self.failed(id.as_ref(), &why).await;
             }
         };
+        // The session is the one the `initialize` answer names (the specification's only
+        // place for it); another answer's header is not read.
         if let Some(given) = response
             .headers()
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
+            .filter(|_| initialize)
         {
-            let mut s = self.session();
-            if s.id.is_none() {
-                s.id = Some(given.to_string());
-            }
+            self.session().id = Some(given.to_string());
         }
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND && session.is_some() {
@@ -244,7 +262,7 @@ impl Upstream {
             .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
         if stream {
             let mut events = Events::default();
-            while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+            while let Some(chunk) = response.chunk().await.map_err(shown)? {
                 for data in events.feed(&chunk)? {
                     self.give(&data).await;
                 }
@@ -253,7 +271,7 @@ impl Upstream {
             return Ok(());
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        while let Some(chunk) = response.chunk().await.map_err(shown)? {
             if body.len() + chunk.len() > MAX_LINE_BYTES {
                 return Err(format!("a JSON answer longer than {MAX_LINE_BYTES} bytes"));
             }
@@ -302,7 +320,7 @@ impl Upstream {
                 // 405: the server offers no stream of its own.
                 Ok(_) => {}
                 Err(e) => {
-                    tracing::warn!(error = %e, "memlineage gateway: the upstream's stream cannot be opened")
+                    tracing::warn!(error = %e.without_url(), "memlineage gateway: the upstream's stream cannot be opened")
                 }
             }
         });
@@ -337,6 +355,27 @@ impl Upstream {
             self.give(e.to_string().as_bytes()).await;
         }
     }
+}
+
+/// The method of the message `body`, and its id when it is a request.
+fn request(body: &[u8]) -> (Option<String>, Option<Value>) {
+    let message: Option<Value> = serde_json::from_slice(body).ok();
+    let method = message
+        .as_ref()
+        .and_then(|m| m.get("method"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let id = message
+        .as_ref()
+        .filter(|_| method.is_some())
+        .and_then(|m| m.get("id"))
+        .cloned();
+    (method, id)
+}
+
+/// An HTTP error as a sentence, without the URL (it may carry a credential, `?token=`).
+fn shown(e: reqwest::Error) -> String {
+    e.without_url().to_string()
 }
 
 /// A parser of `text/event-stream` (WHATWG HTML, "Server-sent events", §9.2.6 "Interpreting an

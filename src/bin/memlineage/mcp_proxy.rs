@@ -405,7 +405,7 @@ async fn serve_http(
     headers: &[String],
 ) -> Res<ExitCode> {
     let pipes = gateway::http::connect(url, headers)?;
-    tracing::info!(upstream = %url, server = %options.events.server,
+    tracing::info!(upstream = %gateway::http::redacted(url), server = %options.events.server,
                    session = %options.events.session, "memlineage mcp proxy: relaying over HTTP");
     let ended = gateway::run(
         options,

@@ -25,6 +25,7 @@
 
 use super::wire::{error_response, INTERNAL_ERROR};
 use crate::front::mcp::stdio::{read_line, Line, MAX_LINE_BYTES};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
@@ -217,6 +218,14 @@ impl Upstream {
             Ok(r) => r,
             // Without the URL: it may carry a credential (`?token=`), and this sentence is the
             // client's answer, which the ledger keeps.
+            Err(e) if e.is_builder() => {
+                let why = format!(
+                    "the request to the upstream cannot be made (a header the upstream set, such \
+                     as its protocol version, is not a valid header value): {}",
+                    e.without_url()
+                );
+                return self.failed(id.as_ref(), &why).await;
+            }
             Err(e) => {
                 let why = format!("the upstream cannot be reached: {}", e.without_url());
                 return self.failed(id.as_ref(), &why).await;
@@ -259,12 +268,16 @@ impl Upstream {
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
+            .is_some_and(|t| {
+                t.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("text/event-stream")
+            });
         if stream {
             let mut events = Events::default();
             while let Some(chunk) = response.chunk().await.map_err(shown)? {
                 for data in events.feed(&chunk)? {
-                    self.give(&data).await;
+                    self.give_each(&data).await;
                 }
             }
             // An event the stream does not end with a blank line is dropped (§9.2.6).
@@ -277,16 +290,22 @@ impl Upstream {
             }
             body.extend_from_slice(&chunk);
         }
-        match serde_json::from_slice::<Value>(&body) {
-            // A batch (JSON-RPC 2.0 §6): each of its messages.
-            Ok(Value::Array(items)) => {
+        self.give_each(&body).await;
+        Ok(())
+    }
+
+    /// Gives the relay `message`, or each message of a batch (JSON-RPC 2.0 §6), as written: a
+    /// batch is split by the raw text of its elements, never built into values (a body of 16
+    /// MiB of `0,` would be some 256 MiB of them).
+    async fn give_each(&self, message: &[u8]) {
+        match batch_items(message) {
+            Some(items) => {
                 for m in items {
-                    self.give(m.to_string().as_bytes()).await;
+                    self.give(m.as_bytes()).await;
                 }
             }
-            _ => self.give(&body).await,
+            None => self.give(message).await,
         }
-        Ok(())
     }
 
     /// Opens the server's own stream once (a GET), in the background.
@@ -330,11 +349,22 @@ impl Upstream {
     /// between tokens (a string holds none unescaped), so they become spaces; anything else is
     /// the relay's to judge. Reads the protocol version from the `initialize` result.
     async fn give(&self, message: &[u8]) {
-        if let Ok(v) = serde_json::from_slice::<Value>(message) {
-            let mut s = self.session();
-            if s.initialize.is_some() && v.get("id") == s.initialize.as_ref() {
-                s.initialize = None;
-                s.protocol = v["result"]["protocolVersion"].as_str().map(str::to_string);
+        // Read only while the `initialize` answer is awaited, and only its envelope (the rest
+        // is skipped, not built).
+        let awaited = self.session().initialize.clone();
+        if let Some(init) = awaited {
+            if let Ok(m) = serde_json::from_slice::<Answer>(message) {
+                let id =
+                    m.id.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+                if id.as_ref() == Some(&init) {
+                    let version = m
+                        .result
+                        .and_then(|r| serde_json::from_str::<InitResult>(r.get()).ok())
+                        .and_then(|r| r.protocol_version);
+                    let mut s = self.session();
+                    s.initialize = None;
+                    s.protocol = version;
+                }
             }
         }
         let mut line: Vec<u8> = message
@@ -357,20 +387,61 @@ impl Upstream {
     }
 }
 
+/// The raw texts of the elements of `message` when it is a JSON array, else `None`.
+fn batch_items(message: &[u8]) -> Option<Vec<&str>> {
+    let first = message.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'[' {
+        return None;
+    }
+    let items = serde_json::from_slice::<Vec<&RawValue>>(message).ok()?;
+    Some(items.into_iter().map(RawValue::get).collect())
+}
+
+/// A message's envelope, its other members skipped unread.
+#[derive(serde::Deserialize)]
+struct Answer<'a> {
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+}
+
+/// What the gateway reads of an `initialize` result.
+#[derive(serde::Deserialize)]
+struct InitResult {
+    #[serde(rename = "protocolVersion", default)]
+    protocol_version: Option<String>,
+}
+
 /// The method of the message `body`, and its id when it is a request.
 fn request(body: &[u8]) -> (Option<String>, Option<Value>) {
-    let message: Option<Value> = serde_json::from_slice(body).ok();
-    let method = message
-        .as_ref()
-        .and_then(|m| m.get("method"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let id = message
-        .as_ref()
-        .filter(|_| method.is_some())
-        .and_then(|m| m.get("id"))
-        .cloned();
+    let Ok(m) = serde_json::from_slice::<Answer>(body) else {
+        return (None, None);
+    };
+    let method = m
+        .method
+        .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+    let id =
+        m.id.filter(|_| method.is_some())
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
     (method, id)
+}
+
+/// `url` as logs may show it: without its user, password and query, which may carry a
+/// credential; an unparsable one as `<unparsable URL>`.
+pub fn redacted(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => "<unparsable URL>".into(),
+    }
 }
 
 /// An HTTP error as a sentence, without the URL (it may carry a credential, `?token=`).
@@ -523,6 +594,33 @@ mod tests {
             assert!(fed <= MAX_LINE_BYTES, "kept more than the bound");
         };
         assert!(err.contains("longer than"), "{err}");
+    }
+
+    #[test]
+    fn batches_are_split_as_written_and_urls_shown_without_credentials() {
+        let body = br#" [ {"jsonrpc":"2.0","id":1,"result":{"a":[1, 2]}} ,{"jsonrpc":"2.0","method":"x"}]"#;
+        assert_eq!(
+            batch_items(body).unwrap(),
+            [
+                r#"{"jsonrpc":"2.0","id":1,"result":{"a":[1, 2]}}"#,
+                r#"{"jsonrpc":"2.0","method":"x"}"#
+            ]
+        );
+        assert!(batch_items(br#"{"jsonrpc":"2.0","id":1}"#).is_none());
+        assert!(batch_items(b"[1, ").is_none(), "not JSON: passed on whole");
+        assert_eq!(
+            redacted("https://me:secret@mcp.example:8443/mcp?token=t0k#x"),
+            "https://mcp.example:8443/mcp"
+        );
+        assert_eq!(redacted("not a url"), "<unparsable URL>");
+        assert_eq!(
+            request(br#"{"jsonrpc":"2.0","id":"7","method":"initialize","params":{}}"#),
+            (Some("initialize".into()), Some(serde_json::json!("7")))
+        );
+        assert_eq!(
+            request(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
+            (None, None)
+        );
     }
 
     #[test]

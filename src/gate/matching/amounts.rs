@@ -35,10 +35,20 @@ pub(super) fn decimal(s: &str) -> Option<serde_json::Number> {
     serde_json::Number::from_f64(plain.parse::<f64>().ok().filter(|x| x.is_finite())?)
 }
 
-/// Multipliers an amount may be written with (`5k`, `2.5M`, `3bn`), as powers of ten; matched
-/// case-insensitively, right after the number or after one space, not followed by a letter or
-/// digit.
-const AMOUNT_SUFFIXES: &[(&str, usize)] = &[("K", 3), ("MN", 6), ("M", 6), ("BN", 9)];
+/// Multipliers an amount may be written with (`5k`, `2.5M`, `3bn`, `2.5 million`, `2,5 Mio.`),
+/// as powers of ten; matched case-insensitively, right after the number or after one space, not
+/// followed by a letter or digit.
+const AMOUNT_SUFFIXES: &[(&str, usize)] = &[
+    ("K", 3),
+    ("THOUSAND", 3),
+    ("MN", 6),
+    ("MIO", 6),
+    ("MILLION", 6),
+    ("M", 6),
+    ("BN", 9),
+    ("MRD", 9),
+    ("BILLION", 9),
+];
 
 /// Characters written between digit groups of an amount (`5,000`, `5.000`, `5'000`, `5’000`,
 /// `5 000`; no-break and thin spaces are spaces after NFKC).

@@ -428,6 +428,9 @@ fn is_email_or_host(s: &str) -> bool {
 /// [`fold`]ed and without its other characters (so `gb29-nwbk-…` is one too).
 fn iban(s: &str) -> Option<String> {
     let c: String = fold(s).chars().filter(|c| c.is_alphanumeric()).collect();
+    // A label a model puts before the number it copies (`IBAN GB29 NWBK …`, `IBAN: GB29…`);
+    // `IBAN…` itself is no IBAN by shape (`AN` are not check digits).
+    let c = c.strip_prefix("IBAN").map(str::to_string).unwrap_or(c);
     let b = c.as_bytes();
     let ok = (15..=34).contains(&b.len())
         && b[..2].iter().all(u8::is_ascii_uppercase)

@@ -41,6 +41,9 @@ pub struct Haystack {
     strings: Vec<String>,
     /// `strings` lower-cased, for e-mail addresses and hosts (§4.2).
     lower: Vec<String>,
+    /// `strings` [`fold`]ed, for e-mail addresses and hosts written with full-width forms,
+    /// format characters or look-alike letters (§4.2: `ev\u{200b}il.io`, Cyrillic `еvil.io`).
+    folded: Vec<String>,
     /// The IBAN-shaped tokens of `strings` as they may be written out, closed up
     /// ([`iban_tokens`]: `de89-3704 …` → `DE893704…`); an IBAN argument matches one exactly.
     ibans: BTreeSet<String>,
@@ -71,6 +74,7 @@ impl Haystack {
         }
         let strings: Vec<String> = raw.iter().map(|s| s.nfc().collect()).collect();
         let lower = strings.iter().map(|s| s.to_lowercase()).collect();
+        let folded = strings.iter().map(|s| fold(s)).collect();
         let mut ibans = BTreeSet::new();
         for s in &strings {
             iban_tokens(s, &mut ibans);
@@ -87,6 +91,7 @@ impl Haystack {
         Haystack {
             strings,
             lower,
+            folded,
             ibans,
             fields,
             normal,
@@ -185,7 +190,14 @@ impl Haystack {
         match &s.rest {
             Rest::Blank => false,
             Rest::Short(t) => self.fields.contains(t),
-            Rest::EmailOrHost(l) => self.lower.iter().any(|h| at_boundaries(h, l)),
+            Rest::EmailOrHost { lower, folded } => {
+                lower
+                    .iter()
+                    .any(|l| self.lower.iter().any(|h| at_boundaries(h, l)))
+                    || folded
+                        .iter()
+                        .any(|f| self.folded.iter().any(|h| at_boundaries(h, f)))
+            }
             Rest::Iban(iban) => {
                 self.ibans.contains(iban) || self.strings.iter().any(|h| at_boundaries(h, iban))
             }
@@ -248,8 +260,13 @@ enum Rest {
     Blank,
     /// At most [`SHORT_CHARS`] characters: a whole field.
     Short(String),
-    /// An e-mail address or host, lower-cased: at token boundaries in any case.
-    EmailOrHost(String),
+    /// An e-mail address or host: its forms (itself, and a host without the `www.` a model may
+    /// put before it) lower-cased, at token boundaries in the lower-cased text; and the same
+    /// forms [`fold`]ed, at token boundaries in the folded text.
+    EmailOrHost {
+        lower: Vec<String>,
+        folded: Vec<String>,
+    },
     /// An IBAN by shape, closed up: as a token, or at token boundaries.
     Iban(String),
     /// Anything else: at token boundaries.
@@ -284,7 +301,15 @@ impl Needle {
         } else if t.chars().count() <= SHORT_CHARS {
             Rest::Short(t.to_string())
         } else if is_email_or_host(t) {
-            Rest::EmailOrHost(t.to_lowercase())
+            let l = t.to_lowercase();
+            let mut lower = vec![l.clone()];
+            if let Some(bare) = l.strip_prefix("www.") {
+                if !l.contains('@') && is_email_or_host(bare) {
+                    lower.push(bare.to_string());
+                }
+            }
+            let folded = lower.iter().map(|l| fold(l)).collect();
+            Rest::EmailOrHost { lower, folded }
         } else if let Some(iban) = iban(t) {
             Rest::Iban(iban)
         } else {

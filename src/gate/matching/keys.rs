@@ -47,6 +47,9 @@ pub(crate) enum Space {
     /// Two maximal runs of ASCII digits of one of the haystack's strings with exactly one
     /// character between them, as written (`0.01`, `5,000`: [`digit_pairs`]).
     DigitPair = 9,
+    /// A maximal run of alphanumeric characters of the [`super::fold`]ed strings (for e-mail
+    /// addresses and hosts).
+    FoldRun = 10,
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -150,6 +153,9 @@ impl Haystack {
         }
         for s in &self.lower {
             keys.extend(alnum_runs(s).map(|r| key(Space::LowerRun, r)));
+        }
+        for s in &self.folded {
+            keys.extend(alnum_runs(s).map(|r| key(Space::FoldRun, r)));
         }
         let mut longest = 0;
         for w in &self.normal {
@@ -261,7 +267,14 @@ impl StrNeedle {
             // `fields.contains(t)`.
             Rest::Short(t) => out.push(Clause::All(vec![key(Space::Field, t)])),
             // `at_boundaries(h, l)` over the lower-cased strings: see `Rest::Text`.
-            Rest::EmailOrHost(l) => out.push(all(alnum_runs(l).map(|r| key(Space::LowerRun, r)))?),
+            Rest::EmailOrHost { lower, folded } => {
+                for l in lower {
+                    out.push(all(alnum_runs(l).map(|r| key(Space::LowerRun, r)))?);
+                }
+                for f in folded {
+                    out.push(all(alnum_runs(f).map(|r| key(Space::FoldRun, r)))?);
+                }
+            }
             Rest::Iban(iban) => {
                 // `ibans.contains(iban)`, or `at_boundaries(h, iban)`: `iban` is one run of
                 // ASCII letters and digits, see `Rest::Text`.

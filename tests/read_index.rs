@@ -56,6 +56,8 @@ const PIECES: &[&str] = &[
     "ev\u{200b}il.io",
     "\u{ff45}\u{ff56}il.io",
     "\u{435}vil.io",
+    "b\u{fc}cher.io",
+    "xn--bcher-kva.io",
     "IBAN GB29 NWBK 6016 1331 9268 19",
     "2.5 million",
     "2,5 Mio.",

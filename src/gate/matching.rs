@@ -260,8 +260,8 @@ enum Rest {
     Blank,
     /// At most [`SHORT_CHARS`] characters: a whole field.
     Short(String),
-    /// An e-mail address or host: its forms (itself, and a host without the `www.` a model may
-    /// put before it) lower-cased, at token boundaries in the lower-cased text; and the same
+    /// An e-mail address or host: its forms (itself, a host without the `www.` a model may
+    /// put before it, and each in its other IDNA form) lower-cased, at token boundaries in the lower-cased text; and the same
     /// forms [`fold`]ed, at token boundaries in the folded text.
     EmailOrHost {
         lower: Vec<String>,
@@ -306,6 +306,11 @@ impl Needle {
             if let Some(bare) = l.strip_prefix("www.") {
                 if !l.contains('@') && is_email_or_host(bare) {
                     lower.push(bare.to_string());
+                }
+            }
+            for form in lower.clone() {
+                if let Some(other) = idna_counterpart(&form).filter(|o| !lower.contains(o)) {
+                    lower.push(other);
                 }
             }
             let folded = lower.iter().map(|l| fold(l)).collect();
@@ -446,6 +451,31 @@ fn is_email_or_host(s: &str) -> bool {
         && labels
             .last()
             .is_some_and(|l| l.chars().count() >= 2 && l.chars().all(char::is_alphabetic))
+}
+
+/// An e-mail address or host (lower case) with its domain in its other IDNA form, if it has
+/// one: `xn--bcher-kva.io` ↔ `bücher.io` (UTS #46 through the `idna` crate, which the `url`
+/// crate uses for the hosts of §4.5: a page writes the Unicode form, a URL's host is ASCII).
+/// `None` when the domain has no other form or does not convert.
+fn idna_counterpart(s: &str) -> Option<String> {
+    let (local, domain) = match s.rsplit_once('@') {
+        Some((l, d)) => (Some(l), d),
+        None => (None, s),
+    };
+    let other = if domain.is_ascii() {
+        if !domain.contains("xn--") {
+            return None;
+        }
+        let (u, errors) = idna::domain_to_unicode(domain);
+        errors.ok()?;
+        u.nfc().collect::<String>().to_lowercase()
+    } else {
+        idna::domain_to_ascii(domain).ok()?
+    };
+    (other != domain).then(|| match local {
+        Some(l) => format!("{l}@{other}"),
+        None => other,
+    })
 }
 
 /// `s` as an IBAN without separators, upper case, if it is one by shape: two letters, two

@@ -495,8 +495,9 @@ fn iban(s: &str) -> Option<String> {
 }
 
 /// `s` folded for IBAN matching (`spec/hooks.md` §4.2): NFKC (full-width forms and no-break
-/// spaces become ASCII), other scripts' decimal digits and Arabic separators as ASCII, format characters such as U+200B zero-width space and U+00AD soft
-/// hyphen dropped, a letter or digit outside ASCII that Unicode lists as confusable with ASCII
+/// spaces become ASCII), other scripts' decimal digits and Arabic separators as ASCII, the
+/// ideographic full stop U+3002 as `.`, format characters such as U+200B zero-width space and
+/// U+00AD soft hyphen dropped, a letter or digit outside ASCII that Unicode lists as confusable with ASCII
 /// letters or digits written as those (UTS #39 skeleton: Cyrillic `А С О` → `A C O`), upper
 /// case.
 fn fold(s: &str) -> String {
@@ -510,6 +511,12 @@ fn fold(s: &str) -> String {
         // Arabic decimal and thousands separators (`١٢٬٣٤٥٫٥٠`), as the digits they join.
         if let Some(sep) = arabic_separator(c) {
             out.push(sep);
+            continue;
+        }
+        // The ideographic full stop (and the half-width one, after NFKC), which IDNA (UTS #46)
+        // reads as a host's dot: `evil。io` is the host `evil.io`.
+        if c == '\u{3002}' {
+            out.push('.');
             continue;
         }
         if c.is_ascii() || !c.is_alphanumeric() {

@@ -35,19 +35,27 @@ pub(super) fn decimal(s: &str) -> Option<serde_json::Number> {
     serde_json::Number::from_f64(plain.parse::<f64>().ok().filter(|x| x.is_finite())?)
 }
 
-/// Multipliers an amount may be written with (`5k`, `2.5M`, `3bn`, `2.5 million`, `2,5 Mio.`),
-/// as powers of ten; matched case-insensitively, right after the number or after one space, not
-/// followed by a letter or digit.
+/// Multipliers an amount may be written with (`5k`, `2.5M`, `3bn`, `2.5 million`, `2,5 Mio.`,
+/// `2,5 Millionen`, `1,2 milliard`), as powers of ten; matched case-insensitively, right after
+/// the number or after one space, not followed by a letter or digit. (`billion` is read as
+/// 10^9, the English scale.)
 const AMOUNT_SUFFIXES: &[(&str, usize)] = &[
     ("K", 3),
     ("THOUSAND", 3),
+    ("TAUSEND", 3),
     ("MN", 6),
     ("MIO", 6),
     ("MILLION", 6),
+    ("MILLIONS", 6),
+    ("MILLIONEN", 6),
     ("M", 6),
     ("BN", 9),
     ("MRD", 9),
     ("BILLION", 9),
+    ("MILLIARD", 9),
+    ("MILLIARDS", 9),
+    ("MILLIARDE", 9),
+    ("MILLIARDEN", 9),
 ];
 
 /// Characters written between digit groups of an amount (`5,000`, `5.000`, `5'000`, `5’000`,

@@ -18,7 +18,7 @@ use crate::forensics::receipt::{receipt, Cause};
 use crate::forensics::repair::{
     decide_with_repair_and_origin, Candidate, Found, RepairOutcome, TrustedValues,
 };
-use crate::gate::{Decision, LineageView, Policy, ToolCall};
+use crate::gate::{Decision, Gating, LineageView, Policy, ToolCall};
 use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::quarantine::Reach;
 use crate::lineage::Label;
@@ -460,15 +460,22 @@ impl<'l, S: Store> Replayer<'l, S> {
             let entries = ids.iter().filter_map(|i| justify.get(i).copied()).collect();
             call.args.push((name.clone(), entries));
         }
-        if !self.policy.is_sensitive(&call) {
-            return Ok(());
-        }
-        let attack = ev.attack.unwrap_or(false);
-        // The proposed values, for the origin check (`spec/gate.md` §3.1).
+        // Whether the call is gated is the policy's one answer (`Policy::gates`), as for the
+        // hooks, the MCP fronts and the explorer; the trace's own mark (AgentDojo's ground
+        // truth of which calls are sensitive) gates too: the worst of the two decides. A call
+        // gated only if it writes a gated file counts as gated (the replay knows no
+        // directories: fail closed).
         let proposed = match &ev.args {
             Some(serde_json::Value::Object(m)) => m.clone(),
             _ => serde_json::Map::new(),
         };
+        if !call.sensitive && self.policy.gates(&call.tool, &proposed) == Gating::Pass {
+            return Ok(());
+        }
+        // Gated: decided as sensitive, whichever of the two gated it.
+        call.sensitive = true;
+        let attack = ev.attack.unwrap_or(false);
+        // `proposed`: the proposed values, also for the origin check (`spec/gate.md` §3.1).
         for config in Config::ALL {
             let mut repaired = false;
             let decision = match config {

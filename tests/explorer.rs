@@ -640,6 +640,46 @@ fn calls_are_shown_gated_as_the_hooks_gate_them() {
     }
 }
 
+/// A call the policy lets pass ungated (a file tool whose `when` paths it does not write,
+/// `spec/hooks.md` §10.2) is shown allowed as not sensitive, as the hooks let it pass, and the
+/// same tool writing a gated path after the bill is denied: the explorer asks the policy's one
+/// question (`Policy::gates`), not a second one of its own.
+#[test]
+fn a_call_the_policy_lets_pass_is_shown_as_the_hooks_pass_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.toml"),
+        "default_max_label = \"derived-trusted\"\n[tools.write_notes]\nmax_label = \"derived-trusted\"\n[tools.write_notes.when]\npath = [\"secrets/**\"]\n",
+    )
+    .unwrap();
+    let contents: Vec<String> = ["notes/today.md", "secrets/today.md"]
+        .iter()
+        .map(|path| {
+            format!(
+                r#"{{"tool":"write_notes","args":{{"path":"{path}","text":"GB33BUKB20201555555555"}}}}"#
+            )
+        })
+        .collect();
+    let calls = calls_after_a_bill(dir.path(), &contents);
+    let s = Serve::start(dir.path(), &["--policy", "p.toml"]);
+    let a = agent();
+    let texts: Vec<String> = calls
+        .iter()
+        .map(|call| {
+            let (status, _, body) = get(&a, &s.url(&format!("/entry/{call}")));
+            assert_eq!(status, 200);
+            text_of(&body)
+        })
+        .collect();
+    assert!(
+        texts[0].contains("allow (not a sensitive tool)"),
+        "{}",
+        texts[0]
+    );
+    assert!(texts[1].contains("deny"), "{}", texts[1]);
+    assert!(!texts[1].contains("allow"), "{}", texts[1]);
+}
+
 /// Issue 31: a filter, sort or page the explorer does not know is a `400`, never "no filter";
 /// the short ids the CLI prints and `#LEAF` find their entry; a text's leading newline and a
 /// writer with CR/LF/NUL in its name survive.

@@ -45,16 +45,25 @@ fn decide(x: &Explorer, id: &EntryId) -> Call {
         Some(serde_json::Value::Object(m)) => m.clone(),
         _ => return Call::Unreadable("its arguments are not a JSON object".into()),
     };
-    let parents: Vec<EntryId> = x
-        .ledger
-        .parents_of(id)
-        .map(|ps| ps.iter().map(|p| p.id).collect())
-        .unwrap_or_default();
+    // Parents that cannot be read justify nothing: a denial, never a call with no lineage.
+    let parents = match x.ledger.parents_of(id) {
+        Ok(ps) => ps,
+        Err(e) => return Call::Unreadable(format!("its parents cannot be read: {e}")),
+    };
+    let parents: Vec<EntryId> = parents.iter().map(|p| p.id).collect();
     // Whether the call is gated is the policy's one answer (`Policy::gates`): the name as the
     // hooks resolve it (`mcp__<server>__<tool>` by its bare name), unknown tools gated unless
     // the policy allows them. A call gated only if it writes a gated file is shown as gated:
     // the explorer does not know the agent's directories (fail closed).
     let gated = x.policy.gates(tool, &values) != crate::gate::Gating::Pass;
+    if !gated {
+        // Not gated: the hooks let it pass without asking its arguments' lineage.
+        return Call::Decided {
+            tool: tool.to_string(),
+            sensitive: false,
+            decision: Decision::Allow,
+        };
+    }
     let call = ToolCall {
         tool: x.policy.tool_name(tool).to_string(),
         sensitive: gated,
@@ -65,7 +74,7 @@ fn decide(x: &Explorer, id: &EntryId) -> Call {
     };
     Call::Decided {
         tool: tool.to_string(),
-        sensitive: gated || x.policy.is_sensitive(&call),
+        sensitive: true,
         decision: x.ledger.gate_values(&x.policy, &call, &values),
     }
 }

@@ -15,6 +15,7 @@ pub struct Key(u64);
 
 /// What a needle requires of a haystack's keys: one clause at least must hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Clause {
     /// The haystack holds every one of these keys (never empty).
     All(Vec<Key>),

@@ -492,6 +492,9 @@ impl<S: Store, K: Keys> Front<S, K> {
         let mut statements: Vec<(String, EntryId)> = Vec::new();
         // What the call runs, installs or writes beyond its words (§17).
         let sinks = self.call_sinks(tool, args);
+        // The first argument one of whose sources is a read whose text cannot be read or
+        // verified (`spec/hooks.md` §4.6), with that read.
+        let mut unreadable: Option<(String, EntryId)> = None;
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
@@ -504,6 +507,10 @@ impl<S: Store, K: Keys> Front<S, K> {
             let matchable = values.iter().any(ask::is_matchable) || sinks.forces(name);
             for v in values {
                 let s = self.sources_split(session, &v, Some((&tool, name)))?;
+                if unreadable.is_none() {
+                    let id = s.kept.iter().find(|id| !self.is_verified_text(id));
+                    unreadable = id.map(|id| (name.clone(), *id));
+                }
                 push_new(&mut ids, s.kept);
                 push_new(&mut all, s.matched);
                 statements.extend(s.stated.into_iter().map(|id| (name.clone(), id)));
@@ -541,9 +548,23 @@ impl<S: Store, K: Keys> Front<S, K> {
             if call.args.iter().any(|(_, ids)| !ids.is_empty()) {
                 composed.clear();
             }
-            match self.ledger.gate_values(&self.policy, &call, args) {
+            let gate = self.ledger.gate_values(&self.policy, &call, args);
+            match (gate, unreadable) {
+                // A read that holds every value because its text cannot be read is a source
+                // that proves nothing (§4.6): the value may be one nothing read holds, or one
+                // the agent composed. The gate counted it by its label; refused here instead,
+                // so that deleting a trusted read's text never loosens a decision.
+                (Decision::Allow, Some((param, read))) => {
+                    Verdict::Deny(Refusal::Unreadable(format!(
+                        "{tool}: the text of read {} of session {:?}, a source of argument \
+                         {param:?}, cannot be read or verified (redacted, edited or deleted in \
+                         the store), so where the argument came from is unknown",
+                        read.short(),
+                        session.id
+                    )))
+                }
                 // The worst decides: a secret leaving is refused before the ask rules run.
-                Decision::Allow => match self.secret_flow(session, tool, args, true) {
+                (Decision::Allow, None) => match self.secret_flow(session, tool, args, true) {
                     Some(r) => Verdict::Deny(r),
                     // Then the rule of stated values untrusted input also carries (§4.4),
                     // code, installs and gated writes (§17) and the ask rule (§15): the
@@ -555,7 +576,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                         self.composed_verdict(session, &call, &composed, sinks.write()),
                     ]),
                 },
-                Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
+                (Decision::Deny(d), _) => Verdict::Deny(Refusal::Gate(d)),
             }
         };
         Ok(Checked {

@@ -59,9 +59,16 @@ fn the_state_directorys_session_records_are_protected_from_patterns() {
     std::fs::create_dir_all(&work).expect("work");
     let p = Protected::for_ledger(&ledger, None, Some(&state), None, None);
     std::fs::write(state.join("sessions").join("ab12.json"), b"{}").expect("record");
+    let marks = state.join("sessions").join("ab12.unrecorded");
+    std::fs::create_dir_all(&marks).expect("marks");
+    std::fs::write(marks.join("1-1"), b"").expect("mark");
     let root = dir.path().display();
-    let command = format!("rm -f {root}/state/ledgers/*/sessions/*.json");
-    assert!(touches(&p, &command, &work), "{command}");
+    for command in [
+        format!("rm -f {root}/state/ledgers/*/sessions/*.json"),
+        format!("rm -f {root}/state/ledgers/*/sessions/*.unrecorded/*"),
+    ] {
+        assert!(touches(&p, &command, &work), "{command}");
+    }
     // A glob elsewhere is not refused (`*.json` would be: it may name the project's
     // `.mcp.json`).
     assert!(!touches(&p, &format!("rm -f {root}/work/*.txt"), &work));

@@ -391,10 +391,11 @@ impl Protected {
         None
     }
 
-    /// The files in the protected directories as they are now, two levels down: those in the
-    /// ledger's directory whose name starts with the ledger's (the session records and their
-    /// marks under `LEDGER.sessions/`), and those under the state directory and other
-    /// protected trees (`sessions/…` there). Listed at every screening that matches a pattern
+    /// The files in the protected directories as they are now: those in the ledger's
+    /// directory whose name starts with the ledger's and two levels under them (the session
+    /// records and their marks under `LEDGER.sessions/`), and three levels under the state
+    /// directory and other protected trees (`sessions/<record>`, `sessions/<hex>.unrecorded/
+    /// <mark>` there). Listed at every screening that matches a pattern
     /// (`spec/hooks.md` §13.3), not once when the set was made: a front that lives long (the
     /// hook server) must see the records made since as a hook process does. At most
     /// [`MAX_LISTED`] entries.
@@ -416,7 +417,7 @@ impl Protected {
                         }
                     }
                 }
-                Item::Tree(t) => below(t, *r, 2, &mut out),
+                Item::Tree(t) => below(t, *r, 3, &mut out),
                 Item::Exact(_) => {}
             }
         }

@@ -403,8 +403,9 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// Decides a proposed call of `tool` with `args` (a JSON object). Every argument is
     /// justified by the read-set entries its value matches ([`Front::sources`],
     /// `spec/hooks.md` §4); entries the caller names in `given` for an argument are added to
-    /// those (a caller can make a decision stricter, never looser). Calls the policy does not
-    /// mark sensitive are allowed without matching.
+    /// those (a caller can make a decision stricter, never looser: a cited entry taints, but an
+    /// argument nothing read holds stays unsourced and composed, §15.1). Calls the policy does
+    /// not mark sensitive are allowed without matching.
     ///
     /// # Errors
     /// [`FrontError`] only for ledger failures while reading the read set.
@@ -492,6 +493,13 @@ impl<S: Store, K: Keys> Front<S, K> {
         let mut statements: Vec<(String, EntryId)> = Vec::new();
         // What the call runs, installs or writes beyond its words (§17).
         let sinks = self.call_sinks(tool, args);
+        // The first argument one of whose sources is a read whose text cannot be read or
+        // verified (`spec/hooks.md` §4.6), with that read.
+        let mut unreadable: Option<(String, EntryId)> = None;
+        // The call with the sources found only, without the entries the caller cited: what the
+        // gate's unsourced rule and the composed rule judge, since a citation can only make a
+        // decision stricter (`spec/gate.md` §7).
+        let mut found = call.clone();
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
@@ -504,16 +512,21 @@ impl<S: Store, K: Keys> Front<S, K> {
             let matchable = values.iter().any(ask::is_matchable) || sinks.forces(name);
             for v in values {
                 let s = self.sources_split(session, &v, Some((&tool, name)))?;
+                if unreadable.is_none() {
+                    let id = s.kept.iter().find(|id| !self.is_verified_text(id));
+                    unreadable = id.map(|id| (name.clone(), *id));
+                }
                 push_new(&mut ids, s.kept);
                 push_new(&mut all, s.matched);
                 statements.extend(s.stated.into_iter().map(|id| (name.clone(), id)));
             }
-            let cited = given.get(name).into_iter().flatten().copied();
-            push_new(&mut ids, cited.clone());
-            push_new(&mut all, cited);
             if matchable && ids.is_empty() {
                 composed.push(name.clone());
             }
+            found.args.push((name.clone(), ids.clone()));
+            let cited = given.get(name).into_iter().flatten().copied();
+            push_new(&mut ids, cited.clone());
+            push_new(&mut all, cited);
             call.args.push((name.clone(), ids));
             unstated.args.push((name.clone(), all));
         }
@@ -538,12 +551,32 @@ impl<S: Store, K: Keys> Front<S, K> {
             )))
         } else {
             // Composed: nothing of the call is copied from what the session read (§15.1).
-            if call.args.iter().any(|(_, ids)| !ids.is_empty()) {
+            if found.args.iter().any(|(_, ids)| !ids.is_empty()) {
                 composed.clear();
             }
-            match self.ledger.gate_values(&self.policy, &call, args) {
+            // The cited entries as well, for what they taint; the worse decides.
+            let gate = match self.ledger.gate_values(&self.policy, &call, args) {
+                Decision::Allow if !given.is_empty() => {
+                    self.ledger.gate_values(&self.policy, &found, args)
+                }
+                d => d,
+            };
+            match (gate, unreadable) {
+                // A read that holds every value because its text cannot be read is a source
+                // that proves nothing (§4.6): the value may be one nothing read holds, or one
+                // the agent composed. The gate counted it by its label; refused here instead,
+                // so that deleting a trusted read's text never loosens a decision.
+                (Decision::Allow, Some((param, read))) => {
+                    Verdict::Deny(Refusal::Unreadable(format!(
+                        "{tool}: the text of read {} of session {:?}, a source of argument \
+                         {param:?}, cannot be read or verified (redacted, edited or deleted in \
+                         the store), so where the argument came from is unknown",
+                        read.short(),
+                        session.id
+                    )))
+                }
                 // The worst decides: a secret leaving is refused before the ask rules run.
-                Decision::Allow => match self.secret_flow(session, tool, args, true) {
+                (Decision::Allow, None) => match self.secret_flow(session, tool, args, true) {
                     Some(r) => Verdict::Deny(r),
                     // Then the rule of stated values untrusted input also carries (§4.4),
                     // code, installs and gated writes (§17) and the ask rule (§15): the
@@ -555,7 +588,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                         self.composed_verdict(session, &call, &composed, sinks.write()),
                     ]),
                 },
-                Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
+                (Decision::Deny(d), _) => Verdict::Deny(Refusal::Gate(d)),
             }
         };
         Ok(Checked {

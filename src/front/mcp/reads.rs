@@ -75,8 +75,9 @@ pub(super) fn lock(path: &std::path::Path) -> Result<std::fs::File, String> {
 /// How long a tool call waits for the key-file lock before it fails.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// The unrecorded count of every session file in `dir`; a file that cannot be read counts as
-/// broken (its session's state is unknown).
+/// The unrecorded count of every session file in `dir`, with the marks left apart from the
+/// records (`<hex>.unrecorded/`, as [`crate::front::hook::FileSessions`] counts them at every
+/// load); a file that cannot be read counts as broken (its session's state is unknown).
 pub(super) fn unrecorded_everywhere(dir: &std::path::Path) -> (u64, Option<String>) {
     let entries = match std::fs::read_dir(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (0, None),
@@ -92,6 +93,17 @@ pub(super) fn unrecorded_everywhere(dir: &std::path::Path) -> (u64, Option<Strin
                 continue;
             }
         };
+        // Outputs a hook marked unrecorded apart from the record (`hooks.md` §5.2): one file
+        // each, as every load of that session counts them; a directory that cannot be read
+        // counts as one.
+        if path.extension().is_some_and(|x| x == "unrecorded") {
+            let marks = match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => std::fs::read_dir(&path).map_or(1, |d| d.count() as u64),
+                _ => 1,
+            };
+            total = total.saturating_add(marks.max(1));
+            continue;
+        }
         if path.extension().is_none_or(|x| x != "json") {
             continue;
         }

@@ -17,6 +17,9 @@ pub(super) struct Ctx<'a> {
     pub(super) cwd: Option<&'a Path>,
     pub(super) project: Option<&'a Path>,
     pub(super) vars: &'a std::cell::RefCell<std::collections::HashMap<String, String>>,
+    /// The protected directories' files as listed at this screening ([`Protected::listing`]),
+    /// once.
+    pub(super) listed: &'a std::cell::OnceCell<Vec<(PathBuf, Resource)>>,
 }
 
 impl Ctx<'_> {
@@ -40,14 +43,16 @@ impl Ctx<'_> {
         None
     }
 
-    /// Every protected path known: the resources' and the agent settings of the project and
-    /// working directories.
+    /// Every protected path known: the resources', the files in the protected directories
+    /// now, and the agent settings of the project and working directories.
     pub(super) fn known(&self) -> Vec<(std::borrow::Cow<'_, Path>, Resource)> {
         use std::borrow::Cow;
+        let listed = self.listed.get_or_init(|| self.p.listing());
         let mut known: Vec<(Cow<'_, Path>, Resource)> = self
             .p
             .concrete
             .iter()
+            .chain(listed)
             .map(|(p, r)| (Cow::Borrowed(p.as_path()), *r))
             .collect();
         for d in [self.project, self.cwd].into_iter().flatten() {
@@ -172,6 +177,7 @@ impl Ctx<'_> {
             cwd,
             project: self.project,
             vars: self.vars,
+            listed: self.listed,
         };
         let c = candidate_with(w, cwd, self.p.home.as_deref(), &self.vars.borrow());
         match c {

@@ -328,11 +328,13 @@ impl Protected {
             .or_else(|| cwd.map(Path::to_path_buf));
         let cwd = cwd_owned.as_deref();
         let vars = Default::default();
+        let listed = Default::default();
         let ctx = Ctx {
             p: self,
             cwd,
             project: cwd,
             vars: &vars,
+            listed: &listed,
         };
         // Every string anywhere in the call: the names of protected files.
         let mut leaves = Vec::new();
@@ -387,6 +389,39 @@ impl Protected {
             }
         }
         None
+    }
+
+    /// The files in the protected directories as they are now: those in the ledger's
+    /// directory whose name starts with the ledger's and two levels under them (the session
+    /// records and their marks under `LEDGER.sessions/`), and three levels under the state
+    /// directory and other protected trees (`sessions/<record>`, `sessions/<hex>.unrecorded/
+    /// <mark>` there). Listed at every screening that matches a pattern
+    /// (`spec/hooks.md` §13.3), not once when the set was made: a front that lives long (the
+    /// hook server) must see the records made since as a hook process does. At most
+    /// [`MAX_LISTED`] entries.
+    pub(super) fn listing(&self) -> Vec<(PathBuf, Resource)> {
+        let mut out = Vec::new();
+        for (item, r) in &self.items {
+            match item {
+                Item::Family { dir, prefix } => {
+                    let Ok(rd) = std::fs::read_dir(dir) else {
+                        continue;
+                    };
+                    let prefix = prefix.to_lowercase();
+                    for e in rd.flatten().take(10_000) {
+                        let n = e.file_name().to_string_lossy().to_lowercase();
+                        if let Some(rest) = n.strip_prefix(&prefix) {
+                            let what = family_resource(rest);
+                            out.push((e.path(), what));
+                            below(&e.path(), what, 2, &mut out);
+                        }
+                    }
+                }
+                Item::Tree(t) => below(t, *r, 3, &mut out),
+                Item::Exact(_) => {}
+            }
+        }
+        out
     }
 
     /// The process ids of running hook servers of this ledger (their lock files).
@@ -456,6 +491,29 @@ fn children(dir: &Path, r: Resource, out: &mut Vec<(PathBuf, Resource)>) {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten().take(1_000) {
             out.push((e.path(), r));
+        }
+    }
+}
+
+/// Most entries [`Protected::listing`] gives.
+const MAX_LISTED: usize = 20_000;
+
+/// The entries under the directory `dir`, `depth` levels down, as protected paths (`out`
+/// holding at most [`MAX_LISTED`]).
+fn below(dir: &Path, r: Resource, depth: u8, out: &mut Vec<(PathBuf, Resource)>) {
+    if depth == 0 || out.len() >= MAX_LISTED {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten().take(1_000) {
+        if out.len() >= MAX_LISTED {
+            return;
+        }
+        out.push((e.path(), r));
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            below(&e.path(), r, depth - 1, out);
         }
     }
 }

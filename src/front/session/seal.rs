@@ -119,7 +119,8 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// The read set's seal as records written before `v4` have it (`spec/hooks.md` §6): `v3`
     /// when the session started or has an unseen-history entry, else `v2` over the id, the
     /// reads, the context entry and how many reads it covers, or `v1` over the id and the
-    /// reads only for a record with no context entry.
+    /// reads only for a record with no context entry and nothing seen (never one that started
+    /// or has an unseen-history entry: `v1` covers neither).
     pub(in crate::front) fn session_tag(&self, session: &Session) -> [u8; 32] {
         let mut msg = Vec::with_capacity(48 + session.id.len() + 32 * session.reads.len());
         msg.extend_from_slice(&(session.id.len() as u64).to_be_bytes());
@@ -127,7 +128,14 @@ impl<S: Store, K: Keys> Front<S, K> {
         for id in &session.reads {
             msg.extend_from_slice(&id.0);
         }
-        if session.context.is_none() && session.covered == 0 && session.seen == 0 {
+        // v1 predates `started` and `unseen` and covers neither: only a record with neither
+        // verifies under it, so that setting `started` without the key is an alteration.
+        if session.context.is_none()
+            && session.covered == 0
+            && session.seen == 0
+            && !session.started
+            && session.unseen.is_none()
+        {
             return self.ledger.seal_tag(b"memlineage/session-seal@v1", &msg);
         }
         // The reads' count first, so that no split of the bytes between the reads and the

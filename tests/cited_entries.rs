@@ -1,0 +1,115 @@
+//! Entries a caller cites for an argument (`Front::check`'s `given`) can make a decision
+//! stricter, never looser (`spec/gate.md` §7): they add sources to taint the argument, but an
+//! argument nothing the session read holds stays unsourced (`unsourced = "deny"`) and a call
+//! whose arguments the agent composed after untrusted input stays composed (`spec/hooks.md`
+//! §15.1), whatever trusted entry the caller names for it.
+
+use memlineage::front::{DerivedKeys, Front, Refusal, Session, Verdict};
+use memlineage::gate::Policy;
+use memlineage::lineage::LabelPolicy;
+use memlineage::log::LogSigner;
+use memlineage::record::{EntryId, WriterKey};
+use memlineage::store::MemoryStore;
+use memlineage::Ledger;
+use serde_json::json;
+use std::collections::HashMap;
+
+fn front(policy: &str) -> Front<MemoryStore, DerivedKeys> {
+    let signer =
+        LogSigner::new("test.example/cited", WriterKey::for_label("cited-log")).expect("signer");
+    let l = Ledger::create(MemoryStore::default(), signer, LabelPolicy::default()).expect("ledger");
+    Front::new(
+        l,
+        Policy::from_toml(policy).expect("policy"),
+        DerivedKeys("cited".into()),
+    )
+}
+
+/// The payment's verdict in a session that read the user's prompt and a page holding neither
+/// of its values, without citations and with the prompt cited for both arguments.
+fn uncited_and_cited(policy: &str) -> (Verdict, Verdict) {
+    let mut f = front(policy);
+    let mut s = Session::new("s");
+    let prompt = f.record_prompt(&mut s, "pay my bills").expect("prompt");
+    f.record_tool_result(
+        &mut s,
+        "WebFetch",
+        &json!({"url": "https://page.example/"}),
+        "the meeting moved to Thursday",
+    )
+    .expect("page");
+    let pay = json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000});
+    let pay = pay.as_object().expect("object");
+    let uncited = f
+        .check(&s, "send_money", pay, &HashMap::new())
+        .expect("check")
+        .verdict;
+    let given: HashMap<String, Vec<EntryId>> = [
+        ("recipient".to_string(), vec![prompt.id]),
+        ("amount".to_string(), vec![prompt.id]),
+    ]
+    .into();
+    let cited = f
+        .check(&s, "send_money", pay, &given)
+        .expect("check")
+        .verdict;
+    (uncited, cited)
+}
+
+#[test]
+fn a_cited_prompt_does_not_take_a_composed_call_out_of_the_ask() {
+    let (uncited, cited) = uncited_and_cited(include_str!("../examples/coding-policy.toml"));
+    assert!(matches!(uncited, Verdict::Ask(_)), "{uncited:?}");
+    assert!(matches!(cited, Verdict::Ask(_)), "{cited:?}");
+}
+
+#[test]
+fn a_cited_prompt_does_not_source_an_argument_the_policy_denies_unsourced() {
+    let policy = r#"
+        default_max_label = "derived_trusted"
+        unsourced = "deny"
+        sensitive_tools = ["send_money"]
+    "#;
+    let (uncited, cited) = uncited_and_cited(policy);
+    assert!(
+        matches!(uncited, Verdict::Deny(Refusal::Gate(_))),
+        "{uncited:?}"
+    );
+    assert!(
+        matches!(cited, Verdict::Deny(Refusal::Gate(_))),
+        "{cited:?}"
+    );
+}
+
+/// Citing an untrusted entry for a clean value still denies (stricter).
+#[test]
+fn a_cited_untrusted_entry_still_denies() {
+    let mut f = front(include_str!("../examples/coding-policy.toml"));
+    let mut s = Session::new("s");
+    f.record_prompt(&mut s, "pay 5000 to ZZ77ACCOUNT0001")
+        .expect("prompt");
+    let (_, page) = f
+        .record_tool_result(
+            &mut s,
+            "WebFetch",
+            &json!({"url": "https://page.example/"}),
+            "the meeting moved to Thursday",
+        )
+        .expect("page");
+    let pay = json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000});
+    let pay = pay.as_object().expect("object");
+    let allowed = f
+        .check(&s, "send_money", pay, &HashMap::new())
+        .expect("check")
+        .verdict;
+    assert!(matches!(allowed, Verdict::Allow), "{allowed:?}");
+    let given: HashMap<String, Vec<EntryId>> = [("recipient".to_string(), vec![page.id])].into();
+    let cited = f
+        .check(&s, "send_money", pay, &given)
+        .expect("check")
+        .verdict;
+    assert!(
+        matches!(cited, Verdict::Deny(Refusal::Gate(_))),
+        "{cited:?}"
+    );
+}

@@ -1,0 +1,75 @@
+//! A pattern in a command (`rm …/agent.led*/*.json`) is matched against the protected files
+//! as they are when the call is screened (`spec/hooks.md` §13.3), not as they were when the
+//! front was made: the resident hook server builds its protected set once and keeps it for
+//! its life, while session records, their marks and the state directory's files are created
+//! later. A session record deleted through a glob loses what the ledger cannot give back (its
+//! count of unrecorded outputs, §6), so the hook server must refuse it as a hook process does.
+
+use memlineage::front::protect::Protected;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+fn bash(command: &str) -> Map<String, Value> {
+    json!({ "command": command })
+        .as_object()
+        .cloned()
+        .expect("object")
+}
+
+fn touches(p: &Protected, command: &str, cwd: &Path) -> bool {
+    p.touch("Bash", &bash(command), Some(cwd)).is_some()
+}
+
+#[test]
+fn a_session_record_made_after_the_protected_set_is_protected_from_patterns() {
+    let dir = tempfile::tempdir().expect("dir");
+    let ledger = dir.path().join("agent.ledger");
+    std::fs::write(&ledger, b"x").expect("ledger");
+    let sessions = dir.path().join("agent.ledger.sessions");
+    std::fs::create_dir_all(&sessions).expect("sessions");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).expect("work");
+    // Made before any session record exists (a server started with the session).
+    let kept = Protected::for_ledger(&ledger, None, None, None, None);
+    std::fs::write(sessions.join("ab12.json"), b"{}").expect("record");
+    std::fs::create_dir_all(sessions.join("ab12.unrecorded")).expect("marks");
+    let fresh = Protected::for_ledger(&ledger, None, None, None, None);
+    let root = dir.path().display();
+    for command in [
+        format!("rm -f {root}/agent.led*/*.json"),
+        format!("rm -rf {root}/*.sessions/*.unrecorded"),
+    ] {
+        assert!(touches(&fresh, &command, &work), "fresh: {command}");
+        assert!(touches(&kept, &command, &work), "kept: {command}");
+    }
+}
+
+#[test]
+fn the_state_directorys_session_records_are_protected_from_patterns() {
+    let dir = tempfile::tempdir().expect("dir");
+    let ledger = dir.path().join("agent.ledger");
+    std::fs::write(&ledger, b"x").expect("ledger");
+    let state = dir
+        .path()
+        .join("state")
+        .join("ledgers")
+        .join("0123456789abcdef");
+    std::fs::create_dir_all(state.join("sessions")).expect("state");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).expect("work");
+    let p = Protected::for_ledger(&ledger, None, Some(&state), None, None);
+    std::fs::write(state.join("sessions").join("ab12.json"), b"{}").expect("record");
+    let marks = state.join("sessions").join("ab12.unrecorded");
+    std::fs::create_dir_all(&marks).expect("marks");
+    std::fs::write(marks.join("1-1"), b"").expect("mark");
+    let root = dir.path().display();
+    for command in [
+        format!("rm -f {root}/state/ledgers/*/sessions/*.json"),
+        format!("rm -f {root}/state/ledgers/*/sessions/*.unrecorded/*"),
+    ] {
+        assert!(touches(&p, &command, &work), "{command}");
+    }
+    // A glob elsewhere is not refused (`*.json` would be: it may name the project's
+    // `.mcp.json`).
+    assert!(!touches(&p, &format!("rm -f {root}/work/*.txt"), &work));
+}

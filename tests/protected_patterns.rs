@@ -7,7 +7,7 @@
 
 use memlineage::front::protect::Protected;
 use serde_json::{json, Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn bash(command: &str) -> Map<String, Value> {
     json!({ "command": command })
@@ -20,15 +20,22 @@ fn touches(p: &Protected, command: &str, cwd: &Path) -> bool {
     p.touch("Bash", &bash(command), Some(cwd)).is_some()
 }
 
+/// A ledger file in `dir` with its (empty) sessions directory and a working directory beside
+/// it: `(ledger, sessions, work)`.
+fn ledger_in(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let ledger = dir.join("agent.ledger");
+    std::fs::write(&ledger, b"x").expect("ledger");
+    let sessions = dir.join("agent.ledger.sessions");
+    std::fs::create_dir_all(&sessions).expect("sessions");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).expect("work");
+    (ledger, sessions, work)
+}
+
 #[test]
 fn a_session_record_made_after_the_protected_set_is_protected_from_patterns() {
     let dir = tempfile::tempdir().expect("dir");
-    let ledger = dir.path().join("agent.ledger");
-    std::fs::write(&ledger, b"x").expect("ledger");
-    let sessions = dir.path().join("agent.ledger.sessions");
-    std::fs::create_dir_all(&sessions).expect("sessions");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&work).expect("work");
+    let (ledger, sessions, work) = ledger_in(dir.path());
     // Made before any session record exists (a server started with the session).
     let kept = Protected::for_ledger(&ledger, None, None, None, None);
     std::fs::write(sessions.join("ab12.json"), b"{}").expect("record");
@@ -72,4 +79,33 @@ fn the_state_directorys_session_records_are_protected_from_patterns() {
     // A glob elsewhere is not refused (`*.json` would be: it may name the project's
     // `.mcp.json`).
     assert!(!touches(&p, &format!("rm -f {root}/work/*.txt"), &work));
+}
+
+/// A directory of session records too large to list whole (a ledger that served many
+/// sessions) stays protected whole: a pattern naming one record that the listing did not take
+/// is refused as one naming a listed record is (`spec/hooks.md` §13.3), and a pattern naming
+/// nothing in it is not.
+#[test]
+fn session_records_beyond_what_is_listed_are_protected_from_patterns() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (ledger, sessions, work) = ledger_in(dir.path());
+    for i in 0..1_200 {
+        std::fs::write(sessions.join(format!("{i:04x}c0ffee.json")), b"{}").expect("record");
+    }
+    let p = Protected::for_ledger(&ledger, None, None, None, None);
+    // The directory's own order: the last records are those a listing of the first thousand
+    // leaves out.
+    let names: Vec<String> = std::fs::read_dir(&sessions)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1_200);
+    let root = dir.path().display();
+    for name in names.iter().rev().take(20).chain(names.iter().take(2)) {
+        let stem = name.trim_end_matches(".json");
+        let command = format!("rm -f {root}/agent.led*.sessions/{stem}*");
+        assert!(touches(&p, &command, &work), "{command}");
+    }
+    assert!(!touches(&p, &format!("rm -f {root}/notes*.txt"), &work));
+    assert!(!touches(&p, &format!("rm -f {root}/work/*.tmp"), &work));
 }

@@ -19,7 +19,7 @@ pub(super) struct Ctx<'a> {
     pub(super) vars: &'a std::cell::RefCell<std::collections::HashMap<String, String>>,
     /// The protected directories' files as listed at this screening ([`Protected::listing`]),
     /// once.
-    pub(super) listed: &'a std::cell::OnceCell<Vec<(PathBuf, Resource)>>,
+    pub(super) listed: &'a std::cell::OnceCell<super::Listing>,
 }
 
 impl Ctx<'_> {
@@ -47,7 +47,7 @@ impl Ctx<'_> {
     /// now, and the agent settings of the project and working directories.
     pub(super) fn known(&self) -> Vec<(std::borrow::Cow<'_, Path>, Resource)> {
         use std::borrow::Cow;
-        let listed = self.listed.get_or_init(|| self.p.listing());
+        let listed = &self.listed.get_or_init(|| self.p.listing()).files;
         let mut known: Vec<(Cow<'_, Path>, Resource)> = self
             .p
             .concrete
@@ -146,16 +146,29 @@ impl Ctx<'_> {
         self.holds(&p, true)
     }
 
-    /// A protected path that `pat` matches.
+    /// A protected path that `pat` matches, or a protected directory too large to list
+    /// whole ([`super::Listing::partial`]) in which it may name a path.
     pub(super) fn pattern(&self, pat: &[pattern::Pat]) -> Option<Touch> {
-        self.known()
+        let named = self
+            .known()
             .iter()
             .find(|(p, _)| matches(pat, &p.to_string_lossy()))
             .map(|(p, r)| Touch {
                 resource: *r,
                 path: p.display().to_string(),
                 how: "may name",
-            })
+            });
+        named.or_else(|| {
+            let partial = &self.listed.get_or_init(|| self.p.listing()).partial;
+            partial
+                .iter()
+                .find(|(d, _)| pattern::may_match_under(pat, &d.to_string_lossy()))
+                .map(|(d, r)| Touch {
+                    resource: *r,
+                    path: d.display().to_string(),
+                    how: "may name a file in",
+                })
+        })
     }
 
     /// The touch of one word of a command run in `cwd`. `tree`: the program works on

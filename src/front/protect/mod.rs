@@ -398,9 +398,11 @@ impl Protected {
     /// <mark>` there). Listed at every screening that matches a pattern
     /// (`spec/hooks.md` §13.3), not once when the set was made: a front that lives long (the
     /// hook server) must see the records made since as a hook process does. At most
-    /// [`MAX_LISTED`] entries.
-    pub(super) fn listing(&self) -> Vec<(PathBuf, Resource)> {
-        let mut out = Vec::new();
+    /// [`MAX_LISTED`] entries, [`MAX_PER_DIR`] of one directory; a directory not listed whole
+    /// is in [`Listing::partial`], and a pattern that may name a path in it counts as naming
+    /// one (fail closed).
+    pub(super) fn listing(&self) -> Listing {
+        let mut out = Listing::default();
         for (item, r) in &self.items {
             match item {
                 Item::Family { dir, prefix } => {
@@ -408,13 +410,18 @@ impl Protected {
                         continue;
                     };
                     let prefix = prefix.to_lowercase();
-                    for e in rd.flatten().take(10_000) {
+                    for e in rd.flatten() {
                         let n = e.file_name().to_string_lossy().to_lowercase();
-                        if let Some(rest) = n.strip_prefix(&prefix) {
-                            let what = family_resource(rest);
-                            out.push((e.path(), what));
-                            below(&e.path(), what, 2, &mut out);
+                        let Some(rest) = n.strip_prefix(&prefix) else {
+                            continue;
+                        };
+                        if out.files.len() >= MAX_LISTED {
+                            out.partial.push((dir.clone(), family_resource(rest)));
+                            break;
                         }
+                        let what = family_resource(rest);
+                        out.files.push((e.path(), what));
+                        below(&e.path(), what, 2, &mut out);
                     }
                 }
                 Item::Tree(t) => below(t, *r, 3, &mut out),
@@ -498,20 +505,34 @@ fn children(dir: &Path, r: Resource, out: &mut Vec<(PathBuf, Resource)>) {
 /// Most entries [`Protected::listing`] gives.
 const MAX_LISTED: usize = 20_000;
 
-/// The entries under the directory `dir`, `depth` levels down, as protected paths (`out`
-/// holding at most [`MAX_LISTED`]).
-fn below(dir: &Path, r: Resource, depth: u8, out: &mut Vec<(PathBuf, Resource)>) {
-    if depth == 0 || out.len() >= MAX_LISTED {
+/// Most entries [`Protected::listing`] takes of one directory.
+const MAX_PER_DIR: usize = 1_000;
+
+/// The protected directories' files as [`Protected::listing`] found them at one screening.
+#[derive(Debug, Default)]
+pub(super) struct Listing {
+    /// The files and directories listed, each with the resource it belongs to.
+    pub(super) files: Vec<(PathBuf, Resource)>,
+    /// The directories not listed whole (more than [`MAX_PER_DIR`] entries, or the listing
+    /// full): every path in them counts as protected.
+    pub(super) partial: Vec<(PathBuf, Resource)>,
+}
+
+/// The entries under the directory `dir`, `depth` levels down, as protected paths of
+/// resource `r` in `out` (a directory not listed whole goes to [`Listing::partial`]).
+fn below(dir: &Path, r: Resource, depth: u8, out: &mut Listing) {
+    if depth == 0 {
         return;
     }
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
-    for e in rd.flatten().take(1_000) {
-        if out.len() >= MAX_LISTED {
+    for (i, e) in rd.flatten().enumerate() {
+        if i >= MAX_PER_DIR || out.files.len() >= MAX_LISTED {
+            out.partial.push((dir.to_path_buf(), r));
             return;
         }
-        out.push((e.path(), r));
+        out.files.push((e.path(), r));
         if e.file_type().is_ok_and(|t| t.is_dir()) {
             below(&e.path(), r, depth - 1, out);
         }

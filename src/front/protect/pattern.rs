@@ -226,37 +226,65 @@ pub fn matches(pattern: &[Pat], path: &str) -> bool {
     let mut reach = vec![false; s.len() + 1];
     reach[0] = true;
     for p in pattern {
-        let mut next = vec![false; s.len() + 1];
-        match p {
-            Pat::Ch(c) => {
-                let lower: Vec<char> = c.to_lowercase().collect();
-                for j in 0..s.len() {
-                    if reach[j] && lower.len() == 1 && s[j] == lower[0] {
-                        next[j + 1] = true;
-                    }
-                }
-            }
-            Pat::One => {
-                for j in 0..s.len() {
-                    if reach[j] && s[j] != '/' {
-                        next[j + 1] = true;
-                    }
-                }
-            }
-            Pat::Star | Pat::Any => {
-                let mut on = false;
-                for j in 0..=s.len() {
-                    on = on || reach[j];
-                    next[j] = on;
-                    if j < s.len() && *p == Pat::Star && s[j] == '/' {
-                        on = false;
-                    }
+        reach = step(&reach, &s, p);
+    }
+    reach[s.len()]
+}
+
+/// Whether `pattern` may match a path in the directory `dir`, at any depth: whether some
+/// non-empty `t` makes `matches(pattern, dir + "/" + t)` hold (case-insensitively). For a
+/// directory too large to list (`spec/hooks.md` §13.3), whose every path counts as protected.
+pub fn may_match_under(pattern: &[Pat], dir: &str) -> bool {
+    let mut s: Vec<char> = dir.chars().flat_map(char::to_lowercase).collect();
+    if s.last() != Some(&'/') {
+        s.push('/');
+    }
+    let n = s.len();
+    let mut reach = vec![false; n + 1];
+    reach[0] = true;
+    for p in pattern {
+        // The elements so far match `dir/` whole and at least this one is left, which some
+        // non-empty rest matches; or an `Any` under way goes on past `dir/` (a `*` cannot:
+        // it stops at the `/`).
+        if reach[n] || (*p == Pat::Any && reach.contains(&true)) {
+            return true;
+        }
+        reach = step(&reach, &s, p);
+    }
+    false
+}
+
+/// One pattern element `p` applied to `reach` over `s` ([`matches()`]).
+fn step(reach: &[bool], s: &[char], p: &Pat) -> Vec<bool> {
+    let mut next = vec![false; s.len() + 1];
+    match p {
+        Pat::Ch(c) => {
+            let lower: Vec<char> = c.to_lowercase().collect();
+            for j in 0..s.len() {
+                if reach[j] && lower.len() == 1 && s[j] == lower[0] {
+                    next[j + 1] = true;
                 }
             }
         }
-        reach = next;
+        Pat::One => {
+            for j in 0..s.len() {
+                if reach[j] && s[j] != '/' {
+                    next[j + 1] = true;
+                }
+            }
+        }
+        Pat::Star | Pat::Any => {
+            let mut on = false;
+            for j in 0..=s.len() {
+                on = on || reach[j];
+                next[j] = on;
+                if j < s.len() && *p == Pat::Star && s[j] == '/' {
+                    on = false;
+                }
+            }
+        }
     }
-    reach[s.len()]
+    next
 }
 
 /// The longest run of literal characters of `pat`, lower case: a path the pattern matches
@@ -368,6 +396,59 @@ pub fn overlaps(a: &[Pat], b: &[Pat]) -> bool {
 mod tests {
     use super::*;
     use crate::front::protect::shell::{lex, Token};
+
+    /// A pattern from a glob: `*` a star, `?` one character, `%` any run (`/` included).
+    fn pats(g: &str) -> Vec<Pat> {
+        g.chars()
+            .map(|c| match c {
+                '*' => Pat::Star,
+                '?' => Pat::One,
+                '%' => Pat::Any,
+                c => Pat::Ch(c),
+            })
+            .collect()
+    }
+
+    /// A pattern may name a path in a directory exactly when some path below it matches: each
+    /// answer checked against a path that matches (or against every form that could).
+    #[test]
+    fn a_pattern_may_match_under_a_directory_as_paths_below_it_match() {
+        let dir = "/s/agent.ledger.sessions";
+        for (g, below) in [
+            (
+                "/s/agent.ledger.sessions/ab*.json",
+                Some("/s/agent.ledger.sessions/ab9.json"),
+            ),
+            ("/s/agent.led*/*", Some("/s/agent.ledger.sessions/x")),
+            (
+                "/s/*/?b12.unrecorded/*",
+                Some("/s/agent.ledger.sessions/ab12.unrecorded/1"),
+            ),
+            (
+                "/S/AGENT.LEDGER.SESSIONS/X",
+                Some("/s/agent.ledger.sessions/x"),
+            ),
+            ("%.json", Some("/s/agent.ledger.sessions/a.json")),
+            ("/s/%", Some("/s/agent.ledger.sessions/a")),
+            ("/s/agent.ledger.sessions", None),
+            ("/s/agent.ledger.sessions/", None),
+            ("/s/agent.ledger.key", None),
+            ("/s/*", None),
+            ("/t/agent.ledger.sessions/*", None),
+            ("/s/agent.ledger.sessions*", None),
+        ] {
+            let pat = pats(g);
+            assert_eq!(may_match_under(&pat, dir), below.is_some(), "{g}");
+            if let Some(path) = below {
+                assert!(matches(&pat, path), "{g} should match {path}");
+            }
+        }
+        // With a slash at the end, the same answers.
+        assert!(may_match_under(
+            &pats("/s/agent.ledger.sessions/*"),
+            "/s/agent.ledger.sessions/"
+        ));
+    }
 
     /// One resolver over many paths answers what `std::fs::canonicalize` of the longest
     /// existing prefix gives, for links in the middle, at the end, dangling, in a loop, and

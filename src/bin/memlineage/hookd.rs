@@ -322,20 +322,23 @@ fn watch(last: &Mutex<Instant>, socket: &Path, ino: u64, ledger: &Path) {
     }
 }
 
-/// A file's identity and version: device, inode, size, modification time.
-type FileId = (u64, u64, u64, Option<std::time::SystemTime>);
+/// A file's identity and version: device, inode, size, modification time and, on unix, the
+/// inode's change time (seconds, nanoseconds), which no call can set back: a same-size edit
+/// whose modification time was put back (`touch -d`) still changes it.
+type FileId = (u64, u64, u64, Option<std::time::SystemTime>, (i64, i64));
 
 fn file_id(path: &Path) -> Option<FileId> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
         let m = std::fs::metadata(path).ok()?;
-        Some((m.dev(), m.ino(), m.len(), m.modified().ok()))
+        let changed = (m.ctime(), m.ctime_nsec());
+        Some((m.dev(), m.ino(), m.len(), m.modified().ok(), changed))
     }
     #[cfg(not(unix))]
     {
         let m = std::fs::metadata(path).ok()?;
-        Some((0, 0, m.len(), m.modified().ok()))
+        Some((0, 0, m.len(), m.modified().ok(), (0, 0)))
     }
 }
 
@@ -509,7 +512,7 @@ impl State {
     ///
     /// [`Ledger::refresh`]: memlineage::Ledger::refresh
     pub(crate) fn front(&mut self) -> Res<&mut Front<SqliteStore, SharedKeyFile>> {
-        let ledger_id = file_id(&self.ledger).map(|(dev, ino, _, _)| (dev, ino));
+        let ledger_id = file_id(&self.ledger).map(|(dev, ino, ..)| (dev, ino));
         let policy_id = self.policy.as_deref().and_then(file_id);
         let same = ledger_id.is_some()
             && ledger_id == self.ledger_id

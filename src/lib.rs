@@ -35,6 +35,9 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs, rustdoc::broken_intra_doc_links)]
+// An item is `pub` only where an embedder can reach it (spec/public-api.txt lists them all);
+// the rest is `pub(crate)` or narrower.
+#![warn(unreachable_pub)]
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -86,7 +86,7 @@ impl Filter {
     }
 
     /// Whether any filter is given (a filtered list needs the complete index).
-    pub fn is_filtered(&self) -> bool {
+    pub(super) fn is_filtered(&self) -> bool {
         [&self.kind, &self.writer, &self.label, &self.quarantined]
             .into_iter()
             .any(|v| given(v).is_some())

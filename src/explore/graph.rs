@@ -11,7 +11,7 @@ use maud::{html, Markup};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Boxes drawn at most; the rest is listed, not drawn.
-pub const MAX_NODES: usize = 300;
+pub(super) const MAX_NODES: usize = 300;
 
 const BOX_W: i64 = 150;
 const BOX_H: i64 = 48;

@@ -13,7 +13,7 @@ use subtle::ConstantTimeEq;
 /// The Content-Security-Policy of every response: nothing may load but the explorer's own
 /// stylesheet and images, no script of any origin runs (no `script-src`: `default-src 'none'`
 /// covers it), forms post only to the explorer, no page may frame it.
-pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+pub(super) const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
                        form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The cookie that carries the token after the first `?token=` visit.

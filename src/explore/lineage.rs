@@ -7,9 +7,9 @@ use maud::{html, Markup};
 use std::collections::{HashSet, VecDeque};
 
 /// Hops drawn above and below the entry.
-pub const DEPTH: i32 = 3;
+pub(super) const DEPTH: i32 = 3;
 /// Boxes drawn on each side of the entry at most (nearest first).
-pub const MAX_SIDE: usize = 40;
+pub(super) const MAX_SIDE: usize = 40;
 
 /// The `#lineage` section of the page of leaf `i`.
 pub(super) fn picture(x: &Explorer, ix: &Indexed, i: u64) -> Markup {

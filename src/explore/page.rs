@@ -9,15 +9,15 @@ use crate::record::EntryId;
 use maud::{html, Markup, DOCTYPE};
 
 /// Characters of an entry's text shown on its page; the rest is counted, not shown.
-pub const MAX_TEXT_CHARS: usize = 64 * 1024;
+pub(super) const MAX_TEXT_CHARS: usize = 64 * 1024;
 /// Characters of a short hostile string (a writer name, a flag reason in a table).
-pub const MAX_SHORT_CHARS: usize = 200;
+pub(super) const MAX_SHORT_CHARS: usize = 200;
 
 /// The stylesheet, served as `/style.css` (`style-src 'self'`: no inline style anywhere).
-pub const STYLE: &str = include_str!("style.css");
+pub(super) const STYLE: &str = include_str!("style.css");
 
 /// A whole page: `title` (explorer words only, never entry text) and `body`.
-pub fn layout(title: &str, body: Markup) -> Markup {
+pub(super) fn layout(title: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -49,7 +49,7 @@ pub fn layout(title: &str, body: Markup) -> Markup {
 
 /// The same page with a `<meta http-equiv="refresh">` (the progress of a running audit; no
 /// script is needed, or allowed).
-pub fn refreshing(title: &str, seconds: u32, body: Markup) -> Markup {
+pub(super) fn refreshing(title: &str, seconds: u32, body: Markup) -> Markup {
     let page = layout(title, body).into_string();
     let meta = format!("<meta http-equiv=\"refresh\" content=\"{seconds}\">");
     maud::PreEscaped(page.replacen("<head>", &format!("<head>{meta}"), 1))
@@ -58,7 +58,7 @@ pub fn refreshing(title: &str, seconds: u32, body: Markup) -> Markup {
 /// Hostile text from an entry: escaped by maud; control, bidi and invisible formatting
 /// characters replaced by visible `\u{…}` marks; cut after `max` characters with the rest
 /// counted. Never a link, whatever it contains.
-pub fn hostile(text: &str, max: usize) -> Markup {
+pub(super) fn hostile(text: &str, max: usize) -> Markup {
     let mut shown = 0usize;
     let mut plain = String::new();
     let mut parts: Vec<Part> = Vec::new();
@@ -111,7 +111,7 @@ fn is_suspect(c: char) -> bool {
 }
 
 /// A label badge; `None` is an entry that did not verify: `UNVERIFIED`, the worst.
-pub fn label(l: Option<Label>) -> Markup {
+pub(super) fn label(l: Option<Label>) -> Markup {
     match l {
         Some(l) => {
             html! { span class=(format!("label l-{}", l.name().to_ascii_lowercase())) { (l.name()) } }
@@ -123,7 +123,7 @@ pub fn label(l: Option<Label>) -> Markup {
 }
 
 /// A link to an entry's page, showing its leaf index and short id.
-pub fn entry_link(id: &EntryId, index: Option<u64>) -> Markup {
+pub(super) fn entry_link(id: &EntryId, index: Option<u64>) -> Markup {
     html! {
         a href=(format!("/entry/{id}")) {
             @if let Some(i) = index { "#" (i) " " }
@@ -135,7 +135,7 @@ pub fn entry_link(id: &EntryId, index: Option<u64>) -> Markup {
 /// An entry time (writer-asserted, milliseconds since the Unix epoch) in UTC to the
 /// millisecond, `2025-01-01 00:00:00.017Z`, or the raw number when it is beyond what a
 /// calendar date shows (after the year 9999).
-pub fn time(ms: u64) -> String {
+pub(super) fn time(ms: u64) -> String {
     const MAX_MS: u64 = 253_402_300_799_999;
     if ms > MAX_MS {
         return format!("{ms} ms");
@@ -167,12 +167,12 @@ fn civil(days: u64) -> (u64, u64, u64) {
 }
 
 /// "N of SIZE" with the share in percent.
-pub fn n_of(n: u64, size: u64) -> String {
+pub(super) fn n_of(n: u64, size: u64) -> String {
     format!("{n} of {size}{}", share(n, size))
 }
 
 /// The share of `n` in `size` as " (p %)", or nothing when `size` is 0.
-pub fn share(n: u64, size: u64) -> String {
+pub(super) fn share(n: u64, size: u64) -> String {
     if size == 0 {
         return String::new();
     }
@@ -181,7 +181,7 @@ pub fn share(n: u64, size: u64) -> String {
 
 /// A query the explorer refuses (`400`), with the reason shown.
 #[derive(Debug)]
-pub struct BadQuery(pub String);
+pub(super) struct BadQuery(pub String);
 
 /// The page asked for by `?page=` (from 1; absent: 1) of a list of `total` rows: its number
 /// and the range of rows it shows.
@@ -189,7 +189,7 @@ pub struct BadQuery(pub String);
 /// # Errors
 /// [`BadQuery`] for a page that is not a number, is 0, or is past the last page (an empty
 /// list has one, empty, page).
-pub fn page_of(
+pub(super) fn page_of(
     asked: Option<&str>,
     total: usize,
 ) -> Result<(usize, std::ops::Range<usize>), BadQuery> {
@@ -207,7 +207,7 @@ pub fn page_of(
 }
 
 /// Links to the pages of a paged list: `base` is the path and query without `page`.
-pub fn pager(base: &str, page: usize, total: usize) -> Markup {
+pub(super) fn pager(base: &str, page: usize, total: usize) -> Markup {
     let pages = total.div_ceil(super::PAGE_SIZE).max(1);
     let sep = if base.contains('?') { '&' } else { '?' };
     html! {
@@ -221,7 +221,7 @@ pub fn pager(base: &str, page: usize, total: usize) -> Markup {
 
 /// A quoted name or reason (`crate::quote`): the literal in a `code.lit`, its notes in a
 /// `span.note`. The text content is exactly the quote's `Display`.
-pub fn quoted(q: &Quoted) -> Markup {
+pub(super) fn quoted(q: &Quoted) -> Markup {
     html! {
         code.lit { (q.literal()) }
         @if !q.notes.is_empty() { span.note { (q.notes_text()) } }
@@ -230,7 +230,7 @@ pub fn quoted(q: &Quoted) -> Markup {
 
 /// A receipt sentence, its names and reason shown as quoted literals. The text content is
 /// exactly `Receipt::sentence`.
-pub fn sentence(pieces: &[Piece]) -> Markup {
+pub(super) fn sentence(pieces: &[Piece]) -> Markup {
     html! {
         span.sentence {
             @for p in pieces {

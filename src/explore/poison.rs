@@ -49,19 +49,19 @@ pub(super) enum Sort {
 
 impl Sort {
     /// Every order, with the name its query value is.
-    pub const ALL: [(Sort, &'static str); 3] = [
+    pub(super) const ALL: [(Sort, &'static str); 3] = [
         (Sort::Largest, "largest"),
         (Sort::Source, "source"),
         (Sort::Newest, "newest"),
     ];
 
     /// Parses a `sort=` value.
-    pub fn from_name(s: &str) -> Option<Sort> {
+    pub(super) fn from_name(s: &str) -> Option<Sort> {
         Sort::ALL.iter().find(|(_, n)| *n == s).map(|(o, _)| *o)
     }
 
     /// Its query value.
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         Sort::ALL
             .iter()
             .find(|(o, _)| *o == self)
@@ -84,7 +84,7 @@ impl Poison {
     /// Computes reach sizes (once per distinct source and reach) over the verified index, and
     /// the receipt source of every quarantined entry (the receipts' own search and tie rule,
     /// `Quarantine::path_to_source`, over the index's verified parents).
-    pub fn build<S: Store>(ledger: &Ledger<S>, index: &EntryIndex) -> Poison {
+    pub(super) fn build<S: Store>(ledger: &Ledger<S>, index: &EntryIndex) -> Poison {
         let policy = ledger.policy();
         let q = ledger.quarantine();
         let mut sizes: HashMap<(u64, Reach), u64> = HashMap::new();
@@ -134,7 +134,7 @@ impl Poison {
     }
 
     /// The groups in `sort` order.
-    pub fn sorted(&self, sort: Sort) -> Vec<&Group> {
+    pub(super) fn sorted(&self, sort: Sort) -> Vec<&Group> {
         let mut g: Vec<&Group> = self.groups.iter().collect();
         match sort {
             Sort::Largest => g.sort_by(|a, b| {
@@ -151,7 +151,7 @@ impl Poison {
 
     /// Makes and keeps in `kept` the receipts of the first `rows` rows of the landing page
     /// (default order).
-    pub fn warm<S: Store>(&self, ledger: &Ledger<S>, kept: &ReceiptCache, rows: usize) {
+    pub(super) fn warm<S: Store>(&self, ledger: &Ledger<S>, kept: &ReceiptCache, rows: usize) {
         for g in self.sorted(Sort::default()) {
             for (_, id) in &g.members {
                 if kept.len() >= rows {
@@ -178,12 +178,16 @@ pub(super) struct ReceiptCache(Mutex<HashMap<EntryId, Result<Vec<Piece>, String>
 
 impl ReceiptCache {
     /// Receipts kept.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         super::lock(&self.0).len()
     }
 
     /// The receipt of `id` as pieces, made once and kept (an error as its sentence).
-    pub fn get<S: Store>(&self, ledger: &Ledger<S>, id: &EntryId) -> Result<Vec<Piece>, String> {
+    pub(super) fn get<S: Store>(
+        &self,
+        ledger: &Ledger<S>,
+        id: &EntryId,
+    ) -> Result<Vec<Piece>, String> {
         if let Some(r) = super::lock(&self.0).get(id) {
             return r.clone();
         }

@@ -19,7 +19,7 @@ use crate::record::{EntryId, Hash32};
 use memo::{positions, Prefix};
 use serde::{Deserialize, Serialize};
 
-pub use memo::SessionMemo;
+pub(super) use memo::SessionMemo;
 pub use newest::NewestReader;
 pub use start::{Sighting, SESSION_START, UNSEEN_HISTORY};
 
@@ -228,11 +228,11 @@ mod hex_ids {
     use crate::record::EntryId;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(ids: &[EntryId], s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(ids: &[EntryId], s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(ids.iter().map(EntryId::to_string))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<EntryId>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<EntryId>, D::Error> {
         Vec::<String>::deserialize(d)?
             .iter()
             .map(|h| EntryId::from_hex(h).map_err(serde::de::Error::custom))
@@ -245,14 +245,16 @@ mod hex_id {
     use crate::record::EntryId;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(id: &Option<EntryId>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(id: &Option<EntryId>, s: S) -> Result<S::Ok, S::Error> {
         match id {
             Some(id) => s.serialize_str(&id.to_string()),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<EntryId>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<EntryId>, D::Error> {
         Option::<String>::deserialize(d)?
             .map(|h| EntryId::from_hex(&h).map_err(serde::de::Error::custom))
             .transpose()

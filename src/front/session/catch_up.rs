@@ -10,7 +10,7 @@ use crate::store::Store;
 
 /// How many entries [`Front::load_session`] may catch a session up by before it saves the
 /// caught-up record back.
-pub const SAVE_AFTER_CATCH_UP: u64 = 64;
+pub(super) const SAVE_AFTER_CATCH_UP: u64 = 64;
 
 /// The id that stands for the entry at leaf `index` when it cannot be verified and may be a
 /// session's read: not in the log, so it justifies nothing and taints every value

@@ -12,14 +12,14 @@ use crate::record::EntryId;
 use serde::{Deserialize, Serialize};
 
 /// The version a delta line carries in its `delta` field (`spec/hooks.md` §6.3).
-pub const DELTA_VERSION: u64 = 1;
+pub(super) const DELTA_VERSION: u64 = 1;
 
 /// Why the bytes of a session file are not a record (`spec/hooks.md` §6.3). Untrusted input
 /// (the file) triggers every variant; each refuses the session (fail closed), as a record that
 /// cannot be read always has.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum JournalError {
+pub(crate) enum JournalError {
     /// Line 1 is not a session record.
     #[error("line 1: {0}")]
     Record(serde_json::Error),
@@ -61,7 +61,7 @@ pub enum JournalError {
 }
 
 /// A session file, parsed.
-pub struct Parsed {
+pub(super) struct Parsed {
     /// The record the lines give.
     pub record: Session,
     /// Bytes of line 1 with its newline.
@@ -96,7 +96,7 @@ struct Delta {
 /// # Errors
 /// [`JournalError`]: line 1 is not a record, or a finished later line is not a delta that
 /// follows the lines before it.
-pub fn parse(bytes: &[u8]) -> Result<Parsed, JournalError> {
+pub(super) fn parse(bytes: &[u8]) -> Result<Parsed, JournalError> {
     let (head, mut rest, ended) = match bytes.iter().position(|&b| b == b'\n') {
         Some(i) => (&bytes[..i], &bytes[i + 1..], true),
         None => (bytes, &bytes[bytes.len()..], false),
@@ -126,7 +126,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, JournalError> {
 ///
 /// # Errors
 /// What `serde_json` reports (nothing for a [`Session`] in practice).
-pub fn whole(record: &Session) -> Result<Vec<u8>, serde_json::Error> {
+pub(super) fn whole(record: &Session) -> Result<Vec<u8>, serde_json::Error> {
     let mut out = serde_json::to_vec(record)?;
     out.push(b'\n');
     Ok(out)
@@ -138,7 +138,7 @@ pub fn whole(record: &Session) -> Result<Vec<u8>, serde_json::Error> {
 ///
 /// # Errors
 /// What `serde_json` reports (nothing in practice).
-pub fn delta(old: &Session, new: &Session) -> Result<Option<Vec<u8>>, serde_json::Error> {
+pub(super) fn delta(old: &Session, new: &Session) -> Result<Option<Vec<u8>>, serde_json::Error> {
     let at = old.reads().len();
     if old.id != new.id || new.reads().get(..at) != Some(old.reads()) {
         return Ok(None);

@@ -113,3 +113,42 @@ fn a_cited_untrusted_entry_still_denies() {
         "{cited:?}"
     );
 }
+
+/// An entry the caller cites that the ledger does not hold, or holds but cannot verify, refuses
+/// the call as unreadable, for a parameter of the call or for one it does not have; a call the
+/// policy does not gate is not asked about its citations.
+#[test]
+fn a_cited_entry_that_does_not_verify_refuses_the_call() {
+    let mut f = front(include_str!("../examples/coding-policy.toml"));
+    let mut s = Session::new("s");
+    f.record_prompt(&mut s, "pay 5000 to ZZ77ACCOUNT0001")
+        .expect("prompt");
+    let pay = json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000});
+    let pay = pay.as_object().expect("object");
+    let allowed = f
+        .check(&s, "send_money", pay, &HashMap::new())
+        .expect("check")
+        .verdict;
+    assert!(matches!(allowed, Verdict::Allow), "{allowed:?}");
+    let unknown = EntryId([0xab; 32]);
+    for param in ["recipient", "memo"] {
+        let given: HashMap<String, Vec<EntryId>> = [(param.to_string(), vec![unknown])].into();
+        let cited = f
+            .check(&s, "send_money", pay, &given)
+            .expect("check")
+            .verdict;
+        match &cited {
+            Verdict::Deny(Refusal::Unreadable(why)) => {
+                assert!(why.contains("cannot be verified"), "{why}");
+            }
+            other => panic!("{param}: {other:?}"),
+        }
+    }
+    let read = json!({"file_path": "notes.md"});
+    let given: HashMap<String, Vec<EntryId>> = [("file_path".to_string(), vec![unknown])].into();
+    let not_gated = f
+        .check(&s, "Read", read.as_object().expect("object"), &given)
+        .expect("check")
+        .verdict;
+    assert!(matches!(not_gated, Verdict::Allow), "{not_gated:?}");
+}

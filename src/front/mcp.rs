@@ -59,7 +59,7 @@ use rmcp::{tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use verdict::{cited_verdict, gate_result};
+use verdict::gate_result;
 
 /// Most entry ids one tool call may carry (`ids` of `ledger_retrieve`, all `justifications` of
 /// `ledger_gate_check`, `parents` of `ledger_append`); more is a tool error.
@@ -401,12 +401,15 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                 let s = reads.session;
                 let own = s.unrecorded;
                 s.unrecorded = own.saturating_add(reads.elsewhere);
-                let c = front.check(s, &a.tool, &a.args, &HashMap::new());
+                // The cited entries are the caller's `given`: they verify or refuse, and
+                // taint, never loosen (`Front::check`, `spec/gate.md` §7).
+                let given: HashMap<String, Vec<EntryId>> = cited.iter().cloned().collect();
+                let c = front.check(s, &a.tool, &a.args, &given);
                 s.unrecorded = own;
                 c.map_err(msg)?
             };
             let mut justifications: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            for (p, ids) in found.call.args.iter().chain(&cited) {
+            for (p, ids) in &found.call.args {
                 let list = justifications.entry(p.clone()).or_default();
                 for id in ids {
                     let id = id.to_string();
@@ -415,19 +418,12 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                     }
                 }
             }
-            // The worse of what the server found and what the caller cited.
             let verdict = if !found.sensitive {
                 Verdict::Allow
             } else if let Some(why) = reads.broken {
                 Verdict::Deny(Refusal::Unreadable(format!("{}: {why}", a.tool)))
-            } else if let Verdict::Deny(r) = found.verdict {
-                Verdict::Deny(r)
             } else {
-                // A cited entry that fails denies; otherwise an ask stays an ask.
-                match cited_verdict(front, &found.call.tool, &cited)? {
-                    Verdict::Allow => found.verdict,
-                    worse => worse,
-                }
+                found.verdict
             };
             Ok(Json(gate_result(verdict, found.sensitive, justifications)))
         })

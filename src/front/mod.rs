@@ -45,6 +45,7 @@ use crate::front::keystore::KeyStoreError;
 use crate::gate::extract;
 use crate::gate::matching;
 use crate::gate::{Decision, Gating, Policy, ToolCall};
+use crate::ledger::retrieve::Outcome;
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::record::{EntryId, Kind, Parent, Role, Weight};
 use crate::store::Store;
@@ -404,8 +405,9 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// justified by the read-set entries its value matches ([`Front::sources`],
     /// `spec/hooks.md` §4); entries the caller names in `given` for an argument are added to
     /// those (a caller can make a decision stricter, never looser: a cited entry taints, but an
-    /// argument nothing read holds stays unsourced and composed, §15.1). Calls the policy does
-    /// not mark sensitive are allowed without matching.
+    /// argument nothing read holds stays unsourced and composed, §15.1; a cited entry that is
+    /// unknown or does not verify refuses the call). Calls the policy does not mark sensitive
+    /// are allowed without matching.
     ///
     /// # Errors
     /// [`FrontError`] only for ledger failures while reading the read set.
@@ -484,6 +486,26 @@ impl<S: Store, K: Keys> Front<S, K> {
                 sensitive,
                 verdict: Verdict::Allow,
             });
+        }
+        // An entry the caller cites must verify (signature, inclusion under the signed
+        // checkpoint): one that does not is refused, whatever label the store gives it
+        // (`spec/gate.md` §7).
+        let cited: Vec<EntryId> = given.values().flatten().copied().collect();
+        if !cited.is_empty() {
+            for o in self.ledger.retrieve(&cited)? {
+                if let Outcome::Rejected(id, e) = o {
+                    let why = format!(
+                        "{}: cited entry {} cannot be verified: {e}",
+                        call.tool,
+                        id.short()
+                    );
+                    return Ok(Checked {
+                        call,
+                        sensitive,
+                        verdict: Verdict::Deny(Refusal::Unreadable(why)),
+                    });
+                }
+            }
         }
         // The parameters with something to match and no source (`spec/hooks.md` §15.1).
         let mut composed: Vec<String> = Vec::new();

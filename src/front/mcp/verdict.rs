@@ -1,58 +1,12 @@
-//! The verdict of `ledger_gate_check` (`spec/mcp.md` §2.3): the cited entries checked and the
-//! gate's decision turned into the tool's result.
-
-use crate::front::Keys;
-use crate::store::Store;
+//! The verdict of `ledger_gate_check` (`spec/mcp.md` §2.3) turned into the tool's result (the
+//! decision, cited entries included, is `Front::check`'s).
 
 use super::limits::msg;
 use super::tools::GateResult;
-use crate::front::{Front, Refusal, Verdict};
-use crate::gate::{Decision, Denial, ToolCall};
-use crate::ledger::retrieve::Outcome;
+use crate::front::{Refusal, Verdict};
+use crate::gate::Denial;
 use crate::record::EntryId;
 use std::collections::BTreeMap;
-
-/// The gate's verdict on the entries the caller cited: each must verify (signature, inclusion
-/// under the signed checkpoint) and pass the gate as a justification of its parameter.
-pub(super) fn cited_verdict<S: Store, K: Keys>(
-    front: &mut Front<S, K>,
-    tool: &str,
-    cited: &[(String, Vec<EntryId>)],
-) -> Result<Verdict, String> {
-    if cited.is_empty() {
-        return Ok(Verdict::Allow);
-    }
-    let ids: Vec<EntryId> = cited
-        .iter()
-        .flat_map(|(_, ids)| ids.iter().copied())
-        .collect();
-    for o in front.ledger_mut().retrieve(&ids).map_err(msg)? {
-        if let Outcome::Rejected(id, e) = o {
-            return Ok(Verdict::Deny(Refusal::Unreadable(format!(
-                "{tool}: cited entry {} cannot be verified: {}",
-                id.short(),
-                msg(e)
-            ))));
-        }
-    }
-    let call = ToolCall {
-        tool: tool.to_string(),
-        sensitive: true,
-        args: cited.to_vec(),
-    };
-    let policy = front.policy().clone();
-    // No values here (cited entries only): the shared-writable writer check of
-    // `spec/gate.md` §3.2 still applies; `Front::check` runs the origin check on the values.
-    Ok(
-        match front
-            .ledger()
-            .gate_values(&policy, &call, &serde_json::Map::new())
-        {
-            Decision::Allow => Verdict::Allow,
-            Decision::Deny(d) => Verdict::Deny(Refusal::Gate(d)),
-        },
-    )
-}
 
 pub(super) fn gate_result(
     verdict: Verdict,

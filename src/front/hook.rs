@@ -426,9 +426,14 @@ fn session_start<S: Store, K: Keys>(
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HookError {
-    /// A session file could not be read or written (path, cause).
-    #[error("session file {0}: {1}")]
-    Session(String, String),
+    /// A session file could not be read or written.
+    #[error("session file {path}: {cause}")]
+    Session {
+        /// The file (or directory) of the session.
+        path: String,
+        /// Why it could not be read or written.
+        cause: String,
+    },
     /// The session's file was pruned (`spec/hooks.md` §6.1): what it read is no longer known.
     #[error(
         "session {0:?} was pruned after a long time without activity: what it read is no \

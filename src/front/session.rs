@@ -81,7 +81,7 @@ pub struct Session {
     pub seal: Option<String>,
     /// What this process already computed about the record (never stored).
     #[serde(skip)]
-    pub memo: SessionMemo,
+    pub(crate) memo: SessionMemo,
 }
 
 impl Session {
@@ -123,7 +123,7 @@ impl Session {
     }
 
     /// Adds `id` to the read set (once). Amortised O(1): where each read stands is kept in
-    /// [`Session::memo`].
+    /// the session's memo (never stored).
     pub fn read(&mut self, id: EntryId) {
         let mut state = self.memo.state();
         let p = positions(&mut state, &self.reads);

@@ -192,7 +192,10 @@ impl FileSessions {
     /// [`HookError::Session`] when the mark cannot be written.
     pub fn mark_unrecorded_apart(&self, id: &str) -> Result<(), HookError> {
         let dir = self.unrecorded_dir(id);
-        let err = |e: std::io::Error| HookError::Session(dir.display().to_string(), e.to_string());
+        let err = |e: std::io::Error| HookError::Session {
+            path: dir.display().to_string(),
+            cause: e.to_string(),
+        };
         std::fs::create_dir_all(&dir).map_err(err)?;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -229,8 +232,10 @@ impl FileSessions {
     /// pruned before the error stay pruned. A missing directory prunes nothing.
     pub fn prune(&self, older_than: Duration, now: SystemTime) -> Result<Pruned, HookError> {
         let mut done = Pruned::default();
-        let dir_err =
-            |e: std::io::Error| HookError::Session(self.dir.display().to_string(), e.to_string());
+        let dir_err = |e: std::io::Error| HookError::Session {
+            path: self.dir.display().to_string(),
+            cause: e.to_string(),
+        };
         let entries = match std::fs::read_dir(&self.dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
             r => r.map_err(dir_err)?,
@@ -238,8 +243,10 @@ impl FileSessions {
         for entry in entries {
             let entry = entry.map_err(dir_err)?;
             let path = entry.path();
-            let err =
-                |e: std::io::Error| HookError::Session(path.display().to_string(), e.to_string());
+            let err = |e: std::io::Error| HookError::Session {
+                path: path.display().to_string(),
+                cause: e.to_string(),
+            };
             let file_name = entry.file_name();
             let Some(name) = file_name.to_str() else {
                 continue;
@@ -295,7 +302,10 @@ impl FileSessions {
         // Never through a link planted there: it would truncate the file it points to.
         crate::store::durable::create_regular(&stamp)
             .and_then(|f| f.set_modified(now))
-            .map_err(|e| HookError::Session(stamp.display().to_string(), e.to_string()))?;
+            .map_err(|e| HookError::Session {
+                path: stamp.display().to_string(),
+                cause: e.to_string(),
+            })?;
         Ok(Some(done))
     }
 }
@@ -319,9 +329,14 @@ impl Sessions for FileSessions {
 
     fn save(&mut self, session: &Session) -> Result<(), HookError> {
         let path = self.path(&session.id);
-        let err = |e: std::io::Error| HookError::Session(path.display().to_string(), e.to_string());
-        let json =
-            |e: serde_json::Error| HookError::Session(path.display().to_string(), e.to_string());
+        let err = |e: std::io::Error| HookError::Session {
+            path: path.display().to_string(),
+            cause: e.to_string(),
+        };
+        let json = |e: serde_json::Error| HookError::Session {
+            path: path.display().to_string(),
+            cause: e.to_string(),
+        };
         // Whatever happens next, the copy kept is not what the file holds until it is written.
         let kept = self.kept.remove(&session.id);
         std::fs::create_dir_all(&self.dir).map_err(err)?;
@@ -369,7 +384,10 @@ impl FileSessions {
             }
             self.kept.remove(id);
         }
-        let err = |e: String| HookError::Session(path.display().to_string(), e);
+        let err = |e: String| HookError::Session {
+            path: path.display().to_string(),
+            cause: e,
+        };
         // A regular file only, never waited on (a FIFO there hung every hook, issue 25).
         match crate::store::durable::read_regular_metadata(&path, MAX_SESSION_BYTES) {
             Ok(None) => {

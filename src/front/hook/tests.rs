@@ -33,7 +33,7 @@ fn file_sessions_round_trip_and_refuse_damaged_files() {
         "{err}"
     );
     std::fs::write(fs.path("x"), "{").unwrap();
-    assert!(matches!(fs.load("x"), Err(HookError::Session(..))));
+    assert!(matches!(fs.load("x"), Err(HookError::Session { .. })));
 
     // A PreToolUse for a sensitive tool whose session cannot be read is blocked.
     let ev = br#"{"session_id":"x","tool_name":"send_money","tool_input":{"recipient":"A"}}"#;

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 /// them; each part also checks the count of reads and the last one it saw. Equal to every
 /// other memo, so it never makes two records differ.
 #[derive(Default)]
-pub struct SessionMemo(std::sync::Mutex<MemoState>);
+pub(crate) struct SessionMemo(std::sync::Mutex<MemoState>);
 
 #[derive(Clone, Default)]
 pub(super) struct MemoState {

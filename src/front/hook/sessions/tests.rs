@@ -240,7 +240,7 @@ fn torn_and_malformed_lines() {
         )
         .unwrap();
         let e = FileSessions::new(sdir.clone()).load("c").unwrap_err();
-        assert!(matches!(e, HookError::Session(..)), "{e}");
+        assert!(matches!(e, HookError::Session { .. }), "{e}");
         assert!(e.to_string().contains(want), "{e}, want {want}");
     };
     refused([&good[..], b"garbage\n"].concat(), "line 3: expected value");

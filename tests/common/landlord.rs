@@ -1,4 +1,4 @@
-//! The landlord scene several store-attacker tests start from (`tests/attack_flat_open.rs`,
+//! The landlord scene several store-attacker tests start from (`tests/flat_open_under_store_edits.rs`,
 //! `tests/fail_closed.rs`): a user's prompt, a forum post (tool output) and the agent's memo
 //! derived from both, the post over a weak edge (0.1), so that the memo is Derived-Trusted and
 //! may justify the payment [`pay`] until the post is flagged.

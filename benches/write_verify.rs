@@ -458,7 +458,7 @@ fn retrieve8(c: &mut Criterion, fixtures: &mut [(Fixture, &str)]) {
 fn audit(c: &mut Criterion, fx: &mut Fixture) {
     let checkpoint = fx.ledger.checkpoint().expect("checkpoint");
     let verifier = fx.ledger.verifier().expect("verifier");
-    let policy = fx.ledger.policy();
+    let policy = fx.ledger.label_policy();
     let store = fx.ledger.store();
     let items: Vec<AuditItem> = store
         .metas_from(0)

@@ -250,7 +250,7 @@ pub fn cases() -> Res<Vec<(String, Value)>> {
     let mut proofs = BTreeMap::new();
     for (name, at, desc) in honest {
         let p = l.prove_label(&ids[at])?;
-        let v = p.verify(&verifier, Some(l.policy()))?;
+        let v = p.verify(&verifier, Some(l.label_policy()))?;
         let want = json!({
             "label": v.label.name(),
             "quarantined": v.quarantine.is_some(),
@@ -345,7 +345,7 @@ fn negatives(
     let fact = &proofs[&7];
     let signer = LogSigner::new(ORIGIN, WriterKey::for_label("log"))?;
     let c = l.verifier()?.verify(&summary.checkpoint)?;
-    let policy_line = l.policy().extension_line();
+    let policy_line = l.label_policy().extension_line();
     let index_line: String = c
         .extension()
         .lines()

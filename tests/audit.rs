@@ -74,7 +74,7 @@ fn audit_chunks_keep_keyring_order_and_read_errors() {
     let mut items = store_reads::labelled_entries(store);
     let run = |items: Vec<Read>| {
         let mut seen = Seen::default();
-        let r = audit_with_progress(items, &v, c.note(), l.policy(), v.key_id(), &mut seen);
+        let r = audit_with_progress(items, &v, c.note(), l.label_policy(), v.key_id(), &mut seen);
         (r, seen.0)
     };
     let (r, seen) = run(items.iter().cloned().map(Ok).collect());
@@ -141,7 +141,11 @@ fn a_sqlite_file_whose_content_table_was_recreated_is_refused() {
         )
         .unwrap();
     }
-    let (c, v, policy) = (l.checkpoint().unwrap(), l.verifier().unwrap(), l.policy());
+    let (c, v, policy) = (
+        l.checkpoint().unwrap(),
+        l.verifier().unwrap(),
+        l.label_policy(),
+    );
     drop(l);
     let db = rusqlite::Connection::open(&path).unwrap();
     db.execute_batch(

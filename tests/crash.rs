@@ -35,7 +35,7 @@ fn full_audit<S: Store>(l: &mut Ledger<S>) -> AuditReport {
         let meta = store.metas_from(i).unwrap()[0];
         Ok::<_, String>((store.entry_bytes(i).unwrap().unwrap(), Some(meta.label)))
     });
-    audit(entries, &v, c.note(), l.policy(), v.key_id()).unwrap()
+    audit(entries, &v, c.note(), l.label_policy(), v.key_id()).unwrap()
 }
 
 /// One step of the writer's workload: facts chained on the previous one, and every 7th step a

@@ -96,7 +96,11 @@ fn a_checkpoint_with_another_index_is_reported_and_not_proved_against() {
         entries: 5,
         root: [7; 32],
     };
-    let ext = format!("{}{}", l.policy().extension_line(), wrong.extension_line());
+    let ext = format!(
+        "{}{}",
+        l.label_policy().extension_line(),
+        wrong.extension_line()
+    );
     let note = signer().sign_with(c.size(), &c.root(), &ext).unwrap();
     let items = (0..l.len()).map(|i| {
         Ok::<_, String>(memlineage::audit::AuditItem {
@@ -105,7 +109,7 @@ fn a_checkpoint_with_another_index_is_reported_and_not_proved_against() {
         })
     });
     let v = l.verifier().unwrap();
-    let r = memlineage::audit::audit(items, &v, &note, l.policy(), v.key_id()).unwrap();
+    let r = memlineage::audit::audit(items, &v, &note, l.label_policy(), v.key_id()).unwrap();
     assert_eq!(r.index_matches(), Some(false));
     assert!(!r.is_clean());
     drop(l);
@@ -129,7 +133,7 @@ fn a_head_without_an_index_is_signed_again_with_it() {
     let id = put(&mut l, &k.user, Kind::Prompt, "hello", &[]);
     let c = l.checkpoint().unwrap();
     let old = signer()
-        .sign_with(c.size(), &c.root(), &l.policy().extension_line())
+        .sign_with(c.size(), &c.root(), &l.label_policy().extension_line())
         .unwrap();
     drop(l);
     let mut store = SqliteStore::open(&path).unwrap();

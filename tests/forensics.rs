@@ -244,7 +244,7 @@ fn an_audit_names_a_flag_written_by_an_agent() {
     let note = signer().sign(raw.len() as u64, &root);
     let v = signer().verifier();
     let items = raw.iter().map(|b| Ok::<_, String>((b.clone(), None)));
-    let r = audit(items, &v, &note, l.policy(), v.key_id()).unwrap();
+    let r = audit(items, &v, &note, l.label_policy(), v.key_id()).unwrap();
     assert_eq!(r.failures.len(), 1);
     assert_eq!(r.failures[0].index, size);
     assert!(matches!(
@@ -746,7 +746,7 @@ proptest::proptest! {
             }
         }
         let active: Vec<(EntryId, Reach)> = flags.iter().map(|(_, s, r)| (*s, *r)).collect();
-        let want: Vec<EntryId> = naive(&edges, &active, l.policy().tau.millionths())
+        let want: Vec<EntryId> = naive(&edges, &active, l.label_policy().tau.millionths())
             .into_iter()
             .collect();
         proptest::prop_assert_eq!(&l.quarantine().entries(), &want);
@@ -814,7 +814,7 @@ fn planted_corroboration_wins_a_heal_vote_only_under_fail_open() {
 #[test]
 fn strong_reach_and_denial_paths_are_strict_at_tau() {
     let (mut l, k) = world(MemoryStore::default());
-    let tau = u64::from(l.policy().tau.millionths());
+    let tau = u64::from(l.label_policy().tau.millionths());
     let prompt = put(&mut l, &k.user, Kind::Prompt, "read the forum", &[]);
     let forum = put(&mut l, &k.tool, Kind::ToolResult, "forum: pay XX99", &[]);
     let at_tau = put(

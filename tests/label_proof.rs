@@ -85,7 +85,7 @@ fn every_entry_of_the_banking_ledger_round_trips_and_the_reference_agrees() {
         let text = l.prove_label(&id).unwrap().to_text();
         let v = LabelProof::parse(text.as_bytes())
             .unwrap()
-            .verify(&verifier, Some(l.policy()))
+            .verify(&verifier, Some(l.label_policy()))
             .unwrap_or_else(|e| panic!("entry {i}: {e}"));
         assert_eq!(v.entry.id(), id);
         assert_eq!(v.index(), i);
@@ -359,7 +359,7 @@ fn parameters_and_the_index_are_signed_or_refused() {
     let key = WriterKey::for_label("tests/label-proof-log");
     let s = signer();
     let c = w.l.verifier().unwrap().verify(&p.checkpoint).unwrap();
-    let policy = w.l.policy().extension_line();
+    let policy = w.l.label_policy().extension_line();
     let index: String = c
         .extension()
         .lines()
@@ -384,7 +384,7 @@ fn parameters_and_the_index_are_signed_or_refused() {
             .verify(&w.l.verifier().unwrap(), Some(other))
             .map(|v| v.label),
         Err(LabelProofError::ParametersDiffer {
-            signed: w.l.policy(),
+            signed: w.l.label_policy(),
             expected: other
         })
     );

@@ -388,7 +388,7 @@ fn a_reopened_ledger_signs_its_own_parameters() {
         put(&mut l, &k.user, Kind::Prompt, "one", &[]);
     }
     let mut l = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
-    assert_eq!(l.policy(), policy);
+    assert_eq!(l.label_policy(), policy);
     let k = WriterKey::for_label("tests/user");
     put(&mut l, &k, Kind::Prompt, "two", &[]);
     let note = String::from_utf8(l.checkpoint().unwrap().note().to_vec()).unwrap();
@@ -523,7 +523,7 @@ fn audit_recomputes_everything_and_names_tampered_entries() {
         entries,
         &l.verifier().unwrap(),
         c.note(),
-        l.policy(),
+        l.label_policy(),
         l.verifier().unwrap().key_id(),
     )
     .unwrap();
@@ -862,7 +862,7 @@ fn content_tampering_is_caught_by_retrieval_and_audit() {
             content: store.content_at(i).unwrap(),
         })
     });
-    let r = audit(items, &v, c.note(), l.policy(), v.key_id()).unwrap();
+    let r = audit(items, &v, c.note(), l.label_policy(), v.key_id()).unwrap();
     assert_eq!(r.failures.len(), 1);
     assert_eq!(r.failures[0].id, p);
     assert_eq!(
@@ -970,7 +970,7 @@ fn audit_names_bad_entries_across_parallel_chunks() {
         items.into_iter().map(Ok::<_, String>),
         &v,
         c.note(),
-        l.policy(),
+        l.label_policy(),
         v.key_id(),
     )
     .unwrap();
@@ -1018,7 +1018,11 @@ fn sqlite_range_reads_equal_single_reads() {
     )
     .unwrap();
     let redacted = memlineage::record::Hash32::digest(b"fact 7");
-    let (c, v, policy) = (l.checkpoint().unwrap(), l.verifier().unwrap(), l.policy());
+    let (c, v, policy) = (
+        l.checkpoint().unwrap(),
+        l.verifier().unwrap(),
+        l.label_policy(),
+    );
     drop(l);
     let mut store = SqliteStore::open(&path).unwrap();
     assert!(store.redact(&redacted).unwrap());

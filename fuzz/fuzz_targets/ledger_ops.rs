@@ -48,6 +48,6 @@ fuzz_target!(|data: &[u8]| {
     let store = l.store();
     let metas = store.metas_from(0).expect("metas");
     let entries = metas.iter().map(|m| Ok::<_, String>((store.entry_bytes(m.index).expect("io").expect("bytes"), Some(m.label))));
-    let r = audit(entries, &v, c.note(), l.policy(), v.key_id()).expect("audit");
+    let r = audit(entries, &v, c.note(), l.label_policy(), v.key_id()).expect("audit");
     assert!(r.is_clean());
 });

@@ -524,7 +524,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         let note = self.checkpoint()?;
         let l = self.front.ledger();
         let verifier = LogVerifier::from_vkey(&l.vkey())?;
-        let policy = l.policy();
+        let policy = l.label_policy();
         let size = l.len();
         let mut report = match &self.audit_source {
             AuditSource::Sqlite(path) => {

@@ -83,7 +83,7 @@ pub(super) fn render(x: &Explorer, i: u64, row: &Row) -> Markup {
                     tr {
                         td { (page::entry_link(p, *leaf)) }
                         td { (w.to_string()) }
-                        td { @if x.ledger.policy().is_strong(*w) { "strong (w > τ)" } @else { "weak" } }
+                        td { @if x.ledger.label_policy().is_strong(*w) { "strong (w > τ)" } @else { "weak" } }
                         td { (page::label(leaf.and_then(|l| x.row(l)).and_then(|r| ledger_label(&x.ledger, &r)))) }
                     }
                 }
@@ -183,7 +183,7 @@ fn flags_reaching(x: &Explorer, ix: &Indexed, i: u64) -> Markup {
 
 /// Leaf `i` and its ancestors, over every edge or over strong edges only.
 fn ancestors(x: &Explorer, ix: &Indexed, i: u64, strong_only: bool) -> HashSet<u64> {
-    let policy = x.ledger.policy();
+    let policy = x.ledger.label_policy();
     let mut seen = HashSet::from([i]);
     let mut queue = VecDeque::from([i]);
     while let Some(cur) = queue.pop_front() {

@@ -13,7 +13,7 @@ pub(super) const MAX_SIDE: usize = 40;
 
 /// The `#lineage` section of the page of leaf `i`.
 pub(super) fn picture(x: &Explorer, ix: &Indexed, i: u64) -> Markup {
-    let policy = x.ledger.policy();
+    let policy = x.ledger.label_policy();
     let mut nodes = vec![(i, 0)];
     let (up, up_more) = walk(i, -1, |l| {
         ix.index

@@ -85,7 +85,7 @@ impl Poison {
     /// the receipt source of every quarantined entry (the receipts' own search and tie rule,
     /// `Quarantine::path_to_source`, over the index's verified parents).
     pub(super) fn build<S: Store>(ledger: &Ledger<S>, index: &EntryIndex) -> Poison {
-        let policy = ledger.policy();
+        let policy = ledger.label_policy();
         let q = ledger.quarantine();
         let mut sizes: HashMap<(u64, Reach), u64> = HashMap::new();
         let mut flags: Vec<FlagRow> = q

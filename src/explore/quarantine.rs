@@ -60,7 +60,7 @@ pub(super) fn render_flag(
     let ix = x.indexed()?;
     let r = ix
         .index
-        .reach(flag.source_index, flag.reach, &x.ledger.policy());
+        .reach(flag.source_index, flag.reach, &x.ledger.label_policy());
     let mut leaves: Vec<u64> = r.nodes.iter().map(|(l, _)| *l).collect();
     leaves.sort_unstable();
     let (page_no, shown) = page::page_of(asked, leaves.len())?;

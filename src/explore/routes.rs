@@ -202,7 +202,7 @@ async fn verify_start(State(app): State<Arc<App>>) -> Response {
         let job = Job {
             path: x.path.clone(),
             vkey: x.ledger.vkey(),
-            policy: x.ledger.policy(),
+            policy: x.ledger.label_policy(),
         };
         verify::start(&verify, job);
         Redirect::to("/verify").into_response()

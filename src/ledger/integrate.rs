@@ -31,7 +31,7 @@ impl Integrator {
     /// An integrator working through `ledger`, a handle of the ledger to integrate (opened
     /// with its log key, [`Ledger::open`]): it admits the sequenced entries against the
     /// handle's lineage state (refreshed at each integration) and signs checkpoints with
-    /// the handle's log key and labelling parameters ([`Ledger::policy`],
+    /// the handle's log key and labelling parameters ([`Ledger::label_policy`],
     /// `spec/lineage.md` §2.1). The handle should have its own connection
     /// ([`PgStore::connect`]) apart from the store passed to [`Integrator::integrate`].
     pub fn new(ledger: Ledger<PgStore>) -> Self {
@@ -117,7 +117,7 @@ impl IntegrationWork for TreeWork {
         let ledger = self.ledger()?;
         let note = ledger
             .signer
-            .sign_with(new, &ext.new_root, &ledger.policy().extension_line())
+            .sign_with(new, &ext.new_root, &ledger.label_policy().extension_line())
             .map_err(|e| StoreError::Corrupt(format!("checkpoint: {e}")))?;
         // Never sign a fork: the new head must extend every head the log key signed that the
         // integrator can find (the store's, the caller's pins, its own last one), with the

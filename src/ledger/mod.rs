@@ -294,8 +294,10 @@ impl<S: Store> Ledger<S> {
         (effects, self.seal_key.seal(&seal), tags)
     }
 
-    /// The labelling parameters (τ, weak-parent rule) fixed at creation.
-    pub fn policy(&self) -> LabelPolicy {
+    /// The labelling parameters (τ, weak-parent rule) fixed at creation (`spec/lineage.md`
+    /// §2): the [`LabelPolicy`], not the tool-call [`crate::gate::Policy`] a
+    /// [`crate::Front`] holds ([`crate::Front::policy`]).
+    pub fn label_policy(&self) -> LabelPolicy {
         self.state.policy()
     }
 

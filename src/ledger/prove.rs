@@ -148,7 +148,7 @@ impl<S: Store> Ledger<S> {
     pub(super) fn sign_head(&mut self, root: &RootHash) -> Result<Vec<u8>, LedgerError> {
         let extension = format!(
             "{}{}",
-            self.policy().extension_line(),
+            self.label_policy().extension_line(),
             self.state.effects_commitment().extension_line()
         );
         Ok(self.signer.sign_with(self.size, root, &extension)?)

@@ -25,7 +25,7 @@ impl<S: Store> Ledger<S> {
         if self.label(id).is_none() {
             return Err(LedgerError::UnknownEntry(*id));
         }
-        crate::lineage::path::untrusted_path(&Verified(self), &self.policy(), id)
+        crate::lineage::path::untrusted_path(&Verified(self), &self.label_policy(), id)
     }
 }
 

@@ -74,9 +74,9 @@ pub fn audit_with_content<S: Store>(l: &mut Ledger<S>, with_content: bool) -> Au
         })
     });
     let v = l.verifier().unwrap();
-    let mut r = audit(items, &v, c.note(), l.policy(), v.key_id()).unwrap();
+    let mut r = audit(items, &v, c.note(), l.label_policy(), v.key_id()).unwrap();
     let bytes = (0..l.len()).map(|i| Ok::<_, String>(store.entry_bytes(i).unwrap().unwrap()));
-    reach_quarantine(&mut r, bytes, l.policy()).unwrap();
+    reach_quarantine(&mut r, bytes, l.label_policy()).unwrap();
     r
 }
 

@@ -46,7 +46,7 @@ pub fn prove(ledger: &Path, id: &str, output: Option<PathBuf>) -> Res<ExitCode> 
 pub fn prove_label(ledger: &Path, id: &str, output: Option<PathBuf>) -> Res<ExitCode> {
     let (mut l, _) = open(ledger)?;
     let proof = l.prove_label(&EntryId::from_hex(id)?)?;
-    proof.verify(&l.verifier()?, Some(l.policy()))?;
+    proof.verify(&l.verifier()?, Some(l.label_policy()))?;
     write_out(output, proof.to_text().as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -114,7 +114,7 @@ pub fn replay_into<S: Store>(
     json: bool,
     flag: bool,
 ) -> Res<String> {
-    let labels = l.policy();
+    let labels = l.label_policy();
     let mut r = Replayer::new(l, policy);
     if flag {
         r.flag_injections(WriterKey::generate())?;

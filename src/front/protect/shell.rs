@@ -261,11 +261,30 @@ pub fn lex(text: &str) -> Lexed {
                 i += 1;
             }
             '[' => {
+                // A bracket expression closes within its word (bash, "Pattern Matching"): a
+                // `]` after a blank or an operator closes nothing, so `echo [; cmd; echo ]`
+                // is three commands, not one word.
                 in_word = true;
-                match chars[i + 1..].iter().position(|&x| x == ']') {
-                    Some(n) if n > 0 => {
-                        word.pieces.push(Piece::One);
-                        i += n + 2;
+                // A `]` first in the expression (after `!` or `^`) is one of its members.
+                let mut from = i + 1;
+                if matches!(chars.get(from), Some('!' | '^')) {
+                    from += 1;
+                }
+                if chars.get(from) == Some(&']') {
+                    from += 1;
+                }
+                match closing(&chars, from, ']') {
+                    Some(end) => {
+                        let inner: String = chars[i + 1..end].iter().collect();
+                        if inner.contains(['\'', '"', '\\', '$', '`']) {
+                            // Quoted or expanded members: any character; what they expand
+                            // is analysed as a command.
+                            word.pieces.push(Piece::Unknown);
+                            out.nested.push(inner);
+                        } else {
+                            word.pieces.push(Piece::One);
+                        }
+                        i = end + 1;
                     }
                     _ => {
                         word.pieces.push(Piece::Lit('['));
@@ -460,6 +479,51 @@ fn escape(s: &[char]) -> (Option<char>, usize) {
     }
 }
 
+/// The index of the first `close` from `i` that is in the same word: before an unquoted
+/// blank or operator character (`;&|()<>`, newline); quoted and escaped characters and
+/// substitutions (`$(…)`, `${…}`, backticks) are skipped. `None` when the word ends first.
+fn closing(chars: &[char], mut i: usize, close: char) -> Option<usize> {
+    while i < chars.len() {
+        match chars[i] {
+            c if c == close => return Some(i),
+            // A class inside a bracket expression (`[[:alpha:]]`, `[[.a.]]`, `[[=a=]]`).
+            '[' if close == ']' && matches!(chars.get(i + 1), Some(':' | '.' | '=')) => {
+                let kind = chars[i + 1];
+                let end = (i + 2..chars.len().saturating_sub(1))
+                    .find(|&j| chars[j] == kind && chars[j + 1] == ']');
+                if let Some(j) = end {
+                    i = j + 2;
+                    continue;
+                }
+            }
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => return None,
+            '\\' => i += 1,
+            '$' if matches!(chars.get(i + 1), Some('(' | '{')) => {
+                let open = chars[i + 1];
+                let shut = if open == '(' { ')' } else { '}' };
+                i = balanced(chars, i + 2, open, shut).1;
+                continue;
+            }
+            '`' => {
+                i = backticked(chars, i + 1).1;
+                continue;
+            }
+            q @ ('\'' | '"') => {
+                i += 1;
+                while i < chars.len() && chars[i] != q {
+                    if q == '"' && chars[i] == '\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// The text from `i` up to the `close` that balances an already-open `open` (quotes
 /// respected), and the index after it; to the end when unbalanced.
 fn balanced(chars: &[char], mut i: usize, open: char, close: char) -> (String, usize) {
@@ -577,6 +641,47 @@ mod tests {
     fn nested_commands_are_collected() {
         let l = lex("echo $(cat k) `id` <(ls) \"${x:-$(pwd)}\"");
         assert_eq!(l.nested, ["cat k", "id", "ls", "x:-$(pwd)"]);
+    }
+
+    #[test]
+    fn a_bracket_expression_ends_with_its_word() {
+        // `[` with no `]` in its word is a character; the commands after it are commands.
+        let l = lex("echo [; rm x; echo ]");
+        assert_eq!(simple_words(&l), ["echo [", "rm x", "echo ]"]);
+        let l = lex("ls src/[a-z]*.rs [ab]c []x] [!]y]");
+        assert_eq!(
+            l.tokens[1],
+            Token::Word(Word {
+                pieces: "src/"
+                    .chars()
+                    .map(Piece::Lit)
+                    .chain([Piece::One, Piece::Star])
+                    .chain(".rs".chars().map(Piece::Lit))
+                    .collect()
+            })
+        );
+        assert_eq!(words("[ab]c []x] [!]y] [[:alpha:]]z"), ["c", "", "", "z"]);
+        // Quoted members stay in the word and their expansions are analysed.
+        let l = lex("cat .cl[\"a\"]ude x[$(id)]");
+        assert_eq!(l.tokens.len(), 3);
+        assert_eq!(l.nested, ["\"a\"", "$(id)"]);
+    }
+
+    fn simple_words(l: &Lexed) -> Vec<String> {
+        let mut out = vec![String::new()];
+        for t in &l.tokens {
+            match t {
+                Token::Word(w) => {
+                    let last = out.last_mut().unwrap();
+                    if !last.is_empty() {
+                        last.push(' ');
+                    }
+                    last.push_str(&w.squeezed());
+                }
+                _ => out.push(String::new()),
+            }
+        }
+        out
     }
 
     #[test]

@@ -140,6 +140,9 @@ pub fn lex(text: &str) -> Lexed {
     let mut word = Word::default();
     let mut in_word = false;
     let mut i = 0;
+    // The delimiters of the here-documents whose bodies start after the next newline, and
+    // whether their lines lose leading tabs (`<<-`).
+    let mut heredocs: Vec<(String, bool)> = Vec::new();
     let flush = |out: &mut Lexed, word: &mut Word, in_word: &mut bool| {
         if *in_word {
             out.tokens.push(Token::Word(std::mem::take(word)));
@@ -163,6 +166,16 @@ pub fn lex(text: &str) -> Lexed {
                 flush(&mut out, &mut word, &mut in_word);
                 out.tokens.push(Token::Control);
                 i += 1;
+                // Here-document bodies start on the line after their operators (POSIX
+                // §2.7.4): their text is not part of the command, and is analysed as a
+                // command of its own (a shell may be what reads it).
+                if c == '\n' {
+                    for (delim, strip) in std::mem::take(&mut heredocs) {
+                        let (body, end) = here_body(&chars, i, &delim, strip);
+                        out.nested.push(body);
+                        i = end;
+                    }
+                }
             }
             '&' | '|' => {
                 flush(&mut out, &mut word, &mut in_word);
@@ -198,8 +211,13 @@ pub fn lex(text: &str) -> Lexed {
                 flush(&mut out, &mut word, &mut in_word);
                 if c == '<' && next == Some('<') {
                     i += 2;
-                    if chars.get(i) == Some(&'<') || chars.get(i) == Some(&'-') {
-                        i += 1;
+                    match chars.get(i) {
+                        Some('<') => i += 1,
+                        Some('-') => {
+                            i += 1;
+                            heredocs.push((delimiter(&chars, i), true));
+                        }
+                        _ => heredocs.push((delimiter(&chars, i), false)),
                     }
                     out.tokens.push(Token::HereDoc);
                 } else {
@@ -479,6 +497,75 @@ fn escape(s: &[char]) -> (Option<char>, usize) {
     }
 }
 
+/// The delimiter of a here-document whose operator ends at `i`: the next word with quotes
+/// and backslashes removed (POSIX §2.7.4).
+fn delimiter(chars: &[char], mut i: usize) -> String {
+    while matches!(chars.get(i), Some(' ' | '\t')) {
+        i += 1;
+    }
+    let mut out = String::new();
+    while let Some(&c) = chars.get(i) {
+        match c {
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => break,
+            '\\' => {
+                if let Some(&n) = chars.get(i + 1) {
+                    out.push(n);
+                }
+                i += 2;
+            }
+            q @ ('\'' | '"') => {
+                i += 1;
+                while let Some(&d) = chars.get(i) {
+                    if d == q {
+                        break;
+                    }
+                    if q == '"'
+                        && d == '\\'
+                        && matches!(chars.get(i + 1), Some('$' | '`' | '"' | '\\'))
+                    {
+                        i += 1;
+                    }
+                    if let Some(&d) = chars.get(i) {
+                        out.push(d);
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The body of a here-document from `i` (a line start) up to the line that is `delim` (after
+/// leading tabs when `strip`), and the index after that line; to the end when none is.
+fn here_body(chars: &[char], mut i: usize, delim: &str, strip: bool) -> (String, usize) {
+    let mut body = String::new();
+    while i < chars.len() {
+        let end = chars[i..]
+            .iter()
+            .position(|&c| c == '\n')
+            .map_or(chars.len(), |n| i + n);
+        let line: String = chars[i..end].iter().collect();
+        i = (end + 1).min(chars.len());
+        let text = if strip {
+            line.trim_start_matches('\t')
+        } else {
+            line.as_str()
+        };
+        if text == delim {
+            break;
+        }
+        body.push_str(text);
+        body.push('\n');
+    }
+    (body, i)
+}
+
 /// The index of the first `close` from `i` that is in the same word: before an unquoted
 /// blank or operator character (`;&|()<>`, newline); quoted and escaped characters and
 /// substitutions (`$(…)`, `${…}`, backticks) are skipped. `None` when the word ends first.
@@ -685,9 +772,33 @@ mod tests {
     }
 
     #[test]
+    fn here_document_bodies_are_nested_commands_not_words() {
+        // A quote in a body does not swallow the commands after its delimiter.
+        let l = lex("cat > n <<'X'\nit's\nX\nrm y");
+        assert_eq!(simple_words(&l), ["cat", "n", "X", "rm y"]);
+        assert_eq!(l.nested, ["it's\n"]);
+        // `<<-` strips leading tabs; several documents on one line follow in order; `<<<`
+        // is a here-string.
+        let l = lex("a <<-\"E\" <<F; b <<< 'w'\n\tone\n\tE\ntwo $(id)\nF\nc");
+        assert_eq!(l.nested, ["one\n", "two $(id)\n"]);
+        assert_eq!(simple_words(&l).last().map(String::as_str), Some("c"));
+    }
+
+    #[test]
     fn unterminated_input_never_fails() {
         for t in [
-            "'abc", "\"abc", "$(abc", "`abc", "${abc", "abc\\", "$'\\x", "[", "{a,",
+            "'abc",
+            "\"abc",
+            "$(abc",
+            "`abc",
+            "${abc",
+            "abc\\",
+            "$'\\x",
+            "[",
+            "{a,",
+            "a <<",
+            "a <<'E\n",
+            "a <<E\nbody",
         ] {
             let _ = lex(t);
         }

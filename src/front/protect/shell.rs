@@ -153,7 +153,9 @@ pub fn lex(text: &str) -> Lexed {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
         match c {
-            ' ' | '\t' | '\r' => {
+            // Blanks are space and tab only: a carriage return is a character of its word
+            // in bash, so `echo a\r#; cmd` runs `cmd` (no comment starts there).
+            ' ' | '\t' => {
                 flush(&mut out, &mut word, &mut in_word);
                 i += 1;
             }
@@ -419,6 +421,9 @@ fn dollar(
             end
         }
         Some('\'') if !quoted => ansi_c(chars, i + 2, word),
+        // `$"…"` (a string translated by the locale, bash's "Locale-Specific Translation"):
+        // the string itself; the `$` is not a character of the word.
+        Some('"') if !quoted => i + 1,
         Some(c) if c == '_' || c.is_ascii_alphabetic() => {
             let mut j = i + 1;
             while j < chars.len() && (chars[j] == '_' || chars[j].is_ascii_alphanumeric()) {
@@ -782,6 +787,15 @@ mod tests {
         let l = lex("a <<-\"E\" <<F; b <<< 'w'\n\tone\n\tE\ntwo $(id)\nF\nc");
         assert_eq!(l.nested, ["one\n", "two $(id)\n"]);
         assert_eq!(simple_words(&l).last().map(String::as_str), Some("c"));
+    }
+
+    #[test]
+    fn a_carriage_return_and_a_locale_quote_are_read_as_bash_reads_them() {
+        assert_eq!(simple_words(&lex("echo a\r#; rm y")), ["echo a\r#", "rm y"]);
+        assert_eq!(
+            words("cat $\"conf\"test.py \"$\"x"),
+            ["cat", "conftest.py", "$x"]
+        );
     }
 
     #[test]

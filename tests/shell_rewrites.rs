@@ -27,7 +27,7 @@ fn run(f: &Fixture, session: &str, command: &str) -> Answer {
     answer(&sh(f, &f.pre, &pre_event(f, session, &case)))
 }
 
-fn corpus() -> Vec<Value> {
+fn corpus(f: &Fixture) -> Vec<Value> {
     let mut files: Vec<_> = std::fs::read_dir("tests/hooks/shell-rewrites")
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -36,7 +36,13 @@ fn corpus() -> Vec<Value> {
     files.sort();
     files
         .iter()
-        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .map(|p| {
+            let mut text = std::fs::read_to_string(p).unwrap();
+            for (k, v) in &f.places {
+                text = text.replace(k, v);
+            }
+            serde_json::from_str(&text).unwrap()
+        })
         .collect()
 }
 
@@ -46,11 +52,14 @@ fn a_rewrite_bash_runs_identically_is_answered_at_least_as_strictly() {
     // A secret the cases send, where the credentials file is.
     std::fs::create_dir_all(f.home.join(".aws")).unwrap();
     std::fs::write(f.home.join(".aws/credentials"), "[default]\n").unwrap();
+    std::fs::create_dir_all(f.home.join(".ssh")).unwrap();
+    std::fs::write(f.home.join(".ssh/id_rsa"), "key\n").unwrap();
+    std::fs::create_dir_all(f.project.join(".git/hooks")).unwrap();
     let mut weaker = Vec::new();
     let mut checked = 0;
     for (session, injected) in [("injected", true), ("clean", false)] {
         open_session(&f, session, injected);
-        for file in corpus() {
+        for file in corpus(&f) {
             for case in file["cases"].as_array().unwrap() {
                 let base = run(&f, session, case["base"].as_str().unwrap());
                 for v in case["variants"].as_array().unwrap() {
@@ -81,7 +90,7 @@ fn benign_commands_with_the_same_syntax_still_run() {
     let mut hit = Vec::new();
     for (session, injected) in [("injected", true), ("clean", false)] {
         open_session(&f, session, injected);
-        for file in corpus() {
+        for file in corpus(&f) {
             for c in file["benign"].as_array().unwrap() {
                 let got = run(&f, session, c.as_str().unwrap());
                 if got != Answer::Proceed {

@@ -270,6 +270,27 @@ pub fn lex(text: &str) -> Lexed {
                 word.pieces.push(Piece::Unknown);
                 i = end;
             }
+            // An extended pattern (bash's `extglob`: `?(…)`, `*(…)`, `+(…)`, `@(…)`, `!(…)`):
+            // characters of its word, not an operator; any characters, its expansions analysed.
+            // (Without `extglob` bash refuses the command.) `!(` starting a command is `!`
+            // before a subshell.
+            '?' | '*' | '+' | '@' | '!'
+                if next == Some('(')
+                    && (c != '!'
+                        || in_word
+                        || matches!(
+                            out.tokens.last(),
+                            Some(Token::Word(_) | Token::Redirect(_))
+                        )) =>
+            {
+                let (inner, end) = balanced(&chars, i + 2, '(', ')');
+                if inner.contains(['$', '`']) {
+                    out.nested.push(inner);
+                }
+                in_word = true;
+                word.pieces.push(Piece::Unknown);
+                i = end;
+            }
             '*' => {
                 in_word = true;
                 word.pieces.push(Piece::Star);
@@ -796,6 +817,17 @@ mod tests {
             words("cat $\"conf\"test.py \"$\"x"),
             ["cat", "conftest.py", "$x"]
         );
+    }
+
+    #[test]
+    fn extended_patterns_are_characters_of_their_word() {
+        let l = lex("rm -rf .cl@(a)ude x+(b|c) !(d) y?(e)z && ! (f)");
+        assert_eq!(simple_words(&l), ["rm -rf .clude x  yz", "!", "f", ""]);
+        let Token::Word(w) = &l.tokens[2] else {
+            panic!("{:?}", l.tokens)
+        };
+        assert!(w.pieces.contains(&Piece::Unknown));
+        assert_eq!(lex("ls !($(id))").nested, ["$(id)"]);
     }
 
     #[test]

@@ -154,6 +154,26 @@ impl SecretRules {
                 }
             }
         }
+        // bash's network redirections (`> /dev/tcp/HOST/PORT`, `exec 3<>/dev/udp/…`): the
+        // shell itself sends, whatever the program; a part known only when it runs may name
+        // any host.
+        for w in words {
+            let s = w.squeezed();
+            let net = ["/dev/tcp/", "/dev/udp/"]
+                .iter()
+                .find_map(|d| s.strip_prefix(d));
+            let unknown = w.literal().is_none() && s.starts_with("/dev/");
+            if net.is_some() || unknown {
+                let host = net
+                    .filter(|_| !unknown)
+                    .and_then(|r| r.split('/').next())
+                    .filter(|h| !h.is_empty());
+                f.egress.push(Egress {
+                    via: "a /dev/tcp redirection".to_string(),
+                    destinations: host.map(str::to_lowercase).into_iter().collect(),
+                });
+            }
+        }
         // An environment dump, before wrappers are skipped (`env` alone is one).
         let all: Vec<String> = words.iter().map(|w| w.squeezed()).collect();
         if let Some((first, args)) = all.split_first() {

@@ -30,11 +30,17 @@ impl Ctx<'_> {
             return Some(t);
         }
         let lexed = lex(text);
+        let before = self.vars.borrow().clone();
         for n in &lexed.nested {
             if let Some(t) = self.command(n, cwd.clone(), depth + 1) {
                 return Some(t);
             }
         }
+        // The working directories the command passes through (`cd`, `pushd`, `git -C`): a
+        // nested command (`cd d && echo $(cat *.key)`) runs in one of them, which the
+        // lexer does not place, so it is analysed in each too (below), with the variables
+        // known before the command, as above.
+        let mut dirs = vec![cwd.clone()];
         for t in &lexed.tokens {
             if let Token::Word(w) = t {
                 if let Some(t) = self.name_in(&w.squeezed()) {
@@ -59,13 +65,29 @@ impl Ctx<'_> {
                     if let Some(t) = self.segment(&words, &targets, &mut cwd, depth) {
                         return Some(t);
                     }
+                    if !dirs.contains(&cwd) {
+                        dirs.push(cwd.clone());
+                    }
                     words.clear();
                     targets.clear();
                     next_is = None;
-                    t?;
+                    if t.is_none() {
+                        break;
+                    }
                 }
             }
         }
+        let after = std::mem::replace(&mut *self.vars.borrow_mut(), before.clone());
+        for dir in dirs.into_iter().skip(1) {
+            for n in &lexed.nested {
+                *self.vars.borrow_mut() = before.clone();
+                if let Some(t) = self.command(n, dir.clone(), depth + 1) {
+                    return Some(t);
+                }
+            }
+        }
+        *self.vars.borrow_mut() = after;
+        None
     }
 
     /// One simple command: its words and redirection targets.

@@ -140,6 +140,9 @@ pub fn lex(text: &str) -> Lexed {
     let mut word = Word::default();
     let mut in_word = false;
     let mut i = 0;
+    // The delimiters of the here-documents whose bodies start after the next newline, and
+    // whether their lines lose leading tabs (`<<-`).
+    let mut heredocs: Vec<(String, bool)> = Vec::new();
     let flush = |out: &mut Lexed, word: &mut Word, in_word: &mut bool| {
         if *in_word {
             out.tokens.push(Token::Word(std::mem::take(word)));
@@ -150,7 +153,9 @@ pub fn lex(text: &str) -> Lexed {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
         match c {
-            ' ' | '\t' | '\r' => {
+            // Blanks are space and tab only: a carriage return is a character of its word
+            // in bash, so `echo a\r#; cmd` runs `cmd` (no comment starts there).
+            ' ' | '\t' => {
                 flush(&mut out, &mut word, &mut in_word);
                 i += 1;
             }
@@ -163,6 +168,16 @@ pub fn lex(text: &str) -> Lexed {
                 flush(&mut out, &mut word, &mut in_word);
                 out.tokens.push(Token::Control);
                 i += 1;
+                // Here-document bodies start on the line after their operators (POSIX
+                // §2.7.4): their text is not part of the command, and is analysed as a
+                // command of its own (a shell may be what reads it).
+                if c == '\n' {
+                    for (delim, strip) in std::mem::take(&mut heredocs) {
+                        let (body, end) = here_body(&chars, i, &delim, strip);
+                        out.nested.push(body);
+                        i = end;
+                    }
+                }
             }
             '&' | '|' => {
                 flush(&mut out, &mut word, &mut in_word);
@@ -198,8 +213,13 @@ pub fn lex(text: &str) -> Lexed {
                 flush(&mut out, &mut word, &mut in_word);
                 if c == '<' && next == Some('<') {
                     i += 2;
-                    if chars.get(i) == Some(&'<') || chars.get(i) == Some(&'-') {
-                        i += 1;
+                    match chars.get(i) {
+                        Some('<') => i += 1,
+                        Some('-') => {
+                            i += 1;
+                            heredocs.push((delimiter(&chars, i), true));
+                        }
+                        _ => heredocs.push((delimiter(&chars, i), false)),
                     }
                     out.tokens.push(Token::HereDoc);
                 } else {
@@ -250,6 +270,27 @@ pub fn lex(text: &str) -> Lexed {
                 word.pieces.push(Piece::Unknown);
                 i = end;
             }
+            // An extended pattern (bash's `extglob`: `?(…)`, `*(…)`, `+(…)`, `@(…)`, `!(…)`):
+            // characters of its word, not an operator; any characters, its expansions analysed.
+            // (Without `extglob` bash refuses the command.) `!(` starting a command is `!`
+            // before a subshell.
+            '?' | '*' | '+' | '@' | '!'
+                if next == Some('(')
+                    && (c != '!'
+                        || in_word
+                        || matches!(
+                            out.tokens.last(),
+                            Some(Token::Word(_) | Token::Redirect(_))
+                        )) =>
+            {
+                let (inner, end) = balanced(&chars, i + 2, '(', ')');
+                if inner.contains(['$', '`']) {
+                    out.nested.push(inner);
+                }
+                in_word = true;
+                word.pieces.push(Piece::Unknown);
+                i = end;
+            }
             '*' => {
                 in_word = true;
                 word.pieces.push(Piece::Star);
@@ -261,11 +302,30 @@ pub fn lex(text: &str) -> Lexed {
                 i += 1;
             }
             '[' => {
+                // A bracket expression closes within its word (bash, "Pattern Matching"): a
+                // `]` after a blank or an operator closes nothing, so `echo [; cmd; echo ]`
+                // is three commands, not one word.
                 in_word = true;
-                match chars[i + 1..].iter().position(|&x| x == ']') {
-                    Some(n) if n > 0 => {
-                        word.pieces.push(Piece::One);
-                        i += n + 2;
+                // A `]` first in the expression (after `!` or `^`) is one of its members.
+                let mut from = i + 1;
+                if matches!(chars.get(from), Some('!' | '^')) {
+                    from += 1;
+                }
+                if chars.get(from) == Some(&']') {
+                    from += 1;
+                }
+                match closing(&chars, from, ']') {
+                    Some(end) => {
+                        let inner: String = chars[i + 1..end].iter().collect();
+                        if inner.contains(['\'', '"', '\\', '$', '`']) {
+                            // Quoted or expanded members: any character; what they expand
+                            // is analysed as a command.
+                            word.pieces.push(Piece::Unknown);
+                            out.nested.push(inner);
+                        } else {
+                            word.pieces.push(Piece::One);
+                        }
+                        i = end + 1;
                     }
                     _ => {
                         word.pieces.push(Piece::Lit('['));
@@ -382,6 +442,9 @@ fn dollar(
             end
         }
         Some('\'') if !quoted => ansi_c(chars, i + 2, word),
+        // `$"…"` (a string translated by the locale, bash's "Locale-Specific Translation"):
+        // the string itself; the `$` is not a character of the word.
+        Some('"') if !quoted => i + 1,
         Some(c) if c == '_' || c.is_ascii_alphabetic() => {
             let mut j = i + 1;
             while j < chars.len() && (chars[j] == '_' || chars[j].is_ascii_alphanumeric()) {
@@ -458,6 +521,120 @@ fn escape(s: &[char]) -> (Option<char>, usize) {
         Some('c') => (None, 2),
         Some(c) => (Some(*c), 1),
     }
+}
+
+/// The delimiter of a here-document whose operator ends at `i`: the next word with quotes
+/// and backslashes removed (POSIX §2.7.4).
+fn delimiter(chars: &[char], mut i: usize) -> String {
+    while matches!(chars.get(i), Some(' ' | '\t')) {
+        i += 1;
+    }
+    let mut out = String::new();
+    while let Some(&c) = chars.get(i) {
+        match c {
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => break,
+            '\\' => {
+                if let Some(&n) = chars.get(i + 1) {
+                    out.push(n);
+                }
+                i += 2;
+            }
+            q @ ('\'' | '"') => {
+                i += 1;
+                while let Some(&d) = chars.get(i) {
+                    if d == q {
+                        break;
+                    }
+                    if q == '"'
+                        && d == '\\'
+                        && matches!(chars.get(i + 1), Some('$' | '`' | '"' | '\\'))
+                    {
+                        i += 1;
+                    }
+                    if let Some(&d) = chars.get(i) {
+                        out.push(d);
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The body of a here-document from `i` (a line start) up to the line that is `delim` (after
+/// leading tabs when `strip`), and the index after that line; to the end when none is.
+fn here_body(chars: &[char], mut i: usize, delim: &str, strip: bool) -> (String, usize) {
+    let mut body = String::new();
+    while i < chars.len() {
+        let end = chars[i..]
+            .iter()
+            .position(|&c| c == '\n')
+            .map_or(chars.len(), |n| i + n);
+        let line: String = chars[i..end].iter().collect();
+        i = (end + 1).min(chars.len());
+        let text = if strip {
+            line.trim_start_matches('\t')
+        } else {
+            line.as_str()
+        };
+        if text == delim {
+            break;
+        }
+        body.push_str(text);
+        body.push('\n');
+    }
+    (body, i)
+}
+
+/// The index of the first `close` from `i` that is in the same word: before an unquoted
+/// blank or operator character (`;&|()<>`, newline); quoted and escaped characters and
+/// substitutions (`$(…)`, `${…}`, backticks) are skipped. `None` when the word ends first.
+fn closing(chars: &[char], mut i: usize, close: char) -> Option<usize> {
+    while i < chars.len() {
+        match chars[i] {
+            c if c == close => return Some(i),
+            // A class inside a bracket expression (`[[:alpha:]]`, `[[.a.]]`, `[[=a=]]`).
+            '[' if close == ']' && matches!(chars.get(i + 1), Some(':' | '.' | '=')) => {
+                let kind = chars[i + 1];
+                let end = (i + 2..chars.len().saturating_sub(1))
+                    .find(|&j| chars[j] == kind && chars[j + 1] == ']');
+                if let Some(j) = end {
+                    i = j + 2;
+                    continue;
+                }
+            }
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => return None,
+            '\\' => i += 1,
+            '$' if matches!(chars.get(i + 1), Some('(' | '{')) => {
+                let open = chars[i + 1];
+                let shut = if open == '(' { ')' } else { '}' };
+                i = balanced(chars, i + 2, open, shut).1;
+                continue;
+            }
+            '`' => {
+                i = backticked(chars, i + 1).1;
+                continue;
+            }
+            q @ ('\'' | '"') => {
+                i += 1;
+                while i < chars.len() && chars[i] != q {
+                    if q == '"' && chars[i] == '\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// The text from `i` up to the `close` that balances an already-open `open` (quotes
@@ -580,9 +757,94 @@ mod tests {
     }
 
     #[test]
+    fn a_bracket_expression_ends_with_its_word() {
+        // `[` with no `]` in its word is a character; the commands after it are commands.
+        let l = lex("echo [; rm x; echo ]");
+        assert_eq!(simple_words(&l), ["echo [", "rm x", "echo ]"]);
+        let l = lex("ls src/[a-z]*.rs [ab]c []x] [!]y]");
+        assert_eq!(
+            l.tokens[1],
+            Token::Word(Word {
+                pieces: "src/"
+                    .chars()
+                    .map(Piece::Lit)
+                    .chain([Piece::One, Piece::Star])
+                    .chain(".rs".chars().map(Piece::Lit))
+                    .collect()
+            })
+        );
+        assert_eq!(words("[ab]c []x] [!]y] [[:alpha:]]z"), ["c", "", "", "z"]);
+        // Quoted members stay in the word and their expansions are analysed.
+        let l = lex("cat .cl[\"a\"]ude x[$(id)]");
+        assert_eq!(l.tokens.len(), 3);
+        assert_eq!(l.nested, ["\"a\"", "$(id)"]);
+    }
+
+    fn simple_words(l: &Lexed) -> Vec<String> {
+        let mut out = vec![String::new()];
+        for t in &l.tokens {
+            match t {
+                Token::Word(w) => {
+                    let last = out.last_mut().unwrap();
+                    if !last.is_empty() {
+                        last.push(' ');
+                    }
+                    last.push_str(&w.squeezed());
+                }
+                _ => out.push(String::new()),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn here_document_bodies_are_nested_commands_not_words() {
+        // A quote in a body does not swallow the commands after its delimiter.
+        let l = lex("cat > n <<'X'\nit's\nX\nrm y");
+        assert_eq!(simple_words(&l), ["cat", "n", "X", "rm y"]);
+        assert_eq!(l.nested, ["it's\n"]);
+        // `<<-` strips leading tabs; several documents on one line follow in order; `<<<`
+        // is a here-string.
+        let l = lex("a <<-\"E\" <<F; b <<< 'w'\n\tone\n\tE\ntwo $(id)\nF\nc");
+        assert_eq!(l.nested, ["one\n", "two $(id)\n"]);
+        assert_eq!(simple_words(&l).last().map(String::as_str), Some("c"));
+    }
+
+    #[test]
+    fn a_carriage_return_and_a_locale_quote_are_read_as_bash_reads_them() {
+        assert_eq!(simple_words(&lex("echo a\r#; rm y")), ["echo a\r#", "rm y"]);
+        assert_eq!(
+            words("cat $\"conf\"test.py \"$\"x"),
+            ["cat", "conftest.py", "$x"]
+        );
+    }
+
+    #[test]
+    fn extended_patterns_are_characters_of_their_word() {
+        let l = lex("rm -rf .cl@(a)ude x+(b|c) !(d) y?(e)z && ! (f)");
+        assert_eq!(simple_words(&l), ["rm -rf .clude x  yz", "!", "f", ""]);
+        let Token::Word(w) = &l.tokens[2] else {
+            panic!("{:?}", l.tokens)
+        };
+        assert!(w.pieces.contains(&Piece::Unknown));
+        assert_eq!(lex("ls !($(id))").nested, ["$(id)"]);
+    }
+
+    #[test]
     fn unterminated_input_never_fails() {
         for t in [
-            "'abc", "\"abc", "$(abc", "`abc", "${abc", "abc\\", "$'\\x", "[", "{a,",
+            "'abc",
+            "\"abc",
+            "$(abc",
+            "`abc",
+            "${abc",
+            "abc\\",
+            "$'\\x",
+            "[",
+            "{a,",
+            "a <<",
+            "a <<'E\n",
+            "a <<E\nbody",
         ] {
             let _ = lex(t);
         }

@@ -83,6 +83,9 @@ impl SecretRules {
         }
         // `cd`/`pushd` move the working directory of the commands after them.
         let mut here: PathBuf = cwd.unwrap_or(Path::new(UNKNOWN_CWD)).to_path_buf();
+        // A nested command runs in one of the directories the command moves to
+        // (`cd ~/.ssh; echo $(curl -F f=@id_rsa …)`): it is analysed in each (below).
+        let mut dirs: Vec<PathBuf> = Vec::new();
         let mut segment: Vec<&Word> = Vec::new();
         for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
             match t {
@@ -91,10 +94,18 @@ impl SecretRules {
                     self.segment(&segment, Some(&here), depth, f, r);
                     if let Some(to) = self.cd(&segment, &here) {
                         here = to;
+                        if !dirs.contains(&here) {
+                            dirs.push(here.clone());
+                        }
                     }
                     segment.clear();
                 }
                 Token::Redirect(_) | Token::HereDoc => {}
+            }
+        }
+        for dir in &dirs {
+            for n in &lexed.nested {
+                self.shell(n, Some(dir), depth + 1, f, r);
             }
         }
     }
@@ -141,6 +152,26 @@ impl SecretRules {
                 if let Some(s) = self.tree_secret(w, cwd) {
                     f.secrets.push(s);
                 }
+            }
+        }
+        // bash's network redirections (`> /dev/tcp/HOST/PORT`, `exec 3<>/dev/udp/…`): the
+        // shell itself sends, whatever the program; a part known only when it runs may name
+        // any host.
+        for w in words {
+            let s = w.squeezed();
+            let net = ["/dev/tcp/", "/dev/udp/"]
+                .iter()
+                .find_map(|d| s.strip_prefix(d));
+            let unknown = w.literal().is_none() && s.starts_with("/dev/");
+            if net.is_some() || unknown {
+                let host = net
+                    .filter(|_| !unknown)
+                    .and_then(|r| r.split('/').next())
+                    .filter(|h| !h.is_empty());
+                f.egress.push(Egress {
+                    via: "a /dev/tcp redirection".to_string(),
+                    destinations: host.map(str::to_lowercase).into_iter().collect(),
+                });
             }
         }
         // An environment dump, before wrappers are skipped (`env` alone is one).

@@ -146,6 +146,9 @@ impl Analysis<'_> {
             self.walk(n, cwd.clone(), depth + 1, f);
         }
         let mut here = cwd;
+        // The working directories the command moves to: a nested command runs in one of
+        // them (`cd .git && echo $(… > hooks/pre-commit)`), so it is walked in each (below).
+        let mut dirs = vec![here.clone()];
         let mut vars: HashMap<String, String> = HashMap::new();
         let simple = simple_commands(&lexed);
         // Interpreters fed code on standard input (`python3 - <<EOF`): the text names what
@@ -210,6 +213,9 @@ impl Analysis<'_> {
             }
             if prog == "cd" || prog == "pushd" {
                 here = cd(args, here.as_deref(), self.home);
+                if !dirs.contains(&here) {
+                    dirs.push(here.clone());
+                }
                 continue;
             }
             // Commands another program runs from its arguments (`find -exec`, a git alias or
@@ -225,6 +231,11 @@ impl Analysis<'_> {
             self.runs_data(s, &prog, args, here.as_deref(), &vars, depth, f);
             self.writes(&prog, args, here.as_deref(), &vars, f);
             self.installs(&prog, args, here.as_deref(), f);
+        }
+        for dir in dirs.into_iter().skip(1) {
+            for n in &lexed.nested {
+                self.walk(n, dir.clone(), depth + 1, f);
+            }
         }
     }
 

@@ -8,6 +8,7 @@ use crate::front::protect::pattern::{candidate, matches, overlaps, Candidate, Pa
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use crate::front::protect::simple::{basename, is_assignment, program_index};
 use crate::front::protect::{MAX_NESTING, SHELLS};
+use crate::front::sinks::command::carried_commands;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -226,6 +227,26 @@ impl SecretRules {
             } else {
                 f.unknown_program = true;
             }
+        }
+        // Commands another program runs from its arguments (`git -c alias.x='!CMD' x`,
+        // `find -exec`, tar's and ssh's command options): the sink rules' reading of them
+        // (`carried_commands`, `spec/hooks.md` §17.1), analysed as commands here too.
+        for carried in carried_commands(&prog, rest) {
+            match carried {
+                Some(code) => self.shell(&code, cwd, depth + 1, f, r),
+                None => f.unknown_program = true,
+            }
+        }
+        // An alias the command defines: its code is analysed, and a later program of the
+        // command may be its name, which then runs that code with the words after it (`alias
+        // c=curl` … `c -F f=@…`): every program may send.
+        if prog == "alias" {
+            for def in rest.iter().filter_map(|w| w.literal()) {
+                if let Some((_, code)) = def.split_once('=') {
+                    self.shell(code, cwd, depth + 1, f, r);
+                }
+            }
+            f.unknown_program = true;
         }
         if is_interpreter(&prog) {
             // Inline code can connect anywhere: it sends when it names a secret.

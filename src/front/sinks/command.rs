@@ -22,9 +22,9 @@ mod code;
 mod packages;
 mod writes;
 
+pub(crate) use code::carried_commands;
 use code::{
-    attached_code, awk_runs, carried_commands, code_cluster, runs_commands, script_text, sed_runs,
-    split_string,
+    attached_code, awk_runs, code_cluster, runs_commands, script_text, sed_runs, split_string,
 };
 
 /// Data words of at least this many characters are payload (`MIN_NORMAL_CHARS` of

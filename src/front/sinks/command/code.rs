@@ -287,7 +287,7 @@ pub(super) fn split_string(w: &str) -> Option<String> {
 /// (`-c alias.x=!CMD`, `core.pager`, `core.fsmonitor`, `core.sshCommand`, `core.editor`, …),
 /// tar's `--checkpoint-action=exec=CMD`, `--to-command=CMD`, `--use-compress-program=CMD`
 /// (`-I CMD`), ssh's `-o ProxyCommand=CMD` / `LocalCommand=CMD`, rsync's `-e CMD`, `make -f -`.
-pub(super) fn carried_commands(prog: &str, args: &[&Word]) -> Vec<Option<String>> {
+pub(crate) fn carried_commands(prog: &str, args: &[&Word]) -> Vec<Option<String>> {
     let lits: Vec<Option<String>> = args.iter().map(|w| w.literal()).collect();
     let mut out = Vec::new();
     let value_of = |k: usize| lits.get(k + 1).cloned().flatten();

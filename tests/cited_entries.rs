@@ -25,6 +25,29 @@ fn front(policy: &str) -> Front<MemoryStore, DerivedKeys> {
     )
 }
 
+/// The verdict of `tool` with `args` in session `s`, with the entries `given` cited.
+fn verdict(
+    f: &mut Front<MemoryStore, DerivedKeys>,
+    s: &Session,
+    tool: &str,
+    args: &serde_json::Value,
+    given: &HashMap<String, Vec<EntryId>>,
+) -> Verdict {
+    let args = args.as_object().expect("object");
+    f.check(s, tool, args, given).expect("check").verdict
+}
+
+/// A session whose user stated the payment (`pay 5000 to ZZ77ACCOUNT0001`), under the coding
+/// policy, and the payment's arguments.
+fn stated_payment() -> (Front<MemoryStore, DerivedKeys>, Session, serde_json::Value) {
+    let mut f = front(include_str!("../examples/coding-policy.toml"));
+    let mut s = Session::new("s");
+    f.record_prompt(&mut s, "pay 5000 to ZZ77ACCOUNT0001")
+        .expect("prompt");
+    let pay = json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000});
+    (f, s, pay)
+}
+
 /// The payment's verdict in a session that read the user's prompt and a page holding neither
 /// of its values, without citations and with the prompt cited for both arguments.
 fn uncited_and_cited(policy: &str) -> (Verdict, Verdict) {
@@ -39,20 +62,13 @@ fn uncited_and_cited(policy: &str) -> (Verdict, Verdict) {
     )
     .expect("page");
     let pay = json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000});
-    let pay = pay.as_object().expect("object");
-    let uncited = f
-        .check(&s, "send_money", pay, &HashMap::new())
-        .expect("check")
-        .verdict;
+    let uncited = verdict(&mut f, &s, "send_money", &pay, &HashMap::new());
     let given: HashMap<String, Vec<EntryId>> = [
         ("recipient".to_string(), vec![prompt.id]),
         ("amount".to_string(), vec![prompt.id]),
     ]
     .into();
-    let cited = f
-        .check(&s, "send_money", pay, &given)
-        .expect("check")
-        .verdict;
+    let cited = verdict(&mut f, &s, "send_money", &pay, &given);
     (uncited, cited)
 }
 
@@ -84,10 +100,7 @@ fn a_cited_prompt_does_not_source_an_argument_the_policy_denies_unsourced() {
 /// Citing an untrusted entry for a clean value still denies (stricter).
 #[test]
 fn a_cited_untrusted_entry_still_denies() {
-    let mut f = front(include_str!("../examples/coding-policy.toml"));
-    let mut s = Session::new("s");
-    f.record_prompt(&mut s, "pay 5000 to ZZ77ACCOUNT0001")
-        .expect("prompt");
+    let (mut f, mut s, pay) = stated_payment();
     let (_, page) = f
         .record_tool_result(
             &mut s,
@@ -96,18 +109,10 @@ fn a_cited_untrusted_entry_still_denies() {
             "the meeting moved to Thursday",
         )
         .expect("page");
-    let pay = json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000});
-    let pay = pay.as_object().expect("object");
-    let allowed = f
-        .check(&s, "send_money", pay, &HashMap::new())
-        .expect("check")
-        .verdict;
+    let allowed = verdict(&mut f, &s, "send_money", &pay, &HashMap::new());
     assert!(matches!(allowed, Verdict::Allow), "{allowed:?}");
     let given: HashMap<String, Vec<EntryId>> = [("recipient".to_string(), vec![page.id])].into();
-    let cited = f
-        .check(&s, "send_money", pay, &given)
-        .expect("check")
-        .verdict;
+    let cited = verdict(&mut f, &s, "send_money", &pay, &given);
     assert!(
         matches!(cited, Verdict::Deny(Refusal::Gate(_))),
         "{cited:?}"
@@ -119,24 +124,13 @@ fn a_cited_untrusted_entry_still_denies() {
 /// policy does not gate is not asked about its citations.
 #[test]
 fn a_cited_entry_that_does_not_verify_refuses_the_call() {
-    let mut f = front(include_str!("../examples/coding-policy.toml"));
-    let mut s = Session::new("s");
-    f.record_prompt(&mut s, "pay 5000 to ZZ77ACCOUNT0001")
-        .expect("prompt");
-    let pay = json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000});
-    let pay = pay.as_object().expect("object");
-    let allowed = f
-        .check(&s, "send_money", pay, &HashMap::new())
-        .expect("check")
-        .verdict;
+    let (mut f, s, pay) = stated_payment();
+    let allowed = verdict(&mut f, &s, "send_money", &pay, &HashMap::new());
     assert!(matches!(allowed, Verdict::Allow), "{allowed:?}");
     let unknown = EntryId([0xab; 32]);
     for param in ["recipient", "memo"] {
         let given: HashMap<String, Vec<EntryId>> = [(param.to_string(), vec![unknown])].into();
-        let cited = f
-            .check(&s, "send_money", pay, &given)
-            .expect("check")
-            .verdict;
+        let cited = verdict(&mut f, &s, "send_money", &pay, &given);
         match &cited {
             Verdict::Deny(Refusal::Unreadable(why)) => {
                 assert!(why.contains("cannot be verified"), "{why}");
@@ -146,9 +140,6 @@ fn a_cited_entry_that_does_not_verify_refuses_the_call() {
     }
     let read = json!({"file_path": "notes.md"});
     let given: HashMap<String, Vec<EntryId>> = [("file_path".to_string(), vec![unknown])].into();
-    let not_gated = f
-        .check(&s, "Read", read.as_object().expect("object"), &given)
-        .expect("check")
-        .verdict;
+    let not_gated = verdict(&mut f, &s, "Read", &read, &given);
     assert!(matches!(not_gated, Verdict::Allow), "{not_gated:?}");
 }

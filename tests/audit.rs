@@ -2,6 +2,10 @@
 //! order across chunks, read errors, progress reports) and the SQLite range read it uses
 //! (`SqliteStore::audit_items`).
 
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 #[path = "common/store_reads.rs"]
 mod store_reads;
 
@@ -124,12 +128,7 @@ fn a_sqlite_file_whose_content_table_was_recreated_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dup.ledger");
     let signer = LogSigner::new("review.example/dup", WriterKey::for_label("review/log")).unwrap();
-    let mut l = Ledger::create(
-        SqliteStore::open(&path).unwrap(),
-        signer,
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let mut l = sqlite_ledger(&path, signer);
     let agent = WriterKey::for_label("review/agent");
     l.bind(agent.key_id(), Role::Agent, "agent").unwrap();
     for i in 0..5 {

@@ -4,25 +4,18 @@
 //! whose arguments the agent composed after untrusted input stays composed (`spec/hooks.md`
 //! §15.1), whatever trusted entry the caller names for it.
 
+#[path = "common/front_support.rs"]
+mod front_support;
+
+use front_support::{memory_front, CODING_POLICY, UNSOURCED_DENY_POLICY};
 use memlineage::front::{DerivedKeys, Front, Refusal, Session, Verdict};
-use memlineage::gate::Policy;
-use memlineage::lineage::LabelPolicy;
-use memlineage::log::LogSigner;
-use memlineage::record::{EntryId, WriterKey};
+use memlineage::record::EntryId;
 use memlineage::store::MemoryStore;
-use memlineage::Ledger;
 use serde_json::json;
 use std::collections::HashMap;
 
 fn front(policy: &str) -> Front<MemoryStore, DerivedKeys> {
-    let signer =
-        LogSigner::new("test.example/cited", WriterKey::for_label("cited-log")).expect("signer");
-    let l = Ledger::create(MemoryStore::default(), signer, LabelPolicy::default()).expect("ledger");
-    Front::new(
-        l,
-        Policy::from_toml(policy).expect("policy"),
-        DerivedKeys("cited".into()),
-    )
+    memory_front("cited", policy)
 }
 
 /// The verdict of `tool` with `args` in session `s`, with the entries `given` cited.
@@ -40,7 +33,7 @@ fn verdict(
 /// A session whose user stated the payment (`pay 5000 to ZZ77ACCOUNT0001`), under the coding
 /// policy, and the payment's arguments.
 fn stated_payment() -> (Front<MemoryStore, DerivedKeys>, Session, serde_json::Value) {
-    let mut f = front(include_str!("../examples/coding-policy.toml"));
+    let mut f = front(CODING_POLICY);
     let mut s = Session::new("s");
     f.record_prompt(&mut s, "pay 5000 to ZZ77ACCOUNT0001")
         .expect("prompt");
@@ -74,19 +67,14 @@ fn uncited_and_cited(policy: &str) -> (Verdict, Verdict) {
 
 #[test]
 fn a_cited_prompt_does_not_take_a_composed_call_out_of_the_ask() {
-    let (uncited, cited) = uncited_and_cited(include_str!("../examples/coding-policy.toml"));
+    let (uncited, cited) = uncited_and_cited(CODING_POLICY);
     assert!(matches!(uncited, Verdict::Ask(_)), "{uncited:?}");
     assert!(matches!(cited, Verdict::Ask(_)), "{cited:?}");
 }
 
 #[test]
 fn a_cited_prompt_does_not_source_an_argument_the_policy_denies_unsourced() {
-    let policy = r#"
-        default_max_label = "derived_trusted"
-        unsourced = "deny"
-        sensitive_tools = ["send_money"]
-    "#;
-    let (uncited, cited) = uncited_and_cited(policy);
+    let (uncited, cited) = uncited_and_cited(UNSOURCED_DENY_POLICY);
     assert!(
         matches!(uncited, Verdict::Deny(Refusal::Gate(_))),
         "{uncited:?}"

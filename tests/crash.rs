@@ -3,6 +3,10 @@
 //! acknowledged entry is there, tombstones are in force, and a full audit — which recomputes
 //! every signature, label and the tree root — is clean against a fresh signed checkpoint.
 
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 #[path = "common/faulty_store.rs"]
 mod faulty_store;
 
@@ -74,12 +78,7 @@ fn killed_writers_lose_nothing_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("crash.ledger");
     {
-        let mut l = Ledger::create(
-            SqliteStore::open(&path).unwrap(),
-            signer(),
-            LabelPolicy::default(),
-        )
-        .unwrap();
+        let mut l = sqlite_ledger(&path, signer());
         l.bind(agent().key_id(), Role::Agent, "agent").unwrap();
     }
     let mut acked: Vec<(EntryId, bool, Option<EntryId>)> = Vec::new();

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
-use installed_hook::{fixture, load, pre_event, sh, Fixture};
+use installed_hook::{fixture, load, pre_event, sh, unexpected, Fixture};
 
 /// The secrets of the fixture's home and project, as a developer's machine has them.
 fn plant_secrets(f: &Fixture) {
@@ -130,16 +130,11 @@ fn benign_sessions_that_touch_secrets_or_the_network_pass() {
             &reads(case),
         );
         let out = sh(&f, &f.pre, &pre_event(&f, &id, &case["call"]));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let asked = stdout.contains("permissionDecision");
-        if !out.status.success() || asked != (case["asked"] == true) {
-            hit.push(format!(
-                "{}: exit {:?}, stdout {stdout:?}, stderr {:?}",
-                case["id"],
-                out.status.code(),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
+        hit.extend(unexpected(
+            &case["id"].to_string(),
+            &out,
+            case["asked"] == true,
+        ));
     }
     assert!(
         hit.is_empty(),

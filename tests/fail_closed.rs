@@ -5,6 +5,10 @@
 //! (who can write every byte of the file but holds no key) can make, and requires that the
 //! payment to the attacker's IBAN is still refused (exit 2).
 
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 use memlineage::front::keystore::KeyStore;
 use memlineage::record::Kind;
 use memlineage::store::SqliteStore;
@@ -191,7 +195,7 @@ fn swapped_entry_rows_are_refused() {
 fn hidden_quarantine_state_is_refused() {
     use memlineage::gate::{Decision, Policy};
     use memlineage::lineage::quarantine::Reach;
-    use memlineage::lineage::LabelPolicy;
+
     use memlineage::log::LogSigner;
     use memlineage::record::WriterKey;
     for attack in [
@@ -208,12 +212,7 @@ fn hidden_quarantine_state_is_refused() {
         let log =
             || LogSigner::new("test.example/fail-closed", WriterKey::for_label("fc/log")).unwrap();
         let (memo, call) = {
-            let mut l = Ledger::create(
-                SqliteStore::open(&path).unwrap(),
-                log(),
-                LabelPolicy::default(),
-            )
-            .unwrap();
+            let mut l = sqlite_ledger(&path, log());
             let p = Principals::new("fc");
             let Landlord { post, memo, .. } = landlord(&mut l, &p);
             let call = pay(memo);

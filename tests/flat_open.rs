@@ -4,6 +4,10 @@
 //! every row verified and labelled again from its signed bytes, and is sealed with row tags by
 //! its next append.
 
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 #[path = "common/faulty_store.rs"]
 mod faulty_store;
 #[path = "common/ledger_support.rs"]
@@ -13,7 +17,7 @@ use faulty_store::Faulty as Counting;
 use ledger_support::put;
 use memlineage::ledger::META_SEAL;
 use memlineage::lineage::quarantine::Reach;
-use memlineage::lineage::{Label, LabelPolicy};
+use memlineage::lineage::Label;
 use memlineage::log::LogSigner;
 use memlineage::record::{EntryId, Kind, Role, WriterKey};
 use memlineage::store::SqliteStore;
@@ -37,12 +41,7 @@ fn build(path: &std::path::Path, n: usize) -> (Keys, [EntryId; 3]) {
         agent: WriterKey::for_label("fo/agent"),
         tool: WriterKey::for_label("fo/tool"),
     };
-    let mut l = Ledger::create(
-        SqliteStore::open(path).unwrap(),
-        log(),
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let mut l = sqlite_ledger(path, log());
     l.bind(k.user.key_id(), Role::User, "user").unwrap();
     l.bind(k.agent.key_id(), Role::Agent, "agent").unwrap();
     l.bind(k.tool.key_id(), Role::Tool, "tool:web").unwrap();

@@ -6,6 +6,10 @@
 //! row does not verify; a flag cut out of the log under an older or deleted seal); they are
 //! refused since (`spec/lineage.md` §5.1 steps 4 and 5).
 
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 #[path = "common/landlord.rs"]
 mod landlord;
 
@@ -14,7 +18,7 @@ use landlord::{landlord, pay, Landlord, Principals};
 use memlineage::gate::{Policy, ToolCall};
 use memlineage::ledger::META_SEAL;
 use memlineage::lineage::quarantine::Reach;
-use memlineage::lineage::{Label, LabelPolicy};
+use memlineage::lineage::Label;
 use memlineage::log::LogSigner;
 use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Weight, WriterKey};
 use memlineage::store::SqliteStore;
@@ -66,12 +70,7 @@ impl Scene {
     fn with(after: usize, checkpoint: bool, flagged: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.db");
-        let mut l = Ledger::create(
-            SqliteStore::open(&path).unwrap(),
-            log(),
-            LabelPolicy::default(),
-        )
-        .unwrap();
+        let mut l = sqlite_ledger(&path, log());
         let p = Principals::new("af");
         let Landlord { prompt, post, memo } = landlord(&mut l, &p);
         let Principals { user, agent, .. } = p;

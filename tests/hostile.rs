@@ -2,7 +2,10 @@
 //! smallest input that broke the code before its fix. Byte inputs are in `tests/vectors/hostile/`
 //! (origin in `tests/vectors/README.md`).
 
-use memlineage::lineage::LabelPolicy;
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 use memlineage::log::LogSigner;
 use memlineage::log::{
     CheckpointError, LogVerifier, WitnessKeyError, WitnessPolicy, WitnessVerifier,
@@ -91,12 +94,7 @@ fn a_stale_handle_serves_proofs_after_another_handle_checkpoints() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("l.db");
     let user = WriterKey::for_label("hostile/user");
-    let mut b = Ledger::create(
-        SqliteStore::open(&path).unwrap(),
-        log_signer(),
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let mut b = sqlite_ledger(&path, log_signer());
     b.bind(user.key_id(), Role::User, "user").unwrap();
     let first = note(&mut b, &user, "first");
     let mut a = handle(&path);
@@ -120,12 +118,7 @@ fn proofs_never_report_a_false_inconsistency_under_a_concurrent_writer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("l.db");
     let user = WriterKey::for_label("hostile/user");
-    let mut b = Ledger::create(
-        SqliteStore::open(&path).unwrap(),
-        log_signer(),
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let mut b = sqlite_ledger(&path, log_signer());
     b.bind(user.key_id(), Role::User, "user").unwrap();
     let first = note(&mut b, &user, "first");
     b.checkpoint().unwrap();
@@ -171,12 +164,7 @@ fn a_store_behind_its_signed_checkpoint_is_refused_after_wal_corruption() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("l.db");
     let user = WriterKey::for_label("hostile/user");
-    let mut l = Ledger::create(
-        SqliteStore::open(&path).unwrap(),
-        log_signer(),
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let mut l = sqlite_ledger(&path, log_signer());
     l.bind(user.key_id(), Role::User, "user").unwrap();
     l.checkpoint().unwrap();
     note(&mut l, &user, "A");
@@ -298,12 +286,7 @@ fn a_fresh_ledger_verifies_and_one_without_a_checkpoint_says_what_to_run() {
     // one lost it).
     let bare = dir.path().join("bare.db");
     let user = WriterKey::for_label("hostile/user");
-    let mut b = Ledger::create(
-        SqliteStore::open(&bare).unwrap(),
-        log_signer(),
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let mut b = sqlite_ledger(&bare, log_signer());
     b.bind(user.key_id(), Role::User, "user").unwrap();
     drop(b);
     rusqlite::Connection::open(&bare)

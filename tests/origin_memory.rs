@@ -6,11 +6,15 @@
 //! before and after tombstones, flags, redactions by another handle and a store-only attacker
 //! deleting content.
 
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 use memlineage::gate::{
     Decision, Denial, DenyReason, HeldText, LineageView, OriginNode, OriginView, Policy, ToolCall,
 };
 use memlineage::lineage::quarantine::Reach;
-use memlineage::lineage::{Label, LabelPolicy};
+use memlineage::lineage::Label;
 use memlineage::log::LogSigner;
 use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
 use memlineage::store::{SqliteStore, Store};
@@ -120,12 +124,7 @@ struct World {
 fn world(specs: &[Spec]) -> (World, Ledger<SqliteStore>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("om.ledger");
-    let mut l = Ledger::create(
-        SqliteStore::open(&path).unwrap(),
-        signer(),
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let mut l = sqlite_ledger(&path, signer());
     let keys: Vec<WriterKey> = WRITERS
         .iter()
         .map(|(_, name, _)| WriterKey::for_label(&format!("om/{name}")))

@@ -2,6 +2,10 @@
 //! all cores (`Ledger::append_batch`), retrieval checks signatures and audit paths on all cores
 //! (`Ledger::retrieve`).
 
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
 use memlineage::record::{EntryId, Kind, Parent, ProvEntry, RecordError, Role, Weight, WriterKey};
@@ -78,12 +82,7 @@ fn parallel_retrieval_names_each_bad_entry_like_single_retrieval() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.ledger");
     let signer = || LogSigner::new("test.example/parallel", WriterKey::for_label("par/log"));
-    let mut l = Ledger::create(
-        SqliteStore::open(&path).unwrap(),
-        signer().unwrap(),
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let mut l = sqlite_ledger(&path, signer().unwrap());
     let user = WriterKey::for_label("par/user");
     l.bind(user.key_id(), Role::User, "user").unwrap();
     let appended = l

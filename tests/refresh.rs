@@ -14,6 +14,10 @@
 //! - Lease terms read back on reopen are the signed ones: neither redacting nor rewriting a
 //!   lease's content frees a live lease.
 
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 #[path = "common/faulty_store.rs"]
 mod faulty_store;
 #[path = "common/forensics_support.rs"]
@@ -25,7 +29,6 @@ use faulty_store::Faulty;
 use forensics_support::{poisoned, signer, world};
 use ledger_support::put;
 use memlineage::lineage::quarantine::Reach;
-use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
 use memlineage::record::{Hash32, Kind, Role, WriterKey};
 use memlineage::store::{SqliteStore, Store};
@@ -48,12 +51,7 @@ fn a_failed_refresh_does_not_lose_the_quarantine_rescan() {
         WriterKey::for_label("rr/agent"),
         WriterKey::for_label("rr/tool"),
     );
-    let mut b = Ledger::create(
-        SqliteStore::open(&path).unwrap(),
-        log_signer(),
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let mut b = sqlite_ledger(&path, log_signer());
     b.bind(user.key_id(), Role::User, "user").unwrap();
     b.bind(agent.key_id(), Role::Agent, "agent").unwrap();
     b.bind(tool.key_id(), Role::Tool, "tool").unwrap();

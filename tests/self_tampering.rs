@@ -11,7 +11,7 @@ mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
 use cli_support::{ok, run_command};
-use installed_hook::{cmd, fixture, load, open_session, pre_event, sh};
+use installed_hook::{cmd, fixture, load, open_session, pre_event, sh, unexpected};
 
 #[test]
 fn every_self_tampering_technique_is_refused_in_every_session() {
@@ -60,15 +60,8 @@ fn a_benign_coding_session_is_neither_refused_nor_asked() {
         open_session(&f, session, injected);
         for case in &cases {
             let out = sh(&f, &f.pre, &pre_event(&f, session, case));
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            if !out.status.success() || stdout.contains("permissionDecision") {
-                hit.push(format!(
-                    "{session} session, {}: exit {:?}, stdout {stdout:?}, stderr {:?}",
-                    case["id"],
-                    out.status.code(),
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
+            let what = format!("{session} session, {}", case["id"]);
+            hit.extend(unexpected(&what, &out, false));
         }
     }
     assert!(

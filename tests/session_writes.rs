@@ -4,14 +4,18 @@
 //! cannot tie to verified reads is never better than Derived-Untrusted. Through `Front`, the
 //! path the hooks, the MCP server and the Python store share, over a real SQLite file.
 
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 use memlineage::forensics::receipt::receipt;
 use memlineage::front::{DerivedKeys, Front, Refusal, Session, Verdict, FOLD_AT, UNKNOWN_CONTEXT};
 use memlineage::gate::{Policy, ReadWeights};
-use memlineage::lineage::{Label, LabelPolicy};
+use memlineage::lineage::Label;
 use memlineage::log::LogSigner;
 use memlineage::record::{EntryId, Kind, Parent, Role, Weight, WriterKey, MAX_PARENTS};
 use memlineage::store::SqliteStore;
-use memlineage::{Ledger, ProvEntry};
+use memlineage::ProvEntry;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -28,12 +32,7 @@ fn front(path: &Path, policy: Policy) -> F {
         WriterKey::for_label("sw/log"),
     )
     .unwrap();
-    let ledger = Ledger::create(
-        SqliteStore::open(path).unwrap(),
-        log,
-        LabelPolicy::default(),
-    )
-    .unwrap();
+    let ledger = sqlite_ledger(path, log);
     Front::new(ledger, policy, DerivedKeys("sw".into()))
 }
 

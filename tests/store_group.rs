@@ -3,7 +3,10 @@
 //! all together when the group is never committed (the process dies first); the side
 //! checkpoint file never gets ahead of the entries a group has not committed yet.
 
-use memlineage::lineage::LabelPolicy;
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+use sqlite_support::sqlite_ledger;
+
 use memlineage::log::LogSigner;
 use memlineage::record::{Kind, ProvEntry, Role, WriterKey};
 use memlineage::store::{SqliteStore, Store};
@@ -25,12 +28,7 @@ fn fact(l: &mut Ledger<SqliteStore>, text: &str) {
 
 /// A fresh ledger at `path` with the agent's key bound; its size.
 fn fresh(path: &Path) -> u64 {
-    let mut l = Ledger::create(
-        SqliteStore::open(path).expect("open"),
-        signer(),
-        LabelPolicy::default(),
-    )
-    .expect("create");
+    let mut l = sqlite_ledger(path, signer());
     l.bind(agent().key_id(), Role::Agent, "agent")
         .expect("bind");
     l.len()

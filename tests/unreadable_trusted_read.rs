@@ -5,44 +5,20 @@
 //! user's prompt in the SQLite file must not turn a composed call after untrusted input, asked
 //! before, into an allow, nor an unsourced argument, denied before, into an allow.
 
+#[path = "common/front_support.rs"]
+mod front_support;
+
+use front_support::{afresh, args, sqlite_front, CODING_POLICY, UNSOURCED_DENY_POLICY};
 use memlineage::front::{DerivedKeys, Front, Refusal, Session, Verdict};
-use memlineage::gate::Policy;
-use memlineage::lineage::LabelPolicy;
-use memlineage::log::LogSigner;
-use memlineage::record::WriterKey;
 use memlineage::store::SqliteStore;
-use memlineage::Ledger;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::collections::HashMap;
 use std::path::Path;
 
 type F = Front<SqliteStore, DerivedKeys>;
 
-fn signer() -> LogSigner {
-    LogSigner::new(
-        "test.example/unreadable",
-        WriterKey::for_label("unreadable-log"),
-    )
-    .expect("signer")
-}
-
 fn front(path: &Path, policy: &str, create: bool) -> F {
-    let store = SqliteStore::open(path).expect("store");
-    let l = match create {
-        true => Ledger::create(store, signer(), LabelPolicy::default()).expect("create"),
-        false => Ledger::open(store, signer()).expect("open"),
-    };
-    let policy = Policy::from_toml(policy).expect("policy");
-    Front::new(l, policy, DerivedKeys("unreadable".into()))
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    v.as_object().cloned().expect("object")
-}
-
-/// The session's record as stored and loaded again by another process.
-fn afresh(s: &Session) -> Session {
-    serde_json::from_slice(&serde_json::to_vec(s).expect("json")).expect("json")
+    sqlite_front(path, "unreadable", policy, create)
 }
 
 /// The store-only attacker: the content row of `text`'s entry deleted by SQL, below the ledger.
@@ -73,7 +49,7 @@ fn before_and_after(policy: &str) -> (Verdict, Verdict) {
         "the meeting moved to Thursday",
     )
     .expect("page");
-    let pay = args(json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000}));
+    let pay = args(&json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000}));
     let none = HashMap::new();
     let before = f
         .check(&s, "send_money", &pay, &none)
@@ -94,7 +70,7 @@ fn is_allow(v: &Verdict) -> bool {
 
 #[test]
 fn a_deleted_prompt_does_not_turn_an_asked_composed_call_into_an_allow() {
-    let (before, after) = before_and_after(include_str!("../examples/coding-policy.toml"));
+    let (before, after) = before_and_after(CODING_POLICY);
     assert!(matches!(before, Verdict::Ask(_)), "{before:?}");
     assert!(!is_allow(&after), "{after:?}");
     assert!(
@@ -105,12 +81,7 @@ fn a_deleted_prompt_does_not_turn_an_asked_composed_call_into_an_allow() {
 
 #[test]
 fn a_deleted_prompt_does_not_source_an_argument_the_policy_denies_unsourced() {
-    let policy = r#"
-        default_max_label = "derived_trusted"
-        unsourced = "deny"
-        sensitive_tools = ["send_money"]
-    "#;
-    let (before, after) = before_and_after(policy);
+    let (before, after) = before_and_after(UNSOURCED_DENY_POLICY);
     assert!(
         matches!(before, Verdict::Deny(Refusal::Gate(_))),
         "{before:?}"
@@ -134,7 +105,7 @@ fn a_readable_prompt_still_sources_its_values() {
     let mut s = Session::new("s");
     f.record_prompt(&mut s, "pay 5000 to ZZ77ACCOUNT0001")
         .expect("prompt");
-    let pay = args(json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000}));
+    let pay = args(&json!({"recipient": "ZZ77ACCOUNT0001", "amount": 5000}));
     let none = HashMap::new();
     let mut g = front(&path, policy, false);
     let v = g

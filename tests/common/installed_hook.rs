@@ -226,3 +226,17 @@ pub fn answer(out: &std::process::Output) -> Answer {
         c => panic!("exit {c:?}: {stdout} {stderr}"),
     }
 }
+
+/// `None` when a PreToolUse outcome lets the call run (exit 0) and asks the user exactly when
+/// `asked`; else a line naming `what` and the outcome, for a test's list of failures.
+pub fn unexpected(what: &str, out: &std::process::Output, asked: bool) -> Option<String> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() && stdout.contains("permissionDecision") == asked {
+        return None;
+    }
+    Some(format!(
+        "{what}: exit {:?}, stdout {stdout:?}, stderr {:?}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    ))
+}

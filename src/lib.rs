@@ -65,7 +65,7 @@ pub mod explore;
 // What a runtime embedding the ledger needs, reachable from the crate root (the README's
 // examples use nothing else).
 pub use front::{Front, GeneratedKeys, Session};
-pub use gate::{Decision, Policy, ToolCall};
+pub use gate::{LineageDecision, Policy, ToolCall};
 pub use ledger::{Appended, Draft, Ledger, LedgerError};
 pub use lineage::{Label, LabelPolicy};
 pub use log::{LogSigner, LogVerifier};

@@ -1,5 +1,5 @@
 //! Names and reasons as unambiguous literals in the sentences a person reads before deciding:
-//! receipts ([`crate::forensics::receipt`]), the gate's deny reasons ([`crate::gate::Denial`]'s
+//! receipts ([`crate::forensics::receipt`]), the gate's deny reasons ([`crate::gate::LineageDenial`]'s
 //! `Display`, which the hooks and the MCP server pass on) and the explorer
 //! (`spec/forensics.md` §3.1).
 //!

@@ -193,7 +193,7 @@ fn swapped_entry_rows_are_refused() {
 /// that store.
 #[test]
 fn hidden_quarantine_state_is_refused() {
-    use memlineage::gate::{Decision, Policy};
+    use memlineage::gate::{LineageDecision, Policy};
     use memlineage::lineage::quarantine::Reach;
 
     use memlineage::log::LogSigner;
@@ -218,7 +218,7 @@ fn hidden_quarantine_state_is_refused() {
             let call = pay(memo);
             assert_eq!(
                 l.gate(&Policy::default(), &call),
-                Decision::Allow,
+                LineageDecision::Allow,
                 "Derived-Trusted"
             );
             l.flag(post, Reach::All, &p.user, "advisory").unwrap();

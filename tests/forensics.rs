@@ -14,7 +14,7 @@ use memlineage::forensics::repair::{
     decide_with_repair, Candidate, Found, RepairOutcome, TrustedValues,
 };
 use memlineage::forensics::rework::{rework, ReworkOptions};
-use memlineage::gate::{Decision, DenyReason, Policy, ToolCall, Unsourced};
+use memlineage::gate::{DenyReason, LineageDecision, Policy, ToolCall, Unsourced};
 use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::lease::{LeaseError, LeaseState};
 use memlineage::lineage::quarantine::{QuarantineError, Reach};
@@ -140,10 +140,10 @@ fn quarantined_entries_leave_retrieval_and_cannot_justify_a_call() {
         args: vec![("recipient".into(), vec![id])],
     };
     // Before: the weak memo is trusted enough (fail-closed rule: it has a strong trusted parent).
-    assert_eq!(l.gate(&policy, &call(s.weak)), Decision::Allow);
+    assert_eq!(l.gate(&policy, &call(s.weak)), LineageDecision::Allow);
     l.flag(s.forum, Reach::All, &k.user, "advisory").unwrap();
     match l.gate(&policy, &call(s.weak)) {
-        Decision::Deny(d) => assert_eq!(d.reason, DenyReason::Quarantined),
+        LineageDecision::Deny(d) => assert_eq!(d.reason, DenyReason::Quarantined),
         other => panic!("quarantined entry justified a call: {other:?}"),
     }
     let out = l.retrieve(&[s.weak, s.prompt]).unwrap();
@@ -924,7 +924,7 @@ fn authority_for_one_parameter_does_not_justify_another() {
         sensitive: true,
         args: vec![("subject".into(), vec![sched])],
     };
-    assert!(matches!(l.gate(&policy, &alone), Decision::Deny(_)));
+    assert!(matches!(l.gate(&policy, &alone), LineageDecision::Deny(_)));
     let cand = Candidate {
         value: "DE11GOODLANDLORD".into(),
         entries: vec![sched],

@@ -7,7 +7,7 @@ mod ledger_support;
 mod store_reads;
 
 use memlineage::audit::{audit, Problem};
-use memlineage::gate::{Decision, DenyReason, Policy, ToolCall};
+use memlineage::gate::{DenyReason, LineageDecision, Policy, ToolCall};
 use memlineage::lineage::admission::AdmissionError;
 use memlineage::lineage::{Label, LabelPolicy, WeakRule};
 use memlineage::log::LogSigner;
@@ -287,7 +287,7 @@ fn tombstones_hide_from_retrieval_but_labels_persist() {
         sensitive: true,
         args: vec![("recipient".into(), vec![memo])],
     };
-    let Decision::Deny(d) = l.gate(&Policy::default(), &call) else {
+    let LineageDecision::Deny(d) = l.gate(&Policy::default(), &call) else {
         panic!("must deny")
     };
     assert_eq!(d.entry, Some(memo));
@@ -305,7 +305,7 @@ fn tombstones_hide_from_retrieval_but_labels_persist() {
         sensitive: true,
         args: vec![("recipient".into(), vec![page])],
     };
-    let Decision::Deny(d) = l.gate(&Policy::default(), &call) else {
+    let LineageDecision::Deny(d) = l.gate(&Policy::default(), &call) else {
         panic!()
     };
     assert_eq!(d.reason, DenyReason::Tombstoned);

@@ -11,7 +11,8 @@ mod sqlite_support;
 use sqlite_support::sqlite_ledger;
 
 use memlineage::gate::{
-    Decision, Denial, DenyReason, HeldText, LineageView, OriginNode, OriginView, Policy, ToolCall,
+    DenyReason, HeldText, LineageDecision, LineageDenial, LineageView, OriginNode, OriginView,
+    Policy, ToolCall,
 };
 use memlineage::lineage::quarantine::Reach;
 use memlineage::lineage::Label;
@@ -265,7 +266,12 @@ impl OriginView for Fresh<'_> {
 /// verified or its writer is shared-writable without authority) is the untrusted origin,
 /// unless a live, readable entry of a principal with authority (the user's Trusted prompt,
 /// or a principal the policy names) holds the value.
-fn walk(policy: &Policy, call: &ToolCall, values: &Map<String, Value>, v: &Fresh) -> Decision {
+fn walk(
+    policy: &Policy,
+    call: &ToolCall,
+    values: &Map<String, Value>,
+    v: &Fresh,
+) -> LineageDecision {
     let d = policy.decide(call, v);
     if !d.is_allow() || !policy.is_sensitive(call) {
         return d;
@@ -334,7 +340,7 @@ fn walk(policy: &Policy, call: &ToolCall, values: &Map<String, Value>, v: &Fresh
                 at = *p;
             }
             // The denial names the justifying entry the walk reached the origin from.
-            return Decision::Deny(Denial {
+            return LineageDecision::Deny(LineageDenial {
                 tool: call.tool.clone(),
                 param: param.clone(),
                 entry: path.last().copied(),
@@ -343,7 +349,7 @@ fn walk(policy: &Policy, call: &ToolCall, values: &Map<String, Value>, v: &Fresh
             });
         }
     }
-    Decision::Allow
+    LineageDecision::Allow
 }
 
 /// Every call decided by the handle (twice: the second from what it kept) and by the walk.
@@ -411,7 +417,7 @@ fn a_text_deleted_after_a_check_is_not_held_as_verified_by_the_handle_that_kept_
     assert!(l.gate_values(&policy, &tc, &values).is_allow(), "kept");
     w.apply(&mut l, &Change::Delete(1));
     let d = l.gate_values(&policy, &tc, &values);
-    let Decision::Deny(d) = d else {
+    let LineageDecision::Deny(d) = d else {
         panic!("the deleted page was held as verified: {d:?}")
     };
     assert_eq!(
@@ -448,12 +454,12 @@ fn a_tombstoned_statement_loses_its_authority_in_a_kept_ancestry() {
             l.tombstone(w.ids[0], &w.keys[0], "wrong").unwrap();
         }
         let d = l.gate_values(&policy, &tc, &values);
-        let Decision::Deny(d) = d else {
+        let LineageDecision::Deny(d) = d else {
             panic!("a tombstoned prompt kept its authority (other handle: {other_handle})")
         };
         assert_eq!(d.path, vec![w.ids[1], w.ids[2]]);
         assert_eq!(d, {
-            let Decision::Deny(want) = walk(&policy, &tc, &values, &Fresh(&l)) else {
+            let LineageDecision::Deny(want) = walk(&policy, &tc, &values, &Fresh(&l)) else {
                 panic!("the walk allows")
             };
             want

@@ -12,7 +12,7 @@ use forensics_support::{audit_with_content, pay, poisoned, world};
 use ledger_support::put;
 use memlineage::forensics::heal::{heal, HealOutcome};
 use memlineage::forensics::rework::{rework, ReworkOptions};
-use memlineage::gate::{Decision, Policy};
+use memlineage::gate::{LineageDecision, Policy};
 use memlineage::lineage::quarantine::Reach;
 use memlineage::record::{EntryId, Kind, ProvEntry};
 use memlineage::retrieve::Outcome;
@@ -32,7 +32,7 @@ fn rework_does_not_launder_quarantined_content_into_trusted_memory() {
     assert!(l.is_quarantined(&memo));
     assert!(matches!(
         l.gate(&Policy::default(), &pay(memo)),
-        Decision::Deny(_)
+        LineageDecision::Deny(_)
     ));
     let clock = std::cell::Cell::new(1_000u64);
     let report = rework(

@@ -18,7 +18,7 @@ use crate::forensics::receipt::{receipt, Cause};
 use crate::forensics::repair::{
     decide_with_repair_and_origin, Candidate, Found, RepairOutcome, TrustedValues,
 };
-use crate::gate::{Decision, Gating, LineageView, Policy, ToolCall};
+use crate::gate::{Gating, LineageDecision, LineageView, Policy, ToolCall};
 use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::quarantine::Reach;
 use crate::lineage::Label;
@@ -479,7 +479,7 @@ impl<'l, S: Store> Replayer<'l, S> {
         for config in Config::ALL {
             let mut repaired = false;
             let decision = match config {
-                Config::NoDefence => Decision::Allow,
+                Config::NoDefence => LineageDecision::Allow,
                 Config::SignaturesOnly => self.policy.decide(&call, &SignaturesOnly(&*self.ledger)),
                 Config::MemLineage => {
                     crate::gate::decide(&self.policy, &call, &proposed, &*self.ledger)
@@ -494,7 +494,7 @@ impl<'l, S: Store> Replayer<'l, S> {
                         &values,
                         &trusted,
                     ) {
-                        RepairOutcome::Allowed => Decision::Allow,
+                        RepairOutcome::Allowed => LineageDecision::Allow,
                         RepairOutcome::Repaired { values: v, .. } => {
                             // The replay's candidates carry the proposed values only, so a
                             // repaired call is the proposed call; checked, not assumed.
@@ -502,9 +502,9 @@ impl<'l, S: Store> Replayer<'l, S> {
                                 return Err(bad(ev, "repair changed a value"));
                             }
                             repaired = true;
-                            Decision::Allow
+                            LineageDecision::Allow
                         }
-                        RepairOutcome::Denied { denial, .. } => Decision::Deny(denial),
+                        RepairOutcome::Denied { denial, .. } => LineageDecision::Deny(denial),
                     }
                 }
             };
@@ -525,7 +525,7 @@ impl<'l, S: Store> Replayer<'l, S> {
                 t.legit_calls += 1;
                 t.legit_allowed += allowed;
             }
-            if let (Config::MemLineage, Decision::Deny(d)) = (config, &decision) {
+            if let (Config::MemLineage, LineageDecision::Deny(d)) = (config, &decision) {
                 let seen = self
                     .examples
                     .iter()

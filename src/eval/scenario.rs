@@ -3,7 +3,7 @@
 
 use super::EvalError;
 use crate::eval::replay::{Config, SignaturesOnly};
-use crate::gate::{Decision, LineageView, Policy, ToolCall};
+use crate::gate::{LineageDecision, LineageView, Policy, ToolCall};
 use crate::ledger::retrieve::Outcome;
 use crate::ledger::Ledger;
 use crate::lineage::attribution::{self, ContextEntry, Judge, JudgeEnvelope, Method, OverlapJudge};
@@ -352,7 +352,10 @@ pub fn run(
                 .map(|c| match c {
                     Config::NoDefence => true,
                     Config::SignaturesOnly => gate.decide(&call, &view).is_allow(),
-                    _ => matches!(ledger.gate_values(gate, &call, &proposed), Decision::Allow),
+                    _ => matches!(
+                        ledger.gate_values(gate, &call, &proposed),
+                        LineageDecision::Allow
+                    ),
                 });
                 out.push(CallOutcome {
                     attack: *attack,

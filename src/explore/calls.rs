@@ -9,7 +9,7 @@
 use super::page::{self, MAX_SHORT_CHARS};
 use super::routes::PageError;
 use super::Explorer;
-use crate::gate::{Decision, ToolCall};
+use crate::gate::{LineageDecision, ToolCall};
 use crate::quote;
 use crate::record::EntryId;
 use maud::{html, Markup};
@@ -20,7 +20,7 @@ enum Call {
     Decided {
         tool: String,
         sensitive: bool,
-        decision: Decision,
+        decision: LineageDecision,
     },
     /// Its text is not a call the explorer can read (or does not verify): shown as a denial.
     Unreadable(String),
@@ -61,7 +61,7 @@ fn decide(x: &Explorer, id: &EntryId) -> Call {
         return Call::Decided {
             tool: tool.to_string(),
             sensitive: false,
-            decision: Decision::Allow,
+            decision: LineageDecision::Allow,
         };
     }
     let call = ToolCall {
@@ -108,13 +108,13 @@ fn cells(x: &Explorer, id: &EntryId) -> (Markup, Markup, Markup, Markup) {
         } => {
             let tool_cell = html! { (page::quoted(&quote::word(&tool))) };
             match decision {
-                Decision::Allow => (
+                LineageDecision::Allow => (
                     tool_cell,
                     html! { span.ok { @if sensitive { "allow" } @else { "allow (not a sensitive tool)" } } },
                     html! {},
                     html! {},
                 ),
-                Decision::Deny(d) => (
+                LineageDecision::Deny(d) => (
                     tool_cell,
                     html! { span.bad { (page::hostile(&d.to_string(), 2 * MAX_SHORT_CHARS)) } },
                     html! { (page::quoted(&quote::name(&d.param))) },
@@ -132,7 +132,7 @@ fn cells(x: &Explorer, id: &EntryId) -> (Markup, Markup, Markup, Markup) {
 
 /// The denial's path (source first); for a quarantined entry, whose denial names no path,
 /// the quarantine's path from the flagged source.
-fn denial_path(x: &Explorer, d: &crate::gate::Denial) -> Vec<EntryId> {
+fn denial_path(x: &Explorer, d: &crate::gate::LineageDenial) -> Vec<EntryId> {
     if !d.path.is_empty() {
         return d.path.clone();
     }

@@ -12,7 +12,7 @@
 //! breadth-first, parents in ascending id order) and [`Ledger::untrusted_path`]. The flag
 //! cited is the earliest active one, in log order, on the path's source with the path's reach.
 
-use crate::gate::Denial;
+use crate::gate::LineageDenial;
 use crate::ledger::{Ledger, LedgerError};
 use crate::lineage::Label;
 use crate::quote::{self, Quoted};
@@ -125,7 +125,10 @@ pub fn receipt<S: Store>(ledger: &Ledger<S>, id: &EntryId) -> Result<Receipt, Re
 ///
 /// # Errors
 /// As [`receipt`]; [`ReceiptError::Clean`] for a denial with no entry (unsourced argument).
-pub fn for_denial<S: Store>(ledger: &Ledger<S>, denial: &Denial) -> Result<Receipt, ReceiptError> {
+pub fn for_denial<S: Store>(
+    ledger: &Ledger<S>,
+    denial: &LineageDenial,
+) -> Result<Receipt, ReceiptError> {
     let Some(entry) = denial.entry else {
         return Err(ReceiptError::Clean(EntryId::default()));
     };

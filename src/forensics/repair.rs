@@ -28,7 +28,8 @@
 //! always a candidate's value, reported with its entries.
 
 use crate::gate::{
-    Decision, Denial, DenyReason, LineageView, OriginView, Policy, ToolCall, Unsourced,
+    DenyReason, LineageDecision, LineageDenial, LineageView, OriginView, Policy, ToolCall,
+    Unsourced,
 };
 use crate::lineage::Label;
 use crate::record::{EntryId, Role};
@@ -117,7 +118,7 @@ pub enum RepairOutcome {
     /// Denied; `denial` is the gate's last answer.
     Denied {
         /// The gate's denial.
-        denial: Denial,
+        denial: LineageDenial,
         /// Why repair did not help.
         why: Unrepairable,
     },
@@ -158,8 +159,8 @@ pub fn decide_with_repair_and_origin(
         }
     };
     match policy.check_origin(checked_call, &checked, view) {
-        Decision::Allow => outcome,
-        Decision::Deny(denial) => RepairOutcome::Denied {
+        LineageDecision::Allow => outcome,
+        LineageDecision::Deny(denial) => RepairOutcome::Denied {
             denial,
             why: Unrepairable::UntrustedOrigin,
         },
@@ -185,11 +186,11 @@ pub fn decide_with_repair(
     let mut authorised: BTreeMap<String, BTreeSet<EntryId>> = BTreeMap::new();
     loop {
         let denial = match decide_per_param(policy, view, &call, &authorised) {
-            Decision::Allow if swaps.is_empty() => return RepairOutcome::Allowed,
-            Decision::Allow => {
+            LineageDecision::Allow if swaps.is_empty() => return RepairOutcome::Allowed,
+            LineageDecision::Allow => {
                 let unsourced = call.args.iter().find(|(_, e)| e.is_empty());
                 if let (Some((param, _)), Unsourced::Deny) = (unsourced, policy.repair_unsourced) {
-                    let denial = Denial {
+                    let denial = LineageDenial {
                         tool: call.tool.clone(),
                         param: param.clone(),
                         entry: None,
@@ -207,7 +208,7 @@ pub fn decide_with_repair(
                     swaps,
                 };
             }
-            Decision::Deny(d) => d,
+            LineageDecision::Deny(d) => d,
         };
         let why = if !matches!(
             denial.reason,
@@ -279,7 +280,7 @@ fn decide_per_param(
     view: &impl LineageView,
     call: &ToolCall,
     authorised: &BTreeMap<String, BTreeSet<EntryId>>,
-) -> Decision {
+) -> LineageDecision {
     let empty = BTreeSet::new();
     for (param, entries) in &call.args {
         let one = ToolCall {
@@ -291,11 +292,11 @@ fn decide_per_param(
             inner: view,
             entries: authorised.get(param).unwrap_or(&empty),
         };
-        if let Decision::Deny(d) = policy.decide(&one, &view) {
-            return Decision::Deny(d);
+        if let LineageDecision::Deny(d) = policy.decide(&one, &view) {
+            return LineageDecision::Deny(d);
         }
     }
-    Decision::Allow
+    LineageDecision::Allow
 }
 
 /// `None` when the candidate does not qualify; `Some(true)` when it qualifies only because

@@ -12,7 +12,7 @@
 
 use super::{Front, Keys, Refusal, Session, Verdict};
 use crate::front::hook::{HookOutcome, EXIT_BLOCK};
-use crate::gate::{Composed, Decision, LineageView, ToolCall};
+use crate::gate::{Composed, LineageDecision, LineageView, ToolCall};
 use crate::lineage::Label;
 use crate::record::EntryId;
 use crate::store::Store;
@@ -219,7 +219,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         if statements.is_empty() || setting == Composed::Allow || unstated.args == call.args {
             return Verdict::Allow;
         }
-        let Decision::Deny(d) = self.ledger.gate_values(&self.policy, unstated, args) else {
+        let LineageDecision::Deny(d) = self.ledger.gate_values(&self.policy, unstated, args) else {
             return Verdict::Allow;
         };
         // The untrusted entry the gate refuses: the source of a label denial, else the entry.

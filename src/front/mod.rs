@@ -44,7 +44,7 @@ pub mod mcp;
 use crate::front::keystore::KeyStoreError;
 use crate::gate::extract;
 use crate::gate::matching;
-use crate::gate::{Decision, Gating, Policy, ToolCall};
+use crate::gate::{Gating, LineageDecision, Policy, ToolCall};
 use crate::ledger::retrieve::Outcome;
 use crate::ledger::{Appended, Ledger, LedgerError};
 use crate::record::{EntryId, Kind, Parent, Role, Weight};
@@ -578,7 +578,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
             // The cited entries as well, for what they taint; the worse decides.
             let gate = match self.ledger.gate_values(&self.policy, &call, args) {
-                Decision::Allow if !given.is_empty() => {
+                LineageDecision::Allow if !given.is_empty() => {
                     self.ledger.gate_values(&self.policy, &found, args)
                 }
                 d => d,
@@ -588,7 +588,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                 // that proves nothing (§4.6): the value may be one nothing read holds, or one
                 // the agent composed. The gate counted it by its label; refused here instead,
                 // so that deleting a trusted read's text never loosens a decision.
-                (Decision::Allow, Some((param, read))) => {
+                (LineageDecision::Allow, Some((param, read))) => {
                     Verdict::Deny(Refusal::Unreadable(format!(
                         "{tool}: the text of read {} of session {:?}, a source of argument \
                          {param:?}, cannot be read or verified (redacted, edited or deleted in \
@@ -598,7 +598,8 @@ impl<S: Store, K: Keys> Front<S, K> {
                     )))
                 }
                 // The worst decides: a secret leaving is refused before the ask rules run.
-                (Decision::Allow, None) => match self.secret_flow(session, tool, args, true) {
+                (LineageDecision::Allow, None) => match self.secret_flow(session, tool, args, true)
+                {
                     Some(r) => Verdict::Deny(r),
                     // Then the rule of stated values untrusted input also carries (§4.4),
                     // code, installs and gated writes (§17) and the ask rule (§15): the
@@ -610,7 +611,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                         self.composed_verdict(session, &call, &composed, sinks.write()),
                     ]),
                 },
-                (Decision::Deny(d), _) => Verdict::Deny(Refusal::Gate(d)),
+                (LineageDecision::Deny(d), _) => Verdict::Deny(Refusal::Gate(d)),
             }
         };
         Ok(Checked {

@@ -3,7 +3,7 @@
 //! [`Checked`] call, and how several verdicts combine (the worst decides, `spec/gate.md` §7).
 
 use super::{ask, protect, secret_values};
-use crate::gate::{Denial, ToolCall};
+use crate::gate::{LineageDenial, ToolCall};
 use crate::record::EntryId;
 
 /// The worst of `verdicts`: the first [`Verdict::Deny`], else the first [`Verdict::Ask`],
@@ -20,7 +20,9 @@ pub(super) fn worst<const N: usize>(verdicts: [Verdict; N]) -> Verdict {
     out
 }
 
-/// A front's answer to a proposed tool call.
+/// A front's answer to a proposed tool call: the answer a runtime acts on. The gate's
+/// [`LineageDecision`](crate::gate::LineageDecision) is one input to it (a refusal by lineage
+/// is [`Refusal::Gate`]); the others are what the front knows of the session.
 ///
 /// Exhaustive: a caller must handle both answers; a new one must break its build rather than
 /// fall into a wildcard arm that might allow.
@@ -50,7 +52,7 @@ impl Verdict {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// The gate refused it: an argument comes from an entry labelled worse than allowed.
-    Gate(Denial),
+    Gate(LineageDenial),
     /// The session saw tool output that could not be recorded (fail closed).
     Unrecorded {
         /// How many outputs were not recorded.

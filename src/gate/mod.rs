@@ -2,8 +2,15 @@
 //!
 //! A [`Policy`] names the sensitive tools (sinks) and, per parameter, the worst label allowed to
 //! justify it. A [`ToolCall`] comes with, for each argument, the entries that justify it. The
-//! decision is [`Decision::Allow`], or [`Decision::Deny`] naming the parameter, the offending
-//! entry and the lineage path back to the untrusted source. Policy is input, not code.
+//! decision is [`LineageDecision::Allow`], or [`LineageDecision::Deny`] naming the parameter,
+//! the offending entry and the lineage path back to the untrusted source. Policy is input, not
+//! code.
+//!
+//! The names say whose answer it is: the gate decides by lineage alone (a
+//! [`LineageDecision`], refused with a [`LineageDenial`]); a front weighs that decision with
+//! what only it knows of the session (unrecorded reads, protected files, secrets, composed
+//! arguments) into its [`Verdict`](crate::front::Verdict), refused with a
+//! [`Refusal`](crate::front::Refusal) — the answer a runtime acts on.
 
 use crate::lineage::Label;
 use crate::record::{EntryId, Role};
@@ -398,28 +405,30 @@ pub struct ToolCall {
     pub args: Vec<(String, Vec<EntryId>)>,
 }
 
-/// The gate's answer.
+/// The gate's answer, decided by lineage alone: the labels, quarantine and tombstones of the
+/// entries that justify each argument, and the origin of each value (`spec/gate.md` §3). A
+/// front weighs it into its [`Verdict`](crate::front::Verdict), the answer a runtime acts on.
 ///
 /// Exhaustive: a caller must handle both answers; a new one must break its build rather than
 /// fall into a wildcard arm that might allow.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub enum LineageDecision {
     /// The call may proceed.
     Allow,
     /// The call is refused.
-    Deny(Denial),
+    Deny(LineageDenial),
 }
 
-impl Decision {
-    /// Whether this is [`Decision::Allow`].
+impl LineageDecision {
+    /// Whether this is [`LineageDecision::Allow`].
     pub fn is_allow(&self) -> bool {
-        matches!(self, Decision::Allow)
+        matches!(self, LineageDecision::Allow)
     }
 }
 
 /// Why a call was refused: the first offending parameter in argument order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Denial {
+pub struct LineageDenial {
     /// The tool.
     pub tool: String,
     /// The parameter whose justification failed.
@@ -465,7 +474,7 @@ pub enum DenyReason {
     },
 }
 
-impl std::fmt::Display for Denial {
+impl std::fmt::Display for LineageDenial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Tool and parameter names are the caller's: quoted so that no name can read as more
         // of the sentence (`crate::quote`, spec/gate.md §5).
@@ -532,17 +541,17 @@ pub fn decide(
     call: &ToolCall,
     values: &Map<String, Value>,
     view: &impl OriginView,
-) -> Decision {
+) -> LineageDecision {
     let span = span(call);
     let _g = span.enter();
     record(&span, policy.decide_with_origin(call, values, view))
 }
 
 /// Records `decision` on a span made by [`span`] and returns it.
-pub fn record(span: &tracing::Span, decision: Decision) -> Decision {
+pub fn record(span: &tracing::Span, decision: LineageDecision) -> LineageDecision {
     match &decision {
-        Decision::Allow => span.record("memlineage.decision", "allow"),
-        Decision::Deny(d) => {
+        LineageDecision::Allow => span.record("memlineage.decision", "allow"),
+        LineageDecision::Deny(d) => {
             if let Some(src) = d.path.first() {
                 span.record("memlineage.tainted_by", src.to_string());
             }

@@ -23,9 +23,9 @@ impl Policy {
         call: &ToolCall,
         values: &Map<String, Value>,
         view: &impl OriginView,
-    ) -> Decision {
+    ) -> LineageDecision {
         match self.decide(call, view) {
-            Decision::Allow => self.check_origin(call, values, view),
+            LineageDecision::Allow => self.check_origin(call, values, view),
             deny => deny,
         }
     }
@@ -38,9 +38,9 @@ impl Policy {
         call: &ToolCall,
         values: &Map<String, Value>,
         view: &impl OriginView,
-    ) -> Decision {
+    ) -> LineageDecision {
         if !self.is_sensitive(call) {
-            return Decision::Allow;
+            return LineageDecision::Allow;
         }
         // A view that keeps entries between checks confirms here, once, that they still hold.
         view.origin_check_begins();
@@ -68,7 +68,7 @@ impl Policy {
                 );
             }
         }
-        Decision::Allow
+        LineageDecision::Allow
     }
 
     /// §3.1 for one argument: the path (untrusted ancestor first, justifying entry last) and

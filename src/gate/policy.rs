@@ -181,9 +181,9 @@ impl Policy {
     /// every justifying entry of every argument must be in the log, not tombstoned, and labelled
     /// no worse than its parameter allows. The first failure, in argument order, is reported.
     /// O(total justifying entries) label lookups; the lineage path is computed only on denial.
-    pub fn decide(&self, call: &ToolCall, view: &impl LineageView) -> Decision {
+    pub fn decide(&self, call: &ToolCall, view: &impl LineageView) -> LineageDecision {
         if !self.is_sensitive(call) {
-            return Decision::Allow;
+            return LineageDecision::Allow;
         }
         for (param, entries) in &call.args {
             let max = self.max_label(&call.tool, param);
@@ -205,7 +205,7 @@ impl Policy {
                 return self.deny(call, param, Some(*id), reason, path);
             }
         }
-        Decision::Allow
+        LineageDecision::Allow
     }
 
     /// Whether the policy classifies the principal named `writer` as shared-writable
@@ -221,8 +221,8 @@ impl Policy {
         entry: Option<EntryId>,
         reason: DenyReason,
         path: Vec<EntryId>,
-    ) -> Decision {
-        Decision::Deny(Denial {
+    ) -> LineageDecision {
+        LineageDecision::Deny(LineageDenial {
             tool: call.tool.clone(),
             param: param.to_string(),
             entry,

@@ -67,7 +67,7 @@ fn a_quarantined_entry_cannot_justify_whatever_its_label() {
     let p = Policy::default();
     let c = call("send_money", &[("recipient", &[1])]);
     match p.decide(&c, &v) {
-        Decision::Deny(d) => assert_eq!(d.reason, DenyReason::Quarantined),
+        LineageDecision::Deny(d) => assert_eq!(d.reason, DenyReason::Quarantined),
         other => panic!("{other:?}"),
     }
     // The view's default says no entry is quarantined and no principal is known.
@@ -113,7 +113,7 @@ fn the_strictest_policy_refuses_all_but_trusted_and_unsourced() {
 
 #[test]
 fn a_denial_names_its_lineage_only_when_it_has_more_than_one_hop() {
-    let d = |path: Vec<EntryId>| Denial {
+    let d = |path: Vec<EntryId>| LineageDenial {
         tool: "send_money".into(),
         param: "recipient".into(),
         entry: Some(id(4)),
@@ -218,9 +218,9 @@ fn decides_by_label_tombstone_and_unknown() {
     let v = view();
     assert_eq!(
         p.decide(&call("send_money", &[("recipient", &[1])]), &v),
-        Decision::Allow
+        LineageDecision::Allow
     );
-    let Decision::Deny(d) = p.decide(
+    let LineageDecision::Deny(d) = p.decide(
         &call("send_money", &[("amount", &[1]), ("recipient", &[1, 3])]),
         &v,
     ) else {
@@ -236,11 +236,11 @@ fn decides_by_label_tombstone_and_unknown() {
         }
     );
     assert_eq!(d.path, vec![id(9), id(3)]);
-    let Decision::Deny(d) = p.decide(&call("send_money", &[("x", &[2])]), &v) else {
+    let LineageDecision::Deny(d) = p.decide(&call("send_money", &[("x", &[2])]), &v) else {
         panic!()
     };
     assert_eq!(d.reason, DenyReason::Tombstoned);
-    let Decision::Deny(d) = p.decide(&call("send_money", &[("x", &[7])]), &v) else {
+    let LineageDecision::Deny(d) = p.decide(&call("send_money", &[("x", &[7])]), &v) else {
         panic!()
     };
     assert_eq!(d.reason, DenyReason::UnknownEntry);
@@ -270,7 +270,7 @@ fn per_parameter_rules_and_unsourced() {
         .decide(&call("pay", &[("memo", &[4]), ("iban", &[2 - 1])]), &v)
         .is_allow());
     assert!(!p.decide(&call("pay", &[("iban", &[3])]), &v).is_allow());
-    let Decision::Deny(d) = p.decide(&call("pay", &[("iban", &[])]), &v) else {
+    let LineageDecision::Deny(d) = p.decide(&call("pay", &[("iban", &[])]), &v) else {
         panic!()
     };
     assert_eq!(d.reason, DenyReason::Unsourced);
@@ -381,7 +381,7 @@ fn a_value_held_by_an_untrusted_ancestor_is_refused_whatever_the_weights() {
     let (c, v) = pay(IBAN, 3);
     // The labels alone allow it: the memo is Derived-Trusted.
     assert!(p.decide(&c, &g).is_allow());
-    let Decision::Deny(d) = p.decide_with_origin(&c, &v, &g) else {
+    let LineageDecision::Deny(d) = p.decide_with_origin(&c, &v, &g) else {
         panic!("the page holds the value")
     };
     assert_eq!(
@@ -526,7 +526,7 @@ fn an_unverifiable_ancestor_holds_every_value() {
         Some(IBAN),
         &[1, 5],
     );
-    let Decision::Deny(d) = p.decide_with_origin(&c, &v, &g) else {
+    let LineageDecision::Deny(d) = p.decide_with_origin(&c, &v, &g) else {
         panic!()
     };
     assert_eq!(
@@ -569,7 +569,7 @@ fn shared_writable_writers_are_external_unless_the_policy_says_otherwise() {
 
 #[test]
 fn denial_reads_as_a_sentence() {
-    let Decision::Deny(d) =
+    let LineageDecision::Deny(d) =
         Policy::default().decide(&call("send_money", &[("recipient", &[4])]), &view())
     else {
         panic!()

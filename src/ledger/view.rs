@@ -3,7 +3,7 @@
 use super::origin::Kept;
 use super::{Ledger, LedgerError};
 use crate::gate::{
-    Ancestry, Decision, HeldText, LineageView, OriginEntry, OriginNode, OriginView, Policy,
+    Ancestry, HeldText, LineageDecision, LineageView, OriginEntry, OriginNode, OriginView, Policy,
     ToolCall,
 };
 use crate::lineage::path::PathView;
@@ -181,7 +181,7 @@ impl<S: Store> Ledger<S> {
     /// without the origin check (no argument values) and without the writer check of
     /// `spec/gate.md` §3.2. See [`Policy::decide`]; a decision before a tool call is
     /// [`crate::gate::decide`] (or [`Ledger::gate_values`]), which adds both.
-    pub fn gate(&self, policy: &Policy, call: &ToolCall) -> Decision {
+    pub fn gate(&self, policy: &Policy, call: &ToolCall) -> LineageDecision {
         let span = crate::gate::span(call);
         let _g = span.enter();
         crate::gate::record(&span, policy.decide(call, self))
@@ -195,7 +195,7 @@ impl<S: Store> Ledger<S> {
         policy: &Policy,
         call: &ToolCall,
         values: &serde_json::Map<String, serde_json::Value>,
-    ) -> Decision {
+    ) -> LineageDecision {
         crate::gate::decide(policy, call, values, self)
     }
 }

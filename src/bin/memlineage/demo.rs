@@ -12,7 +12,7 @@ use crate::verify::{verify, Trust};
 use crate::verify_proof::verify_proof;
 use crate::Res;
 use memlineage::eval::replay::Mode;
-use memlineage::gate::{Decision, Policy, ToolCall};
+use memlineage::gate::{LineageDecision, Policy, ToolCall};
 use memlineage::record::{Kind, SignedEntry};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -94,8 +94,8 @@ pub fn run(a: Args) -> Res<ExitCode> {
     verify_proof(&proof, &vkey)?;
     say!("\n== the agent's memory of an injected bill justifies a payment ==");
     match decision {
-        Decision::Deny(d) => say!("gate: {d}"),
-        Decision::Allow => say!("gate: allow"),
+        LineageDecision::Deny(d) => say!("gate: {d}"),
+        LineageDecision::Allow => say!("gate: allow"),
     }
     explain(&ledger, &id.to_string())?;
     say!("\n== explore it in a browser: what is poisoned, and why ==");

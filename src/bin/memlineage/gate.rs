@@ -8,7 +8,7 @@ use memlineage::forensics::receipt::for_denial;
 use memlineage::forensics::repair::{
     decide_with_repair_and_origin, Candidate, Found, RepairOutcome, TrustedValues, Unrepairable,
 };
-use memlineage::gate::{Decision, ToolCall};
+use memlineage::gate::{LineageDecision, ToolCall};
 use memlineage::record::{EntryId, Kind};
 use memlineage::store::SqliteStore;
 use memlineage::Ledger;
@@ -123,8 +123,8 @@ pub fn run(a: Args) -> Res<ExitCode> {
         decide_with_repair_and_origin(&policy, &l, &tc, &proposed, &values, &trusted)
     } else {
         match memlineage::gate::decide(&policy, &tc, &proposed, &l) {
-            Decision::Allow => RepairOutcome::Allowed,
-            Decision::Deny(denial) => RepairOutcome::Denied {
+            LineageDecision::Allow => RepairOutcome::Allowed,
+            LineageDecision::Deny(denial) => RepairOutcome::Denied {
                 denial,
                 why: Unrepairable::NotAboutTrust,
             },

@@ -35,7 +35,7 @@ pub mod label;
 pub mod relay;
 pub mod wire;
 
-pub use door::{is_gateway_session, Decision, Door, Events, GATEWAY_SESSION};
+pub use door::{is_gateway_session, Disposition, Door, Events, GATEWAY_SESSION};
 pub use relay::{run, Ended, Options};
 
 /// Most bytes of a server name (`mcp__<server>__<tool>`).

@@ -4,7 +4,7 @@
 use super::limits::msg;
 use super::tools::GateResult;
 use crate::front::{Refusal, Verdict};
-use crate::gate::Denial;
+use crate::gate::LineageDenial;
 use crate::record::EntryId;
 use std::collections::BTreeMap;
 
@@ -46,7 +46,7 @@ pub(super) fn gate_result(
     }
     if let Verdict::Deny(r) = &verdict {
         out.reason = Some(msg(r));
-        if let Refusal::Gate(Denial {
+        if let Refusal::Gate(LineageDenial {
             param, entry, path, ..
         }) = r
         {

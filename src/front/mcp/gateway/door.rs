@@ -33,24 +33,28 @@ impl<F: FnMut(HookEvent, &[u8]) -> HookOutcome + Send + 'static> Door for F {
     }
 }
 
-/// What the door said of a proposed `tools/call`.
+/// What the relay does with a proposed `tools/call`, as the door's PreToolUse outcome says:
+/// forward it, refuse it, or ask the user. Not a decision of its own: the hook's
+/// [`Verdict`](crate::front::Verdict) (and the gate's
+/// [`LineageDecision`](crate::gate::LineageDecision) within it) decided; this is how the relay
+/// carries it out.
 ///
 /// Exhaustive: the relay forwards or refuses; a new answer must break its build rather than
 /// fall into a wildcard arm that might forward.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub enum Disposition {
     /// Exit code 0: forward it.
     Forward,
     /// Refused; the receipt (the hook's reason, one line).
     Refuse(String),
     /// The policy asks the user (`spec/hooks.md` §15); the receipt (without `memlineage: ask`).
     /// The gateway asks through an elicitation when the client offers them, and refuses
-    /// otherwise ([`Decision::unasked`]).
+    /// otherwise ([`Disposition::unasked`]).
     Ask(String),
 }
 
-impl Decision {
-    /// The decision an outcome of PreToolUse stands for.
+impl Disposition {
+    /// The disposition an outcome of PreToolUse stands for.
     pub fn of(outcome: &HookOutcome) -> Self {
         if crate::front::ask::is_ask(outcome) {
             let reason = serde_json::from_str::<Value>(&outcome.stdout)
@@ -62,13 +66,13 @@ impl Decision {
                 })
                 .unwrap_or_default();
             let receipt = reason.strip_prefix("memlineage: ask ").unwrap_or(&reason);
-            return Decision::Ask(receipt.to_string());
+            return Disposition::Ask(receipt.to_string());
         }
         if outcome.allows() {
-            return Decision::Forward;
+            return Disposition::Forward;
         }
         let why = outcome.stderr.trim();
-        Decision::Refuse(if why.is_empty() {
+        Disposition::Refuse(if why.is_empty() {
             "memlineage: deny: the gate gave no reason (failing closed)".to_string()
         } else {
             why.to_string()
@@ -76,7 +80,7 @@ impl Decision {
     }
 }
 
-impl Decision {
+impl Disposition {
     /// The refusal of an asked call when the user could not be asked, or did not approve
     /// (`why`, e.g. "the client offers no elicitation").
     pub fn unasked(receipt: &str, why: &str) -> String {
@@ -194,14 +198,14 @@ mod tests {
 
     #[test]
     fn outcomes_read_as_the_hooks_exit_codes() {
-        assert_eq!(Decision::of(&outcome(0, "", "")), Decision::Forward);
+        assert_eq!(Disposition::of(&outcome(0, "", "")), Disposition::Forward);
         assert_eq!(
-            Decision::of(&outcome(EXIT_BLOCK, "", "memlineage: deny x\n")),
-            Decision::Refuse("memlineage: deny x".into())
+            Disposition::of(&outcome(EXIT_BLOCK, "", "memlineage: deny x\n")),
+            Disposition::Refuse("memlineage: deny x".into())
         );
         assert!(matches!(
-            Decision::of(&outcome(1, "", "")),
-            Decision::Refuse(r) if r.contains("failing closed")
+            Disposition::of(&outcome(1, "", "")),
+            Disposition::Refuse(r) if r.contains("failing closed")
         ));
         let ask = crate::front::ask::ask_outcome(&crate::front::ask::Receipt {
             tool: "write_file".into(),
@@ -213,14 +217,14 @@ mod tests {
             stated: None,
             sink: None,
         });
-        let Decision::Ask(receipt) = Decision::of(&ask) else {
+        let Disposition::Ask(receipt) = Disposition::of(&ask) else {
             panic!()
         };
         assert!(
             receipt.starts_with("write_file: parameter `path`"),
             "{receipt}"
         );
-        let text = Decision::unasked(&receipt, "the client offers no elicitation");
+        let text = Disposition::unasked(&receipt, "the client offers no elicitation");
         assert!(
             text.starts_with("memlineage: deny write_file: parameter `path`"),
             "{text}"

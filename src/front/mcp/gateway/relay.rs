@@ -14,7 +14,7 @@ mod client;
 mod upstream;
 mod worker;
 
-use super::door::{Decision, Door, Events};
+use super::door::{Disposition, Door, Events};
 use super::label::{self, Record};
 use super::wire::{self, error_response, id_key, Line, Message, INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::front::hook::{HookEvent, HookOutcome, EXIT_BLOCK};

@@ -115,12 +115,12 @@ impl Relay {
         };
         let event = self.events().pre_tool_use(&tool, &args);
         let outcome = self.door(HookEvent::PreToolUse, event).await;
-        let refusal = match Decision::of(&outcome) {
-            Decision::Forward => None,
-            Decision::Refuse(text) => Some(text),
-            Decision::Ask(receipt) => (self.ask_user(&tool, &args, &receipt).await)
+        let refusal = match Disposition::of(&outcome) {
+            Disposition::Forward => None,
+            Disposition::Refuse(text) => Some(text),
+            Disposition::Ask(receipt) => (self.ask_user(&tool, &args, &receipt).await)
                 .err()
-                .map(|why| Decision::unasked(&receipt, &why)),
+                .map(|why| Disposition::unasked(&receipt, &why)),
         };
         let Some(text) = refusal else {
             return self.forward_decided(&key, &id, &params).await;

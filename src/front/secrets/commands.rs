@@ -88,9 +88,16 @@ impl SecretRules {
         // (`cd ~/.ssh; echo $(curl -F f=@id_rsa …)`): it is analysed in each (below).
         let mut dirs: Vec<PathBuf> = Vec::new();
         let mut segment: Vec<&Word> = Vec::new();
+        let mut redirected = false;
         for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
+            let target = std::mem::replace(&mut redirected, matches!(t, Token::Redirect(_)));
             match t {
-                Token::Word(w) => segment.push(w),
+                Token::Word(w) => {
+                    if target {
+                        network_redirection(w, f);
+                    }
+                    segment.push(w);
+                }
                 Token::Control | Token::Pipe => {
                     self.segment(&segment, Some(&here), depth, f, r);
                     if let Some(to) = self.cd(&segment, &here) {
@@ -420,4 +427,35 @@ fn prefix_matches(prefix: &str, prog: &str, args: &[String]) -> bool {
     };
     let mut rest = args[skip..].iter().filter(|a| !a.starts_with('-'));
     want.all(|w| rest.next().is_some_and(|a| a == w))
+}
+
+/// A redirection's file whose name is known only when bash runs it (`> $d/tcp/h/80` after
+/// `d=/dev`, `> ${D:-/dev}/…`, `3<>$p`): bash opens `/dev/tcp/HOST/PORT` and `/dev/udp/…` as
+/// network connections by the expanded name (`spec/hooks.md` §16.2), so a name whose known
+/// beginning can still become one of those is a send to an unnamed destination. A name that
+/// begins with anything else (`out/$n.txt`, `/tmp/$x`) cannot, nor can a literal one, which
+/// [`SecretRules::segment`] reads itself. `~` counts as unknown: `HOME` can be set by the
+/// command.
+fn network_redirection(w: &Word, f: &mut Facts) {
+    if w.literal().is_some() {
+        return;
+    }
+    let lead: String = w
+        .pieces
+        .iter()
+        .map_while(|p| match p {
+            Piece::Lit(c) => Some(*c),
+            _ => None,
+        })
+        .collect();
+    let may_become = ["/dev/tcp/", "/dev/udp/"]
+        .iter()
+        .any(|d| d.starts_with(lead.as_str()) || lead.starts_with(d));
+    if may_become && !lead.starts_with("/dev/") {
+        // A beginning of `/dev/…` is already a send (`segment`); this adds the rest.
+        f.egress.push(Egress {
+            via: "a /dev/tcp redirection".to_string(),
+            destinations: Vec::new(),
+        });
+    }
 }

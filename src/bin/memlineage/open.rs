@@ -197,6 +197,26 @@ pub fn principal_key(
 /// line was repeated whole).
 const MAX_ERROR_BYTES: usize = 2048;
 
+/// A file's identity and version: device, inode, size, modification time and, on unix, the
+/// inode's change time (seconds, nanoseconds), which no call can set back: a same-size edit
+/// whose modification time was put back (`touch -d`) still changes it.
+pub(crate) type FileId = (u64, u64, u64, Option<std::time::SystemTime>, (i64, i64));
+
+pub(crate) fn file_id(path: &Path) -> Option<FileId> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        let changed = (m.ctime(), m.ctime_nsec());
+        Some((m.dev(), m.ino(), m.len(), m.modified().ok(), changed))
+    }
+    #[cfg(not(unix))]
+    {
+        let m = std::fs::metadata(path).ok()?;
+        Some((0, 0, m.len(), m.modified().ok(), (0, 0)))
+    }
+}
+
 /// The gate policy in the TOML file `path`, or the bundled default policy.
 pub fn load_policy(path: Option<PathBuf>) -> Res<Policy> {
     Ok(match path {

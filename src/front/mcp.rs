@@ -44,6 +44,7 @@ use crate::front::{
     Front, Keys, Refusal, Session, Verdict, WITHHELD_OVER_BUDGET, WITHHELD_QUARANTINED,
     WITHHELD_TOMBSTONED,
 };
+use crate::gate::Policy;
 use crate::ledger::retrieve::Outcome;
 use crate::lineage::quarantine::Reach;
 use crate::record::{EntryId, Kind, Parent, Weight};
@@ -100,7 +101,15 @@ struct State<S: Store, K: Keys> {
     lock: Option<PathBuf>,
     /// The state directory (pin), when the server was given one.
     pin: Option<StateDir>,
+    /// Asked before every tool call whether the policy changed ([`LedgerServer::with_policy_source`]).
+    policy: Option<PolicySource>,
 }
+
+/// Answers, before every tool call, whether the server's policy changed: `Ok(None)` when it
+/// did not, `Ok(Some(policy))` with the new one, `Err(why)` when it changed and cannot be
+/// loaded (the call is then refused: nothing is decided by a policy that is no longer the
+/// file's).
+pub type PolicySource = Box<dyn FnMut() -> Result<Option<Policy>, String> + Send>;
 
 /// The MCP server: a [`Front`] and its [`ReadSet`] behind a mutex (tool calls are short and
 /// synchronous).
@@ -132,6 +141,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
                 all: Session::new(""),
                 lock: None,
                 pin: None,
+                policy: None,
             })),
             tool_router: Self::tool_router(),
         }
@@ -142,6 +152,18 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
     pub fn with_pin(self, state: StateDir) -> Self {
         if let Ok(mut g) = self.state.lock() {
             g.pin = Some(state);
+        }
+        self
+    }
+
+    /// Asks `source` before every tool call whether the policy changed, and decides with the
+    /// new one from then on ([`Front::set_policy`]), as the hook server does (`spec/mcp.md`
+    /// §1): a server started before the user tightened the policy does not keep answering by
+    /// the looser one. A policy that changed and cannot be loaded refuses every call until it
+    /// loads.
+    pub fn with_policy_source(self, source: PolicySource) -> Self {
+        if let Ok(mut g) = self.state.lock() {
+            g.policy = Some(source);
         }
         self
     }
@@ -167,6 +189,18 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             .map_err(|_| "ledger state poisoned by an earlier failure".to_string())?;
         let st = &mut *g;
         let _held = st.lock.as_deref().map(lock).transpose()?;
+        if let Some(source) = st.policy.as_mut() {
+            match source() {
+                Ok(None) => {}
+                Ok(Some(p)) => st.front.set_policy(p),
+                Err(why) => {
+                    return Err(format!(
+                        "the policy changed and cannot be loaded ({why}); no call is answered \
+                         until it loads"
+                    ))
+                }
+            }
+        }
         st.front.ledger_mut().refresh().map_err(msg)?;
         match &mut st.reads {
             ReadSet::Session { sessions, id } => {

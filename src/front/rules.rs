@@ -1,8 +1,9 @@
-//! The rules a [`Front`](super::Front) compiles from its tool-call [`Policy`] (the secrecy
-//! rule, `spec/hooks.md` §16, and the gated writes, §17.3).
+//! The rules a [`Front`] compiles from its tool-call [`Policy`] (the secrecy rule,
+//! `spec/hooks.md` §16, and the gated writes, §17.3), and how a front takes a new policy.
 
-use super::{secrets, sinks};
+use super::{matching, secrets, sinks, sources, Front, Keys};
 use crate::gate::Policy;
+use crate::store::Store;
 
 /// The secrecy rule and the gated writes of `policy`, compiled for this process's home
 /// directory (`spec/hooks.md` §16, §17.3).
@@ -20,4 +21,21 @@ pub(super) fn compiled(
             home.as_deref(),
         )),
     )
+}
+
+impl<S: Store, K: Keys> Front<S, K> {
+    /// Decides with `policy` from now on, as a front made with it would: the rules compiled
+    /// from the policy are compiled again, and what this front kept of sessions and entries
+    /// under the old one (indexes, secrecy judgements, memos, which are kept under this
+    /// front's index) is dropped and found again under the new one. The ledger, keys, agent,
+    /// project, protected resources and [`Front::require_start`] stay. A long-lived front
+    /// (the MCP server) calls it when its policy file changes (`spec/mcp.md` §1).
+    pub fn set_policy(&mut self, policy: Policy) {
+        (self.secret_rules, self.write_rules) = compiled(&policy);
+        self.policy = policy;
+        self.haystacks = matching::ReadIndex::new();
+        self.secret_nodes.clear();
+        self.secret_nodes_cwd = None;
+        self.facts = sources::EntryFacts::default();
+    }
 }

@@ -1,10 +1,10 @@
 //! `memlineage mcp`: the ledger as an MCP server on standard input/output (`spec/mcp.md`).
 //! Logs and traces go to standard error only: standard output carries the MCP protocol.
 
-use crate::open::{key_path, load_policy, open_pinned};
+use crate::open::{file_id, key_path, load_policy, open_pinned, FileId};
 use crate::{telemetry, Res};
 use memlineage::front::hook::FileSessions;
-use memlineage::front::mcp::{stdio, LedgerServer, ReadSet, SharedKeyFile};
+use memlineage::front::mcp::{stdio, LedgerServer, PolicySource, ReadSet, SharedKeyFile};
 use memlineage::front::pin::StateDir;
 use memlineage::front::Front;
 use std::path::{Path, PathBuf};
@@ -86,6 +86,9 @@ fn mcp(
     // The same default as the hooks (spec/hooks.md §10): the coding-agent policy, which also
     // names the AgentDojo sinks, so that the advice matches what the hooks enforce.
     let policy_path = policy.clone();
+    // The file's version is taken before it is read: an edit in between is loaded at the
+    // first call.
+    let policy_version = policy_path.as_deref().map(file_id);
     let policy = match policy {
         Some(p) => load_policy(Some(p))?,
         None => memlineage::gate::Policy::coding(),
@@ -125,6 +128,9 @@ fn mcp(
     if let Some(st) = state {
         server = server.with_pin(st);
     }
+    if let (Some(path), Some(seen)) = (policy_path, policy_version) {
+        server = server.with_policy_source(policy_source(path, seen));
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -135,6 +141,22 @@ fn mcp(
         tokio::io::stdout(),
     ))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The policy file at `path` as the server's policy source: reloaded through
+/// [`load_policy`], as the hooks and their server load it, whenever its version differs from
+/// the one last loaded (`seen`); a file that is gone or does not load is an error until it
+/// loads (`spec/mcp.md` §1).
+fn policy_source(path: PathBuf, mut seen: Option<FileId>) -> PolicySource {
+    Box::new(move || {
+        let now = file_id(&path);
+        if now.is_some() && now == seen {
+            return Ok(None);
+        }
+        let policy = load_policy(Some(path.clone())).map_err(|e| e.to_string())?;
+        seen = now;
+        Ok(Some(policy))
+    })
 }
 
 /// `LEDGER.sessions`: the hooks' session files (`spec/hooks.md` §3).

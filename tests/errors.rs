@@ -227,8 +227,19 @@ fn audit_replay_and_policy_errors() {
             "policy: bad".into(),
         ),
         (
-            PolicyError::UnknownLabel("meh".into()).to_string(),
-            "policy: unknown label or setting `meh`".into(),
+            PolicyError::UnknownLabel {
+                label: "meh".into(),
+            }
+            .to_string(),
+            "policy: unknown label `meh`".into(),
+        ),
+        (
+            PolicyError::UnknownSetting {
+                setting: "unsourced",
+                value: "meh".into(),
+            }
+            .to_string(),
+            "policy: setting `unsourced` does not take `meh`".into(),
         ),
     ];
     for (got, want) in cases {

@@ -127,6 +127,10 @@ fn ledger_errors() {
             LedgerError::Missing(id()),
             format!("entry {ab} missing from the store"),
         ),
+        (
+            LedgerError::NotTheEntry { id: id(), index: 7 },
+            format!("the bytes stored at index 7 are not entry {ab} (store tampered with)"),
+        ),
         (LedgerError::EmptyBatch, "empty batch".into()),
         (
             LedgerError::ContentTampered(id()),

@@ -36,7 +36,7 @@ impl<S: Store> Ledger<S> {
                 index.unsealed_at(&m.id, i)
             };
             if id != m.id || !believed {
-                return Err(LedgerError::Missing(id));
+                return Err(LedgerError::NotTheEntry { id: m.id, index: i });
             }
             Ok::<_, LedgerError>((id, e.parents))
         });

@@ -433,7 +433,9 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// [`LedgerError::UnknownEntry`]; [`LedgerError::Seal`] when the stored row of `id` does not
-    /// verify; [`LedgerError::Record`] when stored bytes do not verify.
+    /// verify; [`LedgerError::Missing`] when no bytes are stored for it;
+    /// [`LedgerError::NotTheEntry`] when the bytes stored at its index are another entry's;
+    /// [`LedgerError::Record`] when stored bytes do not verify.
     pub fn get(&self, id: &EntryId) -> Result<SignedEntry, LedgerError> {
         let m = self.lookup(id)?.ok_or(LedgerError::UnknownEntry(*id))?;
         let bytes = self
@@ -442,11 +444,17 @@ impl<S: Store> Ledger<S> {
             .ok_or(LedgerError::Missing(*id))?;
         if self.is_verified(id) {
             // Bytes with this leaf hash are the bytes verified before; others are not the entry.
-            return record::reparse_verified(&bytes, *id)?.ok_or(LedgerError::Missing(*id));
+            return record::reparse_verified(&bytes, *id)?.ok_or(LedgerError::NotTheEntry {
+                id: *id,
+                index: m.index,
+            });
         }
         let e = SignedEntry::decode_with_keys(&bytes, |k| self.cached_key(k))?;
         if e.id() != *id {
-            return Err(LedgerError::Missing(*id));
+            return Err(LedgerError::NotTheEntry {
+                id: *id,
+                index: m.index,
+            });
         }
         self.remember_verified([*id]);
         Ok(e)

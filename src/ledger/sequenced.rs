@@ -157,7 +157,10 @@ impl Ledger<PgStore> {
         s: &SignedEntry,
     ) -> Result<(), LedgerError> {
         if s.id() != r.id || s.entry().kind != r.kind {
-            return Err(LedgerError::Missing(r.id));
+            return Err(LedgerError::NotTheEntry {
+                id: r.id,
+                index: r.index,
+            });
         }
         self.admit(admitted, r.index, s, Content::Stored(r.content.as_deref()))?;
         Ok(())

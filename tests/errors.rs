@@ -22,7 +22,7 @@ fn record_errors() {
     let ab = "ab".repeat(32);
     let cases: Vec<(RecordError, String)> = vec![
         (RecordError::TooLarge { got: 70_000, max: 65_536 }, "entry too large: 70000 bytes, max 65536".into()),
-        (RecordError::Malformed("x".into()), "malformed CBOR: x".into()),
+        (RecordError::Malformed { reason: "x".into() }, "malformed CBOR: x".into()),
         (RecordError::Truncated, "truncated CBOR: input ends inside an item or a declared length exceeds it".into()),
         (RecordError::IndefiniteLength, "indefinite-length item (RFC 8949 §4.2.1)".into()),
         (RecordError::NonShortest, "argument not in shortest form (RFC 8949 §4.2.1)".into()),
@@ -33,7 +33,7 @@ fn record_errors() {
         (RecordError::NonCanonical, "not deterministically encoded (RFC 8949 §4.2.1)".into()),
         (RecordError::UnsortedKeys, "map keys not in ascending order".into()),
         (RecordError::DuplicateKey(3), "duplicate map key 3".into()),
-        (RecordError::UnknownField("11".into()), "unknown field 11".into()),
+        (RecordError::UnknownField { key: "11".into() }, "unknown field 11".into()),
         (RecordError::MissingField("time"), "missing field time".into()),
         (RecordError::UnexpectedField("target"), "field target not allowed for this kind".into()),
         (RecordError::WrongType { field: "kind", want: "an unsigned integer" }, "field kind: an unsigned integer".into()),

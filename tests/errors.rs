@@ -207,7 +207,10 @@ fn audit_replay_and_policy_errors() {
             "log has 3 entries, checkpoint covers 5".into(),
         ),
         (
-            AuditError::Source("disk".into()).to_string(),
+            AuditError::Source {
+                detail: "disk".into(),
+            }
+            .to_string(),
             "reading entries: disk".into(),
         ),
         (

@@ -235,10 +235,12 @@ impl<S: Store> Ledger<S> {
         // Every entry of the range was verified and recorded by the refresh that read it; a
         // gap would let the next seal claim untagged rows, so it refuses instead.
         let Some(rows) = self.index.unsealed_range(self.sealed, self.size) else {
-            return Err(crate::store::StoreError::Corrupt(format!(
-                "entries {}..{} are not all verified by this handle: not sealing them",
-                self.sealed, self.size
-            ))
+            return Err(crate::store::StoreError::Corrupt {
+                reason: format!(
+                    "entries {}..{} are not all verified by this handle: not sealing them",
+                    self.sealed, self.size
+                ),
+            }
             .into());
         };
         let tags: Vec<(u64, [u8; 32])> = rows

@@ -270,7 +270,7 @@ mod tests {
             LogError::MissingHash(5)
         );
         assert!(matches!(
-            log_error(StoreError::Corrupt("x".into())),
+            log_error(StoreError::Corrupt { reason: "x".into() }),
             LogError::Source { .. }
         ));
     }

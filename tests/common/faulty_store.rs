@@ -95,11 +95,15 @@ impl<S: Store> Store for Faulty<S> {
     fn entry_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
         bump(&self.bytes, 1);
         if self.fail_bytes.get() {
-            return Err(StoreError::Corrupt("injected read failure".into()));
+            return Err(StoreError::Corrupt {
+                reason: "injected read failure".into(),
+            });
         }
         if self.fail_read_at.get() == Some(index) {
             self.fail_read_at.set(None);
-            return Err(StoreError::Corrupt("transient read error".into()));
+            return Err(StoreError::Corrupt {
+                reason: "transient read error".into(),
+            });
         }
         match self.substitute.get() {
             Some((i, j)) if i == index => self.inner.entry_bytes(j),

@@ -149,6 +149,8 @@ fn ledger_errors() {
 #[test]
 fn audit_replay_and_policy_errors() {
     let ab = "ab".repeat(32);
+    // A TOML error's own message holds its line and column; the policy's adds its prefix.
+    let toml_error = toml::from_str::<toml::Value>("x =").unwrap_err();
     let cases: Vec<(String, String)> = vec![
         (
             Problem::Record(RecordError::BadSignature).to_string(),
@@ -222,7 +224,10 @@ fn audit_replay_and_policy_errors() {
             "trace line 2: eof".into(),
         ),
         (
-            ReplayError::BadRun("event 3: unknown event kind".into()).to_string(),
+            ReplayError::BadRun {
+                reason: "event 3: unknown event kind".into(),
+            }
+            .to_string(),
             "bad run: event 3: unknown event kind".into(),
         ),
         (
@@ -230,8 +235,8 @@ fn audit_replay_and_policy_errors() {
             "empty batch".into(),
         ),
         (
-            PolicyError::Toml("bad".into()).to_string(),
-            "policy: bad".into(),
+            PolicyError::Toml(toml_error.clone()).to_string(),
+            format!("policy: {toml_error}"),
         ),
         (
             PolicyError::UnknownLabel {

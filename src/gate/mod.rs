@@ -559,9 +559,10 @@ pub fn record(span: &tracing::Span, decision: Decision) -> Decision {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
-    /// Not valid TOML for the policy schema (unknown keys are rejected).
+    /// Not valid TOML for the policy schema (unknown keys are rejected): the TOML parser's
+    /// error, with its line and column.
     #[error("policy: {0}")]
-    Toml(String),
+    Toml(#[source] toml::de::Error),
     /// A label name (`spec/gate.md` §1: `trusted`, `derived`, `external`, `untrusted`) that
     /// does not exist, where the policy names a label (`default_max_label`, a tool's
     /// `max_label` or a parameter's label). The policy file is the operator's input.

@@ -12,7 +12,7 @@ impl Policy {
     /// unknown label name, [`PolicyError::UnknownSetting`] for a value a setting does not take.
     /// Does not panic.
     pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
-        let raw: RawPolicy = toml::from_str(text).map_err(|e| PolicyError::Toml(e.to_string()))?;
+        let raw: RawPolicy = toml::from_str(text).map_err(PolicyError::Toml)?;
         let label = |s: &str| {
             Label::from_name(s).ok_or_else(|| PolicyError::UnknownLabel {
                 label: s.to_string(),

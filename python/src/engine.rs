@@ -751,7 +751,10 @@ impl Keys for LockedKeyFile {
         use memlineage::record::WriterKey;
         match self.cache.get(name) {
             Some((r, _)) if *r != role => {
-                return Err(KeyStoreError::RoleMismatch(name.to_string()).into())
+                return Err(KeyStoreError::RoleMismatch {
+                    name: name.to_string(),
+                }
+                .into())
             }
             Some((_, seed)) => return Ok((WriterKey::from_seed(seed), false)),
             None => {}

@@ -39,6 +39,15 @@ struct PrincipalKey {
 /// Largest key file read, in bytes (about 10,000 principals).
 pub const MAX_KEY_FILE_BYTES: u64 = 4 << 20;
 
+impl PrincipalKey {
+    /// The principal's role, or [`KeyStoreError::Format`] naming a role that does not exist.
+    fn role(&self) -> Result<Role, KeyStoreError> {
+        Role::from_name(&self.role).ok_or_else(|| KeyStoreError::Format {
+            reason: format!("unknown role {}", self.role),
+        })
+    }
+}
+
 impl KeyStore {
     /// A new key store with a fresh log key.
     pub fn generate(origin: &str) -> Self {
@@ -72,9 +81,7 @@ impl KeyStore {
         check_pair("log", &ks.log_seed, &ks.log_public)?;
         for (name, p) in &ks.principals {
             check_pair(name, &p.seed, &p.public)?;
-            Role::from_name(&p.role).ok_or_else(|| KeyStoreError::Format {
-                reason: format!("unknown role {}", p.role),
-            })?;
+            p.role()?;
         }
         Ok(ks)
     }
@@ -121,9 +128,7 @@ impl KeyStore {
         role: Option<Role>,
     ) -> Result<(WriterKey, Role, bool), KeyStoreError> {
         if let Some(p) = self.principals.get(name) {
-            let have = Role::from_name(&p.role).ok_or_else(|| KeyStoreError::Format {
-                reason: p.role.clone(),
-            })?;
+            let have = p.role()?;
             if role.is_some_and(|r| r != have) {
                 return Err(KeyStoreError::RoleMismatch {
                     name: name.to_string(),

@@ -563,9 +563,10 @@ pub enum PolicyError {
     /// error, with its line and column.
     #[error("policy: {0}")]
     Toml(#[source] toml::de::Error),
-    /// A label name (`spec/gate.md` §1: `trusted`, `derived`, `external`, `untrusted`) that
-    /// does not exist, where the policy names a label (`default_max_label`, a tool's
-    /// `max_label` or a parameter's label). The policy file is the operator's input.
+    /// A label name that does not exist (`spec/gate.md` §2.1 rule 2: `trusted`,
+    /// `derived_trusted`, `derived_untrusted`, `external`), where the policy names a label
+    /// (`default_max_label`, a tool's `max_label` or a parameter's label). The policy file is
+    /// the operator's input.
     #[error("policy: unknown label `{label}`")]
     UnknownLabel {
         /// The name the policy gave, as written.

@@ -163,8 +163,12 @@ pub enum AuditError {
     #[error(transparent)]
     Log(#[from] LogError),
     /// Reading entries failed.
-    #[error("reading entries: {0}")]
-    Source(String),
+    #[error("reading entries: {detail}")]
+    Source {
+        /// The entry source's error message (or, in the second pass, why an entry the first
+        /// pass read no longer parses).
+        detail: String,
+    },
     /// The checkpoint's effects-index line is malformed (only the log key can sign one).
     #[error(transparent)]
     IndexLine(#[from] IndexLineError),
@@ -421,7 +425,12 @@ where
 {
     let mut chunk = Vec::with_capacity(AUDIT_CHUNK);
     for item in items.by_ref().take(AUDIT_CHUNK) {
-        chunk.push(item.map_err(|e| AuditError::Source(e.to_string()))?.into());
+        chunk.push(
+            item.map_err(|e| AuditError::Source {
+                detail: e.to_string(),
+            })?
+            .into(),
+        );
     }
     Ok(chunk)
 }
@@ -483,9 +492,13 @@ where
         );
     }
     let parsed = entries.into_iter().map(|item| {
-        let bytes = item.map_err(|e| AuditError::Source(e.to_string()))?;
+        let bytes = item.map_err(|e| AuditError::Source {
+            detail: e.to_string(),
+        })?;
         let bytes = bytes.as_ref();
-        let e = parse_unverified(bytes).map_err(|e| AuditError::Source(e.to_string()))?;
+        let e = parse_unverified(bytes).map_err(|e| AuditError::Source {
+            detail: e.to_string(),
+        })?;
         Ok((EntryId::of_cose(bytes), e.parents))
     });
     report.quarantine.rebuild(parsed, &policy)

@@ -112,7 +112,7 @@ fn audit_chunks_keep_keyring_order_and_read_errors() {
     with_error[c0 as usize + 7] = Err("disk on fire".into());
     let (r, seen) = run(with_error);
     assert!(
-        matches!(r, Err(AuditError::Source(ref s)) if s.contains("disk on fire")),
+        matches!(r, Err(AuditError::Source { detail: ref s }) if s.contains("disk on fire")),
         "{r:?}"
     );
     assert_eq!(seen, vec![c0]);

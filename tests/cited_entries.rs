@@ -120,7 +120,7 @@ fn a_cited_entry_that_does_not_verify_refuses_the_call() {
         let given: HashMap<String, Vec<EntryId>> = [(param.to_string(), vec![unknown])].into();
         let cited = verdict(&mut f, &s, "send_money", &pay, &given);
         match &cited {
-            Verdict::Deny(Refusal::Unreadable(why)) => {
+            Verdict::Deny(Refusal::Unreadable { reason: why }) => {
                 assert!(why.contains("cannot be verified"), "{why}");
             }
             other => panic!("{param}: {other:?}"),

@@ -22,7 +22,7 @@ fn record_errors() {
     let ab = "ab".repeat(32);
     let cases: Vec<(RecordError, String)> = vec![
         (RecordError::TooLarge { got: 70_000, max: 65_536 }, "entry too large: 70000 bytes, max 65536".into()),
-        (RecordError::Malformed("x".into()), "malformed CBOR: x".into()),
+        (RecordError::Malformed { reason: "x".into() }, "malformed CBOR: x".into()),
         (RecordError::Truncated, "truncated CBOR: input ends inside an item or a declared length exceeds it".into()),
         (RecordError::IndefiniteLength, "indefinite-length item (RFC 8949 §4.2.1)".into()),
         (RecordError::NonShortest, "argument not in shortest form (RFC 8949 §4.2.1)".into()),
@@ -33,7 +33,7 @@ fn record_errors() {
         (RecordError::NonCanonical, "not deterministically encoded (RFC 8949 §4.2.1)".into()),
         (RecordError::UnsortedKeys, "map keys not in ascending order".into()),
         (RecordError::DuplicateKey(3), "duplicate map key 3".into()),
-        (RecordError::UnknownField("11".into()), "unknown field 11".into()),
+        (RecordError::UnknownField { key: "11".into() }, "unknown field 11".into()),
         (RecordError::MissingField("time"), "missing field time".into()),
         (RecordError::UnexpectedField("target"), "field target not allowed for this kind".into()),
         (RecordError::WrongType { field: "kind", want: "an unsigned integer" }, "field kind: an unsigned integer".into()),
@@ -127,6 +127,10 @@ fn ledger_errors() {
             LedgerError::Missing(id()),
             format!("entry {ab} missing from the store"),
         ),
+        (
+            LedgerError::NotTheEntry { id: id(), index: 7 },
+            format!("the bytes stored at index 7 are not entry {ab} (store tampered with)"),
+        ),
         (LedgerError::EmptyBatch, "empty batch".into()),
         (
             LedgerError::ContentTampered(id()),
@@ -145,6 +149,8 @@ fn ledger_errors() {
 #[test]
 fn audit_replay_and_policy_errors() {
     let ab = "ab".repeat(32);
+    // A TOML error's own message holds its line and column; the policy's adds its prefix.
+    let toml_error = toml::from_str::<toml::Value>("x =").unwrap_err();
     let cases: Vec<(String, String)> = vec![
         (
             Problem::Record(RecordError::BadSignature).to_string(),
@@ -203,7 +209,10 @@ fn audit_replay_and_policy_errors() {
             "log has 3 entries, checkpoint covers 5".into(),
         ),
         (
-            AuditError::Source("disk".into()).to_string(),
+            AuditError::Source {
+                detail: "disk".into(),
+            }
+            .to_string(),
             "reading entries: disk".into(),
         ),
         (
@@ -215,7 +224,10 @@ fn audit_replay_and_policy_errors() {
             "trace line 2: eof".into(),
         ),
         (
-            ReplayError::BadRun("event 3: unknown event kind".into()).to_string(),
+            ReplayError::BadRun {
+                reason: "event 3: unknown event kind".into(),
+            }
+            .to_string(),
             "bad run: event 3: unknown event kind".into(),
         ),
         (
@@ -223,12 +235,23 @@ fn audit_replay_and_policy_errors() {
             "empty batch".into(),
         ),
         (
-            PolicyError::Toml("bad".into()).to_string(),
-            "policy: bad".into(),
+            PolicyError::Toml(toml_error.clone()).to_string(),
+            format!("policy: {toml_error}"),
         ),
         (
-            PolicyError::UnknownLabel("meh".into()).to_string(),
-            "policy: unknown label or setting `meh`".into(),
+            PolicyError::UnknownLabel {
+                label: "meh".into(),
+            }
+            .to_string(),
+            "policy: unknown label `meh`".into(),
+        ),
+        (
+            PolicyError::UnknownSetting {
+                setting: "unsourced",
+                value: "meh".into(),
+            }
+            .to_string(),
+            "policy: setting `unsourced` does not take `meh`".into(),
         ),
     ];
     for (got, want) in cases {

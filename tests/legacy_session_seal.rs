@@ -71,14 +71,17 @@ fn a_first_seal_does_not_vouch_for_a_start_it_never_covered() {
     // As written: the seal verifies, and the session, not seen from its start, is refused as
     // such (not as altered).
     let v = verdict(&mut f, &record);
-    assert!(matches!(v, Verdict::Deny(Refusal::UnseenStart(_))), "{v:?}");
+    assert!(
+        matches!(v, Verdict::Deny(Refusal::UnseenStart { .. })),
+        "{v:?}"
+    );
 
     // `started` set by someone without the key: altered.
     let mut forged = record.clone();
     forged["started"] = json!(true);
     let v = verdict(&mut f, &forged);
     assert!(
-        matches!(v, Verdict::Deny(Refusal::Unreadable(ref why)) if why.contains("altered")),
+        matches!(v, Verdict::Deny(Refusal::Unreadable { reason: ref why }) if why.contains("altered")),
         "{v:?}"
     );
 }

@@ -316,7 +316,10 @@ fn pg_writers_integrator_crash_and_static_export() {
     std::fs::write(&tile, bytes).unwrap();
     let got = verify_from_tiles(dir.path(), &verifier, 1);
     assert!(
-        matches!(got, Err(TilesError::Inconsistent(_) | TilesError::Proof(_))),
+        matches!(
+            got,
+            Err(TilesError::Inconsistent { .. } | TilesError::Proof(_))
+        ),
         "{got:?}"
     );
 }

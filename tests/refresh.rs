@@ -31,8 +31,9 @@ use ledger_support::put;
 use memlineage::lineage::quarantine::Reach;
 use memlineage::log::LogSigner;
 use memlineage::record::{Hash32, Kind, Role, WriterKey};
-use memlineage::store::{SqliteStore, Store};
-use memlineage::Ledger;
+use memlineage::store::{MemoryStore, SqliteStore, Store};
+use memlineage::Outcome;
+use memlineage::{Ledger, LedgerError};
 
 fn log_signer() -> LogSigner {
     LogSigner::new(
@@ -79,6 +80,30 @@ fn a_failed_refresh_does_not_lose_the_quarantine_rescan() {
     assert!(
         a.is_quarantined(&memo),
         "after a retried refresh the memory of the flagged page is not quarantined on this handle"
+    );
+}
+
+/// A store-only edit that puts one entry's bytes in another's row (no key) is refused as not
+/// the entry, naming the entry and the index read: on a handle that verified the entry
+/// before (its leaf hash), on one that did not (its signature, then its id), and in
+/// retrieval. It is not reported as missing: bytes are stored, they are another entry's.
+#[test]
+fn another_entrys_bytes_are_not_the_entry() {
+    let (mut l, k) = world(Faulty::new(MemoryStore::new()));
+    let (page, memo) = poisoned(&mut l, &k);
+    let (at, other) = (l.index_of(&memo).unwrap(), l.index_of(&page).unwrap());
+    let refused = |e: Option<&LedgerError>| matches!(e, Some(LedgerError::NotTheEntry { id, index }) if *id == memo && *index == at);
+    assert_eq!(l.get(&memo).unwrap().id(), memo);
+    l.store().substitute.set(Some((at, other)));
+    let got = l.get(&memo);
+    assert!(refused(got.as_ref().err()), "verified before: {got:?}");
+    l.forget_verified();
+    let got = l.get(&memo);
+    assert!(refused(got.as_ref().err()), "not verified: {got:?}");
+    let out = l.retrieve(&[memo]).unwrap();
+    assert!(
+        matches!(&out[..], [Outcome::Rejected(id, e)] if *id == memo && refused(Some(e))),
+        "{out:?}"
     );
 }
 

@@ -121,7 +121,7 @@ fn postgres_open_errors_and_reopen() {
     let url = pg_support::database_url("postgres_open_errors_and_reopen");
     assert!(matches!(
         PgStore::connect(&url, "Bad-Name"),
-        Err(StoreError::BadLedgerName(_))
+        Err(StoreError::BadLedgerName { .. })
     ));
     assert!(matches!(
         PgStore::connect("postgresql:///x?host=/nonexistent&port=1", "ok"),
@@ -132,7 +132,7 @@ fn postgres_open_errors_and_reopen() {
     pg_support::run_ok(std::process::Command::new("psql").args([url.as_str(), "-qc", &sql]));
     assert!(matches!(
         PgStore::connect(&url, &foreign),
-        Err(StoreError::Corrupt(_))
+        Err(StoreError::Corrupt { .. })
     ));
     let name = pg_support::fresh_ledger("reopen");
     let (s, model) = filled(&|| PgStore::connect(&url, &name).unwrap(), 9);
@@ -1076,11 +1076,14 @@ fn store_error_messages() {
             "entry 4: tree hashes are not the RFC 6962 hashes of the log",
         ),
         (
-            StoreError::BadLedgerName("A-b".into()).to_string(),
+            StoreError::BadLedgerName { name: "A-b".into() }.to_string(),
             "bad ledger name \"A-b\": want 1-52 bytes of [a-z0-9_], not starting with a digit",
         ),
         (
-            StoreError::PgWorker("worker thread gone".into()).to_string(),
+            StoreError::PgWorker {
+                reason: "worker thread gone".into(),
+            }
+            .to_string(),
             "postgres worker: worker thread gone",
         ),
     ];
@@ -1407,7 +1410,7 @@ fn kind_of<T>(r: Result<T, StoreError>) -> Got {
         Err(StoreError::MissingHash(i)) => Got::MissingHash(i),
         Err(StoreError::NotALedger { .. }) => Got::NotALedger,
         Err(StoreError::SchemaVersion { got, want }) => Got::SchemaVersion { got, want },
-        Err(StoreError::Corrupt(_)) => Got::Corrupt,
+        Err(StoreError::Corrupt { .. }) => Got::Corrupt,
         Err(other) => Got::Other(other.to_string()),
     }
 }

@@ -74,7 +74,7 @@ fn a_deleted_prompt_does_not_turn_an_asked_composed_call_into_an_allow() {
     assert!(matches!(before, Verdict::Ask(_)), "{before:?}");
     assert!(!is_allow(&after), "{after:?}");
     assert!(
-        matches!(after, Verdict::Deny(Refusal::Unreadable(ref why)) if why.contains("cannot be read or verified")),
+        matches!(after, Verdict::Deny(Refusal::Unreadable { reason: ref why }) if why.contains("cannot be read or verified")),
         "{after:?}"
     );
 }

@@ -414,7 +414,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                         out["path"] = Value::Array(path.iter().map(|h| c.hop(h)).collect());
                     }
                     Refusal::Unrecorded { .. } => out["deny"] = json!("unrecorded"),
-                    Refusal::Unreadable(_) => out["deny"] = json!("unreadable"),
+                    Refusal::Unreadable { .. } => out["deny"] = json!("unreadable"),
                     Refusal::Protected { .. } => out["deny"] = json!("protected"),
                     Refusal::Composed(r) => {
                         out["deny"] = json!("composed");
@@ -426,7 +426,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
                         out["param"] = json!(r.param);
                         out["entry"] = json!(r.read.to_string());
                     }
-                    Refusal::UnseenStart(_) => out["deny"] = json!("unseen_start"),
+                    Refusal::UnseenStart { .. } => out["deny"] = json!("unseen_start"),
                     Refusal::Secret { entry, .. } => {
                         out["deny"] = json!("secret");
                         out["entry"] = json!(entry.map(|e| e.to_string()));
@@ -751,7 +751,10 @@ impl Keys for LockedKeyFile {
         use memlineage::record::WriterKey;
         match self.cache.get(name) {
             Some((r, _)) if *r != role => {
-                return Err(KeyStoreError::RoleMismatch(name.to_string()).into())
+                return Err(KeyStoreError::RoleMismatch {
+                    name: name.to_string(),
+                }
+                .into())
             }
             Some((_, seed)) => return Ok((WriterKey::from_seed(seed), false)),
             None => {}

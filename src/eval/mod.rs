@@ -29,9 +29,10 @@ use std::fmt::Write as _;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EvalError {
-    /// The scenario file is not valid TOML of the schema (`spec/eval.md` §2).
+    /// The scenario file is not valid TOML of the schema (`spec/eval.md` §2): the TOML
+    /// parser's error, with its line and column.
     #[error("scenario file: {0}")]
-    Parse(String),
+    Parse(#[source] toml::de::Error),
     /// A scenario breaks the schema's rules (unknown name, principal, kind, role; bad weight).
     #[error("scenario {scenario}: {msg}")]
     Scenario {
@@ -133,7 +134,7 @@ fn tau(s: &scenario::Scenario) -> Result<Weight, EvalError> {
 /// # Errors
 /// [`EvalError::Parse`] with the TOML error (line and column). Does not panic.
 pub fn parse(text: &str) -> Result<ScenarioFile, EvalError> {
-    toml::from_str(text).map_err(|e| EvalError::Parse(e.to_string()))
+    toml::from_str(text).map_err(EvalError::Parse)
 }
 
 /// Runs every scenario under both weak-parent rules with the default gate policy, and the

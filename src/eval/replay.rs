@@ -188,7 +188,7 @@ impl<'l, S: Store> Replayer<'l, S> {
             let run: Run = serde_json::from_str(line).map_err(|e| parse(e.to_string()))?;
             for &mode in modes {
                 self.replay_run(&run, mode).map_err(|e| match e {
-                    ReplayError::BadRun(msg) => ReplayError::Parse { line: n + 1, msg },
+                    ReplayError::BadRun { reason: msg } => ReplayError::Parse { line: n + 1, msg },
                     other => other,
                 })?;
             }
@@ -210,9 +210,9 @@ impl<'l, S: Store> Replayer<'l, S> {
             self.ledger.bind(key.key_id(), role, principal)?;
             self.keys.insert(principal.to_string(), key);
         }
-        self.keys
-            .get(principal)
-            .ok_or_else(|| ReplayError::BadRun(format!("no key for {principal}")))
+        self.keys.get(principal).ok_or_else(|| ReplayError::BadRun {
+            reason: format!("no key for {principal}"),
+        })
     }
 
     /// Records one run in one batch, then decides each sensitive call under every configuration.
@@ -221,7 +221,9 @@ impl<'l, S: Store> Replayer<'l, S> {
     /// [`ReplayError::BadRun`] for an event that breaks the schema; ledger errors.
     pub fn replay_run(&mut self, run: &Run, mode: Mode) -> Result<(), ReplayError> {
         if run.events.is_empty() {
-            return Err(ReplayError::BadRun("run has no events".into()));
+            return Err(ReplayError::BadRun {
+                reason: "run has no events".into(),
+            });
         }
         for p in ["user", "agent"] {
             self.key(p)?;
@@ -609,7 +611,9 @@ impl<S: Store> LineageView for SignaturesOnly<'_, S> {
 }
 
 fn bad(ev: &Event, what: &str) -> ReplayError {
-    ReplayError::BadRun(format!("event {}: {what}", ev.id))
+    ReplayError::BadRun {
+        reason: format!("event {}: {what}", ev.id),
+    }
 }
 
 /// Why a replay stopped.
@@ -625,8 +629,11 @@ pub enum ReplayError {
         msg: String,
     },
     /// A run breaks the schema (line number added by the reader).
-    #[error("bad run: {0}")]
-    BadRun(String),
+    #[error("bad run: {reason}")]
+    BadRun {
+        /// What is wrong, in words (`event 3: unknown event kind`).
+        reason: String,
+    },
     /// The ledger refused an append.
     #[error(transparent)]
     Ledger(#[from] LedgerError),

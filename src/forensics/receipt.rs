@@ -78,8 +78,11 @@ pub enum ReceiptError {
     Ledger(#[from] LedgerError),
     /// Graphviz `dot` is not installed (install it with `apt-get install graphviz`, or
     /// `brew install graphviz`) or failed.
-    #[error("graphviz `dot` failed or is not installed (apt-get install graphviz): {0}")]
-    Dot(String),
+    #[error("graphviz `dot` failed or is not installed (apt-get install graphviz): {detail}")]
+    Dot {
+        /// The error running it, or what it wrote on standard error when it failed.
+        detail: String,
+    },
 }
 
 /// The receipt of `id`: the quarantine path if it is quarantined, else the untrusted path.
@@ -351,19 +354,25 @@ pub fn render_svg(dot: &str) -> Result<String, ReceiptError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| ReceiptError::Dot(e.to_string()))?;
+        .map_err(|e| ReceiptError::Dot {
+            detail: e.to_string(),
+        })?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin
             .write_all(dot.as_bytes())
-            .map_err(|e| ReceiptError::Dot(e.to_string()))?;
+            .map_err(|e| ReceiptError::Dot {
+                detail: e.to_string(),
+            })?;
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| ReceiptError::Dot(e.to_string()))?;
+    let out = child.wait_with_output().map_err(|e| ReceiptError::Dot {
+        detail: e.to_string(),
+    })?;
     if !out.status.success() {
-        return Err(ReceiptError::Dot(
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ));
+        return Err(ReceiptError::Dot {
+            detail: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
     }
-    String::from_utf8(out.stdout).map_err(|e| ReceiptError::Dot(e.to_string()))
+    String::from_utf8(out.stdout).map_err(|e| ReceiptError::Dot {
+        detail: e.to_string(),
+    })
 }

@@ -17,7 +17,7 @@
 //! [`handle`] does all of it on bytes, so it can be tested without a process; the binary only
 //! reads standard input, takes the lock and writes the [`HookOutcome`].
 
-use crate::front::{Front, FrontError, Keys, Refusal, Screen, Sighting, Verdict};
+use crate::front::{Front, Keys, Refusal, Screen, Sighting, Verdict};
 use crate::store::Store;
 use input::{output_text, parse, str_field};
 use serde_json::{Map, Value};
@@ -222,7 +222,9 @@ pub fn failed_in(
     why: &str,
 ) -> HookOutcome {
     match event {
-        HookEvent::PreToolUse => HookOutcome::block(&Refusal::Unreadable(why.to_string())),
+        HookEvent::PreToolUse => HookOutcome::block(&Refusal::Unreadable {
+            reason: why.to_string(),
+        }),
         // A start that is not recorded leaves the session without its start marker: its next
         // event writes the unseen-history entry (spec/hooks.md §3.1).
         HookEvent::UserPromptSubmit | HookEvent::SessionStart => HookOutcome::fail(why),
@@ -276,7 +278,7 @@ fn pre_tool_use<S: Store, K: Keys>(
     sessions: &mut impl Sessions,
     parsed: Result<Map<String, Value>, String>,
 ) -> HookOutcome {
-    let unreadable = |why: String| HookOutcome::block(&Refusal::Unreadable(why));
+    let unreadable = |why: String| HookOutcome::block(&Refusal::Unreadable { reason: why });
     // Without the tool's name we cannot tell a sensitive call from a harmless one: block.
     let event = match parsed {
         Ok(o) => o,
@@ -436,16 +438,13 @@ pub enum HookError {
     },
     /// The session's file was pruned (`spec/hooks.md` §6.1): what it read is no longer known.
     #[error(
-        "session {0:?} was pruned after a long time without activity: what it read is no \
+        "session {session:?} was pruned after a long time without activity: what it read is no \
          longer known, so it cannot be checked (start a new session)"
     )]
-    Pruned(String),
-}
-
-impl From<HookError> for FrontError {
-    fn from(e: HookError) -> Self {
-        FrontError::Session(e.to_string())
-    }
+    Pruned {
+        /// The session's id.
+        session: String,
+    },
 }
 
 #[cfg(test)]

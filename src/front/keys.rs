@@ -52,7 +52,10 @@ pub struct GeneratedKeys(pub HashMap<String, (Role, WriterKey)>);
 impl Keys for GeneratedKeys {
     fn key(&mut self, name: &str, role: Role) -> Result<(WriterKey, bool), FrontError> {
         match self.0.get(name) {
-            Some((r, _)) if *r != role => Err(KeyStoreError::RoleMismatch(name.to_string()).into()),
+            Some((r, _)) if *r != role => Err(KeyStoreError::RoleMismatch {
+                name: name.to_string(),
+            }
+            .into()),
             Some((_, k)) => Ok((WriterKey::from_seed(&k.seed()), false)),
             None => {
                 let k = WriterKey::generate();

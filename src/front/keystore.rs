@@ -39,6 +39,15 @@ struct PrincipalKey {
 /// Largest key file read, in bytes (about 10,000 principals).
 pub const MAX_KEY_FILE_BYTES: u64 = 4 << 20;
 
+impl PrincipalKey {
+    /// The principal's role, or [`KeyStoreError::Format`] naming a role that does not exist.
+    fn role(&self) -> Result<Role, KeyStoreError> {
+        Role::from_name(&self.role).ok_or_else(|| KeyStoreError::Format {
+            reason: format!("unknown role {}", self.role),
+        })
+    }
+}
+
 impl KeyStore {
     /// A new key store with a fresh log key.
     pub fn generate(origin: &str) -> Self {
@@ -56,18 +65,23 @@ impl KeyStore {
     /// # Errors
     /// [`KeyStoreError`] for I/O, JSON or seed problems. Does not panic.
     pub fn load(path: &Path) -> Result<Self, KeyStoreError> {
-        let io = |e| KeyStoreError::Io(path.display().to_string(), e);
+        let io = |e| KeyStoreError::Io {
+            path: path.display().to_string(),
+            source: e,
+        };
         let bytes = crate::store::durable::read_regular(path, MAX_KEY_FILE_BYTES)
             .map_err(io)?
             .ok_or_else(|| io(std::io::ErrorKind::NotFound.into()))?;
-        let text = String::from_utf8(bytes).map_err(|e| KeyStoreError::Format(e.to_string()))?;
-        let ks: KeyStore =
-            serde_json::from_str(&text).map_err(|e| KeyStoreError::Format(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|e| KeyStoreError::Format {
+            reason: e.to_string(),
+        })?;
+        let ks: KeyStore = serde_json::from_str(&text).map_err(|e| KeyStoreError::Format {
+            reason: e.to_string(),
+        })?;
         check_pair("log", &ks.log_seed, &ks.log_public)?;
         for (name, p) in &ks.principals {
             check_pair(name, &p.seed, &p.public)?;
-            Role::from_name(&p.role)
-                .ok_or_else(|| KeyStoreError::Format(format!("unknown role {}", p.role)))?;
+            p.role()?;
         }
         Ok(ks)
     }
@@ -82,9 +96,13 @@ impl KeyStore {
     /// # Errors
     /// [`KeyStoreError::Io`].
     pub fn save(&self, path: &Path) -> Result<(), KeyStoreError> {
-        let io = |e| KeyStoreError::Io(path.display().to_string(), e);
-        let text =
-            serde_json::to_string_pretty(self).map_err(|e| KeyStoreError::Format(e.to_string()))?;
+        let io = |e| KeyStoreError::Io {
+            path: path.display().to_string(),
+            source: e,
+        };
+        let text = serde_json::to_string_pretty(self).map_err(|e| KeyStoreError::Format {
+            reason: e.to_string(),
+        })?;
         // The directory is synced after the rename: the append that binds a new key is
         // acknowledged only once the key file that can sign for it is on disk.
         crate::store::durable::write_atomic(path, text.as_bytes()).map_err(io)
@@ -110,14 +128,17 @@ impl KeyStore {
         role: Option<Role>,
     ) -> Result<(WriterKey, Role, bool), KeyStoreError> {
         if let Some(p) = self.principals.get(name) {
-            let have =
-                Role::from_name(&p.role).ok_or_else(|| KeyStoreError::Format(p.role.clone()))?;
+            let have = p.role()?;
             if role.is_some_and(|r| r != have) {
-                return Err(KeyStoreError::RoleMismatch(name.to_string()));
+                return Err(KeyStoreError::RoleMismatch {
+                    name: name.to_string(),
+                });
             }
             return Ok((WriterKey::from_seed(&parse_seed(&p.seed)?), have, false));
         }
-        let role = role.ok_or_else(|| KeyStoreError::UnknownPrincipal(name.to_string()))?;
+        let role = role.ok_or_else(|| KeyStoreError::UnknownPrincipal {
+            name: name.to_string(),
+        })?;
         let key = WriterKey::generate();
         self.principals.insert(
             name.to_string(),
@@ -136,15 +157,18 @@ impl KeyStore {
 fn check_pair(name: &str, seed: &str, public: &str) -> Result<(), KeyStoreError> {
     let key = WriterKey::from_seed(&parse_seed(seed)?);
     if hex::encode(key.key_id().0) != public.to_ascii_lowercase() {
-        return Err(KeyStoreError::KeyMismatch(name.to_string()));
+        return Err(KeyStoreError::KeyMismatch {
+            name: name.to_string(),
+        });
     }
     Ok(())
 }
 
 fn parse_seed(s: &str) -> Result<[u8; 32], KeyStoreError> {
     let mut out = [0u8; 32];
-    hex::decode_to_slice(s, &mut out)
-        .map_err(|_| KeyStoreError::Format("a seed is 64 hex digits".into()))?;
+    hex::decode_to_slice(s, &mut out).map_err(|_| KeyStoreError::Format {
+        reason: "a seed is 64 hex digits".into(),
+    })?;
     Ok(out)
 }
 
@@ -153,20 +177,37 @@ fn parse_seed(s: &str) -> Result<[u8; 32], KeyStoreError> {
 #[non_exhaustive]
 pub enum KeyStoreError {
     /// Reading or writing the file failed.
-    #[error("key file {0}: {1}")]
-    Io(String, std::io::Error),
+    #[error("key file {path}: {source}")]
+    Io {
+        /// The key file, as displayed.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The file is not a key file (bad JSON, bad seed, unknown role).
-    #[error("key file: {0}")]
-    Format(String),
+    #[error("key file: {reason}")]
+    Format {
+        /// What is wrong with it: the JSON parser's message, or what in the file is not valid.
+        reason: String,
+    },
     /// A principal used without a role that is not in the file yet.
-    #[error("principal `{0}` unknown: give its role to create it")]
-    UnknownPrincipal(String),
+    #[error("principal `{name}` unknown: give its role to create it")]
+    UnknownPrincipal {
+        /// The principal's name, as given.
+        name: String,
+    },
     /// A principal named with a role other than the one it has.
-    #[error("principal `{0}` exists with another role")]
-    RoleMismatch(String),
+    #[error("principal `{name}` exists with another role")]
+    RoleMismatch {
+        /// The principal's name, as given.
+        name: String,
+    },
     /// A seed does not derive the public key stored beside it (damaged or tampered file).
-    #[error("key file: the seed of `{0}` does not match its public key")]
-    KeyMismatch(String),
+    #[error("key file: the seed of `{name}` does not match its public key")]
+    KeyMismatch {
+        /// The principal whose seed it is.
+        name: String,
+    },
     /// The origin is not a valid checkpoint name.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
@@ -217,11 +258,11 @@ mod tests {
         assert_eq!(again.key_id(), user.key_id());
         assert!(matches!(
             back.principal("user", Some(Role::Tool)),
-            Err(KeyStoreError::RoleMismatch(_))
+            Err(KeyStoreError::RoleMismatch { .. })
         ));
         assert!(matches!(
             back.principal("nobody", None),
-            Err(KeyStoreError::UnknownPrincipal(_))
+            Err(KeyStoreError::UnknownPrincipal { .. })
         ));
         // Swap the user's seed for another: the stored public key no longer matches.
         let text = std::fs::read_to_string(&path).unwrap();
@@ -230,7 +271,7 @@ mod tests {
         std::fs::write(&path, text.replace(&seed, &other)).unwrap();
         let err = KeyStore::load(&path).unwrap_err();
         assert!(
-            matches!(&err, KeyStoreError::KeyMismatch(n) if n == "user"),
+            matches!(&err, KeyStoreError::KeyMismatch { name: n } if n == "user"),
             "{err}"
         );
         assert_eq!(
@@ -240,7 +281,7 @@ mod tests {
         std::fs::write(&path, "{").unwrap();
         assert!(matches!(
             KeyStore::load(&path),
-            Err(KeyStoreError::Format(_))
+            Err(KeyStoreError::Format { .. })
         ));
     }
 }

@@ -455,7 +455,9 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
             let verdict = if !found.sensitive {
                 Verdict::Allow
             } else if let Some(why) = reads.broken {
-                Verdict::Deny(Refusal::Unreadable(format!("{}: {why}", a.tool)))
+                Verdict::Deny(Refusal::Unreadable {
+                    reason: format!("{}: {why}", a.tool),
+                })
             } else {
                 found.verdict
             };

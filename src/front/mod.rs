@@ -454,13 +454,17 @@ impl<S: Store, K: Keys> Front<S, K> {
                         session: session.id.clone(),
                     })
                 } else if self.unseen_start(session) {
-                    Verdict::Deny(Refusal::UnseenStart(session.id.clone()))
+                    Verdict::Deny(Refusal::UnseenStart {
+                        session: session.id.clone(),
+                    })
                 } else if !self.session_sealed(session) {
-                    Verdict::Deny(Refusal::Unreadable(format!(
-                        "the read record of session {:?} was altered outside memlineage, so \
+                    Verdict::Deny(Refusal::Unreadable {
+                        reason: format!(
+                            "the read record of session {:?} was altered outside memlineage, so \
                          what it read is unknown",
-                        session.id
-                    )))
+                            session.id
+                        ),
+                    })
                 } else {
                     self.secret_flow(session, tool, args, false)
                         .map_or(Verdict::Allow, Verdict::Deny)
@@ -497,7 +501,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                     return Ok(Checked {
                         call,
                         sensitive,
-                        verdict: Verdict::Deny(Refusal::Unreadable(why)),
+                        verdict: Verdict::Deny(Refusal::Unreadable { reason: why }),
                     });
                 }
             }
@@ -559,13 +563,17 @@ impl<S: Store, K: Keys> Front<S, K> {
                 session: session.id.clone(),
             })
         } else if self.unseen_start(session) {
-            Verdict::Deny(Refusal::UnseenStart(session.id.clone()))
+            Verdict::Deny(Refusal::UnseenStart {
+                session: session.id.clone(),
+            })
         } else if !self.session_sealed(session) {
-            Verdict::Deny(Refusal::Unreadable(format!(
-                "the read record of session {:?} was altered outside memlineage (its seal \
+            Verdict::Deny(Refusal::Unreadable {
+                reason: format!(
+                    "the read record of session {:?} was altered outside memlineage (its seal \
                  does not verify under the log key), so argument provenance is unknown",
-                session.id
-            )))
+                    session.id
+                ),
+            })
         } else {
             // Composed: nothing of the call is copied from what the session read (§15.1).
             if found.args.iter().any(|(_, ids)| !ids.is_empty()) {
@@ -584,13 +592,15 @@ impl<S: Store, K: Keys> Front<S, K> {
                 // the agent composed. The gate counted it by its label; refused here instead,
                 // so that deleting a trusted read's text never loosens a decision.
                 (LineageDecision::Allow, Some((param, read))) => {
-                    Verdict::Deny(Refusal::Unreadable(format!(
-                        "{tool}: the text of read {} of session {:?}, a source of argument \
+                    Verdict::Deny(Refusal::Unreadable {
+                        reason: format!(
+                            "{tool}: the text of read {} of session {:?}, a source of argument \
                          {param:?}, cannot be read or verified (redacted, edited or deleted in \
                          the store), so where the argument came from is unknown",
-                        read.short(),
-                        session.id
-                    )))
+                            read.short(),
+                            session.id
+                        ),
+                    })
                 }
                 // The worst decides: a secret leaving is refused before the ask rules run.
                 (LineageDecision::Allow, None) => match self.secret_flow(session, tool, args, true)
@@ -673,9 +683,9 @@ pub enum FrontError {
     /// A principal's key could not be had (role mismatch, bad key file).
     #[error(transparent)]
     Keys(#[from] KeyStoreError),
-    /// A session's read set could not be loaded or saved.
-    #[error("{0}")]
-    Session(String),
+    /// A session's read set could not be loaded or saved (its file, or pruned).
+    #[error(transparent)]
+    Session(#[from] hook::HookError),
     /// The agent asked to write a kind it may not write through the front.
     #[error("kind `{0}` cannot be written by the agent through the front")]
     Kind(&'static str),

@@ -48,8 +48,13 @@ pub enum PinError {
         source: std::io::Error,
     },
     /// The pin file is not a pin.
-    #[error("pin {0}: not a memlineage pin ({1})")]
-    Format(String, String),
+    #[error("pin {path}: not a memlineage pin ({reason})")]
+    Format {
+        /// The file.
+        path: String,
+        /// What is wrong with it: the JSON parser's message, or the format it names.
+        reason: String,
+    },
     /// The ledger's log key is not the pinned one: the ledger (with its key file) was replaced
     /// by another log's.
     #[error(
@@ -115,13 +120,15 @@ impl StateDir {
         let Some(bytes) = read_regular(&path, MAX_PIN_BYTES).map_err(io)? else {
             return Ok(None);
         };
-        let pin: Pin = serde_json::from_slice(&bytes)
-            .map_err(|e| PinError::Format(path.display().to_string(), e.to_string()))?;
+        let pin: Pin = serde_json::from_slice(&bytes).map_err(|e| PinError::Format {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
         if pin.format != PIN_FORMAT {
-            return Err(PinError::Format(
-                path.display().to_string(),
-                format!("format {:?}", pin.format),
-            ));
+            return Err(PinError::Format {
+                path: path.display().to_string(),
+                reason: format!("format {:?}", pin.format),
+            });
         }
         Ok(Some(pin))
     }
@@ -189,8 +196,10 @@ impl StateDir {
             source,
         };
         std::fs::create_dir_all(&self.0).map_err(io)?;
-        let bytes = serde_json::to_vec_pretty(pin)
-            .map_err(|e| PinError::Format(path.display().to_string(), e.to_string()))?;
+        let bytes = serde_json::to_vec_pretty(pin).map_err(|e| PinError::Format {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
         write_atomic(&path, &bytes).map_err(io)
     }
 }
@@ -223,6 +232,6 @@ mod tests {
             Err(PinError::IdentityChanged { .. })
         ));
         std::fs::write(st.pin_path(), b"{}").unwrap();
-        assert!(matches!(st.load(), Err(PinError::Format(..))));
+        assert!(matches!(st.load(), Err(PinError::Format { .. })));
     }
 }

@@ -61,7 +61,10 @@ pub enum Refusal {
         session: String,
     },
     /// The event or arguments could not be read (fail closed for sensitive tools).
-    Unreadable(String),
+    Unreadable {
+        /// What could not be read, and why (shown after `memlineage: deny: `).
+        reason: String,
+    },
     /// The call touches one of the guard's own resources (`spec/hooks.md` §13): refused in
     /// every session, whatever its lineage.
     Protected {
@@ -98,7 +101,10 @@ pub enum Refusal {
     Composed(ask::Receipt),
     /// The session (its id) was not seen from its start and nothing stands for what it read
     /// before ([`Front::require_start`](super::Front::require_start), `spec/hooks.md` §3.1).
-    UnseenStart(String),
+    UnseenStart {
+        /// The session's id.
+        session: String,
+    },
     /// Only a statement of the user lets the call through, untrusted input the session read
     /// carries the stated value too, and the policy's `stated_and_untrusted` is `deny`
     /// (`spec/hooks.md` §4.4).
@@ -114,7 +120,7 @@ impl std::fmt::Display for Refusal {
                 "memlineage: deny: {count} tool output(s) of session {session:?} could not be \
                  recorded, so argument provenance is unknown"
             ),
-            Refusal::Unreadable(why) => write!(f, "memlineage: deny: {why}"),
+            Refusal::Unreadable { reason } => write!(f, "memlineage: deny: {reason}"),
             Refusal::Protected { tool, touch } => write!(
                 f,
                 "memlineage: deny {}: it {touch}, which no tool call may touch in any session \
@@ -171,9 +177,9 @@ impl std::fmt::Display for Refusal {
                 write!(f, " (spec/hooks.md §16)")
             }
             Refusal::Composed(r) | Refusal::Stated(r) => write!(f, "memlineage: deny {r}"),
-            Refusal::UnseenStart(id) => write!(
+            Refusal::UnseenStart { session } => write!(
                 f,
-                "memlineage: deny: session {id:?} was not seen from its start by memlineage's \
+                "memlineage: deny: session {session:?} was not seen from its start by memlineage's \
                  hooks (no SessionStart was recorded for it), so what it read before is \
                  unknown; start a new session (spec/hooks.md §3.1)"
             ),

@@ -115,12 +115,13 @@ pub enum Composed {
 }
 
 impl Composed {
-    fn from_name(s: &str) -> Result<Self, PolicyError> {
+    /// The value `s` of the policy key `setting`.
+    fn from_name(setting: &'static str, s: &str) -> Result<Self, PolicyError> {
         match s {
             "allow" => Ok(Composed::Allow),
             "ask" => Ok(Composed::Ask),
             "deny" => Ok(Composed::Deny),
-            other => Err(PolicyError::UnknownLabel(other.to_string())),
+            other => Err(PolicyError::unknown_setting(setting, other)),
         }
     }
 }
@@ -567,12 +568,29 @@ pub fn record(span: &tracing::Span, decision: LineageDecision) -> LineageDecisio
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
-    /// Not valid TOML for the policy schema (unknown keys are rejected).
+    /// Not valid TOML for the policy schema (unknown keys are rejected): the TOML parser's
+    /// error, with its line and column.
     #[error("policy: {0}")]
-    Toml(String),
-    /// A label or setting name that does not exist.
-    #[error("policy: unknown label or setting `{0}`")]
-    UnknownLabel(String),
+    Toml(#[source] toml::de::Error),
+    /// A label name that does not exist (`spec/gate.md` §2.1 rule 2: `trusted`,
+    /// `derived_trusted`, `derived_untrusted`, `external`), where the policy names a label
+    /// (`default_max_label`, a tool's `max_label` or a parameter's label). The policy file is
+    /// the operator's input.
+    #[error("policy: unknown label `{label}`")]
+    UnknownLabel {
+        /// The name the policy gave, as written.
+        label: String,
+    },
+    /// A value that a setting does not take (`unsourced = "maybe"`, a `[tools.*.match]`
+    /// value kind that does not exist…). The policy file is the operator's input.
+    #[error("policy: setting `{setting}` does not take `{value}`")]
+    UnknownSetting {
+        /// The policy key of the setting (`unsourced`, `composed_after_external`,
+        /// `match`…); for a key of a `[tools.*]` table, its name within the table.
+        setting: &'static str,
+        /// The value the policy gave, as written.
+        value: String,
+    },
 }
 
 mod ancestry;

@@ -8,11 +8,16 @@ impl Policy {
     /// Parses a TOML policy (`spec/gate.md` §2).
     ///
     /// # Errors
-    /// [`PolicyError`] for bad TOML, unknown keys, or unknown label names. Does not panic.
+    /// [`PolicyError::Toml`] for bad TOML or unknown keys, [`PolicyError::UnknownLabel`] for an
+    /// unknown label name, [`PolicyError::UnknownSetting`] for a value a setting does not take.
+    /// Does not panic.
     pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
-        let raw: RawPolicy = toml::from_str(text).map_err(|e| PolicyError::Toml(e.to_string()))?;
-        let label =
-            |s: &str| Label::from_name(s).ok_or_else(|| PolicyError::UnknownLabel(s.to_string()));
+        let raw: RawPolicy = toml::from_str(text).map_err(PolicyError::Toml)?;
+        let label = |s: &str| {
+            Label::from_name(s).ok_or_else(|| PolicyError::UnknownLabel {
+                label: s.to_string(),
+            })
+        };
         let mut tools = BTreeMap::new();
         for (name, t) in raw.tools {
             let mut params = BTreeMap::new();
@@ -27,7 +32,8 @@ impl Policy {
                 .collect();
             let mut matching = BTreeMap::new();
             for (p, k) in t.matching {
-                let kind = ValueKind::from_name(&k).ok_or(PolicyError::UnknownLabel(k))?;
+                let kind = ValueKind::from_name(&k)
+                    .ok_or_else(|| PolicyError::unknown_setting("match", &k))?;
                 matching.insert(p, kind);
             }
             tools.insert(
@@ -42,12 +48,12 @@ impl Policy {
                     composed_after_external: t
                         .composed_after_external
                         .as_deref()
-                        .map(Composed::from_name)
+                        .map(|s| Composed::from_name("composed_after_external", s))
                         .transpose()?,
                     stated_and_untrusted: t
                         .stated_and_untrusted
                         .as_deref()
-                        .map(Composed::from_name)
+                        .map(|s| Composed::from_name("stated_and_untrusted", s))
                         .transpose()?,
                     writes: t.writes,
                 },
@@ -55,8 +61,11 @@ impl Policy {
         }
         Ok(Policy {
             default_max_label: label(&raw.default_max_label)?,
-            unsourced: unsourced(raw.unsourced.as_deref().unwrap_or("allow"))?,
-            repair_unsourced: unsourced(raw.repair_unsourced.as_deref().unwrap_or("deny"))?,
+            unsourced: unsourced("unsourced", raw.unsourced.as_deref().unwrap_or("allow"))?,
+            repair_unsourced: unsourced(
+                "repair_unsourced",
+                raw.repair_unsourced.as_deref().unwrap_or("deny"),
+            )?,
             sensitive_tools: raw.sensitive_tools.into_iter().collect(),
             tools,
             shared_writable: match raw.shared_writable {
@@ -66,7 +75,7 @@ impl Policy {
             read_weights: match raw.read_weights.as_deref() {
                 None | Some("full") => ReadWeights::Full,
                 Some("declared") => ReadWeights::Declared,
-                Some(other) => return Err(PolicyError::UnknownLabel(other.to_string())),
+                Some(other) => return Err(PolicyError::unknown_setting("read_weights", other)),
             },
             secrets: raw
                 .secrets
@@ -74,15 +83,17 @@ impl Policy {
                 .unwrap_or_default(),
             sinks: raw.sinks.unwrap_or_default(),
             composed_after_external: Composed::from_name(
+                "composed_after_external",
                 raw.composed_after_external.as_deref().unwrap_or("allow"),
             )?,
             stated_and_untrusted: Composed::from_name(
+                "stated_and_untrusted",
                 raw.stated_and_untrusted.as_deref().unwrap_or("ask"),
             )?,
             unknown_tools: match raw.unknown_tools.as_deref() {
                 None | Some("gate") => UnknownTools::Gate,
                 Some("allow") => UnknownTools::Allow,
-                Some(other) => return Err(PolicyError::UnknownLabel(other.to_string())),
+                Some(other) => return Err(PolicyError::unknown_setting("unknown_tools", other)),
             },
             read_only_tools: raw.read_only_tools.into_iter().collect(),
         })
@@ -248,11 +259,22 @@ fn default_shared_writable() -> BTreeSet<String> {
         .collect()
 }
 
-fn unsourced(s: &str) -> Result<Unsourced, PolicyError> {
+/// The value `s` of the policy key `setting` (`unsourced` or `repair_unsourced`).
+fn unsourced(setting: &'static str, s: &str) -> Result<Unsourced, PolicyError> {
     match s {
         "allow" => Ok(Unsourced::Allow),
         "deny" => Ok(Unsourced::Deny),
-        other => Err(PolicyError::UnknownLabel(other.to_string())),
+        other => Err(PolicyError::unknown_setting(setting, other)),
+    }
+}
+
+impl PolicyError {
+    /// [`PolicyError::UnknownSetting`]: `value` is not a value of the policy key `setting`.
+    pub(super) fn unknown_setting(setting: &'static str, value: &str) -> Self {
+        PolicyError::UnknownSetting {
+            setting,
+            value: value.to_string(),
+        }
     }
 }
 #[derive(Deserialize)]

@@ -195,17 +195,6 @@ fn ask_and_unknown_tool_keys_parse_with_fail_closed_defaults() {
     assert_eq!(p.unknown_tools, UnknownTools::Allow);
     assert_eq!(p.value_kind("pay", "note"), ValueKind::None);
     assert!(p.names("look") && p.names("pay") && !p.names("other"));
-    for bad in [
-        "composed_after_external = \"maybe\"",
-        "unknown_tools = \"deny\"",
-        "[tools.x]\ncomposed_after_external = \"prompt\"",
-    ] {
-        let text = format!("default_max_label = \"trusted\"\n{bad}");
-        assert!(
-            matches!(Policy::from_toml(&text), Err(PolicyError::UnknownLabel(_))),
-            "{bad}"
-        );
-    }
     assert_eq!(
         Policy::strictest().composed_after_external("x"),
         Composed::Deny
@@ -280,17 +269,71 @@ fn per_parameter_rules_and_unsourced() {
 #[test]
 fn bad_policies_are_typed_errors() {
     assert!(matches!(
-        Policy::from_toml("default_max_label = \"meh\""),
-        Err(PolicyError::UnknownLabel(_))
-    ));
-    assert!(matches!(
         Policy::from_toml("nope = 1"),
         Err(PolicyError::Toml(_))
     ));
-    assert!(matches!(
-        Policy::from_toml("default_max_label = \"trusted\"\nunsourced = \"maybe\""),
-        Err(PolicyError::UnknownLabel(_))
-    ));
+}
+
+/// Only a name where the policy names a label is an unknown label.
+#[test]
+fn an_unknown_label_name_is_an_unknown_label() {
+    for bad in [
+        "default_max_label = \"meh\"",
+        "default_max_label = \"trusted\"\n[tools.x]\nmax_label = \"meh\"",
+        "default_max_label = \"trusted\"\n[tools.x.params]\niban = \"meh\"",
+    ] {
+        assert_eq!(
+            Policy::from_toml(bad),
+            Err(PolicyError::UnknownLabel {
+                label: "meh".into()
+            }),
+            "{bad}"
+        );
+    }
+}
+
+/// A value a setting does not take names the setting, not a label.
+#[test]
+fn an_unknown_setting_value_names_its_setting() {
+    for (setting, bad, value) in [
+        ("unsourced", "unsourced = \"meh\"", "meh"),
+        ("repair_unsourced", "repair_unsourced = \"meh\"", "meh"),
+        ("read_weights", "read_weights = \"meh\"", "meh"),
+        (
+            "stated_and_untrusted",
+            "stated_and_untrusted = \"meh\"",
+            "meh",
+        ),
+        (
+            "stated_and_untrusted",
+            "[tools.x]\nstated_and_untrusted = \"meh\"",
+            "meh",
+        ),
+        ("match", "[tools.x.match]\niban = \"meh\"", "meh"),
+        (
+            "composed_after_external",
+            "composed_after_external = \"maybe\"",
+            "maybe",
+        ),
+        (
+            "composed_after_external",
+            "[tools.x]\ncomposed_after_external = \"prompt\"",
+            "prompt",
+        ),
+        ("unknown_tools", "unknown_tools = \"deny\"", "deny"),
+        // A label's name is not a value of a setting either.
+        ("unsourced", "unsourced = \"trusted\"", "trusted"),
+    ] {
+        let text = format!("default_max_label = \"trusted\"\n{bad}");
+        assert_eq!(
+            Policy::from_toml(&text),
+            Err(PolicyError::UnknownSetting {
+                setting,
+                value: value.into()
+            }),
+            "{bad}"
+        );
+    }
 }
 
 /// A lineage view with texts, writers and edges for the origin check.

@@ -45,7 +45,7 @@ impl<S: Store> Ledger<S> {
             }
             match self.get_by_index(index) {
                 Ok(e) if self.index_of(&e.id()) != Some(index) => {
-                    out.push((index, Err(LedgerError::Missing(e.id()))))
+                    out.push((index, Err(LedgerError::NotTheEntry { id: e.id(), index })))
                 }
                 Ok(e) if e.entry().context_hash == *context => out.push((index, Ok(e))),
                 Ok(_) => {}

@@ -22,9 +22,9 @@ impl<S: Store> Ledger<S> {
             let i = m.index;
             let bytes = store
                 .entry_bytes(i)?
-                .ok_or(LedgerError::Store(StoreError::Corrupt(format!(
-                    "entry {i} missing"
-                ))))?;
+                .ok_or(LedgerError::Store(StoreError::Corrupt {
+                    reason: format!("entry {i} missing"),
+                }))?;
             let e = parse_unverified(&bytes)?;
             // The parents are read unverified, so the bytes must be the sealed entry's: its
             // leaf hash is the id of a row this handle believes at `i` (else the rescan fails,
@@ -36,7 +36,7 @@ impl<S: Store> Ledger<S> {
                 index.unsealed_at(&m.id, i)
             };
             if id != m.id || !believed {
-                return Err(LedgerError::Missing(id));
+                return Err(LedgerError::NotTheEntry { id: m.id, index: i });
             }
             Ok::<_, LedgerError>((id, e.parents))
         });

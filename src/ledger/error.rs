@@ -38,9 +38,20 @@ pub enum LedgerError {
     /// The log key given does not match the ledger's recorded verifier key.
     #[error("log key does not match this ledger")]
     WrongLogKey,
-    /// An entry the index names is missing from the store (store damaged).
+    /// An entry the index names has no bytes stored (store damaged).
     #[error("entry {0} missing from the store")]
     Missing(EntryId),
+    /// The bytes stored at `index` are not entry `id` as the ledger's index records it: they
+    /// are another entry's, or not the same kind, or (read by index) an entry the index puts
+    /// elsewhere (store tampered with). Nothing is read from them.
+    #[error("the bytes stored at index {index} are not entry {id} (store tampered with)")]
+    NotTheEntry {
+        /// The entry the read expected at `index`; for a read by index, the entry the bytes
+        /// are, which the ledger's index does not put at `index`.
+        id: EntryId,
+        /// The leaf index whose stored bytes were read.
+        index: u64,
+    },
     /// The store's labels, kinds or ids differ from what the log key sealed, or it holds
     /// fewer entries than sealed (`spec/lineage.md` §5; store tampered with or rolled back).
     #[error(transparent)]

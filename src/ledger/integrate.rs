@@ -86,7 +86,9 @@ impl TreeWork {
 
 /// A lock of the integrator left poisoned by a panic during an earlier integration.
 fn poisoned() -> StoreError {
-    StoreError::Corrupt("integrator: a previous integration panicked".into())
+    StoreError::Corrupt {
+        reason: "integrator: a previous integration panicked".into(),
+    }
 }
 
 impl IntegrationWork for TreeWork {
@@ -95,7 +97,9 @@ impl IntegrationWork for TreeWork {
             .admit_sequenced(old, rows)
             .map_err(|e| match e {
                 LedgerError::Store(s) => s,
-                other => StoreError::Corrupt(format!("integrator's handle: {other}")),
+                other => StoreError::Corrupt {
+                    reason: format!("integrator's handle: {other}"),
+                },
             })
     }
 
@@ -118,7 +122,9 @@ impl IntegrationWork for TreeWork {
         let note = ledger
             .signer
             .sign_with(new, &ext.new_root, &ledger.label_policy().extension_line())
-            .map_err(|e| StoreError::Corrupt(format!("checkpoint: {e}")))?;
+            .map_err(|e| StoreError::Corrupt {
+                reason: format!("checkpoint: {e}"),
+            })?;
         // Never sign a fork: the new head must extend every head the log key signed that the
         // integrator can find (the store's, the caller's pins, its own last one), with the
         // old tree's stored hashes, which the stored root alone does not vouch for (a
@@ -128,9 +134,11 @@ impl IntegrationWork for TreeWork {
         known.extend(last.clone());
         let refused = |e: LedgerError| match e {
             LedgerError::Store(s) => s,
-            e => StoreError::Corrupt(format!(
+            e => StoreError::Corrupt {
+                reason: format!(
                 "integration refused, the stored tree does not extend what the log key signed: {e}"
-            )),
+            ),
+            },
         };
         let verifier = ledger.verifier().map_err(refused)?;
         let head = verifier

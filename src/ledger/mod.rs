@@ -235,10 +235,12 @@ impl<S: Store> Ledger<S> {
         // Every entry of the range was verified and recorded by the refresh that read it; a
         // gap would let the next seal claim untagged rows, so it refuses instead.
         let Some(rows) = self.index.unsealed_range(self.sealed, self.size) else {
-            return Err(crate::store::StoreError::Corrupt(format!(
-                "entries {}..{} are not all verified by this handle: not sealing them",
-                self.sealed, self.size
-            ))
+            return Err(crate::store::StoreError::Corrupt {
+                reason: format!(
+                    "entries {}..{} are not all verified by this handle: not sealing them",
+                    self.sealed, self.size
+                ),
+            }
             .into());
         };
         let tags: Vec<(u64, [u8; 32])> = rows
@@ -433,7 +435,9 @@ impl<S: Store> Ledger<S> {
     ///
     /// # Errors
     /// [`LedgerError::UnknownEntry`]; [`LedgerError::Seal`] when the stored row of `id` does not
-    /// verify; [`LedgerError::Record`] when stored bytes do not verify.
+    /// verify; [`LedgerError::Missing`] when no bytes are stored for it;
+    /// [`LedgerError::NotTheEntry`] when the bytes stored at its index are another entry's;
+    /// [`LedgerError::Record`] when stored bytes do not verify.
     pub fn get(&self, id: &EntryId) -> Result<SignedEntry, LedgerError> {
         let m = self.lookup(id)?.ok_or(LedgerError::UnknownEntry(*id))?;
         let bytes = self
@@ -442,11 +446,17 @@ impl<S: Store> Ledger<S> {
             .ok_or(LedgerError::Missing(*id))?;
         if self.is_verified(id) {
             // Bytes with this leaf hash are the bytes verified before; others are not the entry.
-            return record::reparse_verified(&bytes, *id)?.ok_or(LedgerError::Missing(*id));
+            return record::reparse_verified(&bytes, *id)?.ok_or(LedgerError::NotTheEntry {
+                id: *id,
+                index: m.index,
+            });
         }
         let e = SignedEntry::decode_with_keys(&bytes, |k| self.cached_key(k))?;
         if e.id() != *id {
-            return Err(LedgerError::Missing(*id));
+            return Err(LedgerError::NotTheEntry {
+                id: *id,
+                index: m.index,
+            });
         }
         self.remember_verified([*id]);
         Ok(e)

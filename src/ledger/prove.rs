@@ -212,7 +212,9 @@ impl<S: Store> HashSource for StoreSource<'_, S> {
 fn log_error(e: StoreError) -> LogError {
     match e {
         StoreError::MissingHash(i) => LogError::MissingHash(i),
-        e => LogError::Source(e.to_string()),
+        e => LogError::Source {
+            detail: e.to_string(),
+        },
     }
 }
 
@@ -241,14 +243,16 @@ impl<S: Store> HashSource for Overlay<'_, S> {
             .iter()
             .map(|&i| {
                 if i < self.start {
-                    from_store
-                        .next()
-                        .ok_or_else(|| LogError::Source(format!("hash {i} missing")))
+                    from_store.next().ok_or_else(|| LogError::Source {
+                        detail: format!("hash {i} missing"),
+                    })
                 } else {
                     usize::try_from(i - self.start)
                         .ok()
                         .and_then(|k| self.pending.get(k).copied())
-                        .ok_or_else(|| LogError::Source(format!("hash {i} missing")))
+                        .ok_or_else(|| LogError::Source {
+                            detail: format!("hash {i} missing"),
+                        })
                 }
             })
             .collect()
@@ -266,8 +270,8 @@ mod tests {
             LogError::MissingHash(5)
         );
         assert!(matches!(
-            log_error(StoreError::Corrupt("x".into())),
-            LogError::Source(_)
+            log_error(StoreError::Corrupt { reason: "x".into() }),
+            LogError::Source { .. }
         ));
     }
 }

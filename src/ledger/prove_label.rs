@@ -87,8 +87,13 @@ impl<S: Store> Ledger<S> {
             let bytes = self
                 .store
                 .entry_bytes(e.index)?
-                .filter(|b| EntryId::of_cose(b) == e.id)
                 .ok_or(LedgerError::Missing(e.id))?;
+            if EntryId::of_cose(&bytes) != e.id {
+                return Err(LedgerError::NotTheEntry {
+                    id: e.id,
+                    index: e.index,
+                });
+            }
             entries.insert(e.index, bytes);
         }
         lookups.push(lookup);

@@ -169,7 +169,7 @@ impl<S: Store> Ledger<S> {
         let from = if unsealed || special {
             let s = SignedEntry::decode_with_keys(&bytes, |k| self.cached_key(k))?;
             if s.id() != id || s.entry().kind != kind {
-                return Err(LedgerError::Missing(id));
+                return Err(LedgerError::NotTheEntry { id, index });
             }
             // Content is read where admission judges it: rows after the seal, and lease terms.
             let content = match unsealed || kind == Kind::Lease {
@@ -211,7 +211,7 @@ impl<S: Store> Ledger<S> {
             // quarantine. Its bytes are bound to the sealed id by their leaf hash.
             let e = parse_unverified(&bytes)?;
             if EntryId::of_cose(&bytes) != id || e.kind != kind {
-                return Err(LedgerError::Missing(id));
+                return Err(LedgerError::NotTheEntry { id, index });
             }
             self.state.apply(&known, index, id, &e, None)
         };

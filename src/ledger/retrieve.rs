@@ -58,8 +58,19 @@ pub enum Outcome {
 /// under the checkpoint (an error here is reported only after the signature is checked, so a
 /// bad entry is named for its first problem in the order: signature, id, path, inclusion).
 struct Fetched {
+    index: u64,
     bytes: Vec<u8>,
     proof: Result<InclusionProof, LogError>,
+}
+
+impl Fetched {
+    /// The bytes read are not entry `id`.
+    fn not_entry(&self, id: EntryId) -> LedgerError {
+        LedgerError::NotTheEntry {
+            id,
+            index: self.index,
+        }
+    }
 }
 
 /// Entries a handle's [`Ledger::retrieve`] verified, signature and inclusion, under one
@@ -205,7 +216,7 @@ impl<S: Store> Ledger<S> {
             .iter()
             .zip(&known)
             .map(|((id, f), k)| match k {
-                true => reparse_verified(&f.bytes, **id)?.ok_or(LedgerError::Missing(**id)),
+                true => reparse_verified(&f.bytes, **id)?.ok_or_else(|| f.not_entry(**id)),
                 false => Ok(batch.next().ok_or(LedgerError::Missing(**id))??),
             })
             .collect();
@@ -215,7 +226,7 @@ impl<S: Store> Ledger<S> {
             .map(|((id, f), entry)| -> Result<SignedEntry, LedgerError> {
                 let entry = entry?;
                 if entry.id() != **id {
-                    return Err(LedgerError::Missing(**id));
+                    return Err(f.not_entry(**id));
                 }
                 let proof = f.proof.as_ref().map_err(|e| LedgerError::from(e.clone()))?;
                 checkpoint.verify_inclusion(&entry.id(), proof)?;
@@ -274,7 +285,11 @@ impl<S: Store> Ledger<S> {
             index,
             &crate::ledger::StoreSource(self.store()),
         );
-        Ok(Some(Fetched { bytes, proof }))
+        Ok(Some(Fetched {
+            index,
+            bytes,
+            proof,
+        }))
     }
 
     /// Label, content and rendering of an entry whose signature and inclusion verified.

@@ -46,8 +46,12 @@ pub enum RowsError {
     )]
     Moving,
     /// The store could not be read to count (its error, as text, kept for later writes).
-    #[error("the store's entry rows could not be counted ({0}); refusing to write into it")]
-    Unread(String),
+    #[error("the store's entry rows could not be counted ({detail}); refusing to write into it")]
+    Unread {
+        /// The store's error message (or why the count stopped), kept as text so that the
+        /// error can be cloned for every later write.
+        detail: String,
+    },
     /// The count started when the handle opened ([`RowsCheck`]) has not finished: this
     /// handle writes nothing until it has.
     #[error(
@@ -108,7 +112,9 @@ impl RowsCheck {
             let r = open().and_then(|s| check_rows_chain(&s));
             report.finish(r.map_err(|e| match e {
                 LedgerError::Rows(r) => r,
-                e => RowsError::Unread(e.to_string()),
+                e => RowsError::Unread {
+                    detail: e.to_string(),
+                },
             }));
         });
         RowsCheck(shared)
@@ -121,7 +127,9 @@ impl RowsCheck {
     /// The check's [`RowsError`], or [`RowsError::Pending`].
     pub fn wait(&self, timeout: Duration) -> Result<(), RowsError> {
         let Ok(outcome) = self.0.outcome.lock() else {
-            return Err(RowsError::Unread("the check's lock was poisoned".into()));
+            return Err(RowsError::Unread {
+                detail: "the check's lock was poisoned".into(),
+            });
         };
         match self
             .0
@@ -129,7 +137,9 @@ impl RowsCheck {
             .wait_timeout_while(outcome, timeout, |o| o.is_none())
         {
             Ok((o, _)) => o.clone().unwrap_or(Err(RowsError::Pending)),
-            Err(_) => Err(RowsError::Unread("the check's lock was poisoned".into())),
+            Err(_) => Err(RowsError::Unread {
+                detail: "the check's lock was poisoned".into(),
+            }),
         }
     }
 
@@ -161,9 +171,9 @@ impl Report {
 impl Drop for Report {
     fn drop(&mut self) {
         let outcome = self.outcome.take().unwrap_or_else(|| {
-            Err(RowsError::Unread(
-                "the check stopped before it ended".into(),
-            ))
+            Err(RowsError::Unread {
+                detail: "the check stopped before it ended".into(),
+            })
         });
         if let Ok(mut o) = self.shared.outcome.lock() {
             *o = Some(outcome);
@@ -213,7 +223,9 @@ mod tests {
         let got = check.wait(Duration::from_secs(30));
         assert_eq!(
             got,
-            Err(RowsError::Unread(LedgerError::NotALedger.to_string()))
+            Err(RowsError::Unread {
+                detail: LedgerError::NotALedger.to_string()
+            })
         );
     }
 
@@ -224,7 +236,7 @@ mod tests {
         });
         assert!(matches!(
             check.wait(Duration::from_secs(30)),
-            Err(RowsError::Unread(_))
+            Err(RowsError::Unread { .. })
         ));
     }
 
@@ -234,9 +246,11 @@ mod tests {
         assert!(deleted.contains("2 entry rows for a log of 3"), "{deleted}");
         assert!(deleted.contains("rows were deleted"), "{deleted}");
         assert!(RowsError::Moving.to_string().contains("grew"));
-        assert!(RowsError::Unread("disk".into())
-            .to_string()
-            .contains("(disk)"));
+        assert!(RowsError::Unread {
+            detail: "disk".into()
+        }
+        .to_string()
+        .contains("(disk)"));
         assert!(RowsError::Pending
             .to_string()
             .contains("still being counted"));

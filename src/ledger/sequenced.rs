@@ -66,9 +66,9 @@ impl Ledger<PgStore> {
                 .into_iter()
                 .map(|k| {
                     k.or_else(|| stored.next()).ok_or_else(|| {
-                        crate::store::StoreError::Corrupt(
-                            "sequencer returned too few indexes".into(),
-                        )
+                        crate::store::StoreError::Corrupt {
+                            reason: "sequencer returned too few indexes".into(),
+                        }
                         .into()
                     })
                 })
@@ -121,10 +121,12 @@ impl Ledger<PgStore> {
     ) -> Result<usize, LedgerError> {
         self.refresh()?;
         if self.size != old {
-            return Err(StoreError::Corrupt(format!(
-                "integrating from {old} leaves, but the log holds {}",
-                self.size
-            ))
+            return Err(StoreError::Corrupt {
+                reason: format!(
+                    "integrating from {old} leaves, but the log holds {}",
+                    self.size
+                ),
+            }
             .into());
         }
         // Signatures checked in batches on every core; answers as one by one.
@@ -157,7 +159,10 @@ impl Ledger<PgStore> {
         s: &SignedEntry,
     ) -> Result<(), LedgerError> {
         if s.id() != r.id || s.entry().kind != r.kind {
-            return Err(LedgerError::Missing(r.id));
+            return Err(LedgerError::NotTheEntry {
+                id: r.id,
+                index: r.index,
+            });
         }
         self.admit(admitted, r.index, s, Content::Stored(r.content.as_deref()))?;
         Ok(())

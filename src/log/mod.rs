@@ -95,8 +95,11 @@ pub enum LogError {
         want: usize,
     },
     /// The hash source failed (I/O, corrupt store), with its message.
-    #[error("hash source: {0}")]
-    Source(String),
+    #[error("hash source: {detail}")]
+    Source {
+        /// The hash source's error message.
+        detail: String,
+    },
     /// `tlog_tiles` rejected inputs this module had validated (a bug here; never expected).
     #[error("internal error in {0}")]
     Internal(&'static str),
@@ -136,7 +139,12 @@ mod tests {
                 LogError::WrongHashCount { got: 1, want: 2 },
                 "hash source returned 1 hashes, want 2",
             ),
-            (LogError::Source("disk".into()), "hash source: disk"),
+            (
+                LogError::Source {
+                    detail: "disk".into(),
+                },
+                "hash source: disk",
+            ),
             (
                 LogError::Internal("tree_hash"),
                 "internal error in tree_hash",

@@ -175,8 +175,12 @@ pub enum TilesError {
     Proof(#[from] ProofError),
     /// A tile does not hash to the checkpoint's root, or has the wrong length (`tlog_tiles`
     /// "downloaded inconsistent tile").
-    #[error("tiles do not match the checkpoint: {0}")]
-    Inconsistent(String),
+    #[error("tiles do not match the checkpoint: {detail}")]
+    Inconsistent {
+        /// The `tlog_tiles` reader's message (a missing or short tile, tiles whose hashes do
+        /// not give the root).
+        detail: String,
+    },
     /// An entry is longer than an entry bundle can hold (65 535 bytes).
     #[error("entry {index} is {len} bytes, an entry bundle holds at most 65535")]
     EntryTooLarge {
@@ -194,8 +198,13 @@ pub enum TilesError {
         why: String,
     },
     /// The entry source failed or has no entry at this index.
-    #[error("entry {0} unavailable: {1}")]
-    Entry(u64, String),
+    #[error("entry {index} unavailable: {detail}")]
+    Entry {
+        /// Leaf index.
+        index: u64,
+        /// The entry source's error message.
+        detail: String,
+    },
     /// Reading or writing a file failed.
     #[error("{}: {source}", .path.display())]
     Io {
@@ -232,7 +241,10 @@ pub fn export_tiles<E: std::fmt::Display>(
         let width = (size - start).min(u64::from(TILE_WIDTH));
         let mut bundle = Vec::new();
         for i in start..start + width {
-            let bytes = entry(i).map_err(|e| TilesError::Entry(i, e.to_string()))?;
+            let bytes = entry(i).map_err(|e| TilesError::Entry {
+                index: i,
+                detail: e.to_string(),
+            })?;
             let len = u16::try_from(bytes.len()).map_err(|_| TilesError::EntryTooLarge {
                 index: i,
                 len: bytes.len(),
@@ -319,7 +331,7 @@ pub fn verify_from_tiles(
     let reader = TileHashReader::new(size, Hash(checkpoint.root().0), &files);
     let source = TileSource(&reader);
     let proof = prove_inclusion(size, index, &source).map_err(|e| match e {
-        LogError::Source(why) => TilesError::Inconsistent(why),
+        LogError::Source { detail } => TilesError::Inconsistent { detail },
         other => TilesError::Log(other),
     })?;
     checkpoint.verify_inclusion(&id, &proof)?;
@@ -409,7 +421,9 @@ impl HashSource for TileSource<'_, '_> {
         self.0
             .read_hashes(indexes)
             .map(unhash)
-            .map_err(|e| LogError::Source(e.to_string()))
+            .map_err(|e| LogError::Source {
+                detail: e.to_string(),
+            })
     }
 }
 

@@ -60,7 +60,9 @@ pub(crate) fn decode_value(bytes: &[u8]) -> Result<Value, RecordError> {
     super::scan::scan_item(bytes)?;
     let mut rest = bytes;
     let value: Value = ciborium::de::from_reader_with_recursion_limit(&mut rest, RECURSION_LIMIT)
-        .map_err(|e| RecordError::Malformed(e.to_string()))?;
+        .map_err(|e| RecordError::Malformed {
+        reason: e.to_string(),
+    })?;
     if !rest.is_empty() {
         return Err(RecordError::TrailingBytes(rest.len()));
     }
@@ -78,10 +80,14 @@ pub(crate) fn strict_map(v: Value, field: &'static str) -> Result<Vec<(u64, Valu
     let mut out: Vec<(u64, Value)> = Vec::with_capacity(pairs.len());
     for (k, v) in pairs {
         let key = match k {
-            Value::Integer(i) => {
-                u64::try_from(i).map_err(|_| RecordError::UnknownField(format!("{i:?}")))?
+            Value::Integer(i) => u64::try_from(i).map_err(|_| RecordError::UnknownField {
+                key: format!("{i:?}"),
+            })?,
+            other => {
+                return Err(RecordError::UnknownField {
+                    key: format!("{other:?}"),
+                })
             }
-            other => return Err(RecordError::UnknownField(format!("{other:?}"))),
         };
         if let Some((prev, _)) = out.last() {
             if key == *prev {
@@ -176,7 +182,11 @@ fn binding_from(v: Value) -> Result<KeyBinding, RecordError> {
                     })
                 }
             },
-            other => return Err(RecordError::UnknownField(format!("binding.{other}"))),
+            other => {
+                return Err(RecordError::UnknownField {
+                    key: format!("binding.{other}"),
+                })
+            }
         }
     }
     Ok(KeyBinding {
@@ -192,7 +202,7 @@ fn payload_from_value(v: Value) -> Result<ProvEntry, RecordError> {
         let slot = fields
             .get_mut(k as usize)
             .filter(|_| k <= K_BINDING)
-            .ok_or_else(|| RecordError::UnknownField(k.to_string()))?;
+            .ok_or_else(|| RecordError::UnknownField { key: k.to_string() })?;
         *slot = Some(v);
     }
     let mut take = |k: u64, name: &'static str| {

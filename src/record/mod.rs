@@ -542,8 +542,11 @@ pub enum RecordError {
     },
     /// The bytes are not well-formed CBOR (reserved head values, stray break) or not the
     /// expected structure.
-    #[error("malformed CBOR: {0}")]
-    Malformed(String),
+    #[error("malformed CBOR: {reason}")]
+    Malformed {
+        /// What is wrong with them, in words (or the CBOR decoder's message).
+        reason: String,
+    },
     /// The input ends inside an item, or declares a length longer than what remains.
     #[error("truncated CBOR: input ends inside an item or a declared length exceeds it")]
     Truncated,
@@ -580,8 +583,12 @@ pub enum RecordError {
     #[error("duplicate map key {0}")]
     DuplicateKey(u64),
     /// A map key the format does not define.
-    #[error("unknown field {0}")]
-    UnknownField(String),
+    #[error("unknown field {key}")]
+    UnknownField {
+        /// The key: in decimal (a key binding's prefixed with `binding.`), or in its CBOR debug
+        /// form when it is not an unsigned integer.
+        key: String,
+    },
     /// A required field is absent.
     #[error("missing field {0}")]
     MissingField(&'static str),

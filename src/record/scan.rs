@@ -92,8 +92,12 @@ fn read_head(bytes: &[u8], pos: usize) -> Result<Head, RecordError> {
     if major == 7 {
         return Err(match minor {
             25..=27 => RecordError::Float,
-            31 => RecordError::Malformed("break outside an indefinite-length item".into()),
-            28..=30 => RecordError::Malformed(format!("reserved additional information {minor}")),
+            31 => RecordError::Malformed {
+                reason: "break outside an indefinite-length item".into(),
+            },
+            28..=30 => RecordError::Malformed {
+                reason: format!("reserved additional information {minor}"),
+            },
             _ => RecordError::UnsupportedSimple,
         });
     }
@@ -110,15 +114,15 @@ fn read_head(bytes: &[u8], pos: usize) -> Result<Head, RecordError> {
         26 => (4, 0x1_0000),
         27 => (8, 0x1_0000_0000),
         28..=30 => {
-            return Err(RecordError::Malformed(format!(
-                "reserved additional information {minor}"
-            )))
+            return Err(RecordError::Malformed {
+                reason: format!("reserved additional information {minor}"),
+            })
         }
         _ if matches!(major, 2..=5) => return Err(RecordError::IndefiniteLength),
         _ => {
-            return Err(RecordError::Malformed(format!(
-                "additional information 31 on major type {major}"
-            )))
+            return Err(RecordError::Malformed {
+                reason: format!("additional information 31 on major type {major}"),
+            })
         }
     };
     let arg_bytes = bytes
@@ -159,8 +163,14 @@ mod tests {
         assert_eq!(scan_item(&[0x01, 0x02]), Err(RecordError::TrailingBytes(1)));
         assert_eq!(scan_item(&[0x42, 0x00]), Err(RecordError::Truncated));
         assert_eq!(scan_item(&[]), Err(RecordError::Truncated));
-        assert!(matches!(scan_item(&[0x1c]), Err(RecordError::Malformed(_))));
-        assert!(matches!(scan_item(&[0xff]), Err(RecordError::Malformed(_))));
+        assert!(matches!(
+            scan_item(&[0x1c]),
+            Err(RecordError::Malformed { .. })
+        ));
+        assert!(matches!(
+            scan_item(&[0xff]),
+            Err(RecordError::Malformed { .. })
+        ));
         // A declared length of 2^64-1 items fails at once, without allocating.
         assert_eq!(
             scan_item(&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),

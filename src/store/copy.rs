@@ -38,9 +38,11 @@ pub fn copy_ledger<S: Store, T: Store>(
         let theirs = to.metas_from(last)?;
         let ours = from.metas_from(last)?;
         if theirs.first().map(|m| m.id) != ours.first().map(|m| m.id) {
-            return Err(StoreError::Corrupt(format!(
-                "target entry {last} is not the source's: not a prefix of this ledger"
-            )));
+            return Err(StoreError::Corrupt {
+                reason: format!(
+                    "target entry {last} is not the source's: not a prefix of this ledger"
+                ),
+            });
         }
     }
     let metas = from.metas_from(start)?;
@@ -49,7 +51,9 @@ pub fn copy_ledger<S: Store, T: Store>(
         for m in chunk {
             let cose = from
                 .entry_bytes(m.index)?
-                .ok_or_else(|| StoreError::Corrupt(format!("entry {} has no bytes", m.index)))?;
+                .ok_or_else(|| StoreError::Corrupt {
+                    reason: format!("entry {} has no bytes", m.index),
+                })?;
             let content = from.content_at(m.index)?;
             let first = crate::log::stored_hash_index(0, m.index);
             let count = 1 + u64::from((m.index + 1).trailing_zeros());

@@ -89,10 +89,12 @@ impl Store for MemoryStore {
         }
         let want_hashes = leaf_hash_index(size)?;
         if len_u64(self.hashes.len())? != want_hashes {
-            return Err(StoreError::Corrupt(format!(
-                "memory store holds {} tree hashes for {size} entries, want {want_hashes}",
-                self.hashes.len()
-            )));
+            return Err(StoreError::Corrupt {
+                reason: format!(
+                    "memory store holds {} tree hashes for {size} entries, want {want_hashes}",
+                    self.hashes.len()
+                ),
+            });
         }
         // Nothing below can fail: the batch is valid.
         self.entries.reserve(batch.len());
@@ -160,9 +162,9 @@ impl Store for MemoryStore {
         value: &str,
     ) -> Result<(), StoreError> {
         if let Some((i, _)) = tags.iter().find(|(i, _)| slot(&self.entries, *i).is_none()) {
-            return Err(StoreError::Corrupt(format!(
-                "set_tags: entry {i} not stored"
-            )));
+            return Err(StoreError::Corrupt {
+                reason: format!("set_tags: entry {i} not stored"),
+            });
         }
         for (i, tag) in tags {
             if let Some(e) = usize::try_from(*i)

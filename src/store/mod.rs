@@ -62,7 +62,9 @@ fn to_i64(n: u64) -> Result<i64, StoreError> {
 /// A stored database integer that must be non-negative.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn to_u64(n: i64, what: &str) -> Result<u64, StoreError> {
-    u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("{what}: negative value {n}")))
+    u64::try_from(n).map_err(|_| StoreError::Corrupt {
+        reason: format!("{what}: negative value {n}"),
+    })
 }
 
 /// One entry as a batch append hands it to a store.
@@ -375,8 +377,11 @@ pub enum StoreError {
         reason: String,
     },
     /// Stored bytes make no sense (unknown code, wrong length).
-    #[error("store corrupt: {0}")]
-    Corrupt(String),
+    #[error("store corrupt: {reason}")]
+    Corrupt {
+        /// What makes no sense, in words (which row or value, and what is wrong with it).
+        reason: String,
+    },
     /// A batch entry carries the wrong number of tree hashes (caller error). Leaf `index` carries
     /// its leaf hash plus one hash per subtree it completes: `1 + (index + 1).trailing_zeros()`.
     #[error("entry {index}: {got} tree hashes, want {want}")]
@@ -427,12 +432,19 @@ pub enum StoreError {
     #[error("postgres: {}", pg_message(.0))]
     Postgres(#[from] tokio_postgres::Error),
     /// The `PgStore` worker thread could not start or has exited.
-    #[error("postgres worker: {0}")]
-    PgWorker(String),
+    #[error("postgres worker: {reason}")]
+    PgWorker {
+        /// What happened to the worker (it could not be spawned, exited, or its state is
+        /// poisoned), in words or as the spawn error's message.
+        reason: String,
+    },
     /// A `PgStore` ledger name that is not 1 to 52 bytes of `[a-z0-9_]` starting with a
     /// letter or `_` (caller error).
-    #[error("bad ledger name {0:?}: want 1-52 bytes of [a-z0-9_], not starting with a digit")]
-    BadLedgerName(String),
+    #[error("bad ledger name {name:?}: want 1-52 bytes of [a-z0-9_], not starting with a digit")]
+    BadLedgerName {
+        /// The name given.
+        name: String,
+    },
     /// A batch entry's tree hashes are not the RFC 6962 hashes of the ids (caller error;
     /// checked by `PgStore`, which integrates the batch itself).
     #[error("entry {index}: tree hashes are not the RFC 6962 hashes of the log")]

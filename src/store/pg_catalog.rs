@@ -92,10 +92,12 @@ pub(super) async fn check(c: &Client, schema: &str, create: &str) -> Result<(), 
         (None, Some(m)) => format!("lacks `{m}`"),
         (None, None) => "repeats an object".to_string(),
     };
-    Err(StoreError::Corrupt(format!(
-        "schema {schema} {what}, which memlineage did not create: refusing to use a store \
+    Err(StoreError::Corrupt {
+        reason: format!(
+            "schema {schema} {what}, which memlineage did not create: refusing to use a store \
          whose schema can change what it stores"
-    )))
+        ),
+    })
 }
 
 /// The description of `schema`'s catalog ([`DESCRIBE`]), sorted.

@@ -342,9 +342,9 @@ impl Store for SqliteStore {
             let mut upd = tx.prepare_cached("UPDATE entries SET tag = ?2 WHERE idx = ?1")?;
             for (i, tag) in tags {
                 if upd.execute(params![to_i64(*i)?, &tag[..]])? != 1 {
-                    return Err(StoreError::Corrupt(format!(
-                        "set_tags: entry {i} not stored"
-                    )));
+                    return Err(StoreError::Corrupt {
+                        reason: format!("set_tags: entry {i} not stored"),
+                    });
                 }
             }
             put_meta(&tx, key, value)?;
@@ -492,9 +492,14 @@ impl Store for SqliteStore {
             "SELECT value FROM meta WHERE key = ?1",
             [key],
             |v| match v {
-                ValueRef::Text(t) => String::from_utf8(t.to_vec())
-                    .map_err(|_| StoreError::Corrupt(format!("meta {key}: not UTF-8"))),
-                _ => Err(StoreError::Corrupt(format!("meta {key}: not text"))),
+                ValueRef::Text(t) => {
+                    String::from_utf8(t.to_vec()).map_err(|_| StoreError::Corrupt {
+                        reason: format!("meta {key}: not UTF-8"),
+                    })
+                }
+                _ => Err(StoreError::Corrupt {
+                    reason: format!("meta {key}: not text"),
+                }),
             },
         )
     }
@@ -589,10 +594,12 @@ impl SqliteStore {
                 // Every insert inserted: a trigger with RAISE(IGNORE) drops a row silently
                 // (issue 25; the schema check refuses foreign triggers too).
                 if n != 1 {
-                    return Err(StoreError::Corrupt(format!(
-                        "entry {} was not inserted ({n} rows): the schema was changed",
-                        e.index
-                    )));
+                    return Err(StoreError::Corrupt {
+                        reason: format!(
+                            "entry {} was not inserted ({n} rows): the schema was changed",
+                            e.index
+                        ),
+                    });
                 }
                 if let Some((h, bytes)) = e.content {
                     ins_content.execute(params![&h.0[..], bytes])?;
@@ -600,9 +607,11 @@ impl SqliteStore {
                 // Leaf e.index's hashes go at consecutive indexes from stored_hash_index(0, n).
                 for (at, h) in (leaf_hash_index(e.index)?..).zip(&e.hashes) {
                     if ins_hash.execute(params![to_i64(at)?, &h[..]])? != 1 {
-                        return Err(StoreError::Corrupt(format!(
-                            "tree hash {at} was not inserted: the schema was changed"
-                        )));
+                        return Err(StoreError::Corrupt {
+                            reason: format!(
+                                "tree hash {at} was not inserted: the schema was changed"
+                            ),
+                        });
                     }
                 }
             }

@@ -33,6 +33,9 @@ pub struct Faulty<S: Store> {
     /// Whether the wrapped store's content epoch is passed through (`false`, the default: the
     /// store cannot tell, `None`).
     pub epoch: bool,
+    /// `Some((i, j))`: the bytes stored at index `i` read as those stored at `j` (a store-only
+    /// edit that puts another entry's bytes in a row).
+    pub substitute: Cell<Option<(u64, u64)>>,
 }
 
 impl<S: Store> Faulty<S> {
@@ -52,6 +55,7 @@ impl<S: Store> Faulty<S> {
             fail_bytes: Cell::new(false),
             hidden: Cell::new(None),
             epoch: false,
+            substitute: Cell::new(None),
         }
     }
 
@@ -91,13 +95,20 @@ impl<S: Store> Store for Faulty<S> {
     fn entry_bytes(&self, index: u64) -> Result<Option<Vec<u8>>, StoreError> {
         bump(&self.bytes, 1);
         if self.fail_bytes.get() {
-            return Err(StoreError::Corrupt("injected read failure".into()));
+            return Err(StoreError::Corrupt {
+                reason: "injected read failure".into(),
+            });
         }
         if self.fail_read_at.get() == Some(index) {
             self.fail_read_at.set(None);
-            return Err(StoreError::Corrupt("transient read error".into()));
+            return Err(StoreError::Corrupt {
+                reason: "transient read error".into(),
+            });
         }
-        self.inner.entry_bytes(index)
+        match self.substitute.get() {
+            Some((i, j)) if i == index => self.inner.entry_bytes(j),
+            _ => self.inner.entry_bytes(index),
+        }
     }
     fn index_of(&self, id: &EntryId) -> Result<Option<u64>, StoreError> {
         bump(&self.lookups, 1);

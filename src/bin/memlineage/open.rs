@@ -171,7 +171,7 @@ pub fn principal_key(
     let mut ks = KeyStore::load(&key_path(ledger))?;
     let (key, have, created) = match ks.principal(name, None) {
         Ok(found) => found,
-        Err(KeyStoreError::UnknownPrincipal(_)) => ks.principal(name, Some(new_role))?,
+        Err(KeyStoreError::UnknownPrincipal { .. }) => ks.principal(name, Some(new_role))?,
         Err(e) => return Err(e.into()),
     };
     if !allowed.contains(&have) {

@@ -392,7 +392,9 @@ impl FileSessions {
         match crate::store::durable::read_regular_metadata(&path, MAX_SESSION_BYTES) {
             Ok(None) => {
                 if self.marker(id).exists() {
-                    return Err(HookError::Pruned(id.to_string()));
+                    return Err(HookError::Pruned {
+                        session: id.to_string(),
+                    });
                 }
                 Ok(Session::new(id))
             }

@@ -74,7 +74,7 @@ fn pruning_replaces_old_sessions_by_markers_that_refuse_them() {
     );
     let err = fs.load("old").unwrap_err();
     assert!(
-        matches!(err, HookError::Pruned(ref id) if id == "old"),
+        matches!(err, HookError::Pruned { session: ref id } if id == "old"),
         "{err}"
     );
     assert_eq!(

@@ -127,9 +127,11 @@ pub(crate) fn check_root(
     computed: &RootHash,
 ) -> Result<(), StoreError> {
     if *stored != computed.0 {
-        return Err(StoreError::Corrupt(format!(
-            "tree_state root for size {size} is not the root of the stored tree hashes"
-        )));
+        return Err(StoreError::Corrupt {
+            reason: format!(
+                "tree_state root for size {size} is not the root of the stored tree hashes"
+            ),
+        });
     }
     Ok(())
 }
@@ -209,9 +211,9 @@ pub(super) async fn integrate(
         for (want, r) in (old..).zip(&rows) {
             let idx = to_u64(r.try_get(0)?, "entries.idx")?;
             if idx != want {
-                return Err(StoreError::Corrupt(format!(
-                    "sequenced entries: index {idx} where {want} was expected"
-                )));
+                return Err(StoreError::Corrupt {
+                    reason: format!("sequenced entries: index {idx} where {want} was expected"),
+                });
             }
             sequenced.push(SequencedRow {
                 index: idx,

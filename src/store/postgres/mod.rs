@@ -166,7 +166,9 @@ impl PgStore {
                 {
                     Ok(rt) => rt,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(StoreError::PgWorker(e.to_string())));
+                        let _ = ready_tx.send(Err(StoreError::PgWorker {
+                            reason: e.to_string(),
+                        }));
                         return;
                     }
                 };
@@ -187,16 +189,18 @@ impl PgStore {
                     }
                 });
             })
-            .map_err(|e| StoreError::PgWorker(e.to_string()))?;
+            .map_err(|e| StoreError::PgWorker {
+                reason: e.to_string(),
+            })?;
         let store = PgStore {
             jobs,
             worker: Some(worker),
             schema: ledger.to_string(),
             announced,
         };
-        ready_rx
-            .recv()
-            .map_err(|_| StoreError::PgWorker("worker exited before connecting".into()))??;
+        ready_rx.recv().map_err(|_| StoreError::PgWorker {
+            reason: "worker exited before connecting".into(),
+        })??;
         let schema = store.schema.clone();
         store.call(move |c| async move { setup(&c, &schema).await })?;
         Ok(store)
@@ -231,7 +235,9 @@ impl PgStore {
         if now >= size {
             return Ok(now);
         }
-        let poisoned = || StoreError::PgWorker("notification state poisoned".into());
+        let poisoned = || StoreError::PgWorker {
+            reason: "notification state poisoned".into(),
+        };
         let guard = self.announced.size.lock().map_err(|_| poisoned())?;
         let (guard, _) = self
             .announced
@@ -418,10 +424,9 @@ impl PgStore {
                 let m = meta_row(&r)?;
                 let want = from + out.len() as u64;
                 if contiguous && m.index != want {
-                    return Err(StoreError::Corrupt(format!(
-                        "entries: index {} where {want} was expected",
-                        m.index
-                    )));
+                    return Err(StoreError::Corrupt {
+                        reason: format!("entries: index {} where {want} was expected", m.index),
+                    });
                 }
                 out.push(m);
             }
@@ -515,12 +520,16 @@ fn check_name(name: &str) -> Result<(), StoreError> {
     if ok {
         Ok(())
     } else {
-        Err(StoreError::BadLedgerName(name.to_string()))
+        Err(StoreError::BadLedgerName {
+            name: name.to_string(),
+        })
     }
 }
 
 fn gone() -> StoreError {
-    StoreError::PgWorker("worker thread gone".into())
+    StoreError::PgWorker {
+        reason: "worker thread gone".into(),
+    }
 }
 
 /// A log failure while extending the stored tree: a missing hash stays typed, anything else
@@ -528,7 +537,9 @@ fn gone() -> StoreError {
 pub(crate) fn log_err(e: crate::log::LogError) -> StoreError {
     match e {
         crate::log::LogError::MissingHash(i) => StoreError::MissingHash(i),
-        other => StoreError::Corrupt(other.to_string()),
+        other => StoreError::Corrupt {
+            reason: other.to_string(),
+        },
     }
 }
 
@@ -541,8 +552,9 @@ fn kind_code(k: Kind) -> Result<i16, StoreError> {
 
 fn bytes32(v: Vec<u8>, what: &str) -> Result<[u8; 32], StoreError> {
     let len = v.len();
-    <[u8; 32]>::try_from(v)
-        .map_err(|_| StoreError::Corrupt(format!("{what}: {len} bytes, want 32")))
+    <[u8; 32]>::try_from(v).map_err(|_| StoreError::Corrupt {
+        reason: format!("{what}: {len} bytes, want 32"),
+    })
 }
 
 #[cfg(test)]
@@ -556,7 +568,7 @@ mod tests {
         }
         for bad in ["", "1a", "A", "a-b", "a b", "a\"b", &"a".repeat(53), "é"] {
             assert!(
-                matches!(check_name(bad), Err(StoreError::BadLedgerName(_))),
+                matches!(check_name(bad), Err(StoreError::BadLedgerName { .. })),
                 "{bad}"
             );
         }

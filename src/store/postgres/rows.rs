@@ -112,10 +112,9 @@ impl Store for PgStore {
                     )
                     .await?;
                 if n != idx.len() as u64 {
-                    return Err(StoreError::Corrupt(format!(
-                        "set_tags: {n} of {} entries stored",
-                        idx.len()
-                    )));
+                    return Err(StoreError::Corrupt {
+                        reason: format!("set_tags: {n} of {} entries stored", idx.len()),
+                    });
                 }
                 c.execute(UPSERT_META, &[&key, &value]).await?;
                 Ok(())
@@ -230,7 +229,9 @@ pub(super) fn kind_of(index: u64, code: i16) -> Result<Kind, StoreError> {
     u64::try_from(code)
         .ok()
         .and_then(Kind::from_code)
-        .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: kind {code}")))
+        .ok_or_else(|| StoreError::Corrupt {
+            reason: format!("entry {index}: kind {code}"),
+        })
 }
 
 /// An `entries` row's `idx, id, kind, label, tag` columns.
@@ -242,7 +243,9 @@ pub(super) fn meta_row(r: &tokio_postgres::Row) -> Result<EntryMeta, StoreError>
     let label = u8::try_from(label_code)
         .ok()
         .and_then(Label::from_code)
-        .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: label {label_code}")))?;
+        .ok_or_else(|| StoreError::Corrupt {
+            reason: format!("entry {index}: label {label_code}"),
+        })?;
     let tag = match r.try_get::<_, Option<Vec<u8>>>(4)? {
         Some(t) => Some(bytes32(t, "entries.tag")?),
         None => None,

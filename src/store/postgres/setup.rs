@@ -39,9 +39,9 @@ pub(super) async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
                 .await?
                 .try_get(0)?;
             if tables != 0 {
-                return Err(StoreError::Corrupt(format!(
-                    "schema {schema} holds {tables} tables but no ledger"
-                )));
+                return Err(StoreError::Corrupt {
+                    reason: format!("schema {schema} holds {tables} tables but no ledger"),
+                });
             }
             c.batch_execute(SCHEMA).await?;
         }

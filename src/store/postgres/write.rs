@@ -75,10 +75,12 @@ pub(super) async fn sequence(c: &Client, batch: Vec<Submission>) -> Result<Vec<u
         .await?;
     let out: Vec<i64> = row.try_get(0)?;
     if out.len() != n {
-        return Err(StoreError::Corrupt(format!(
-            "append_entries returned {} indexes for {n} entries",
-            out.len()
-        )));
+        return Err(StoreError::Corrupt {
+            reason: format!(
+                "append_entries returned {} indexes for {n} entries",
+                out.len()
+            ),
+        });
     }
     // Every insert inserted: each entry is in this ledger's `entries` at the index the
     // sequencer gave (a function or table changed without the key could put it elsewhere).
@@ -91,10 +93,12 @@ pub(super) async fn sequence(c: &Client, batch: Vec<Submission>) -> Result<Vec<u
         .await?
         .try_get(0)?;
     if usize::try_from(found).ok() != Some(n) {
-        return Err(StoreError::Corrupt(format!(
-            "the sequencer stored {found} of {n} entries where it said: the ledger's schema \
+        return Err(StoreError::Corrupt {
+            reason: format!(
+                "the sequencer stored {found} of {n} entries where it said: the ledger's schema \
              was changed without the key"
-        )));
+            ),
+        });
     }
     // The context index column (spec/storage.md §4.5), by id: a crash before this leaves the
     // rows without it, candidates of every lookup (fail closed, never hidden).

@@ -45,7 +45,9 @@ pub(super) fn on_open(err: StoreError, path: &Path) -> StoreError {
             Some(ErrorCode::NotADatabase) => StoreError::NotALedger {
                 path: PathBuf::from(path),
             },
-            Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt(format!("sqlite: {e}")),
+            Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+                reason: format!("sqlite: {e}"),
+            },
             _ => StoreError::Sqlite(e),
         },
         other => other,
@@ -56,10 +58,12 @@ pub(super) fn on_open(err: StoreError, path: &Path) -> StoreError {
 pub(super) fn int(v: ValueRef<'_>, what: &str) -> Result<i64, StoreError> {
     match v {
         ValueRef::Integer(n) => Ok(n),
-        other => Err(StoreError::Corrupt(format!(
-            "{what}: {:?} where an integer was expected",
-            other.data_type()
-        ))),
+        other => Err(StoreError::Corrupt {
+            reason: format!(
+                "{what}: {:?} where an integer was expected",
+                other.data_type()
+            ),
+        }),
     }
 }
 
@@ -67,18 +71,18 @@ pub(super) fn int(v: ValueRef<'_>, what: &str) -> Result<i64, StoreError> {
 pub(super) fn blob<'a>(v: ValueRef<'a>, what: &str) -> Result<&'a [u8], StoreError> {
     match v {
         ValueRef::Blob(b) => Ok(b),
-        other => Err(StoreError::Corrupt(format!(
-            "{what}: {:?} where a blob was expected",
-            other.data_type()
-        ))),
+        other => Err(StoreError::Corrupt {
+            reason: format!("{what}: {:?} where a blob was expected", other.data_type()),
+        }),
     }
 }
 
 /// A column that must hold a 32-byte blob.
 pub(super) fn blob32(v: ValueRef<'_>, what: &str) -> Result<[u8; 32], StoreError> {
     let b = blob(v, what)?;
-    <[u8; 32]>::try_from(b)
-        .map_err(|_| StoreError::Corrupt(format!("{what}: {} bytes, want 32", b.len())))
+    <[u8; 32]>::try_from(b).map_err(|_| StoreError::Corrupt {
+        reason: format!("{what}: {} bytes, want 32", b.len()),
+    })
 }
 
 /// Sets the setting `key` to `value` (insert or replace) on `conn`, inside its transaction if
@@ -94,26 +98,31 @@ pub(super) fn put_meta(conn: &Connection, key: &str, value: &str) -> Result<(), 
 
 /// A corrupt-store error about `what`.
 pub(super) fn corrupt(what: &str) -> StoreError {
-    StoreError::Corrupt(format!("{what}: value out of range"))
+    StoreError::Corrupt {
+        reason: format!("{what}: value out of range"),
+    }
 }
 
 /// The `idx, id, kind, label, tag` columns of an `entries` row, which must have index `want`.
 pub(super) fn meta_row(row: &rusqlite::Row<'_>, want: u64) -> Result<EntryMeta, StoreError> {
     let index = to_u64(int(row.get_ref(0)?, "entries.idx")?, "entries.idx")?;
     if index != want {
-        return Err(StoreError::Corrupt(format!(
-            "entries: index {index} where {want} was expected"
-        )));
+        return Err(StoreError::Corrupt {
+            reason: format!("entries: index {index} where {want} was expected"),
+        });
     }
     let id = EntryId(blob32(row.get_ref(1)?, "entries.id")?);
     let kind_code = to_u64(int(row.get_ref(2)?, "entries.kind")?, "entries.kind")?;
-    let kind = Kind::from_code(kind_code)
-        .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: kind {kind_code}")))?;
+    let kind = Kind::from_code(kind_code).ok_or_else(|| StoreError::Corrupt {
+        reason: format!("entry {index}: kind {kind_code}"),
+    })?;
     let label_code = int(row.get_ref(3)?, "entries.label")?;
     let label = u8::try_from(label_code)
         .ok()
         .and_then(Label::from_code)
-        .ok_or_else(|| StoreError::Corrupt(format!("entry {index}: label {label_code}")))?;
+        .ok_or_else(|| StoreError::Corrupt {
+            reason: format!("entry {index}: label {label_code}"),
+        })?;
     let tag = match row.get_ref(4)? {
         ValueRef::Null => None,
         v => Some(blob32(v, "entries.tag")?),

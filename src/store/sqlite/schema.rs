@@ -127,9 +127,11 @@ impl SqliteStore {
         let len = std::fs::metadata(path)?.len();
         match u64::try_from(page) {
             Ok(page) if page > 0 && len % page == 0 => Ok(()),
-            _ => Err(StoreError::Corrupt(format!(
-                "file is {len} bytes, not a whole number of {page}-byte pages (truncated?)"
-            ))),
+            _ => Err(StoreError::Corrupt {
+                reason: format!(
+                    "file is {len} bytes, not a whole number of {page}-byte pages (truncated?)"
+                ),
+            }),
         }
     }
 
@@ -233,10 +235,12 @@ impl SqliteStore {
                 _ => false,
             };
             if !ok {
-                return Err(StoreError::Corrupt(format!(
+                return Err(StoreError::Corrupt {
+                    reason: format!(
                     "the file's schema has a {kind} `{name}` that memlineage did not create (or \
                      changed): refusing to use a store whose schema can change what it stores"
-                )));
+                ),
+                });
             }
         }
         Ok(())
@@ -250,7 +254,9 @@ impl SqliteStore {
         for table in TABLES {
             let n: i64 = stmt.query_row([table], |r| r.get(0))?;
             if n != 1 {
-                return Err(StoreError::Corrupt(format!("table {table} missing")));
+                return Err(StoreError::Corrupt {
+                    reason: format!("table {table} missing"),
+                });
             }
         }
         let size = self.tree_size()?;
@@ -262,9 +268,9 @@ impl SqliteStore {
             None => 0,
         };
         if got != want {
-            return Err(StoreError::Corrupt(format!(
-                "{got} tree hashes for {size} entries, want {want}"
-            )));
+            return Err(StoreError::Corrupt {
+                reason: format!("{got} tree hashes for {size} entries, want {want}"),
+            });
         }
         Ok(())
     }

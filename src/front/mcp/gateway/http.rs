@@ -45,14 +45,21 @@ const END_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 #[non_exhaustive]
 pub enum HttpError {
     /// The URL is not an absolute `http` or `https` URL.
-    #[error("upstream URL {0:?}: give an absolute http:// or https:// URL")]
-    Url(String),
+    #[error("upstream URL {url:?}: give an absolute http:// or https:// URL")]
+    Url {
+        /// The URL, as given.
+        url: String,
+    },
     /// A header is not `Name: value` with a valid name and value.
-    #[error("header {0:?}: give `Name: value`")]
-    Header(String),
+    #[error("header {name:?}: give `Name: value`")]
+    Header {
+        /// The header's name as given: the text before its first `:` (all of it when it has
+        /// none). Its value is not kept.
+        name: String,
+    },
     /// The HTTP client cannot be built (its TLS set-up).
     #[error("the HTTP client cannot be built: {0}")]
-    Client(String),
+    Client(#[source] reqwest::Error),
 }
 
 /// The two ends the relay is given for an HTTP upstream: `output` stands for the server's
@@ -71,13 +78,19 @@ pub struct Pipes {
 /// # Errors
 /// [`HttpError`] for a bad URL or header, or a client that cannot be built.
 pub fn connect(url: &str, headers: &[String]) -> Result<Pipes, HttpError> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| HttpError::Url(url.to_string()))?;
+    let parsed = reqwest::Url::parse(url).map_err(|_| HttpError::Url {
+        url: url.to_string(),
+    })?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-        return Err(HttpError::Url(url.to_string()));
+        return Err(HttpError::Url {
+            url: url.to_string(),
+        });
     }
     let mut fixed = reqwest::header::HeaderMap::new();
     for h in headers {
-        let bad = || HttpError::Header(h.split(':').next().unwrap_or_default().to_string());
+        let bad = || HttpError::Header {
+            name: h.split(':').next().unwrap_or_default().to_string(),
+        };
         let (name, value) = h.split_once(':').ok_or_else(bad)?;
         let name =
             reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
@@ -92,7 +105,7 @@ pub fn connect(url: &str, headers: &[String]) -> Result<Pipes, HttpError> {
         // configured, nowhere else (the official Python SDK follows same-origin ones only).
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| HttpError::Client(e.to_string()))?;
+        .map_err(HttpError::Client)?;
     let (output, to_relay) = tokio::io::duplex(PIPE_BYTES);
     let (input, from_relay) = tokio::io::duplex(PIPE_BYTES);
     let (_, writer) = tokio::io::split(to_relay);
@@ -627,7 +640,7 @@ mod tests {
     fn urls_and_headers_are_checked() {
         for bad in ["ftp://x/mcp", "/mcp", "http://", "not a url"] {
             assert!(
-                matches!(connect_checked(bad, &[]), Err(HttpError::Url(_))),
+                matches!(connect_checked(bad, &[]), Err(HttpError::Url { .. })),
                 "{bad}"
             );
         }
@@ -635,7 +648,7 @@ mod tests {
             assert!(
                 matches!(
                     connect_checked("http://127.0.0.1:1/mcp", &[bad.to_string()]),
-                    Err(HttpError::Header(_))
+                    Err(HttpError::Header { .. })
                 ),
                 "{bad}"
             );

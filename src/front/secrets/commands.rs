@@ -373,7 +373,9 @@ fn shell_texts(tool: &str, args: &Map<String, Value>) -> Vec<String> {
 fn workdir(args: &Map<String, Value>, cwd: Option<&Path>) -> Option<PathBuf> {
     let base = cwd.unwrap_or(Path::new(UNKNOWN_CWD));
     Some(match args.get("workdir").and_then(Value::as_str) {
-        Some(w) => base.join(w),
+        // As the kernel enters it; one that cannot be known is the unknown directory.
+        Some(w) => crate::front::protect::pattern::entered(Some(base), w)
+            .unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD)),
         None => base.to_path_buf(),
     })
 }

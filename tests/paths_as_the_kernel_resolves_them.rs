@@ -10,6 +10,8 @@
 //! - `rm -rf /proc/self/cwd/../.local/state/memlineage` deleted the state directory;
 //! - Codex's `exec_command` with `workdir` `/proc/self/cwd/../../guard` and `cat *.key`
 //!   printed the key;
+//! - with a link to the key's directory (`ln -s <its directory> /tmp/k`, allowed: the
+//!   directory is not protected, only the files in it), `cat /tmp/k*/*.key` printed the key;
 //! - with a link to the project made by an earlier call (`ln -s "$PWD" /tmp/p`, allowed),
 //!   `cat /tmp/p/../../guard/*.key` and `cat /tmp/k/*.key` (a link to the key's directory)
 //!   printed the key;
@@ -68,6 +70,7 @@ fn a_path_through_a_link_names_what_the_kernel_opens_for_the_protected_files() {
         format!("cat {p}/../../guard/*.key"),
         format!("rm -rf {p}/../{state_from_home}"),
         format!("cat {k}/*.key"),
+        format!("cat {}/k*/*.key", root.display()),
         format!("cp -r {k}/ /tmp/copy"),
     ];
     for (session, injected) in [("injected", true), ("clean", false)] {
@@ -125,5 +128,24 @@ fn a_write_through_a_link_into_git_is_judged_as_the_file_it_writes() {
             Answer::Ask(r) => assert!(r.contains("it writes `**/hooks/p"), "{c}: {r}"),
             other => panic!("{c}: {other:?}"),
         }
+    }
+}
+
+/// Not done: a pattern whose last segment matches a link to a protected file
+/// (`cat /tmp/kf*` with `/tmp/kf` a link to the signing key) is matched against the protected
+/// paths as written; the kernel opens the link's target. Judging it needs the pattern expanded
+/// as the shell expands it and each match resolved, which a `Candidate` (one path or one
+/// pattern) cannot carry.
+#[test]
+#[ignore = "a pattern's final segment matching a symbolic link to a protected file is not resolved (attack review 37, left)"]
+fn a_pattern_matching_a_link_to_the_key_is_refused() {
+    let f = fixture();
+    let root = root(&f);
+    std::os::unix::fs::symlink(root.join("guard/agent.ledger.key"), root.join("kf")).unwrap();
+    open_session(&f, "clean", false);
+    let c = format!("cat {}/kf*", root.display());
+    match bash(&f, "clean", &c) {
+        Answer::Deny(r) => assert!(r.contains("no tool call may touch"), "{c}: {r}"),
+        other => panic!("{c}: {other:?}"),
     }
 }

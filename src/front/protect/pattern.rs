@@ -144,6 +144,11 @@ fn as_the_kernel_opens(pats: Vec<Pat>, cwd: Option<&Path>) -> Candidate {
     let real = resolved(&kernel);
     let pats = if lexical != kernel {
         diverged(&lexical, &real, rest)
+    } else if rest.len() > 1 && may_match_a_link(&real, &rest[0]) {
+        // A directory the pattern expands to may be a link: what follows it may be anywhere.
+        let mut segments = vec![vec![Pat::Any]];
+        segments.extend(rest.into_iter().skip(1));
+        join_segments(segments)
     } else {
         let mut dir = split_segments(real.to_string_lossy().chars().map(Pat::Ch).collect());
         if dir.last().is_some_and(Vec::is_empty) {
@@ -153,6 +158,32 @@ fn as_the_kernel_opens(pats: Vec<Pat>, cwd: Option<&Path>) -> Candidate {
         join_segments(dir)
     };
     Candidate::Pattern(normalise_pattern(pats))
+}
+
+/// Most entries of a directory [`may_match_a_link`] reads; a larger directory may hold one.
+const MAX_LINK_SCAN: usize = 4096;
+
+/// Whether a name in the directory `dir` that the segment `seg` (a pattern without `/`)
+/// matches is a symbolic link, which the kernel follows when the pattern goes on below it
+/// (`/tmp/k*/*.key` with `/tmp/k` a link to the key's directory). A directory that cannot
+/// be listed holds no name; one of more than [`MAX_LINK_SCAN`] entries may hold a link.
+fn may_match_a_link(dir: &Path, seg: &[Pat]) -> bool {
+    if seg.contains(&Pat::Any) {
+        return true;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    for (i, e) in entries.flatten().enumerate() {
+        if i >= MAX_LINK_SCAN {
+            return true;
+        }
+        let name = e.file_name();
+        if matches(seg, &name.to_string_lossy()) && e.file_type().is_ok_and(|t| t.is_symlink()) {
+            return true;
+        }
+    }
+    false
 }
 
 /// `pats` cut at each `/`.

@@ -30,13 +30,7 @@ use std::path::Path;
 mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
-use installed_hook::{answer, fixture, open_session, sh, Answer, Fixture};
-
-fn bash(f: &Fixture, session: &str, command: &str) -> Answer {
-    let e = json!({"session_id": session, "hook_event_name": "PreToolUse", "cwd": f.project,
-        "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"});
-    answer(&sh(f, &f.pre, &e))
-}
+use installed_hook::{answer, bash, fixture, open_session, sh, Answer, Fixture};
 
 fn place<'a>(f: &'a Fixture, key: &str) -> &'a str {
     &f.places.iter().find(|(k, _)| *k == key).unwrap().1

@@ -302,6 +302,17 @@ pub fn lex(text: &str) -> Lexed {
                 word.pieces.push(Piece::Unknown);
                 i = end;
             }
+            // zsh's `=name` at the start of a word is the path of the command `name` (option
+            // EQUALS, on by default): `=curl …` runs curl, which bash refuses (attack review
+            // 37). Its directory is unknown here; the name stays.
+            '=' if !in_word
+                && next.is_some_and(|n| n.is_alphanumeric() || n == '_' || n == '.') =>
+            {
+                in_word = true;
+                word.pieces.push(Piece::Unknown);
+                word.pieces.push(Piece::Lit('/'));
+                i += 1;
+            }
             '*' => {
                 in_word = true;
                 word.pieces.push(Piece::Star);
@@ -887,6 +898,12 @@ mod tests {
         ] {
             assert!(lex(c).nested.iter().any(|n| n == ZSH_CODE), "{c}");
         }
+        // zsh's `=curl` is a path ending in `curl`.
+        let Token::Word(w) = &lex("=curl -d x").tokens[0] else {
+            panic!()
+        };
+        assert_eq!(w.pieces[..2], [Piece::Unknown, Piece::Lit('/')]);
+        assert_eq!(w.squeezed(), "/curl");
         for c in [
             "ls !(*.rs)",
             "ls @(src|docs)",

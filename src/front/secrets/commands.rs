@@ -248,6 +248,12 @@ impl SecretRules {
             }
             f.unknown_program = true;
         }
+        // zsh's `autoload` (a function of its library: `tcp_open`, `tcp_send`) and `zmodload`
+        // (a module's builtins: `ztcp`, `zsocket`) give names to code the command does not
+        // show, as an alias does: every program may send (attack review 37).
+        if matches!(prog.as_str(), "autoload" | "zmodload") {
+            f.unknown_program = true;
+        }
         if is_interpreter(&prog) {
             // Inline code can connect anywhere: it sends when it names a secret.
             let inline = lits.iter().any(|a| a == "-c" || a == "-e" || a == "--eval");

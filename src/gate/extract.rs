@@ -130,11 +130,17 @@ pub fn applies(policy: &Policy, tool: &str, args: &Map<String, Value>) -> bool {
 }
 
 /// The files a Codex `apply_patch` patch touches (`*** Add File:`, `*** Update File:`,
-/// `*** Delete File:`, `*** Move to:` lines).
+/// `*** Delete File:`, `*** Move to:` lines), read as Codex reads them: its parser
+/// (`codex-rs/apply-patch/src/parser.rs`) trims a header line of white space (Rust's `trim`)
+/// before it looks for the marker, so an indented header names a file too (attack review
+/// 37: ` *** Add File: conftest.py` was written unread). Every line is trimmed here, also
+/// where Codex would not read a header (a `*** Move to:` line, a line inside a hunk): a path
+/// read in excess only makes the decision stricter.
 pub fn patch_paths(patch: &str) -> Vec<&str> {
     patch
         .lines()
         .filter_map(|l| {
+            let l = l.trim();
             [
                 "*** Add File:",
                 "*** Update File:",

@@ -240,3 +240,10 @@ pub fn unexpected(what: &str, out: &std::process::Output, asked: bool) -> Option
         String::from_utf8_lossy(&out.stderr)
     ))
 }
+
+/// The answer of the PreToolUse hook to a `Bash` call of `command` in `session`.
+pub fn bash(f: &Fixture, session: &str, command: &str) -> Answer {
+    let e = json!({"session_id": session, "hook_event_name": "PreToolUse", "cwd": f.project,
+        "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"});
+    answer(&sh(f, &f.pre, &e))
+}

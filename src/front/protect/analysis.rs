@@ -1,7 +1,7 @@
 //! One analysis of a tool call against the protected resources (`spec/hooks.md` §13.2): the
 //! names, paths and patterns it names, resolved against the working directory.
 
-use super::pattern::{candidate_with, matches, normalise, resolved, Candidate};
+use super::pattern::{candidate_with, matches, resolved, Candidate};
 use super::shell::{Piece, Word};
 use super::{
     family_resource, pattern, Item, Protected, Resource, Touch, SETTINGS, SETTINGS_DIRS,
@@ -120,21 +120,24 @@ impl Ctx<'_> {
     }
 
     /// The touch of a string argument taken as a path (relative to the working directory).
+    /// The path is read as a shell word of literal characters is ([`candidate_with`]): as
+    /// the kernel opens it, which a tool that does not normalise paths itself does too (a `..`
+    /// after a symbolic link, `/proc/self/cwd`).
     pub(super) fn path_str(&self, s: &str, how: &'static str) -> Option<Touch> {
-        let p = match (Path::new(s).is_absolute(), s.strip_prefix("~/"), self.cwd) {
-            (true, _, _) => normalise(Path::new(s)),
-            (_, Some(rest), _) if self.p.home.is_some() => {
-                normalise(&self.p.home.as_deref().unwrap_or(Path::new("/")).join(rest))
+        let lit = |t: &str| t.chars().map(Piece::Lit).collect::<Vec<_>>();
+        let pieces = match s.strip_prefix("~/") {
+            Some(rest) if self.p.home.is_some() => {
+                let mut p = vec![Piece::Home, Piece::Lit('/')];
+                p.extend(lit(rest));
+                p
             }
-            (_, _, Some(c)) => normalise(&c.join(s)),
-            (_, _, None) => {
-                return self.pattern(
-                    &[pattern::Pat::Any, pattern::Pat::Ch('/')]
-                        .into_iter()
-                        .chain(s.chars().map(pattern::Pat::Ch))
-                        .collect::<Vec<_>>(),
-                )
-            }
+            _ => lit(s),
+        };
+        let word = Word { pieces };
+        let home = self.p.home.as_deref();
+        let p = match candidate_with(&word, self.cwd, home, &Default::default()) {
+            Candidate::Path(p) => p,
+            Candidate::Pattern(pat) => return self.pattern(&pat),
         };
         if let Some((r, at)) = self.resource_at(&p) {
             return Some(Touch {

@@ -318,14 +318,12 @@ impl Protected {
             .strip_prefix("mcp__")
             .and_then(|r| r.split_once("__"))
             .map_or(tool, |(_, t)| t);
-        let cwd_owned = args
-            .get("workdir")
-            .and_then(Value::as_str)
-            .map(|w| match cwd {
-                Some(c) => normalise(&c.join(w)),
-                None => PathBuf::from(w),
-            })
-            .or_else(|| cwd.map(Path::to_path_buf));
+        // Codex's `workdir`, as the kernel enters it; one that cannot be known leaves the
+        // working directory unknown (every relative path may be anywhere).
+        let cwd_owned = match args.get("workdir").and_then(Value::as_str) {
+            Some(w) => pattern::entered(cwd, w),
+            None => cwd.map(Path::to_path_buf),
+        };
         let cwd = cwd_owned.as_deref();
         let vars = Default::default();
         let listed = Default::default();

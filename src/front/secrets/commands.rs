@@ -255,6 +255,12 @@ impl SecretRules {
             }
             f.unknown_program = true;
         }
+        // zsh's `autoload` (a function of its library: `tcp_open`, `tcp_send`) and `zmodload`
+        // (a module's builtins: `ztcp`, `zsocket`) give names to code the command does not
+        // show, as an alias does: every program may send (attack review 37).
+        if matches!(prog.as_str(), "autoload" | "zmodload") {
+            f.unknown_program = true;
+        }
         if is_interpreter(&prog) {
             // Inline code can connect anywhere: it sends when it names a secret.
             let inline = lits.iter().any(|a| a == "-c" || a == "-e" || a == "--eval");
@@ -380,7 +386,9 @@ fn shell_texts(tool: &str, args: &Map<String, Value>) -> Vec<String> {
 fn workdir(args: &Map<String, Value>, cwd: Option<&Path>) -> Option<PathBuf> {
     let base = cwd.unwrap_or(Path::new(UNKNOWN_CWD));
     Some(match args.get("workdir").and_then(Value::as_str) {
-        Some(w) => base.join(w),
+        // As the kernel enters it; one that cannot be known is the unknown directory.
+        Some(w) => crate::front::protect::pattern::entered(Some(base), w)
+            .unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD)),
         None => base.to_path_buf(),
     })
 }

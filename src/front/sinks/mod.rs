@@ -21,14 +21,14 @@ pub mod command;
 pub mod writes;
 
 use super::{Front, Keys, Session, Verdict};
-use crate::front::protect::pattern::{candidate, normalise, Candidate, Pat};
+use crate::front::protect::pattern::{candidate, Candidate, Pat};
 use crate::front::protect::shell::{command_text, is_shell_tool};
 use crate::gate::extract;
 use crate::gate::{Composed, ToolCall, ValueKind};
 use crate::record::EntryId;
 use crate::store::Store;
 use serde_json::{Map, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use writes::{Gated, Imports};
 
 /// What a call does that §17 judges.
@@ -232,11 +232,9 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// `workdir`.
     fn call_cwd(&self, args: &Map<String, Value>) -> Option<PathBuf> {
         let base = self.project.as_deref().map(PathBuf::from);
-        match (args.get("workdir").and_then(Value::as_str), base) {
-            (Some(w), Some(b)) => Some(normalise(&b.join(w))),
-            (Some(w), None) if w.starts_with('/') => Some(normalise(Path::new(w))),
-            (None, b) => b,
-            _ => None,
+        match args.get("workdir").and_then(Value::as_str) {
+            Some(w) => crate::front::protect::pattern::entered(base.as_deref(), w),
+            None => base,
         }
     }
 
@@ -350,6 +348,7 @@ fn target_name(c: &Candidate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     type TestFront = Front<crate::store::MemoryStore, crate::front::DerivedKeys>;
 

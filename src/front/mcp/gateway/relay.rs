@@ -121,6 +121,7 @@ where
         idle: Notify::new(),
         nonce: nonce(),
         asked: std::sync::atomic::AtomicU64::new(0),
+        serials: std::sync::atomic::AtomicU64::new(0),
     }));
     let mut upstream = tokio::spawn(relay.clone().read_upstream(upstream_out));
     let ended = tokio::select! {
@@ -151,6 +152,10 @@ where
 
 /// A client request in flight.
 struct Pending {
+    /// Which request this is, among all the client sent: a client may cancel a request and
+    /// send another under the same id while the first is being decided, and only the request
+    /// that was decided may be forwarded or answered with its refusal.
+    serial: u64,
     id: Value,
     method: String,
     params: Value,
@@ -206,6 +211,8 @@ struct Inner {
     nonce: String,
     /// How many the gateway has sent.
     asked: std::sync::atomic::AtomicU64,
+    /// How many requests the client has sent ([`Pending::serial`]).
+    serials: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Clone)]
@@ -294,6 +301,22 @@ impl Relay {
         p
     }
 
+    /// [`Relay::take`] of the request `key` only if it is still the request `serial` (not
+    /// another the client sent under the same id after cancelling this one).
+    fn take_own(&self, key: &str, serial: u64) -> Option<Pending> {
+        let p = {
+            let mut st = self.state();
+            match st.pending.get(key) {
+                Some(p) if p.serial == serial => st.pending.remove(key),
+                _ => None,
+            }
+        };
+        if p.is_some() {
+            self.0.idle.notify_waiters();
+        }
+        p
+    }
+
     /// Waits until no request is in flight, or the upstream is gone.
     async fn drain(&self) {
         loop {
@@ -323,6 +346,20 @@ async fn write_line<W: AsyncWrite + Unpin + ?Sized>(w: &mut W, line: &str) -> st
     bytes.push(b'\n');
     w.write_all(&bytes).await?;
     w.flush().await
+}
+
+/// Whether a peer may read `method` as `tools/call`: the same letters once case, blanks,
+/// control characters and separators are set aside (`Tools/Call`, ` tools/call`,
+/// `tools.call`). A message so named that the gateway does not decide as a `tools/call` (a
+/// request spelled otherwise, a notification) is never passed on: a lenient server would run
+/// it undecided (attack review 37).
+fn may_be_a_call(method: &str) -> bool {
+    let folded: String = method
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    folded == "toolscall"
 }
 
 /// The tool name and arguments of a `tools/call`'s parameters.
@@ -373,6 +410,22 @@ fn created_task(params: &Value, result: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn methods_a_peer_may_read_as_a_call_are_recognised() {
+        for m in [
+            "tools/call",
+            "Tools/Call",
+            " tools/call",
+            "tools.call\n",
+            "TOOLS_CALL\0",
+        ] {
+            assert!(may_be_a_call(m), "{m:?}");
+        }
+        for m in ["tools/list", "tasks/call", "tools/called", ""] {
+            assert!(!may_be_a_call(m), "{m:?}");
+        }
+    }
 
     #[test]
     fn tool_calls_and_their_results_are_checked() {

@@ -4,6 +4,15 @@
 
 use super::*;
 
+/// A `tools/call` being decided: the request's key in the table, which request it is
+/// ([`Pending::serial`]), its id and its parameters as parsed (what is forwarded).
+struct Call {
+    key: String,
+    serial: u64,
+    id: Value,
+    params: Value,
+}
+
 impl Relay {
     pub(super) async fn read_client(self, input: impl AsyncRead + Unpin) -> std::io::Result<()> {
         let mut input = BufReader::with_capacity(1 << 16, input);
@@ -60,6 +69,13 @@ impl Relay {
         if let Some((code, why)) = refused {
             return self.answer_error(&id, code, why).await;
         }
+        if method != "tools/call" && may_be_a_call(&method) {
+            let why = "memlineage gateway: method not found (a call's method is spelled \
+                       `tools/call`; one a server may read as it is never passed on undecided)";
+            return self
+                .answer_error(&id, crate::front::mcp::stdio::METHOD_NOT_FOUND, why)
+                .await;
+        }
         if method == "initialize" {
             // Form elicitation: `{}` (the 2025-06-18 form) or with `form` (2025-11-25).
             let e = params
@@ -80,13 +96,18 @@ impl Relay {
         };
         let now = Instant::now();
         let deadline = self.0.options.deadline;
-        let deciding = tool.is_some();
+        let deciding = tool.clone();
+        let serial = self
+            .0
+            .serials
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let pending = Pending {
+            serial,
             id: id.clone(),
             method,
             params: params.clone(),
             tool,
-            phase: if deciding {
+            phase: if deciding.is_some() {
                 Phase::Deciding
             } else {
                 Phase::Forwarded
@@ -99,20 +120,37 @@ impl Relay {
             cap: now + deadline * PROGRESS_CAP,
         };
         self.state().pending.insert(key.clone(), pending);
-        self.watch(key.clone());
-        if deciding {
-            let relay = self.clone();
-            tokio::spawn(async move { relay.decide(key, id, params).await });
-        } else {
-            self.to_upstream(&text).await;
+        self.watch(key.clone(), serial);
+        match deciding {
+            Some((tool, args)) => {
+                let relay = self.clone();
+                let call = Call {
+                    key,
+                    serial,
+                    id,
+                    params,
+                };
+                tokio::spawn(async move { relay.decide(call, tool, args).await });
+            }
+            None => self.to_upstream(&text).await,
         }
     }
 
-    /// Decides the `tools/call` `key` and forwards it, or answers the refusal.
-    async fn decide(self, key: String, id: Value, params: Value) {
-        let Some((tool, args)) = self.state().pending.get(&key).and_then(|p| p.tool.clone()) else {
+    /// Decides the `tools/call` `call` (of `tool` with `args`, read from its parameters) and
+    /// forwards it, or answers the refusal. The decision, the forwarded bytes and the answer
+    /// are those of this one request, whatever the client sent since under its id.
+    async fn decide(self, call: Call, tool: String, args: Map<String, Value>) {
+        let Call {
+            key,
+            serial,
+            id,
+            params,
+        } = call;
+        let waiting = matches!(self.state().pending.get(&key), Some(p) if p.serial == serial);
+        if !waiting {
+            // Cancelled before its decision began: never decided, never forwarded.
             return;
-        };
+        }
         let event = self.events().pre_tool_use(&tool, &args);
         let outcome = self.door(HookEvent::PreToolUse, event).await;
         let refusal = match Disposition::of(&outcome) {
@@ -123,7 +161,7 @@ impl Relay {
                 .map(|why| Disposition::unasked(&receipt, &why)),
         };
         let Some(text) = refusal else {
-            return self.forward_decided(&key, &id, &params).await;
+            return self.forward_decided(&key, serial, &id, &params).await;
         };
         tracing::info!(tool = %tool, reason = %text, "memlineage gateway: refused a tools/call");
         // The receipt is what the model reads in place of the tool's output: recorded as the
@@ -139,7 +177,7 @@ impl Relay {
                 }
             }
         });
-        if self.take(&key).is_some() {
+        if self.take_own(&key, serial).is_some() {
             let result = json!({
                 "jsonrpc": "2.0",
                 "id": id,
@@ -149,13 +187,13 @@ impl Relay {
         }
     }
 
-    /// Forwards the decided `tools/call` `key`, as parsed, if it is still waiting for its
-    /// decision (not timed out or cancelled).
-    async fn forward_decided(&self, key: &str, id: &Value, params: &Value) {
+    /// Forwards the decided `tools/call` `key`, as parsed, if it is still the request
+    /// `serial` waiting for its decision (not timed out, cancelled or replaced).
+    async fn forward_decided(&self, key: &str, serial: u64, id: &Value, params: &Value) {
         let forward = {
             let mut st = self.state();
             match st.pending.get_mut(key) {
-                Some(p) if p.phase == Phase::Deciding => {
+                Some(p) if p.serial == serial && p.phase == Phase::Deciding => {
                     p.phase = Phase::Forwarded;
                     true
                 }
@@ -217,6 +255,12 @@ impl Relay {
     }
 
     async fn client_notification(&self, method: &str, params: &Value, text: &str) {
+        if may_be_a_call(method) {
+            // A call without an id is never decided (there is no answer to refuse it with),
+            // and a server may run it all the same (JSON-RPC 2.0 §4.1): dropped.
+            tracing::warn!("memlineage gateway: dropped a notification named as a tools/call");
+            return;
+        }
         if method == "notifications/cancelled" {
             if let Some(request) = params.get("requestId") {
                 // The client will not read an answer: a call still being decided is never
@@ -252,23 +296,23 @@ impl Relay {
         self.to_upstream(text).await;
     }
 
-    /// Answers request `key` with a timeout error when its deadline passes, unless it was
-    /// answered before.
-    fn watch(&self, key: String) {
+    /// Answers request `key` (the request `serial`) with a timeout error when its deadline
+    /// passes, unless it was answered before.
+    fn watch(&self, key: String, serial: u64) {
         let relay = self.clone();
         tokio::spawn(async move {
             loop {
                 let at = match relay.state().pending.get(&key) {
-                    None => return,
-                    Some(p) => p.deadline.min(p.cap),
+                    Some(p) if p.serial == serial => p.deadline.min(p.cap),
+                    _ => return,
                 };
                 tokio::time::sleep_until(at.into()).await;
                 let due = match relay.state().pending.get(&key) {
-                    None => return,
-                    Some(p) => Instant::now() >= p.deadline.min(p.cap),
+                    Some(p) if p.serial == serial => Instant::now() >= p.deadline.min(p.cap),
+                    _ => return,
                 };
                 if due {
-                    if let Some(p) = relay.take(&key) {
+                    if let Some(p) = relay.take_own(&key, serial) {
                         relay.timed_out(p).await;
                     }
                     return;

@@ -1,0 +1,172 @@
+use super::*;
+
+fn words(text: &str) -> Vec<String> {
+    lex(text)
+        .tokens
+        .into_iter()
+        .filter_map(|t| match t {
+            Token::Word(w) => Some(w.squeezed()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn quotes_escapes_and_expansions_are_squeezed() {
+    assert_eq!(words(r#"cat 'a b'"c"\d e"#), ["cat", "a bcd", "e"]);
+    assert_eq!(
+        words("cat agent.led${X}ger.key"),
+        ["cat", "agent.ledger.key"]
+    );
+    assert_eq!(words(r"cat $'\x61gent\056ledger'"), ["cat", "agent.ledger"]);
+    assert_eq!(words("cat agent.led\"\"ger"), ["cat", "agent.ledger"]);
+}
+
+#[test]
+fn operators_split_words_and_mark_redirections() {
+    let l = lex("a&&b|c;d>e 2>>f <g <<EOF|&h||i<>j&>k");
+    let kinds: Vec<&str> = l
+        .tokens
+        .iter()
+        .map(|t| match t {
+            Token::Word(_) => "w",
+            Token::Control => "c",
+            Token::Pipe => "p",
+            Token::Redirect(Redirect::Writes) => ">",
+            Token::Redirect(Redirect::Reads) => "<",
+            Token::HereDoc => "h",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "w", "c", "w", "p", "w", "c", "w", ">", "w", ">", "w", "<", "w", "h", "w", "p", "w",
+            "c", "w", ">", "w", ">", "w"
+        ]
+    );
+}
+
+#[test]
+fn nested_commands_are_collected() {
+    let l = lex("echo $(cat k) `id` <(ls) \"${x:-$(pwd)}\"");
+    assert_eq!(l.nested, ["cat k", "id", "ls", "x:-$(pwd)"]);
+}
+
+#[test]
+fn a_bracket_expression_ends_with_its_word() {
+    // `[` with no `]` in its word is a character; the commands after it are commands.
+    let l = lex("echo [; rm x; echo ]");
+    assert_eq!(simple_words(&l), ["echo [", "rm x", "echo ]"]);
+    let l = lex("ls src/[a-z]*.rs [ab]c []x] [!]y]");
+    assert_eq!(
+        l.tokens[1],
+        Token::Word(Word {
+            pieces: "src/"
+                .chars()
+                .map(Piece::Lit)
+                .chain([Piece::One, Piece::Star])
+                .chain(".rs".chars().map(Piece::Lit))
+                .collect()
+        })
+    );
+    assert_eq!(words("[ab]c []x] [!]y] [[:alpha:]]z"), ["c", "", "", "z"]);
+    // Quoted members stay in the word and their expansions are analysed.
+    let l = lex("cat .cl[\"a\"]ude x[$(id)]");
+    assert_eq!(l.tokens.len(), 3);
+    assert_eq!(l.nested, ["\"a\"", "$(id)"]);
+}
+
+fn simple_words(l: &Lexed) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for t in &l.tokens {
+        match t {
+            Token::Word(w) => {
+                let last = out.last_mut().unwrap();
+                if !last.is_empty() {
+                    last.push(' ');
+                }
+                last.push_str(&w.squeezed());
+            }
+            _ => out.push(String::new()),
+        }
+    }
+    out
+}
+
+#[test]
+fn here_document_bodies_are_nested_commands_not_words() {
+    // A quote in a body does not swallow the commands after its delimiter.
+    let l = lex("cat > n <<'X'\nit's\nX\nrm y");
+    assert_eq!(simple_words(&l), ["cat", "n", "X", "rm y"]);
+    assert_eq!(l.nested, ["it's\n"]);
+    // `<<-` strips leading tabs; several documents on one line follow in order; `<<<`
+    // is a here-string.
+    let l = lex("a <<-\"E\" <<F; b <<< 'w'\n\tone\n\tE\ntwo $(id)\nF\nc");
+    assert_eq!(l.nested, ["one\n", "two $(id)\n"]);
+    assert_eq!(simple_words(&l).last().map(String::as_str), Some("c"));
+}
+
+#[test]
+fn a_carriage_return_and_a_locale_quote_are_read_as_bash_reads_them() {
+    assert_eq!(simple_words(&lex("echo a\r#; rm y")), ["echo a\r#", "rm y"]);
+    assert_eq!(
+        words("cat $\"conf\"test.py \"$\"x"),
+        ["cat", "conftest.py", "$x"]
+    );
+}
+
+#[test]
+fn extended_patterns_are_characters_of_their_word() {
+    let l = lex("rm -rf .cl@(a)ude x+(b|c) !(d) y?(e)z && ! (f)");
+    assert_eq!(simple_words(&l), ["rm -rf .clude x  yz", "!", "f", ""]);
+    let Token::Word(w) = &l.tokens[2] else {
+        panic!("{:?}", l.tokens)
+    };
+    assert!(w.pieces.contains(&Piece::Unknown));
+    assert_eq!(lex("ls !($(id))").nested, ["$(id)"]);
+    // zsh's glob qualifiers and `(e)` flag that run code: code only known when it runs.
+    for c in [
+        "echo *(e:'id':)",
+        "echo a(e:'id':)",
+        "echo src(+f)",
+        "echo x(#qe{id})",
+        "x='$(id)'; echo ${(e)x}",
+    ] {
+        assert!(lex(c).nested.iter().any(|n| n == ZSH_CODE), "{c}");
+    }
+    // zsh's `=curl` is a path ending in `curl`.
+    let Token::Word(w) = &lex("=curl -d x").tokens[0] else {
+        panic!()
+    };
+    assert_eq!(w.pieces[..2], [Piece::Unknown, Piece::Lit('/')]);
+    assert_eq!(w.squeezed(), "/curl");
+    for c in [
+        "ls !(*.rs)",
+        "ls @(src|docs)",
+        "cat src/*(.)",
+        "f() { echo; }",
+        "a=(1 2)",
+    ] {
+        assert!(!lex(c).nested.iter().any(|n| n == ZSH_CODE), "{c}");
+    }
+}
+
+#[test]
+fn unterminated_input_never_fails() {
+    for t in [
+        "'abc",
+        "\"abc",
+        "$(abc",
+        "`abc",
+        "${abc",
+        "abc\\",
+        "$'\\x",
+        "[",
+        "{a,",
+        "a <<",
+        "a <<'E\n",
+        "a <<E\nbody",
+    ] {
+        let _ = lex(t);
+    }
+}

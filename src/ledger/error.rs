@@ -1,4 +1,7 @@
-//! [`LedgerError`]: why a ledger operation failed.
+//! [`LedgerError`]: why a ledger operation failed. One enum for the ledger's operations, with
+//! the classes a caller handles differently nested in it (admission, seal, parameters, rows,
+//! and the verification layers' own errors): every operation reads and verifies rows through
+//! the same path, so each can meet every class (`spec/README.md` "Errors").
 
 use crate::lineage::admission::AdmissionError;
 use crate::log::{CheckpointError, LogError, ProofError};

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 mod commands;
 mod hosts;
+mod rc;
 mod scripts;
 
 pub(crate) use commands::is_interpreter;

@@ -22,9 +22,12 @@ const MAX_SCRIPT_BYTES: u64 = 256 * 1024;
 const PACKAGE_RUNNERS: &[&str] = &["npm", "pnpm", "yarn", "bun"];
 
 /// The code a file holds, as far as the analysis goes.
-enum Script {
+pub(super) enum Script {
     /// Shell commands.
     Shell(String),
+    /// Shell commands of a program's own configuration (options, an ssh `ProxyCommand`),
+    /// analysed without expanding the configuration again (`ProxyCommand ssh -W …`).
+    Config(String),
     /// Code of an interpreter (Python, Node, Perl…).
     Interpreted(String),
     /// The file is named but cannot be read as text here (missing, too long, binary, a name
@@ -50,6 +53,11 @@ impl SecretRules {
         for script in self.scripts_of(prog_word, prog, rest, cwd) {
             match script {
                 Script::Shell(code) => self.shell(&code, cwd, depth + 1, f, r),
+                Script::Config(code) => {
+                    super::rc::EXPANDING.with(|e| e.set(true));
+                    self.shell(&code, cwd, depth + 1, f, r);
+                    super::rc::EXPANDING.with(|e| e.set(false));
+                }
                 Script::Interpreted(code) => {
                     if let Some(s) =
                         super::commands::chunks(&code).find_map(|c| self.secret_str(c, cwd, r))
@@ -129,7 +137,15 @@ impl SecretRules {
                 .collect();
         }
         if prog == "git" {
-            return self.git_runs(rest, cwd);
+            let mut runs = self.git_runs(rest, cwd);
+            runs.extend(self.rc_runs(prog, rest));
+            return runs;
+        }
+        if matches!(
+            prog,
+            "curl" | "wget" | "ssh" | "scp" | "sftp" | "rsync" | "slogin"
+        ) {
+            return self.rc_runs(prog, rest);
         }
         if PACKAGE_RUNNERS.contains(&prog) {
             let dir = option_value(rest, &["--prefix", "-C", "--dir", "--cwd"])
@@ -378,7 +394,7 @@ fn option_value<'a>(rest: &[&'a Word], names: &[&str]) -> Option<&'a Word> {
 }
 
 /// The text of a file, when it can be read whole as text here.
-fn read_text(p: &Path) -> Option<String> {
+pub(super) fn read_text(p: &Path) -> Option<String> {
     let meta = std::fs::metadata(p).ok()?;
     if meta.len() > MAX_SCRIPT_BYTES {
         return None;

@@ -237,7 +237,7 @@ impl SecretRules {
         }
         // Code it runs from a file (`bash x.sh`, `./x.sh`, `python3 x.py`, `make`, `npm
         // test`): the file's text as it is now, analysed as the code it is.
-        self.scripts(prog_word, rest, cwd, depth, f, r);
+        self.scripts(words, i, cwd, depth, f, r);
         // Commands another program runs from its arguments (`git -c alias.x='!CMD' x`,
         // `find -exec`, tar's and ssh's command options): the sink rules' reading of them
         // (`carried_commands`, `spec/hooks.md` §17.1), analysed as commands here too.

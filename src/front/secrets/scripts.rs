@@ -36,21 +36,25 @@ pub(super) enum Script {
 }
 
 impl SecretRules {
-    /// The scripts the simple command `prog_word rest…` runs from files, analysed into `f`: shell
+    /// The scripts the simple command `words` (its program at `i`) runs from files, analysed into `f`: shell
     /// code as a nested command, an interpreter's code as inline code (a secret it names is
     /// read and may be sent), code that cannot be read as a program that cannot be named.
     pub(super) fn scripts(
         &self,
-        prog_word: &Word,
-        rest: &[&Word],
+        words: &[&Word],
+        i: usize,
         cwd: Option<&Path>,
         depth: usize,
         f: &mut Facts,
         r: &Resolver,
     ) {
+        let prog_word = words[i];
+        let rest = &words[i + 1..];
         let named = prog_word.literal().unwrap_or_default();
         let prog = basename(&named);
-        for script in self.scripts_of(prog_word, prog, rest, cwd) {
+        let mut scripts = self.startup_files(prog, &words[..i], rest, cwd);
+        scripts.extend(self.scripts_of(prog_word, prog, rest, cwd));
+        for script in scripts {
             match script {
                 Script::Shell(code) => self.shell(&code, cwd, depth + 1, f, r),
                 Script::Config(code) => {
@@ -72,6 +76,67 @@ impl SecretRules {
                 Script::Unknown => f.unknown_program = true,
             }
         }
+    }
+
+    /// The start-up files a command names for a shell (bash(1) INVOCATION): `BASH_ENV` or
+    /// `ENV` set before it, `--rcfile`/`--init-file`. (The user's own `~/.bashrc`, profiles and
+    /// `~/.zshenv` are not read here: nearly every one extends `PATH` with an expansion and
+    /// defines aliases, so each `bash -lc`, Codex's own wrapper, would count as sending; a
+    /// write there is gated by §17.)
+    fn startup_files(
+        &self,
+        prog: &str,
+        before: &[&Word],
+        rest: &[&Word],
+        cwd: Option<&Path>,
+    ) -> Vec<Script> {
+        if !SHELLS.contains(&prog) {
+            return Vec::new();
+        }
+        let Some(home) = self.home.as_deref() else {
+            return Vec::new();
+        };
+        let mut files: Vec<PathBuf> = Vec::new();
+        let mut unknown = false;
+        for w in before {
+            let l = w.squeezed();
+            if let Some((name, value)) = l.split_once('=') {
+                let value = match value.strip_prefix("~/") {
+                    Some(r) => home.join(r).display().to_string(),
+                    None => value.to_string(),
+                };
+                if matches!(name, "BASH_ENV" | "ENV") {
+                    match w.literal() {
+                        Some(_) => files.push(PathBuf::from(value)),
+                        None => unknown = true,
+                    }
+                }
+            }
+        }
+        for (k, w) in rest.iter().enumerate() {
+            let Some(l) = w.literal() else { break };
+            if matches!(l.as_str(), "--rcfile" | "--init-file") {
+                match rest.get(k + 1).and_then(|v| v.literal()) {
+                    Some(v) => files.push(PathBuf::from(v)),
+                    None => unknown = true,
+                }
+            } else if !l.starts_with(['-', '+']) {
+                break;
+            }
+        }
+        // Relative names are the command's working directory's.
+        let files = files.into_iter().map(|p| match cwd {
+            Some(c) if p.is_relative() => c.join(p),
+            _ => p,
+        });
+        let mut out: Vec<Script> = files
+            .filter(|p| p.is_file())
+            .map(|p| read_script(&p, Some(ScriptKind::Shell)))
+            .collect();
+        if unknown {
+            out.push(Script::Unknown);
+        }
+        out
     }
 
     /// The files of code `prog rest…` runs.

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 mod commands;
+mod copies;
 mod hosts;
 mod rc;
 mod scripts;

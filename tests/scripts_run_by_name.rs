@@ -546,3 +546,24 @@ fn assert_none_missed(missed: &[String]) {
         missed.join("\n")
     );
 }
+
+/// Not closed (spec/hooks.md §13.4): the protected-resources screen does not read the script a
+/// command runs, so a script that reads the signing key through a glob, written in one call,
+/// prints it in the next. (Its text names no secret of the policy, so the secrecy rule's reading
+/// of scripts does not apply; privilege separation, §14, is what keeps the key then.)
+#[test]
+#[ignore = "the screen of §13 does not read scripts run by name: reading them there would refuse every script that runs a program only known when it runs"]
+fn a_script_that_reads_the_signing_key_is_screened_when_it_runs() {
+    let f = installed_hook::fixture();
+    begin(&f, "k", false);
+    let w = write(
+        &f,
+        "k",
+        "scripts/k.sh",
+        "#!/bin/sh\ncat ../../guard/*.key\n",
+    );
+    assert!(!matches!(w, Answer::Deny(_)), "{w:?}");
+    assert!(
+        matches!(bash(&f, "k", "bash scripts/k.sh"), Answer::Deny(ref why) if why.contains("no tool call may touch"))
+    );
+}

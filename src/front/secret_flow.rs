@@ -41,11 +41,12 @@ impl<S: Store, K: Keys> Front<S, K> {
         let cwd = self.project.clone();
         let cwd = cwd.as_deref().map(Path::new);
         let rules = self.secret_rules();
-        let (egress, itself) = rules.egress_reading(tool, args, cwd)?;
+        let (egress, mut itself) = rules.egress_reading(tool, args, cwd)?;
         // Nothing secret to send: no destination needs judging (every branch below refuses
-        // only for a secret the call reads or the session read).
+        // only for a secret the call reads or the session read) — unless a file it sends holds
+        // a secret's value (a copy made earlier, in any session: §16.2, "Copies").
         if itself.is_none() && self.secret_reads(session, false).is_empty() {
-            return None;
+            itself = Some(rules.copied_secret(tool, args, cwd)?);
         }
         let mut closed: Vec<String> = egress
             .destinations

@@ -28,7 +28,10 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 mod commands;
+mod copies;
 mod hosts;
+mod rc;
+mod scripts;
 
 pub(crate) use commands::is_interpreter;
 

@@ -235,6 +235,9 @@ impl SecretRules {
                 f.unknown_program = true;
             }
         }
+        // Code it runs from a file (`bash x.sh`, `./x.sh`, `python3 x.py`, `make`, `npm
+        // test`): the file's text as it is now, analysed as the code it is.
+        self.scripts(words, i, cwd, depth, f, r);
         // Commands another program runs from its arguments (`git -c alias.x='!CMD' x`,
         // `find -exec`, tar's and ssh's command options): the sink rules' reading of them
         // (`carried_commands`, `spec/hooks.md` §17.1), analysed as commands here too.
@@ -361,7 +364,7 @@ impl SecretRules {
 
 /// The path-like pieces of a text (inline code, a here-document): split at spaces, quotes,
 /// brackets and separators, kept when they hold a `/` or start with `.`.
-fn chunks(text: &str) -> impl Iterator<Item = &str> {
+pub(super) fn chunks(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| c.is_whitespace() || "'\"(),;[]{}`<>|&=".contains(c))
         .filter(|p| p.contains('/') || p.starts_with('.'))
 }

@@ -1,0 +1,171 @@
+//! Copies of secrets (`spec/hooks.md` §16.2, "Copies"): a file an egress command sends that
+//! holds a value of one of the user's secret files. A secret copied into an ordinary file in
+//! one session (`cp ~/.aws/credentials docs/notes.txt`, a hard link, `sed -n p … > f`) is no
+//! longer secret by its path, and the next session, which read no secret, sent it with exit 0
+//! (attack review 38). What the file holds decides, whoever wrote it and when.
+
+use super::commands::UNKNOWN_CWD;
+use super::scripts::read_text;
+use super::SecretRules;
+use crate::front::protect::pattern::{candidate, matches, Candidate};
+use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
+use crate::front::secret_values::{carried, specific_tokens};
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// At most this many secret files are read per decision, this many bytes each.
+const MAX_SECRET_FILES: usize = 256;
+const MAX_FILE_BYTES: u64 = 64 * 1024;
+/// At most this many files a command names are searched, this many bytes each.
+const MAX_SENT_FILES: usize = 32;
+const MAX_SENT_BYTES: u64 = 1 << 20;
+
+impl SecretRules {
+    /// The first file the shell call names (as a word, or after `=` or `@`: `-F f=@F`, `-d
+    /// @F`, `--post-file=F`) that holds a specific value of a secret file of the user, as
+    /// "`F`, which holds a value of `S`".
+    pub(crate) fn copied_secret(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        cwd: Option<&Path>,
+    ) -> Option<String> {
+        if !is_shell_tool(tool.rsplit("__").next().unwrap_or(tool)) {
+            return None;
+        }
+        let cwd = cwd.unwrap_or(Path::new(UNKNOWN_CWD));
+        let mut named: Vec<PathBuf> = Vec::new();
+        for key in ["command", "cmd"] {
+            if let Some(text) = args.get(key).and_then(command_text) {
+                self.named_files(&text, cwd, 0, &mut named);
+            }
+        }
+        if named.is_empty() {
+            return None;
+        }
+        let secrets = self.secret_files(cwd);
+        for file in named.iter().take(MAX_SENT_FILES) {
+            if secrets.iter().any(|(p, _)| p == file) {
+                continue;
+            }
+            let Ok(meta) = std::fs::metadata(file) else {
+                continue;
+            };
+            if !meta.is_file() || meta.len() > MAX_SENT_BYTES {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(file) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let mut body = Map::new();
+            body.insert("file".to_string(), Value::String(text));
+            for (secret, tokens) in &secrets {
+                if carried(tokens, &body).is_some() {
+                    return Some(format!(
+                        "`{}`, which holds a value of `{}`",
+                        file.display(),
+                        secret.display()
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// The existing files a command's words name (nested commands too).
+    fn named_files(&self, text: &str, cwd: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        if depth > crate::front::protect::MAX_NESTING || out.len() >= MAX_SENT_FILES {
+            return;
+        }
+        let lexed = lex(text);
+        for n in &lexed.nested {
+            self.named_files(n, cwd, depth + 1, out);
+        }
+        for t in &lexed.tokens {
+            let Token::Word(w) = t else { continue };
+            let mut words = vec![w.clone()];
+            for cut in ['=', '@'] {
+                if let Some(p) = w.pieces.iter().rposition(|x| *x == Piece::Lit(cut)) {
+                    words.push(Word {
+                        pieces: w.pieces[p + 1..].to_vec(),
+                    });
+                }
+            }
+            for w in words {
+                if let Candidate::Path(p) = candidate(&w, Some(cwd), self.home.as_deref()) {
+                    if p.is_file() && !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The user's secret files (the policy's globs: under home or root, walked from their
+    /// literal directory; a name without a directory, in the working directory) and the
+    /// specific tokens of each.
+    fn secret_files(&self, cwd: &Path) -> Vec<(PathBuf, BTreeSet<String>)> {
+        let mut found: Vec<PathBuf> = Vec::new();
+        for (name, g, _) in &self.secret {
+            let base = match (name.strip_prefix("~/"), &self.home) {
+                (Some(r), Some(h)) => h.join(r),
+                (None, _) if name.starts_with('/') => PathBuf::from(name),
+                (None, _) if !name.contains('/') => cwd.join(name),
+                _ => continue,
+            };
+            // The directory before the first wildcard.
+            let s = base.to_string_lossy();
+            let cut = s.find(['*', '?', '[']).unwrap_or(s.len());
+            let dir = match s[..cut].rfind('/') {
+                Some(i) if cut < s.len() => PathBuf::from(&s[..i]),
+                _ => base.clone(),
+            };
+            walk(&dir, 3, &mut |p| {
+                let ps = p.to_string_lossy();
+                if matches(g, &ps)
+                    && !self.public.iter().any(|(pg, _)| matches(pg, &ps))
+                    && !found.contains(&p.to_path_buf())
+                {
+                    found.push(p.to_path_buf());
+                }
+                found.len() < MAX_SECRET_FILES
+            });
+        }
+        found
+            .into_iter()
+            .filter_map(|p| {
+                let meta = std::fs::metadata(&p).ok()?;
+                if meta.len() > MAX_FILE_BYTES {
+                    return None;
+                }
+                let tokens = specific_tokens(&read_text(&p)?);
+                (!tokens.is_empty()).then_some((p, tokens))
+            })
+            .collect()
+    }
+}
+
+/// Calls `f` with `dir` when it is a file, else with the files under it, `depth` levels
+/// deep, until `f` returns false.
+fn walk(dir: &Path, depth: usize, f: &mut dyn FnMut(&Path) -> bool) -> bool {
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return true;
+    };
+    if meta.is_file() {
+        return f(dir);
+    }
+    if depth == 0 || !meta.is_dir() {
+        return true;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    for e in entries.flatten().take(1024) {
+        if !walk(&e.path(), depth - 1, f) {
+            return false;
+        }
+    }
+    true
+}

@@ -49,13 +49,8 @@ impl SecretRules {
             if secrets.iter().any(|(p, _)| p == file) {
                 continue;
             }
-            let Ok(meta) = std::fs::metadata(file) else {
-                continue;
-            };
-            if !meta.is_file() || meta.len() > MAX_SENT_BYTES {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(file) else {
+            // Never blocks (a FIFO named as the file sent), regular files only, bounded.
+            let Ok(Some(bytes)) = crate::store::durable::read_regular(file, MAX_SENT_BYTES) else {
                 continue;
             };
             let text = String::from_utf8_lossy(&bytes).into_owned();

@@ -460,11 +460,9 @@ fn option_value<'a>(rest: &[&'a Word], names: &[&str]) -> Option<&'a Word> {
 
 /// The text of a file, when it can be read whole as text here.
 pub(super) fn read_text(p: &Path) -> Option<String> {
-    let meta = std::fs::metadata(p).ok()?;
-    if meta.len() > MAX_SCRIPT_BYTES {
-        return None;
-    }
-    let bytes = std::fs::read(p).ok()?;
+    // Through the one reader of files named by untrusted input: never blocks (a FIFO the agent
+    // made where a script is expected would hang the hook), regular files only, bounded.
+    let bytes = crate::store::durable::read_regular(p, MAX_SCRIPT_BYTES).ok()??;
     if bytes.contains(&0) {
         return None;
     }
@@ -527,6 +525,24 @@ fn recipes(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::recipes;
+
+    /// A FIFO, a directory or an oversized file where a script is expected is not read (the
+    /// hook would block on a FIFO until its deadline, and every later event with it).
+    #[test]
+    fn only_regular_files_of_bounded_size_are_read_as_scripts() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("x.sh");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        assert_eq!(super::read_text(&fifo), None);
+        assert_eq!(super::read_text(dir.path()), None);
+        let big = dir.path().join("big.sh");
+        std::fs::write(&big, vec![b'#'; super::MAX_SCRIPT_BYTES as usize + 1]).unwrap();
+        assert_eq!(super::read_text(&big), None);
+        let ok = dir.path().join("ok.sh");
+        std::fs::write(&ok, "echo hi\n").unwrap();
+        assert_eq!(super::read_text(&ok).as_deref(), Some("echo hi\n"));
+    }
 
     #[test]
     fn git_settings_are_read_as_git_reads_them() {

@@ -132,21 +132,9 @@ pub fn read_regular_metadata(
     max: u64,
 ) -> io::Result<Option<(Vec<u8>, std::fs::Metadata)>> {
     use std::io::Read;
-    let mut opts = OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NONBLOCK);
-    }
-    let f = match opts.open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let Some(f) = open_regular(path)? else {
+        return Ok(None);
     };
-    if !f.metadata()?.is_file() {
-        return Err(not_regular(path));
-    }
     let mut bytes = Vec::new();
     (&f).take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
@@ -180,6 +168,42 @@ pub fn open_append(path: &Path) -> io::Result<File> {
         return Err(not_regular(path));
     }
     Ok(f)
+}
+
+/// The first `n` bytes at most of the regular file at `path` (`None` when there is none),
+/// however long it is; opened as [`read_regular`] opens it, so it never blocks.
+///
+/// # Errors
+/// I/O errors, a file that is not regular. Does not panic.
+pub fn read_regular_head(path: &Path, n: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let Some(f) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    (&f).take(n).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+/// `path` opened for reading without blocking, when it is a regular file once open (`None`
+/// when there is none; a FIFO, device, socket or directory is an error).
+fn open_regular(path: &Path) -> io::Result<Option<File>> {
+    let mut opts = OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let f = match opts.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !f.metadata()?.is_file() {
+        return Err(not_regular(path));
+    }
+    Ok(Some(f))
 }
 
 fn not_regular(path: &Path) -> io::Error {

@@ -567,3 +567,60 @@ fn a_script_that_reads_the_signing_key_is_screened_when_it_runs() {
         matches!(bash(&f, "k", "bash scripts/k.sh"), Answer::Deny(ref why) if why.contains("no tool call may touch"))
     );
 }
+
+/// Code the guard cannot read is never passed as code that does nothing: a script padded past
+/// the size the analysis reads, a Makefile padded the same way, or a FIFO a background job
+/// feeds (`mkfifo scripts/feed.sh; (cat payload > scripts/feed.sh &)`), left by earlier calls
+/// and run in a session that read nothing, may read any secret and send it, so it is refused
+/// by the secrecy rule (`spec/hooks.md` §16.2 "Scripts run by name").
+#[test]
+fn code_too_long_or_not_a_file_is_refused_as_code_that_may_send() {
+    let f = installed_hook::fixture();
+    plant_secrets(&f);
+    std::fs::create_dir_all(f.project.join("scripts")).unwrap();
+    let padding = format!("# {}\n", "x".repeat(80)).repeat(60_000); // about 5 MB
+    std::fs::write(
+        f.project.join("scripts/big.sh"),
+        format!("#!/bin/sh\n{padding}{SEND}\n"),
+    )
+    .unwrap();
+    let fifo = f.project.join("scripts/feed.sh");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let mut missed = Vec::new();
+    for (n, run) in [
+        "bash scripts/big.sh",
+        "chmod +x scripts/big.sh && ./scripts/big.sh",
+        "bash scripts/feed.sh",
+        "source scripts/feed.sh",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("u{n}");
+        begin(&f, &id, false);
+        match bash(&f, &id, run) {
+            Answer::Deny(why) if why.contains("opened for secrets") => {}
+            other => missed.push(format!("`{run}`: {other:?}")),
+        }
+    }
+    std::fs::write(
+        f.project.join("Makefile"),
+        format!("{padding}sync:\n\t@{}\n", SEND.replace('$', "$$")),
+    )
+    .unwrap();
+    begin(&f, "make", false);
+    match bash(&f, "make", "make sync") {
+        Answer::Deny(why) if why.contains("opened for secrets") => {}
+        other => missed.push(format!("`make sync` of a padded Makefile: {other:?}")),
+    }
+    let _ = std::fs::remove_file(f.project.join("Makefile"));
+    assert_none_missed(&missed);
+    // A compiled program run by name is not a script (§16.4): it still runs in a session
+    // that holds a secret, however long it is.
+    std::fs::create_dir_all(f.project.join("bin")).unwrap();
+    let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+    elf.resize(5 << 20, 0);
+    std::fs::write(f.project.join("bin/tool"), elf).unwrap();
+    not_refused_after_reading_env(&f, "elf", &["./bin/tool --version"]);
+}

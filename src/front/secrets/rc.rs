@@ -67,7 +67,7 @@ impl SecretRules {
                     continue;
                 }
                 let Some(text) = read_text(&file) else {
-                    out.push(Script::Unknown);
+                    out.push(Script::Unread(file.clone()));
                     continue;
                 };
                 for line in text.lines() {
@@ -120,7 +120,7 @@ fn options_file(
         return None;
     }
     let Some(text) = read_text(file) else {
-        return Some(Script::Unknown);
+        return Some(Script::Unread(file.to_path_buf()));
     };
     let mut words = vec![prog.to_string()];
     for line in text.lines() {

@@ -16,7 +16,7 @@ use crate::front::sinks::command::carried_commands;
 use std::path::{Path, PathBuf};
 
 /// The most of a script that is read; a longer one is code the analysis does not know.
-const MAX_SCRIPT_BYTES: u64 = 256 * 1024;
+const MAX_SCRIPT_BYTES: u64 = 4 << 20;
 
 /// Programs that run the scripts of the working directory's `package.json`.
 const PACKAGE_RUNNERS: &[&str] = &["npm", "pnpm", "yarn", "bun"];
@@ -30,9 +30,12 @@ pub(super) enum Script {
     Config(String),
     /// Code of an interpreter (Python, Node, Perl…).
     Interpreted(String),
-    /// The file is named but cannot be read as text here (missing, too long, binary, a name
-    /// only the run knows): code nobody can see.
+    /// The file is named but cannot be read as text here (missing, binary given to a shell or
+    /// interpreter, a name only the run knows): code nobody can see.
     Unknown,
+    /// A file that is there and is run as code, but whose code is not read here (longer than
+    /// [`MAX_SCRIPT_BYTES`], not text, not a regular file): it may read any secret and send it.
+    Unread(std::path::PathBuf),
 }
 
 impl SecretRules {
@@ -74,6 +77,15 @@ impl SecretRules {
                     }
                 }
                 Script::Unknown => f.unknown_program = true,
+                Script::Unread(path) => {
+                    f.secrets.push(format!(
+                        "the code of `{}`, which is not read (longer than {} KiB, not text, \
+                         or not a regular file)",
+                        path.display(),
+                        MAX_SCRIPT_BYTES / 1024
+                    ));
+                    f.unknown_program = true;
+                }
             }
         }
     }
@@ -155,8 +167,9 @@ impl SecretRules {
         let named = prog_word.literal().unwrap_or_default();
         if named.contains('/') {
             return match path_of(prog_word) {
-                Some(p) if p.is_file() => vec![read_script(&p, None)],
-                // Not a file (yet): nothing runs, or something the screen judges.
+                // A file there, regular or not (a FIFO a job feeds is read as any script).
+                Some(p) if p.exists() => vec![read_script(&p, None)],
+                // Not there (yet): nothing runs, or something the screen judges.
                 _ => Vec::new(),
             };
         }
@@ -167,7 +180,7 @@ impl SecretRules {
                 return Vec::new();
             };
             return vec![match path_of(w) {
-                Some(p) if p.is_file() => read_script(
+                Some(p) if p.exists() => read_script(
                     &p,
                     Some(if shell {
                         ScriptKind::Shell
@@ -190,14 +203,14 @@ impl SecretRules {
                 None => ["GNUmakefile", "makefile", "Makefile"]
                     .iter()
                     .filter_map(|n| dir.as_ref().map(|d| d.join(n)))
-                    .filter(|p| p.is_file())
+                    .filter(|p| p.exists())
                     .collect(),
             };
             return files
                 .iter()
                 .map(|p| match read_text(p) {
                     Some(t) => Script::Shell(recipes(&t)),
-                    None => Script::Unknown,
+                    None => Script::Unread(p.clone()),
                 })
                 .collect();
         }
@@ -216,7 +229,7 @@ impl SecretRules {
             let dir = option_value(rest, &["--prefix", "-C", "--dir", "--cwd"])
                 .and_then(&path_of)
                 .or_else(|| cwd.map(Path::to_path_buf));
-            let Some(manifest) = dir.map(|d| d.join("package.json")).filter(|p| p.is_file()) else {
+            let Some(manifest) = dir.map(|d| d.join("package.json")).filter(|p| p.exists()) else {
                 return Vec::new();
             };
             // Every script: one runs others (`pretest`, `npm run build` inside `test`).
@@ -234,7 +247,7 @@ impl SecretRules {
                         })
                         .unwrap_or_default(),
                 ),
-                None => Script::Unknown,
+                None => Script::Unread(manifest.clone()),
             }];
         }
         Vec::new()
@@ -266,7 +279,7 @@ impl SecretRules {
         for file in files.iter().filter(|p| p.exists()) {
             match read_text(file) {
                 Some(t) => settings.extend(git_settings(&t)),
-                None => out.push(Script::Unknown),
+                None => out.push(Script::Unread(file.clone())),
             }
         }
         let words: Vec<Word> = settings
@@ -469,15 +482,33 @@ pub(super) fn read_text(p: &Path) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// Whether the file at `p` is a compiled program (an ELF or Mach-O image, or bytes with a NUL
+/// in their first 4 KiB, which no script holds), read without blocking.
+fn is_compiled(p: &Path) -> bool {
+    let Ok(Some(head)) = crate::store::durable::read_regular_head(p, 4096) else {
+        return false;
+    };
+    const MAGIC: [&[u8]; 5] = [
+        b"\x7fELF",
+        &[0xfe, 0xed, 0xfa, 0xce],
+        &[0xfe, 0xed, 0xfa, 0xcf],
+        &[0xcf, 0xfa, 0xed, 0xfe],
+        &[0xce, 0xfa, 0xed, 0xfe],
+    ];
+    !head.starts_with(b"#!") && (MAGIC.iter().any(|m| head.starts_with(m)) || head.contains(&0))
+}
+
 /// A script's code: by its `#!` line when it has one (an interpreter's code, or a shell's),
 /// else as `kind` (a file run as a program without one is run by the shell).
 fn read_script(p: &Path, kind: Option<ScriptKind>) -> Script {
     let Some(text) = read_text(p) else {
-        // A compiled program is not a script: what it does is not in text the analysis
-        // reads (spec/hooks.md §16.4); one given to a shell or interpreter is code unknown.
+        // A compiled program run by name is not a script: what it does is not in text the
+        // analysis reads (spec/hooks.md §16.4). Any other file whose code cannot be read here
+        // (padded past the bound, not text, not a regular file) may read any secret and send
+        // it: refused as such, never passed as code that does nothing.
         return match kind {
-            Some(_) => Script::Unknown,
-            None => Script::Shell(String::new()),
+            None if is_compiled(p) => Script::Shell(String::new()),
+            _ => Script::Unread(p.to_path_buf()),
         };
     };
     let by_line = text.strip_prefix("#!").map(|line| {

@@ -2,7 +2,7 @@
 //! commands, what their programs do with their arguments, the commands they nest, and `kill`.
 
 use super::analysis::Ctx;
-use super::pattern::{candidate, Candidate};
+use super::pattern::candidate;
 use super::programs::{
     DESTROY_PROGRAMS, FILE_PROGRAMS, GIT_TREE, READ_TREE_PROGRAMS, SEARCH_PROGRAMS, SHELLS,
     WRAPPERS,
@@ -234,10 +234,7 @@ impl Ctx<'_> {
                     .find(|a| a.literal().is_none_or(|l| !l.starts_with('-')))
                 {
                     None => self.p.home.clone(),
-                    Some(a) => match candidate(a, here, self.p.home.as_deref()) {
-                        Candidate::Path(p) => Some(p),
-                        Candidate::Pattern(_) => None,
-                    },
+                    Some(a) => candidate(a, here, self.p.home.as_deref()).path(),
                 };
                 return None;
             }
@@ -263,12 +260,9 @@ impl Ctx<'_> {
                 let mut dir = here.map(Path::to_path_buf);
                 while let Some(a) = args.get(j).and_then(Word::literal) {
                     if a == "-C" {
-                        dir = args.get(j + 1).and_then(|d| {
-                            match candidate(d, here, self.p.home.as_deref()) {
-                                Candidate::Path(p) => Some(p),
-                                Candidate::Pattern(_) => None,
-                            }
-                        });
+                        dir = args
+                            .get(j + 1)
+                            .and_then(|d| candidate(d, here, self.p.home.as_deref()).path());
                         j += 2;
                     } else if a == "-c" {
                         j += 2;

@@ -32,6 +32,16 @@ pub enum Candidate {
     Pattern(Vec<Pat>),
 }
 
+impl Candidate {
+    /// The path, when the word names one path (`None` for a pattern).
+    pub fn path(self) -> Option<PathBuf> {
+        match self {
+            Candidate::Path(p) => Some(p),
+            Candidate::Pattern(_) => None,
+        }
+    }
+}
+
 /// The path or pattern `word` names when run in `cwd` (`None`: unknown, as after `cd $X`)
 /// with home directory `home`.
 pub fn candidate(word: &Word, cwd: Option<&Path>, home: Option<&Path>) -> Candidate {
@@ -92,10 +102,7 @@ pub fn entered(base: Option<&Path>, dir: &str) -> Option<PathBuf> {
     let word = Word {
         pieces: dir.chars().map(Piece::Lit).collect(),
     };
-    match candidate(&word, base, None) {
-        Candidate::Path(p) => Some(p),
-        Candidate::Pattern(_) => None,
-    }
+    candidate(&word, base, None).path()
 }
 
 /// What the kernel opens for the absolute pattern `pats` of a word run in `cwd`: a path when

@@ -8,7 +8,7 @@
 //! later `bash scripts/sync.sh` were each allowed, in a session that had read nothing.
 
 use super::{Egress, Facts, SecretRules};
-use crate::front::protect::pattern::{candidate, Candidate, Resolver};
+use crate::front::protect::pattern::{candidate, Resolver};
 use crate::front::protect::shell::{Piece, Word};
 use crate::front::protect::simple::basename;
 use crate::front::protect::SHELLS;
@@ -159,10 +159,7 @@ impl SecretRules {
         rest: &[&Word],
         cwd: Option<&Path>,
     ) -> Vec<Script> {
-        let path_of = |w: &Word| match candidate(w, cwd, self.home.as_deref()) {
-            Candidate::Path(p) => Some(p),
-            Candidate::Pattern(_) => None,
-        };
+        let path_of = |w: &Word| candidate(w, cwd, self.home.as_deref()).path();
         // A program named by a path (`./x.sh`, `scripts/deploy`, `/tmp/x`): its file.
         let named = prog_word.literal().unwrap_or_default();
         if named.contains('/') {
@@ -263,10 +260,7 @@ impl SecretRules {
     /// ssh command, the credential helper and `pre-push`), so each is analysed for every one.
     fn git_runs(&self, rest: &[&Word], cwd: Option<&Path>) -> Vec<Script> {
         let dir = option_value(rest, &["-C"])
-            .and_then(|w| match candidate(w, cwd, self.home.as_deref()) {
-                Candidate::Path(p) => Some(p),
-                Candidate::Pattern(_) => None,
-            })
+            .and_then(|w| candidate(w, cwd, self.home.as_deref()).path())
             .or_else(|| cwd.map(Path::to_path_buf));
         let git_dir = dir.as_deref().and_then(git_dir);
         let mut files: Vec<PathBuf> = git_dir.iter().map(|g| g.join("config")).collect();

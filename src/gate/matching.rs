@@ -3,19 +3,20 @@
 //! (`fixtures/agentdojo/README.md`, "How `arg_sources` was computed"), minus its YAML decoding:
 //! JSON tool output is decoded instead, and each of its string leaves is searched too.
 
-use aho_corasick::AhoCorasick;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use unicode_normalization::UnicodeNormalization;
 use unicode_security::confusable_detection::skeleton;
 
 mod amounts;
+mod occurrences;
 pub mod index;
 pub mod keys;
 
 pub use amounts::renderings;
 use amounts::{amount_readings, amounts_in, canonical_amount, contains, decimal};
 pub use index::ReadIndex;
+use occurrences::at_some_occurrence;
 
 /// Whether a trusted principal's statement of `value` authorises it (`spec/hooks.md` §4.4):
 /// a string of at least 3 characters that is not all digits, or a number or digit string with
@@ -386,29 +387,6 @@ impl Words {
         at_some_occurrence(&self.joined, normal, |start| {
             self.starts.contains(&start) && self.ends.contains(&(start + normal.len()))
         })
-    }
-}
-
-/// Whether `fits(start)` holds for the start of some occurrence of `needle` in `hay`,
-/// overlapping ones included: `str::match_indices` gives occurrences that do not overlap, and
-/// the one that fits can overlap an earlier one that does not (`4545 45454545` holds
-/// `45454545` as a whole word at its second word only; `xfee-fee-fee` holds `fee-fee` at
-/// token boundaries after its first dash only). Those are looked at first; when one was seen
-/// and none fits, every occurrence is (an automaton that cannot be built counts as a fit: fail
-/// closed). O(len(hay) + len(needle)) and the occurrences.
-fn at_some_occurrence(hay: &str, needle: &str, fits: impl Fn(usize) -> bool) -> bool {
-    let mut seen = false;
-    for (start, _) in hay.match_indices(needle) {
-        if fits(start) {
-            return true;
-        }
-        seen = true;
-    }
-    seen && match AhoCorasick::new([needle]) {
-        Ok(ac) => ac
-            .try_find_overlapping_iter(hay)
-            .map_or(true, |mut all| all.any(|m| fits(m.start()))),
-        Err(_) => true,
     }
 }
 

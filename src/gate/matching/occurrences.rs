@@ -7,15 +7,22 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 /// Whether `fits(start)` holds for the start of some occurrence of `needle` in `hay`,
-/// overlapping ones included: `str::match_indices` gives occurrences that do not overlap, and
-/// the one that fits can overlap an earlier one that does not (`4545 45454545` holds
+/// overlapping ones included: a substring search (`memchr::memmem`, as `str::match_indices`)
+/// gives occurrences that do not overlap, and the one that fits can overlap an earlier one that does not (`4545 45454545` holds
 /// `45454545` as a whole word at its second word only; `xfee-fee-fee` holds `fee-fee` at
 /// token boundaries after its first dash only). Those are looked at first; when one was seen
 /// and none fits, every occurrence is (an automaton that cannot be built counts as a fit: fail
-/// closed). O(len(hay) + len(needle)) and the occurrences.
+/// closed). O(len(hay) + len(needle)) and the occurrences. A match of the needle's bytes starts
+/// at a character boundary of `hay`: both are UTF-8, and the needle does not start with a
+/// continuation byte.
 pub(super) fn at_some_occurrence(hay: &str, needle: &str, fits: impl Fn(usize) -> bool) -> bool {
+    if needle.is_empty() {
+        // At every character boundary, as `str::match_indices` gives them (memmem would give
+        // every byte).
+        return hay.match_indices(needle).any(|(start, _)| fits(start));
+    }
     let mut seen = false;
-    for (start, _) in hay.match_indices(needle) {
+    for start in memchr::memmem::find_iter(hay.as_bytes(), needle.as_bytes()) {
         if fits(start) {
             return true;
         }

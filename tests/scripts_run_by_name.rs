@@ -28,13 +28,7 @@ mod installed_hook;
 use installed_hook::{answer, sh, start_session, Answer, Fixture};
 
 fn plant_secrets(f: &Fixture) {
-    let aws = f.home.join(".aws");
-    std::fs::create_dir_all(&aws).unwrap();
-    std::fs::write(
-        aws.join("credentials"),
-        "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n",
-    )
-    .unwrap();
+    installed_hook::plant_aws_credentials(f);
     std::fs::write(
         f.project.join(".env"),
         "STRIPE_KEY=sk_live_51HxYz8kL2mN4pQ7\n",

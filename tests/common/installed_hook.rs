@@ -247,3 +247,13 @@ pub fn bash(f: &Fixture, session: &str, command: &str) -> Answer {
         "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"});
     answer(&sh(f, &f.pre, &e))
 }
+
+/// Writes the user's AWS credentials (`~/.aws/credentials`, a secret of the coding policy,
+/// `spec/hooks.md` §16.1) into the fixture's home, and returns their path.
+pub fn plant_aws_credentials(f: &Fixture) -> std::path::PathBuf {
+    let aws = f.home.join(".aws");
+    std::fs::create_dir_all(&aws).unwrap();
+    let at = aws.join("credentials");
+    std::fs::write(&at, "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n").unwrap();
+    at
+}

@@ -15,7 +15,7 @@
 //! destination cannot be found sends to a destination nobody opened.
 
 use super::protect::pattern::{
-    candidate, glob, literal_run, matches, overlaps, Candidate, Pat, Resolver,
+    candidate, glob, links_matched, literal_run, matches, overlaps, Candidate, Pat, Resolver,
 };
 use super::protect::shell::{lex, Token};
 use crate::gate::extract::string_leaves;
@@ -154,7 +154,19 @@ impl SecretRules {
                 .secret
                 .iter()
                 .find(|(_, g, _)| overlaps(g, pat))
-                .map(|(name, _, _)| format!("a file matching {name}")),
+                .map(|(name, _, _)| format!("a file matching {name}"))
+                .or_else(|| {
+                    // A link the pattern matches opens its target (`spec/hooks.md` §13.3).
+                    let links = links_matched(pat);
+                    links
+                        .targets
+                        .into_iter()
+                        .find_map(|t| self.secret_at(&Candidate::Path(t), r))
+                        .or_else(|| {
+                            let d = links.partial?;
+                            Some(format!("a link in {}, too large to list", d.display()))
+                        })
+                }),
         }
     }
 

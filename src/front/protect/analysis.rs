@@ -137,7 +137,9 @@ impl Ctx<'_> {
         let home = self.p.home.as_deref();
         let p = match candidate_with(&word, self.cwd, home, &Default::default()) {
             Candidate::Path(p) => p,
-            Candidate::Pattern(pat) => return self.pattern(&pat),
+            Candidate::Pattern(pat) => {
+                return self.pattern(&pat).or_else(|| self.linked(&pat, Some(true)))
+            }
         };
         if let Some((r, at)) = self.resource_at(&p) {
             return Some(Touch {
@@ -171,6 +173,31 @@ impl Ctx<'_> {
                     path: d.display().to_string(),
                     how: "may name a file in",
                 })
+        })
+    }
+
+    /// A protected resource that a symbolic link matched by `pat`'s last segment leads to
+    /// ([`pattern::links_matched`]): the kernel opens its target, which the pattern as written
+    /// need not match. `tree` as for [`Ctx::word`]. A directory too large to list whole may
+    /// hold such a link: it counts as one to the signing key (fail closed).
+    pub(super) fn linked(&self, pat: &[pattern::Pat], tree: Option<bool>) -> Option<Touch> {
+        let links = pattern::links_matched(pat);
+        for t in &links.targets {
+            if let Some((r, at)) = self.resource_at(t) {
+                return Some(Touch {
+                    resource: r,
+                    path: at.display().to_string(),
+                    how: "may name, through a symbolic link,",
+                });
+            }
+            if let Some(touch) = tree.and_then(|secrets| self.holds(t, secrets)) {
+                return Some(touch);
+            }
+        }
+        links.partial.map(|d| Touch {
+            resource: Resource::Key,
+            path: d.display().to_string(),
+            how: "may name, through a symbolic link in a directory too large to list,",
         })
     }
 
@@ -210,7 +237,7 @@ impl Ctx<'_> {
                 }
                 None
             }
-            Candidate::Pattern(pat) => ctx.pattern(&pat),
+            Candidate::Pattern(pat) => ctx.pattern(&pat).or_else(|| ctx.linked(&pat, tree)),
         }
         .or_else(|| {
             // `of=PATH`, `--file=PATH`: the value after `=` is a path too.

@@ -193,6 +193,54 @@ fn may_match_a_link(dir: &Path, seg: &[Pat]) -> bool {
     false
 }
 
+/// Most entries of a directory [`links_matched`] reads; a larger one may hold a link that is
+/// not seen ([`Links::partial`]).
+const MAX_LAST_SCAN: usize = 1 << 16;
+
+/// The symbolic links a pattern's last segment matches ([`links_matched`]).
+#[derive(Debug, Default)]
+pub struct Links {
+    /// What the kernel opens for each link matched (its target resolved).
+    pub targets: Vec<PathBuf>,
+    /// The directory, when it holds more than [`MAX_LAST_SCAN`] entries: a link past them
+    /// may be matched too.
+    pub partial: Option<PathBuf>,
+}
+
+/// The targets of the symbolic links that the last segment of `pat` (a pattern over absolute
+/// paths, as [`candidate`] gives it) matches in its directory, when that directory is all
+/// literal (attack review 37): the kernel opens a link's target, whose name the pattern need
+/// not match (`cat /tmp/kf*` with `/tmp/kf` a link to the signing key). Nothing for a last
+/// segment that is literal (a path, resolved as one) or a directory that is not (`$d/*.md`:
+/// judged by its last segment only, `spec/hooks.md` §13.3), nor for a directory that cannot
+/// be listed.
+pub fn links_matched(pat: &[Pat]) -> Links {
+    let mut segments = split_segments(pat.to_vec());
+    let Some(last) = segments.pop() else {
+        return Links::default();
+    };
+    let literal_dir: Option<Vec<String>> = segments.iter().map(|s| literal_segment(s)).collect();
+    let (Some(dir), false) = (literal_dir, literal_segment(&last).is_some()) else {
+        return Links::default();
+    };
+    let dir = PathBuf::from(format!("{}/", dir.join("/")));
+    let mut links = Links::default();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return links;
+    };
+    for (i, e) in entries.flatten().enumerate() {
+        if i >= MAX_LAST_SCAN {
+            links.partial = Some(dir);
+            break;
+        }
+        let name = e.file_name();
+        if e.file_type().is_ok_and(|t| t.is_symlink()) && matches(&last, &name.to_string_lossy()) {
+            links.targets.push(resolved(&e.path()));
+        }
+    }
+    links
+}
+
 /// `pats` cut at each `/`.
 fn split_segments(pats: Vec<Pat>) -> Vec<Vec<Pat>> {
     let mut segments: Vec<Vec<Pat>> = vec![Vec::new()];

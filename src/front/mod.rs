@@ -26,6 +26,7 @@ mod rules;
 mod secret_flow;
 mod session;
 mod sources;
+mod unique_json;
 mod verdict;
 mod write;
 pub use keys::{DerivedKeys, GeneratedKeys, KeyFile, Keys};

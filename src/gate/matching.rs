@@ -568,6 +568,22 @@ fn arabic_separator(c: char) -> Option<char> {
     }
 }
 
+/// The identifiers `s` writes among other words (`spec/hooks.md` §4.5 rule 9): every
+/// IBAN-shaped token as [`iban_tokens`] writes it out, and every run of at least
+/// [`MIN_NORMAL_CHARS`] ASCII digits (after [`fold`]ing) that touches no other letter or digit.
+/// `NL91ABNA0417164300 (landlord)` holds `NL91ABNA0417164300`; `pay 4411223398765432 now`
+/// holds `4411223398765432`.
+pub fn identifiers(s: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    iban_tokens(s, &mut out);
+    for w in fold(s).split(|c: char| !c.is_alphanumeric()) {
+        if w.len() >= MIN_NORMAL_CHARS && w.bytes().all(|b| b.is_ascii_digit()) {
+            out.insert(w.to_string());
+        }
+    }
+    out
+}
+
 /// Every IBAN-shaped token of `s` as it may be written out (`spec/hooks.md` §4.2), closed up,
 /// into `out`: `s` is [`fold`]ed and split into words at every character that is not a letter
 /// or digit; a word that starts like an IBAN (two letters, two digits, then letters or

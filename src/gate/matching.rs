@@ -573,7 +573,7 @@ fn arabic_separator(c: char) -> Option<char> {
 /// [`MIN_NORMAL_CHARS`] ASCII digits (after [`fold`]ing) that touches no other letter or digit.
 /// `NL91ABNA0417164300 (landlord)` holds `NL91ABNA0417164300`; `pay 4411223398765432 now`
 /// holds `4411223398765432`.
-pub fn identifiers(s: &str) -> BTreeSet<String> {
+pub(crate) fn identifiers(s: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     iban_tokens(s, &mut out);
     for w in fold(s).split(|c: char| !c.is_alphanumeric()) {

@@ -429,7 +429,11 @@ fn urls(word: &str) -> Vec<&str> {
 /// The host of `url` as the `url` crate normalises it (lower case, IDNA).
 fn url_host(url: &str) -> Option<String> {
     let u = url::Url::parse(url).ok()?;
-    u.host_str().map(|h| h.trim_matches(['[', ']']).to_string())
+    // The DNS root's dot (`evil.io.`) names the same host; the `url` crate keeps it (attack
+    // review 39).
+    u.host_str()
+        .map(|h| h.trim_matches(['[', ']']))
+        .map(|h| h.strip_suffix('.').unwrap_or(h).to_string())
 }
 
 /// Top-level domains that a bare word is taken as a host name with (rule 3): the common

@@ -300,7 +300,7 @@ impl Needle {
             Rest::Blank
         } else if t.chars().count() <= SHORT_CHARS {
             Rest::Short(t.to_string())
-        } else if is_email_or_host(t) {
+        } else if let Some(t) = email_or_host(t) {
             let l = t.to_lowercase();
             let mut lower = vec![l.clone()];
             if let Some(bare) = l.strip_prefix("www.") {
@@ -431,6 +431,13 @@ fn at_boundaries(hay: &str, needle: &str) -> bool {
                 .is_some_and(word);
         !before && !after
     })
+}
+
+/// `s` as an e-mail address or host ([`is_email_or_host`]), without the DNS root's dot it
+/// may end with (`evil.io.` is the host `evil.io`; attack review 39).
+fn email_or_host(s: &str) -> Option<&str> {
+    let bare = s.strip_suffix('.').unwrap_or(s);
+    is_email_or_host(bare).then_some(bare)
 }
 
 /// An e-mail address (`local@domain.tld`) or a host name (`a.b.tld`), with no white space.

@@ -579,13 +579,17 @@ fn arabic_separator(c: char) -> Option<char> {
 /// IBAN-shaped token as [`iban_tokens`] writes it out, and every run of at least
 /// [`MIN_NORMAL_CHARS`] ASCII digits (after [`fold`]ing) that touches no other letter or digit.
 /// `NL91ABNA0417164300 (landlord)` holds `NL91ABNA0417164300`; `pay 4411223398765432 now`
-/// holds `4411223398765432`.
+/// holds `4411223398765432`. A string with `%` is read percent-decoded too, as a URL's query
+/// writes the groups of an IBAN (`iban=NL91%20ABNA%20…`).
 pub(crate) fn identifiers(s: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    iban_tokens(s, &mut out);
-    for w in fold(s).split(|c: char| !c.is_alphanumeric()) {
-        if w.len() >= MIN_NORMAL_CHARS && w.bytes().all(|b| b.is_ascii_digit()) {
-            out.insert(w.to_string());
+    let decoded = percent_encoding::percent_decode_str(s).decode_utf8_lossy();
+    for t in [s, decoded.as_ref()] {
+        iban_tokens(t, &mut out);
+        for w in fold(t).split(|c: char| !c.is_alphanumeric()) {
+            if w.len() >= MIN_NORMAL_CHARS && w.bytes().all(|b| b.is_ascii_digit()) {
+                out.insert(w.to_string());
+            }
         }
     }
     out

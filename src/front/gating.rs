@@ -14,12 +14,12 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// allows too, the origin check on each of `matched` — per argument, the values it is
     /// matched by (the specific tokens and identifiers of its strings, what a sink adds) —
     /// other than the argument's own value, each as the argument's value against the same
-    /// justifying entries. So a token that the front found in a memory is looked for in the
-    /// memory's ancestry over every edge as the whole value is: a URL inside a composed
-    /// subject, or an IBAN with a name beside it, copied from a page the memory cites over a
-    /// weak edge, is refused as the bare IBAN is (attack review 39). Each costs an origin
-    /// check (`spec/gate.md` §3.3: answered from what the handle kept); the label decision is
-    /// the same for each and was made.
+    /// justifying entries (with and without the cited ones). So a token that the front found
+    /// in a memory is looked for in the memory's ancestry over every edge as the whole value
+    /// is: a URL inside a composed subject, or an IBAN with a name beside it, copied from a
+    /// page the memory cites over a weak edge, is refused as the bare IBAN is (attack review
+    /// 39). Each costs an origin check (`spec/gate.md` §3.3: answered from what the handle
+    /// kept); the label decision is the same for each and was made.
     pub(super) fn gate_decision(
         &self,
         call: &ToolCall,
@@ -35,20 +35,25 @@ impl<S: Store, K: Keys> Front<S, K> {
         if !matches!(decision, LineageDecision::Allow) {
             return decision;
         }
+        // With the cited entries and, when there are any, without them: a cited entry with
+        // authority must not let a token through that the sources found refuse.
+        let calls: &[&ToolCall] = if cited { &[call, found] } else { &[call] };
         for (param, values) in matched {
-            let Some((_, ids)) = call.args.iter().find(|(p, _)| p == param) else {
-                continue;
-            };
-            let one = ToolCall {
-                tool: call.tool.clone(),
-                sensitive: call.sensitive,
-                args: vec![(param.clone(), ids.clone())],
-            };
-            for v in values.iter().filter(|v| args.get(param) != Some(*v)) {
-                let value = Map::from_iter([(param.clone(), v.clone())]);
-                let d = self.ledger.gate_values(&self.policy, &one, &value);
-                if !matches!(d, LineageDecision::Allow) {
-                    return d;
+            for c in calls {
+                let Some((_, ids)) = c.args.iter().find(|(p, _)| p == param) else {
+                    continue;
+                };
+                let one = ToolCall {
+                    tool: c.tool.clone(),
+                    sensitive: c.sensitive,
+                    args: vec![(param.clone(), ids.clone())],
+                };
+                for v in values.iter().filter(|v| args.get(param) != Some(*v)) {
+                    let value = Map::from_iter([(param.clone(), v.clone())]);
+                    let d = self.ledger.gate_values(&self.policy, &one, &value);
+                    if !matches!(d, LineageDecision::Allow) {
+                        return d;
+                    }
                 }
             }
         }

@@ -20,12 +20,14 @@ pub mod secret_values;
 pub mod secrets;
 pub mod sinks;
 pub mod tools;
+mod gating;
 mod keys;
 mod retrieval;
 mod rules;
 mod secret_flow;
 mod session;
 mod sources;
+mod unique_json;
 mod verdict;
 mod write;
 pub use keys::{DerivedKeys, GeneratedKeys, KeyFile, Keys};
@@ -521,6 +523,8 @@ impl<S: Store, K: Keys> Front<S, K> {
         // gate's unsourced rule and the composed rule judge, since a citation can only make a
         // decision stricter (`spec/gate.md` §7).
         let mut found = call.clone();
+        // Per argument, the values it is matched by, for the origin check of each.
+        let mut matched: Vec<(String, Vec<Value>)> = Vec::new();
         for (name, value) in args {
             // Caller-cited entries only add sources: they can make a decision stricter,
             // never looser (`spec/gate.md` §7).
@@ -531,8 +535,8 @@ impl<S: Store, K: Keys> Front<S, K> {
             let mut values = extract::values(&self.policy, &tool, name, value, project.as_deref());
             values.extend(sinks.extra_values(name).iter().cloned().map(Value::String));
             let matchable = values.iter().any(ask::is_matchable) || sinks.forces(name);
-            for v in values {
-                let s = self.sources_split(session, &v, Some((&tool, name)))?;
+            for v in &values {
+                let s = self.sources_split(session, v, Some((&tool, name)))?;
                 if unreadable.is_none() {
                     let id = s.kept.iter().find(|id| !self.is_verified_text(id));
                     unreadable = id.map(|id| (name.clone(), *id));
@@ -544,6 +548,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             if matchable && ids.is_empty() {
                 composed.push(name.clone());
             }
+            matched.push((name.clone(), values));
             found.args.push((name.clone(), ids.clone()));
             let cited = given.get(name).into_iter().flatten().copied();
             push_new(&mut ids, cited.clone());
@@ -580,12 +585,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                 composed.clear();
             }
             // The cited entries as well, for what they taint; the worse decides.
-            let gate = match self.ledger.gate_values(&self.policy, &call, args) {
-                LineageDecision::Allow if !given.is_empty() => {
-                    self.ledger.gate_values(&self.policy, &found, args)
-                }
-                d => d,
-            };
+            let gate = self.gate_decision(&call, &found, args, !given.is_empty(), &matched);
             match (gate, unreadable) {
                 // A read that holds every value because its text cannot be read is a source
                 // that proves nothing (§4.6): the value may be one nothing read holds, or one

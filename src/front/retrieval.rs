@@ -2,6 +2,7 @@
 //! budget of text the agent is shown, and a tool output that is nothing but the MCP server's
 //! view of verified entries (`spec/mcp.md` §2.2) read as those entries (`spec/hooks.md` §3).
 
+use super::unique_json::parse_unique;
 use super::write::{Ref, Spec};
 use super::{haystack_of, Front, FrontError, Keys, Session};
 use crate::ledger::retrieve::Outcome;
@@ -72,12 +73,16 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// memlineage MCP server's `ledger_retrieve` (`spec/mcp.md` §2.2), as the agent received it
     /// (`output`: the JSON object, or a text or content blocks holding it) — as those entries
     /// instead of as new External text (`spec/hooks.md` §3 item 2): each listed entry must
-    /// verify and render exactly as listed (id, label, kind, writer, text, rendering), and
-    /// every withheld one must carry one of the server's own reasons. Then the listed entries
-    /// join the read set and `Some(ids)` is returned; for anything else (another tool's output,
-    /// a server that only looks like ours, one byte of text not accounted for) `None`, and the
-    /// caller records the output as External as usual. Whatever the tool's name, only verified
-    /// entries' texts are read this way, so nothing it adds can be unrecorded text. The
+    /// verify and render exactly as listed (id, label, kind, writer, text, rendering), every
+    /// withheld one must be an entry of the ledger that the server withholds for the reason
+    /// given (tombstoned, quarantined, or verified and past the text budget), and no object of
+    /// the JSON text may name a member twice (the parser keeps one, the model reads both).
+    /// Then the listed entries join the read set and `Some(ids)` is returned; for anything
+    /// else (another tool's output, a server that only looks like ours, one byte of text not
+    /// accounted for) `None`, and the caller records the output as External as usual.
+    /// Whatever the tool's name, only verified entries' texts and the ids of entries of the
+    /// ledger are read this way, so nothing it adds can be unrecorded text (attack review 39:
+    /// a withheld id was any 64 hex digits, and a member named twice was dropped unseen). The
     /// retrieval is written to the ledger as a context entry of the agent principal whose
     /// parents are the listed entries, so that a session rebuilt from the ledger
     /// ([`Front::catch_up`]) reads them again.
@@ -89,11 +94,25 @@ impl<S: Store, K: Keys> Front<S, K> {
         session: &mut Session,
         output: &Value,
     ) -> Result<Option<Vec<EntryId>>, FrontError> {
-        let Some(listed) = retrieved_view(output) else {
+        let Some(View { listed, withheld }) = retrieved_view(output) else {
             return Ok(None);
         };
         let ids: Vec<EntryId> = listed.iter().map(|l| l.0).collect();
         let got = self.ledger.retrieve(&ids)?;
+        // A withheld id is an entry the server withholds, for that very reason: else its 64
+        // hex digits are text the agent read that no entry holds.
+        let held: Vec<EntryId> = withheld.iter().map(|w| w.0).collect();
+        for ((id, reason), o) in withheld.iter().zip(self.ledger.retrieve(&held)?) {
+            let as_given = match o {
+                Outcome::Tombstoned(t) => t == *id && *reason == WITHHELD_TOMBSTONED,
+                Outcome::Quarantined(q) => q == *id && *reason == WITHHELD_QUARANTINED,
+                Outcome::Verified(r) => r.id == *id && *reason == WITHHELD_OVER_BUDGET,
+                Outcome::Rejected(..) => false,
+            };
+            if !as_given {
+                return Ok(None);
+            }
+        }
         for ((id, fields), o) in listed.iter().zip(&got) {
             let Outcome::Verified(r) = o else {
                 return Ok(None);
@@ -159,13 +178,21 @@ const WITHHELD_REASONS: [&str; 3] = [
     WITHHELD_OVER_BUDGET,
 ];
 
-/// The entries a `ledger_retrieve` result lists, if `output` is exactly one (a JSON object
-/// `{"entries": [...], "withheld": [...]}` with no other member, given as is, as a JSON text,
-/// or as content blocks whose texts are all that object); `None` otherwise.
-fn retrieved_view(output: &Value) -> Option<Vec<(EntryId, ViewEntry)>> {
+/// What a `ledger_retrieve` result shows: the entries it lists, and the entries it withholds
+/// with the reason given for each.
+struct View {
+    listed: Vec<(EntryId, ViewEntry)>,
+    withheld: Vec<(EntryId, &'static str)>,
+}
+
+/// The entries a `ledger_retrieve` result lists and withholds, if `output` is exactly one (a
+/// JSON object `{"entries": [...], "withheld": [...]}` with no other member, given as is, as a
+/// JSON text, or as content blocks whose texts are all that object; a text whose objects name
+/// a member twice is none); `None` otherwise.
+fn retrieved_view(output: &Value) -> Option<View> {
     let object = match output {
         Value::Object(_) => output.clone(),
-        Value::String(s) => serde_json::from_str(s).ok()?,
+        Value::String(s) => parse_unique(s)?,
         Value::Array(blocks) => {
             let mut one: Option<Value> = None;
             for b in blocks {
@@ -173,7 +200,7 @@ fn retrieved_view(output: &Value) -> Option<Vec<(EntryId, ViewEntry)>> {
                 if m.get("type").and_then(Value::as_str) != Some("text") || m.len() != 2 {
                     return None;
                 }
-                let v: Value = serde_json::from_str(m.get("text")?.as_str()?).ok()?;
+                let v = parse_unique(m.get("text")?.as_str()?)?;
                 if one.as_ref().is_some_and(|o| *o != v) {
                     return None;
                 }
@@ -189,17 +216,17 @@ fn retrieved_view(output: &Value) -> Option<Vec<(EntryId, ViewEntry)>> {
     if top.len() != 2 {
         return None;
     }
+    let mut withheld = Vec::new();
     for w in top.get("withheld")?.as_array()? {
         let w = w.as_object()?;
-        let reason = w.get("reason")?.as_str()?;
-        if w.len() != 2
-            || EntryId::from_hex(w.get("id")?.as_str()?).is_err()
-            || !WITHHELD_REASONS.contains(&reason)
-        {
+        let given = w.get("reason")?.as_str()?;
+        let reason = WITHHELD_REASONS.into_iter().find(|r| *r == given)?;
+        if w.len() != 2 {
             return None;
         }
+        withheld.push((EntryId::from_hex(w.get("id")?.as_str()?).ok()?, reason));
     }
-    let mut out = Vec::new();
+    let mut listed = Vec::new();
     for e in top.get("entries")?.as_array()? {
         let e = e.as_object()?;
         if e.len() != 6 {
@@ -213,7 +240,7 @@ fn retrieved_view(output: &Value) -> Option<Vec<(EntryId, ViewEntry)>> {
         };
         let id = EntryId::from_hex(&s("id")?).ok()?;
         let rest = [s("label")?, s("kind")?, s("writer")?, s("rendered")?];
-        out.push((id, ViewEntry { text, rest }));
+        listed.push((id, ViewEntry { text, rest }));
     }
-    Some(out)
+    Some(View { listed, withheld })
 }

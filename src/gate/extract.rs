@@ -48,6 +48,7 @@ pub fn values(
         let mut tokens = Vec::new();
         for s in leaves {
             text_tokens(s, project, &mut tokens);
+            identifiers(s, &mut tokens);
         }
         let mut out = vec![value.clone()];
         out.extend(
@@ -90,10 +91,25 @@ pub fn values(
                 let added = added.join("\n");
                 text_tokens(&added, project, &mut out);
                 long_lines(&added, &mut out);
+                identifiers(&added, &mut out);
             }
+        }
+        if !matches!(kind, ValueKind::Patch) {
+            identifiers(s, &mut out);
         }
     }
     out.into_iter().map(Value::String).collect()
+}
+
+/// Rule 9 (`spec/hooks.md` §4.5): the identifiers written in `s` among other words or inside a
+/// URL or a path — IBAN-shaped tokens however grouped, runs of 8 digits or more
+/// ([`super::matching::identifiers`]) — which a model copies with a name beside them
+/// (`NL91ABNA0417164300 (landlord)`), shorter than a long token (rule 5). Attack review 39:
+/// each was unsourced.
+fn identifiers(s: &str, out: &mut Vec<String>) {
+    for id in super::matching::identifiers(s) {
+        push(out, &id);
+    }
 }
 
 /// Whether a call of `tool` with `args` is gated by the tool's path conditions
@@ -413,7 +429,11 @@ fn urls(word: &str) -> Vec<&str> {
 /// The host of `url` as the `url` crate normalises it (lower case, IDNA).
 fn url_host(url: &str) -> Option<String> {
     let u = url::Url::parse(url).ok()?;
-    u.host_str().map(|h| h.trim_matches(['[', ']']).to_string())
+    // The DNS root's dot (`evil.io.`) names the same host; the `url` crate keeps it (attack
+    // review 39).
+    u.host_str()
+        .map(|h| h.trim_matches(['[', ']']))
+        .map(|h| h.strip_suffix('.').unwrap_or(h).to_string())
 }
 
 /// Top-level domains that a bare word is taken as a host name with (rule 3): the common

@@ -301,7 +301,7 @@ impl Needle {
             Rest::Blank
         } else if t.chars().count() <= SHORT_CHARS {
             Rest::Short(t.to_string())
-        } else if is_email_or_host(t) {
+        } else if let Some(t) = email_or_host(t) {
             let l = t.to_lowercase();
             let mut lower = vec![l.clone()];
             if let Some(bare) = l.strip_prefix("www.") {
@@ -409,6 +409,13 @@ fn at_boundaries(hay: &str, needle: &str) -> bool {
                 .is_some_and(word);
         !before && !after
     })
+}
+
+/// `s` as an e-mail address or host ([`is_email_or_host`]), without the DNS root's dot it
+/// may end with (`evil.io.` is the host `evil.io`; attack review 39).
+fn email_or_host(s: &str) -> Option<&str> {
+    let bare = s.strip_suffix('.').unwrap_or(s);
+    is_email_or_host(bare).then_some(bare)
 }
 
 /// An e-mail address (`local@domain.tld`) or a host name (`a.b.tld`), with no white space.
@@ -544,6 +551,26 @@ fn arabic_separator(c: char) -> Option<char> {
         '\u{066C}' => Some(','),
         _ => None,
     }
+}
+
+/// The identifiers `s` writes among other words (`spec/hooks.md` §4.5 rule 9): every
+/// IBAN-shaped token as [`iban_tokens`] writes it out, and every run of at least
+/// [`MIN_NORMAL_CHARS`] ASCII digits (after [`fold`]ing) that touches no other letter or digit.
+/// `NL91ABNA0417164300 (landlord)` holds `NL91ABNA0417164300`; `pay 4411223398765432 now`
+/// holds `4411223398765432`. A string with `%` is read percent-decoded too, as a URL's query
+/// writes the groups of an IBAN (`iban=NL91%20ABNA%20…`).
+pub(crate) fn identifiers(s: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let decoded = percent_encoding::percent_decode_str(s).decode_utf8_lossy();
+    for t in [s, decoded.as_ref()] {
+        iban_tokens(t, &mut out);
+        for w in fold(t).split(|c: char| !c.is_alphanumeric()) {
+            if w.len() >= MIN_NORMAL_CHARS && w.bytes().all(|b| b.is_ascii_digit()) {
+                out.insert(w.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// Every IBAN-shaped token of `s` as it may be written out (`spec/hooks.md` §4.2), closed up,

@@ -8,7 +8,8 @@
 //! and the tasks of SEP-1686. A method this table does not know is recorded as a read: what a
 //! future message carries to the model cannot be ruled out (fail closed).
 
-use crate::gate::matching::Haystack;
+use crate::gate::extract;
+use crate::gate::matching::{self, Haystack};
 use serde_json::{Map, Value};
 
 /// What to record of one message before passing it on.
@@ -118,12 +119,25 @@ pub fn elicited_statement(request: &Value, result: &Value) -> Option<String> {
     (!own.is_empty()).then(|| Value::Object(own).to_string())
 }
 
-/// Whether `value` holds something matchable that the suggested text does not hold.
+/// Whether `value` holds something matchable that the suggested text does not hold, and
+/// nothing it suggested: a string none of whose specific tokens and identifiers
+/// (`spec/hooks.md` §4.5 rules 1–5 and 9) the suggested text holds. A field that copies the
+/// server's IBAN or URL with a word of the user's beside it is not the user's statement
+/// (attack review 39: it was, and authorised the server's IBAN).
 fn own_value(suggested: &Haystack, value: &Value) -> bool {
     match value {
         Value::Array(items) => items.iter().any(|v| own_value(suggested, v)),
         Value::String(s) if s.trim().is_empty() => false,
-        Value::String(_) | Value::Number(_) => !suggested.matches(value),
+        Value::String(s) => {
+            let mut tokens = Vec::new();
+            extract::text_tokens(s, None, &mut tokens);
+            tokens.extend(matching::identifiers(s));
+            !suggested.matches(value)
+                && !tokens
+                    .into_iter()
+                    .any(|t| suggested.matches(&Value::String(t)))
+        }
+        Value::Number(_) => !suggested.matches(value),
         _ => false,
     }
 }

@@ -562,7 +562,13 @@ fn arabic_separator(c: char) -> Option<char> {
 pub(crate) fn identifiers(s: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let decoded = percent_encoding::percent_decode_str(s).decode_utf8_lossy();
-    for t in [s, decoded.as_ref()] {
+    // A string without `%` decodes to itself: read once.
+    let forms = if decoded == s {
+        &[s][..]
+    } else {
+        &[s, decoded.as_ref()][..]
+    };
+    for t in forms {
         iban_tokens(t, &mut out);
         for w in fold(t).split(|c: char| !c.is_alphanumeric()) {
             if w.len() >= MIN_NORMAL_CHARS && w.bytes().all(|b| b.is_ascii_digit()) {

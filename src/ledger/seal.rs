@@ -111,9 +111,11 @@ pub enum SealError {
     },
 }
 
-/// The HMAC key of a log's seals, derived from its secret key.
+/// The HMAC key of a log's seals, derived from its secret key, kept as the HMAC state after
+/// the key blocks (RFC 2104's inner and outer pads, one SHA-256 compression each): every tag
+/// starts from a copy of it instead of hashing the key again.
 #[derive(Clone)]
-pub(crate) struct SealKey([u8; 32]);
+pub(crate) struct SealKey(Hmac<Sha256>);
 
 impl std::fmt::Debug for SealKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -152,7 +154,12 @@ impl SealKey {
         let mut h = Sha256::new();
         h.update(KEY_PREFIX);
         h.update(signer.writer_key().seed());
-        SealKey(h.finalize().into())
+        let key: [u8; 32] = h.finalize().into();
+        // HMAC zero-pads a key shorter than the hash's 64-byte block (RFC 2104 §2), so the
+        // padded block key gives the same MAC as the 32-byte key, with no fallible path.
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&key);
+        SealKey(<Hmac<Sha256> as KeyInit>::new(&block.into()))
     }
 
     fn mac(&self, seal: &Sealed) -> Hmac<Sha256> {
@@ -209,23 +216,27 @@ impl SealKey {
     }
 
     fn keyed(&self) -> Hmac<Sha256> {
-        // HMAC zero-pads a key shorter than the hash's 64-byte block (RFC 2104 §2), so the
-        // padded block key gives the same MAC as the 32-byte key, with no fallible path.
-        let mut block = [0u8; 64];
-        block[..32].copy_from_slice(&self.0);
-        <Hmac<Sha256> as KeyInit>::new(&block.into())
+        self.0.clone()
     }
 
-    /// The stored form of `seal`: `v2 <size> <count> <head hex> <tag hex>`.
+    /// The stored form of `seal`: `v2 <size> <count> <head hex> <tag hex>` (written with every
+    /// append: built in one buffer, without the formatting machinery).
     pub(crate) fn seal(&self, seal: &Sealed) -> String {
-        let tag = self.mac(seal).finalize().into_bytes();
-        format!(
-            "v2 {} {} {} {}",
-            seal.size,
-            seal.effects.count,
-            hex::encode(seal.effects.head),
-            hex::encode(tag)
-        )
+        let tag: [u8; 32] = self.mac(seal).finalize().into_bytes().into();
+        let mut out = String::with_capacity(3 + 2 * 21 + 2 * 65);
+        out.push_str("v2 ");
+        push_decimal(&mut out, seal.size);
+        out.push(' ');
+        push_decimal(&mut out, seal.effects.count);
+        for bytes in [&seal.effects.head, &tag] {
+            out.push(' ');
+            let mut hex = [0u8; 64];
+            // 64 output bytes for 32 input bytes: cannot fail.
+            if hex::encode_to_slice(bytes, &mut hex).is_ok() {
+                out.extend(hex.iter().map(|&b| char::from(b)));
+            }
+        }
+        out
     }
 
     /// Parses and verifies a stored seal (tag compared in constant time).
@@ -260,6 +271,21 @@ impl SealKey {
             .map_err(|_| SealError::Forged)?;
         Ok(seal)
     }
+}
+
+/// Appends `n` in decimal (what `format!("{n}")` writes).
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&b| char::from(b)));
 }
 
 /// Whether a stored seal is memlineage 0.1's (`v1 …`, a chain over every row): it is not
@@ -348,6 +374,34 @@ mod tests {
             assert_eq!(k.open(bad), Err(SealError::Malformed), "{bad}");
         }
         assert!(is_v1("v1 1 00 00") && !is_v1(&s));
+    }
+
+    #[test]
+    fn the_seal_text_is_the_formatted_one() {
+        let k = key("seal-a");
+        for (size, count) in [
+            (0, 0),
+            (3, 1),
+            (9, 10),
+            (1_000_007, 99),
+            (u64::MAX, u64::MAX),
+        ] {
+            let seal = Sealed {
+                size,
+                effects: Chain {
+                    count,
+                    head: [0xa5; 32],
+                },
+            };
+            let tag = k.mac(&seal).finalize().into_bytes();
+            let want = format!(
+                "v2 {size} {count} {} {}",
+                hex::encode(seal.effects.head),
+                hex::encode(tag)
+            );
+            assert_eq!(k.seal(&seal), want);
+            assert_eq!(k.open(&want), Ok(seal));
+        }
     }
 
     #[test]

@@ -514,7 +514,9 @@ impl ProvEntry {
         }
         if let Some(b) = &self.binding {
             // A binding of a key nobody can sign under (weak, non-canonical) is malformed.
-            b.key.verifying_key()?;
+            // `public_key` makes every check `verifying_key` makes (which calls it, then
+            // decompresses the same bytes again for ed25519-dalek), for one decompression.
+            b.key.public_key()?;
             if b.name.len() > MAX_NAME_BYTES {
                 return Err(RecordError::NameTooLong {
                     got: b.name.len(),

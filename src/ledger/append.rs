@@ -11,8 +11,9 @@ use crate::log::{hashes_to_store, stored_hash_index};
 use crate::record::{
     EntryId, KeyBinding, KeyId, Kind, ProvEntry, RecordError, Role, SignedEntry, WriterKey,
 };
+use crate::record::{IdMap, IdSet};
 use crate::store::{NewEntry, Store, StoreError};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// The result of a successful append.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,9 +40,9 @@ pub struct Draft<'k, 'c> {
 /// keys they bind and the targets of their forensic entries.
 #[derive(Default)]
 pub(crate) struct Admitted {
-    entries: HashMap<EntryId, Meta>,
+    entries: IdMap<EntryId, Meta>,
     keys: HashMap<KeyId, Role>,
-    forensic_targets: HashSet<EntryId>,
+    forensic_targets: IdSet<EntryId>,
 }
 
 /// A checked, signed, labelled and hashed batch, ready to be committed to the store.

@@ -3,8 +3,7 @@
 //! only what this handle read or wrote, so that opening a ledger does not read every row.
 
 use crate::lineage::Label;
-use crate::record::{EntryId, Kind};
-use std::collections::HashMap;
+use crate::record::{EntryId, IdMap, Kind};
 use std::sync::Mutex;
 
 /// What the ledger knows about an entry it has verified.
@@ -22,11 +21,11 @@ const MAX_REMEMBERED: usize = 1 << 20;
 pub(super) struct LabelIndex {
     /// Rows read from the store whose tag verified, or that this handle stored with a tag.
     /// A poisoned lock only means reading the store again.
-    read: Mutex<HashMap<EntryId, Meta>>,
+    read: Mutex<IdMap<EntryId, Meta>>,
     /// Entries this handle verified and labelled from their signed bytes that the store holds
     /// without a valid tag: rows after the stored seal, and this handle's own sequenced
     /// (PostgreSQL) entries. Never evicted: the store cannot vouch for them.
-    unsealed: HashMap<EntryId, (Meta, Kind)>,
+    unsealed: IdMap<EntryId, (Meta, Kind)>,
 }
 
 impl LabelIndex {

@@ -76,7 +76,7 @@ pub struct Ledger<S: Store> {
     /// Entries whose signature this handle verified (in [`Ledger::get`]): their bytes, found
     /// again by their leaf hash, are parsed without verifying the signature again. At most
     /// [`MAX_VERIFIED_IDS`] ids (cleared when full); a poisoned lock only means verifying again.
-    verified: std::sync::Mutex<std::collections::HashSet<EntryId>>,
+    verified: std::sync::Mutex<crate::record::IdSet<EntryId>>,
     /// Entries [`Ledger::retrieve`] verified under the current checkpoint, rendered
     /// (`spec/log.md` §11).
     pub(crate) warm: crate::ledger::retrieve::Warm,

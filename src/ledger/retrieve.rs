@@ -7,7 +7,6 @@ use crate::lineage::Label;
 use crate::log::{InclusionProof, LogError, RootHash, VerifiedCheckpoint};
 use crate::record::{decode_on_all_cores, reparse_verified, EntryId, Kind, SignedEntry};
 use crate::store::Store;
-use std::collections::HashMap;
 
 /// A verified entry ready for a prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +84,7 @@ pub(crate) struct Warm {
     root: Option<RootHash>,
     /// The store's content epoch when the entries were verified ([`Store::content_epoch`]).
     epoch: Option<u64>,
-    entries: HashMap<EntryId, Retrieved>,
+    entries: crate::record::IdMap<EntryId, Retrieved>,
     bytes: usize,
 }
 

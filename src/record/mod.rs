@@ -8,6 +8,7 @@ mod cbor;
 mod cose;
 mod encode;
 mod fields;
+mod idmap;
 mod keys;
 #[cfg(test)]
 mod oracle;
@@ -19,6 +20,7 @@ pub use cose::{
     decode_on_all_cores, protected_header, sig_structure, SignedEntry, SPLIT_BATCH_MIN,
 };
 pub(crate) use cose::{parse_unverified, reparse_verified};
+pub(crate) use idmap::{IdMap, IdSet};
 pub use keys::{KeyBinding, KeyId, Role, WriterKey};
 pub use verify::{verify, Batch, PublicKey};
 

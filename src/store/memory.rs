@@ -6,8 +6,8 @@
 
 use super::{EntryMeta, NewEntry, Store, StoreError, MAX_INDEX};
 use crate::lineage::Label;
-use crate::record::{EntryId, Hash32, Kind};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::record::{EntryId, Hash32, IdMap, IdSet, Kind};
+use std::collections::BTreeMap;
 
 /// An in-memory [`Store`]: fast, lost on drop.
 ///
@@ -29,18 +29,18 @@ pub struct MemoryStore {
     /// Entries by leaf index.
     entries: Vec<Stored>,
     /// Leaf index by entry id.
-    ids: HashMap<EntryId, u64>,
+    ids: IdMap<EntryId, u64>,
     /// Tree hashes by stored-hash index.
     // INVARIANT: hashes.len() == stored_hash_index(0, entries.len()).
     hashes: Vec<[u8; 32]>,
     /// Content bytes by content hash (deduplicated).
-    content: HashMap<Hash32, Box<[u8]>>,
+    content: IdMap<Hash32, Box<[u8]>>,
     /// Checkpoint notes by tree size.
     checkpoints: BTreeMap<u64, Box<[u8]>>,
     /// Ledger settings.
     meta: BTreeMap<String, String>,
     /// Leaf indexes by stored context hash (`None`: stored without one), in index order.
-    by_context: HashMap<Option<Hash32>, Vec<u64>>,
+    by_context: IdMap<Option<Hash32>, Vec<u64>>,
     /// Content removals so far ([`Store::content_epoch`]).
     redactions: u64,
 }
@@ -262,7 +262,7 @@ pub(super) fn check_batch(size: u64, batch: &[NewEntry<'_>]) -> Result<(), Store
             max: MAX_INDEX,
         })?;
     }
-    let mut seen = HashSet::with_capacity(batch.len());
+    let mut seen = IdSet::with_capacity_and_hasher(batch.len(), Default::default());
     match batch.iter().find(|e| !seen.insert(e.id)) {
         Some(e) => Err(StoreError::Duplicate(e.id)),
         None => Ok(()),

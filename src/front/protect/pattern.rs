@@ -202,7 +202,7 @@ const MAX_LAST_SCAN: usize = 1 << 16;
 pub struct Links {
     /// What the kernel opens for each link matched (its target resolved).
     pub targets: Vec<PathBuf>,
-    /// The directory, when it holds more than [`MAX_LAST_SCAN`] entries: a link past them
+    /// The directory, when it holds more than 65,536 entries (`MAX_LAST_SCAN`): a link past them
     /// may be matched too.
     pub partial: Option<PathBuf>,
 }

@@ -115,3 +115,75 @@ fn the_agents_own_tools_and_mcp_reads_by_their_policy_names_still_pass() {
     }
 }
 
+/// Codex's unified exec starts a command with `exec_command` (PreToolUse `Bash`, with the
+/// command only: `codex-rs/core/src/tools/handlers/unified_exec/exec_command.rs`,
+/// `pre_tool_use_payload`, openai/codex) and types into it with `write_stdin`, which fires no
+/// hook (`write_stdin.rs`: "non-empty writes continue a command that already ran PreToolUse as
+/// Bash, so do not emit a second pre hook here"). A shell or interpreter that reads its program
+/// from the terminal therefore runs commands no hook sees: `bash`, then `cat <the signing key>`
+/// typed into it. Each was allowed (exit 0) in a session that read nothing but the user's
+/// prompt. Attacker: the agent itself. Now refused as a program only known when it runs
+/// (`spec/hooks.md` §13.3), in every session and for both agents.
+#[test]
+fn a_shell_or_interpreter_reading_its_program_from_the_terminal_is_refused() {
+    for agent in ["codex", "claude-code"] {
+        let f = installed_hook::fixture_for(agent);
+        begin(&f, "c1", false);
+        let mut passed = Vec::new();
+        for cmd in [
+            "bash",
+            "sh",
+            "bash -i",
+            "bash -l",
+            "sh -s",
+            "zsh",
+            "env bash",
+            "exec bash --norc",
+            "python3",
+            "python3 -i",
+            "python3 -",
+            "node",
+            "perl",
+            "ruby",
+            "cd docs && bash",
+            "cat | sh",
+            "cat | python3 -",
+        ] {
+            let a = pre(&f, "c1", "Bash", json!({"command": cmd}));
+            if !matches!(a, Answer::Deny(_)) {
+                passed.push(format!("{agent} {cmd}: {a:?}"));
+            }
+        }
+        assert!(passed.is_empty(), "{passed:#?}");
+    }
+}
+
+/// What held and must keep holding: scripts, `-c` commands and programs fed by a here-document,
+/// a file or another command's output are judged by their text as before.
+#[test]
+fn interpreters_given_their_program_still_run() {
+    let f = installed_hook::fixture_for("codex");
+    begin(&f, "c1", false);
+    std::fs::create_dir_all(f.project.join("scripts")).unwrap();
+    std::fs::write(f.project.join("scripts/check.sh"), "cargo test\n").unwrap();
+    std::fs::write(f.project.join("scripts/report.py"), "print(1)\n").unwrap();
+    for cmd in [
+        "bash scripts/check.sh",
+        "sh -c 'cargo test'",
+        "python3 scripts/report.py",
+        "python3 -c 'print(1)'",
+        "python3 -m pytest",
+        "node -e 'console.log(1)'",
+        "python3 <<'EOF'\nprint(1)\nEOF",
+        "bash < scripts/check.sh",
+        "echo 'cargo test' | bash",
+        "cargo test",
+        "ls docs",
+    ] {
+        assert_eq!(
+            pre(&f, "c1", "Bash", json!({"command": cmd})),
+            Answer::Proceed,
+            "{cmd}"
+        );
+    }
+}

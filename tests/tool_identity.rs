@@ -187,3 +187,47 @@ fn interpreters_given_their_program_still_run() {
         );
     }
 }
+
+/// Codex runs `exec_command {"cmd": C, "workdir": W}` in `W`, but its PreToolUse event is `Bash`
+/// with `{"command": C}` alone (`pre-tool-use.command.input.schema.json`: `tool_input` has
+/// `command` only, `additionalProperties: false`; `exec_command.rs`, `pre_tool_use_payload`,
+/// openai/codex), and the event's `cwd` is the session's. So `cat *.key` run with `workdir` the
+/// ledger's directory prints the signing key, and the guard screens it in the project, where
+/// it names nothing: exit 0 in a clean session. Attacker: the agent itself. Not fixed: the
+/// hook cannot know `W`, and screening every Codex command as run in an unknown directory
+/// refuses every `rg`, `grep -r` and `find .` (an unknown directory may hold the key); only
+/// privilege separation (spec/hooks.md §14) closes it (§13.4).
+#[test]
+#[ignore = "not fixed: Codex's PreToolUse event carries no workdir (spec/hooks.md §13.4); \
+            screening every Codex command in an unknown directory would refuse every rg, \
+            grep -r and find ."]
+fn a_codex_command_run_in_a_workdir_the_hook_is_not_shown_is_judged_where_it_runs() {
+    let f = installed_hook::fixture_for("codex");
+    begin(&f, "c1", false);
+    // exec_command {"cmd": "cat *.key", "workdir": "<the ledger's directory>"}, as Codex
+    // hands it to the hook.
+    for cmd in ["cat *.key", "rg -uu --no-ignore ."] {
+        let a = pre(&f, "c1", "Bash", json!({"command": cmd}));
+        assert!(matches!(a, Answer::Deny(_)), "{cmd}: {a:?}");
+    }
+}
+
+/// What holds: the same commands, when the event says where they run, are refused.
+#[test]
+fn a_codex_command_whose_event_names_its_directory_is_judged_there() {
+    let f = installed_hook::fixture_for("codex");
+    begin(&f, "c1", false);
+    let dir = f
+        .places
+        .iter()
+        .find(|(k, _)| *k == "{DIR}")
+        .unwrap()
+        .1
+        .clone();
+    for cmd in ["cat *.key", "rg -uu --no-ignore ."] {
+        let e = json!({"session_id": "c1", "hook_event_name": "PreToolUse", "cwd": dir,
+            "tool_name": "Bash", "tool_input": {"command": cmd}, "tool_use_id": "t1"});
+        let a = answer(&sh(&f, &f.pre, &e));
+        assert!(matches!(a, Answer::Deny(_)), "{cmd}: {a:?}");
+    }
+}

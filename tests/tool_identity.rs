@@ -148,6 +148,11 @@ fn a_shell_or_interpreter_reading_its_program_from_the_terminal_is_refused() {
             "cd docs && bash",
             "cat | sh",
             "cat | python3 -",
+            "python3 -i scripts/report.py",
+            "sudo -i",
+            "su",
+            "env su me",
+            "ssh localhost",
         ] {
             let a = pre(&f, "c1", "Bash", json!({"command": cmd}));
             if !matches!(a, Answer::Deny(_)) {

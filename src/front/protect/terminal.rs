@@ -28,7 +28,8 @@ pub(super) fn fed_by_the_terminal(lexed: &Lexed) -> Option<String> {
         let terminal = !redirected && (!s.piped || passes_terminal);
         let args = arguments(&s);
         let name = s.program_name();
-        if terminal && name.as_deref().is_some_and(|n| reads_program(n, &args)) {
+        let reads = name.as_deref().is_some_and(|n| reads_program(n, &args)) || root_shell(&s);
+        if terminal && reads {
             return Some(
                 s.words
                     .iter()
@@ -62,11 +63,67 @@ fn reads_program(prog: &str, args: &[Option<String>]) -> bool {
     }
     if SHELLS.contains(&prog) {
         shell(args)
+    } else if prog == "ssh" {
+        remote_shell(args)
     } else if is_interpreter(prog) {
-        interpreter(args)
+        interpreter(args) || (matches!(prog, "python" | "python3" | "node") && asks_repl(args))
     } else {
         false
     }
+}
+
+/// `sudo -i`, `sudo -s`, `doas -s` with no program, `su [USER]` without `-c` (after any
+/// wrappers: `env su me`): a shell, of root or another user, reading the terminal.
+fn root_shell(s: &Simple) -> bool {
+    let words: Vec<String> = s.words.iter().filter_map(|w| w.literal()).collect();
+    if words.len() < s.words.len() {
+        return false;
+    }
+    let short_with = |ws: &[String], c: char| ws.iter().any(|w| is_short(w) && w.contains(c));
+    if let Some(at) = words
+        .iter()
+        .position(|w| super::simple::basename(w) == "su")
+    {
+        let rest = &words[at + 1..];
+        let operands = rest.iter().filter(|w| !w.starts_with('-')).count();
+        return operands <= 1
+            && !short_with(rest, 'c')
+            && !rest.iter().any(|w| w.starts_with("--command"));
+    }
+    s.program() >= s.words.len()
+        && words
+            .iter()
+            .any(|w| matches!(super::simple::basename(w), "sudo" | "doas"))
+        && (short_with(&words, 'i')
+            || short_with(&words, 's')
+            || words.iter().any(|w| w == "--login" || w == "--shell"))
+}
+
+/// `ssh` given a host and no remote command: an interactive shell there (`ssh localhost` is
+/// one here).
+fn remote_shell(args: &[Option<String>]) -> bool {
+    let mut words = 0;
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let Some(a) = a else { return false };
+        if is_short(a) {
+            // Options that take a value, alone (`-p 22`) or joined (`-p22`).
+            let takes = a.len() == 2 && "BbcDEeFIiJLlmOopQRSWw".contains(&a[1..]);
+            i += if takes { 2 } else { 1 };
+            continue;
+        }
+        words += 1;
+        i += 1;
+    }
+    words <= 1
+}
+
+/// A Python or Node `-i` (or `--interactive`): the REPL follows the script.
+fn asks_repl(args: &[Option<String>]) -> bool {
+    args.iter()
+        .flatten()
+        .take_while(|a| a.starts_with('-'))
+        .any(|a| a == "--interactive" || (is_short(a) && !a.contains('c') && a.contains('i')))
 }
 
 /// A shell's options: `-c` gives the command, a word that is not an option the script; `-s`
@@ -187,6 +244,14 @@ mod tests {
             "cat -u | tee log | python3 -",
             "busybox sh",
             "node",
+            "python3 -i tools/setup.py",
+            "su",
+            "su -",
+            "sudo -i",
+            "sudo -s",
+            "env su me",
+            "ssh localhost",
+            "ssh -p 2222 me@host",
         ] {
             assert!(fed_by_the_terminal(&lex(c)).is_some(), "{c}");
         }
@@ -205,6 +270,11 @@ mod tests {
             "cat x | sh",
             "bash $F",
             "cargo test",
+            "sudo -u me cargo test",
+            "su -c 'ls' me",
+            "ssh host uptime",
+            "ssh -i key host 'git pull'",
+            "perl -i.bak -pe 's/a/b/' f",
         ] {
             assert_eq!(fed_by_the_terminal(&lex(c)), None, "{c}");
         }

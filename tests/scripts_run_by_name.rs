@@ -429,7 +429,13 @@ fn the_start_up_files_a_command_names_for_a_shell_are_code_it_runs() {
             false,
             "BASH_ENV=scripts/env.sh bash -c 'cargo build'",
         ),
-        ("scripts/rc.sh", false, "bash --rcfile scripts/rc.sh -i"),
+        // With `-c`: a bare `bash … -i` reads its commands from the terminal and is refused
+        // before the secrecy rule looks (attack review 40, tests/tool_identity.rs).
+        (
+            "scripts/rc.sh",
+            false,
+            "bash --rcfile scripts/rc.sh -i -c 'cargo build'",
+        ),
     ];
     let mut missed = Vec::new();
     for injected in [false, true] {

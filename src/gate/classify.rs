@@ -7,6 +7,51 @@
 use super::{extract, Policy, ToolCall, UnknownTools};
 use serde_json::{Map, Value};
 
+/// The names Claude Code and Codex give their own tools, which an MCP tool of the same bare
+/// name (`mcp__<server>__Read`, chosen by whoever wrote the server) is not: such a tool is
+/// known by its full name, so a policy's entry for the agent's tool (`Read` read-only, `Write`
+/// gated only for the write paths) does not decide it (`spec/hooks.md` §15.3; attack review
+/// 40, `tests/tool_identity.rs`). The shell tools (`Bash`, `shell`, `exec_command`) are not
+/// listed: an MCP tool named like one is judged as the shell it claims to be, always gated
+/// and its command read as a command, which is stricter than an unknown tool's values.
+///
+/// Sources: Claude Code's tools (*Settings*, "Tools available to Claude",
+/// <https://code.claude.com/docs/en/settings>); Codex's (`codex-rs/core/src/tools/handlers/`
+/// of <https://github.com/openai/codex>).
+pub(crate) const AGENT_TOOLS: &[&str] = &[
+    // Claude Code
+    "Agent",
+    "AskUserQuestion",
+    "BashOutput",
+    "Edit",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "Glob",
+    "Grep",
+    "KillBash",
+    "KillShell",
+    "LS",
+    "ListMcpResourcesTool",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+    "Read",
+    "ReadMcpResourceTool",
+    "Skill",
+    "SlashCommand",
+    "Task",
+    "TodoRead",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+    "Write",
+    // Codex
+    "apply_patch",
+    "update_plan",
+    "view_image",
+    "write_stdin",
+];
+
 /// Whether a policy gates a call ([`Policy::gates`]).
 ///
 /// Exhaustive: this is a decision before lineage; a new answer must break every caller's build
@@ -29,7 +74,9 @@ pub enum Gating {
 impl Policy {
     /// The name `tool` is known by in this policy: `tool` itself if the policy names it, else
     /// for an MCP tool `mcp__<server>__<name>` (the form Claude Code and Codex give) the bare
-    /// `<name>` if the policy names that, else `tool` (`spec/hooks.md` §5.1 step 3).
+    /// `<name>` if the policy names that and it is not one of the agents' own tools
+    /// (an MCP tool called `Read` is not Claude Code's `Read`), else `tool`
+    /// (`spec/hooks.md` §5.1 step 3, §15.3).
     pub fn tool_name<'t>(&self, tool: &'t str) -> &'t str {
         if self.names(tool) {
             return tool;
@@ -38,7 +85,7 @@ impl Policy {
             .strip_prefix("mcp__")
             .and_then(|rest| rest.split_once("__"))
         {
-            Some((_, bare)) if self.names(bare) => bare,
+            Some((_, bare)) if self.names(bare) && !AGENT_TOOLS.contains(&bare) => bare,
             _ => tool,
         }
     }
@@ -102,6 +149,10 @@ mod tests {
     fn mcp_tools_are_known_by_their_bare_name_and_unknown_ones_are_listed() {
         let p = Policy::from_toml(CODING_POLICY_TOML).unwrap();
         assert_eq!(p.tool_name("mcp__bank__send_money"), "send_money");
+        assert_eq!(p.tool_name("mcp__bank__Read"), "mcp__bank__Read");
+        assert_eq!(p.tool_name("mcp__fs__read_file"), "read_file");
+        assert_eq!(p.tool_name("mcp__sh__Bash"), "Bash");
+        assert!(!p.classifies("mcp__bank__Read"));
         assert_eq!(
             p.tool_name("mcp__pay__transfer_funds"),
             "mcp__pay__transfer_funds"

@@ -55,9 +55,12 @@ pub fn transcript_history(path: &Path) -> Option<String> {
 }
 
 /// The text recorded for a tool's output (`spec/hooks.md` §2.1): PostToolUse's
-/// `tool_response` (a string as is, any other value as compact JSON, absent = empty);
-/// PostToolUseFailure's `error`, or, when the event also has a `tool_response`, the compact JSON
-/// `{"error": …, "tool_response": …}` of both.
+/// `tool_response` (a string as is, any other value as compact JSON); PostToolUseFailure's
+/// `error`, or, when the event also has a `tool_response`, the compact JSON
+/// `{"error": …, "tool_response": …}` of both. An event with neither is not one the agents
+/// write (both require `tool_response`): its output may be under any other name
+/// (`tool_output`), so the compact JSON of every member but `tool_input` is recorded, never an
+/// empty text (fail closed: what the agent read is recorded as read).
 pub(super) fn output_text(event: HookEvent, o: &Map<String, Value>) -> String {
     let as_text = |v: &Value| match v {
         Value::String(s) => s.clone(),
@@ -70,7 +73,14 @@ pub(super) fn output_text(event: HookEvent, o: &Map<String, Value>) -> String {
         }
         (HookEvent::PostToolUseFailure, Some(e), None) => as_text(e),
         (_, _, Some(r)) => as_text(r),
-        (_, _, None) => String::new(),
+        (_, _, None) => {
+            let rest: Map<String, Value> = o
+                .iter()
+                .filter(|(k, _)| k.as_str() != "tool_input")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Value::Object(rest).to_string()
+        }
     }
 }
 

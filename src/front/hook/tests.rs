@@ -164,7 +164,15 @@ fn failure_output_is_the_error_or_both_fields() {
         ),
         r#"{"error":"boom","tool_response":[1]}"#
     );
-    assert_eq!(output_text(f, &o(serde_json::json!({}))), "");
+    assert_eq!(output_text(f, &o(serde_json::json!({}))), "{}");
+    // Neither field: every member but the input is the output (attack review 40).
+    assert_eq!(
+        output_text(
+            HookEvent::PostToolUse,
+            &o(serde_json::json!({"tool_input": {"u": 1}, "tool_output": "x"}))
+        ),
+        r#"{"tool_output":"x"}"#
+    );
     let p = HookEvent::PostToolUse;
     assert_eq!(
         output_text(

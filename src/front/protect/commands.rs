@@ -30,6 +30,15 @@ impl Ctx<'_> {
             return Some(t);
         }
         let lexed = lex(text);
+        if let Some(program) = super::terminal::fed_by_the_terminal(&lexed) {
+            return Some(Touch {
+                resource: Resource::Binary,
+                path: program,
+                how: "reads its commands from the terminal, typed later where no hook sees them \
+                      (Codex's write_stdin), so it runs a program only known when it runs, which \
+                      may run",
+            });
+        }
         let before = self.vars.borrow().clone();
         for n in &lexed.nested {
             if let Some(t) = self.command(n, cwd.clone(), depth + 1) {

@@ -23,6 +23,7 @@ pub mod simple;
 mod analysis;
 mod commands;
 mod programs;
+mod terminal;
 
 pub(crate) use programs::{SHELLS, WRAPPERS};
 

@@ -178,19 +178,29 @@ fn may_match_a_link(dir: &Path, seg: &[Pat]) -> bool {
     if seg.contains(&Pat::Any) {
         return true;
     }
+    let (links, partial) = linked_entries(dir, seg, MAX_LINK_SCAN);
+    partial || !links.is_empty()
+}
+
+/// The entries of `dir` that are symbolic links and whose names the segment `seg` matches,
+/// among its first `most` entries, and whether it holds more than `most` (`true`: a link past
+/// them may be missed). A directory that cannot be listed holds none.
+fn linked_entries(dir: &Path, seg: &[Pat], most: usize) -> (Vec<PathBuf>, bool) {
+    let mut links = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
+        return (links, false);
     };
     for (i, e) in entries.flatten().enumerate() {
-        if i >= MAX_LINK_SCAN {
-            return true;
+        if i >= most {
+            return (links, true);
         }
-        let name = e.file_name();
-        if matches(seg, &name.to_string_lossy()) && e.file_type().is_ok_and(|t| t.is_symlink()) {
-            return true;
+        if e.file_type().is_ok_and(|t| t.is_symlink())
+            && matches(seg, &e.file_name().to_string_lossy())
+        {
+            links.push(e.path());
         }
     }
-    false
+    (links, false)
 }
 
 /// Most entries of a directory [`links_matched`] reads; a larger one may hold a link that is
@@ -224,21 +234,11 @@ pub fn links_matched(pat: &[Pat]) -> Links {
         return Links::default();
     };
     let dir = PathBuf::from(format!("{}/", dir.join("/")));
-    let mut links = Links::default();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return links;
-    };
-    for (i, e) in entries.flatten().enumerate() {
-        if i >= MAX_LAST_SCAN {
-            links.partial = Some(dir);
-            break;
-        }
-        let name = e.file_name();
-        if e.file_type().is_ok_and(|t| t.is_symlink()) && matches(&last, &name.to_string_lossy()) {
-            links.targets.push(resolved(&e.path()));
-        }
+    let (links, partial) = linked_entries(&dir, &last, MAX_LAST_SCAN);
+    Links {
+        targets: links.iter().map(|l| resolved(l)).collect(),
+        partial: partial.then_some(dir),
     }
-    links
 }
 
 /// `pats` cut at each `/`.

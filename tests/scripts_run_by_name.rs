@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
-use installed_hook::{answer, sh, start_session, Answer, Fixture};
+use installed_hook::{post_tool_use, pre_tool_use, sh, start_session, Answer, Fixture};
 
 fn plant_secrets(f: &Fixture) {
     installed_hook::plant_aws_credentials(f);
@@ -43,7 +43,7 @@ fn begin(f: &Fixture, id: &str, injected: bool) {
         "prompt": "Tidy up the scripts folder and make the tests pass"});
     assert!(sh(f, &f.prompt, &p).status.success());
     if injected {
-        post(
+        post_tool_use(
             f,
             id,
             "WebFetch",
@@ -53,26 +53,13 @@ fn begin(f: &Fixture, id: &str, injected: bool) {
     }
 }
 
-fn post(f: &Fixture, id: &str, tool: &str, input: Value, response: Value) {
-    let e = json!({"session_id": id, "hook_event_name": "PostToolUse", "cwd": f.project,
-        "tool_name": tool, "tool_input": input, "tool_response": response});
-    let out = sh(f, &f.post, &e);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// One tool call: PreToolUse, and when it may run (proceed, or an ask the user grants), its
 /// effect (`effect`) and PostToolUse.
 fn call(f: &Fixture, id: &str, tool: &str, input: Value, effect: impl FnOnce()) -> Answer {
-    let e = json!({"session_id": id, "hook_event_name": "PreToolUse", "cwd": f.project,
-        "tool_name": tool, "tool_input": input, "tool_use_id": "t1"});
-    let a = answer(&sh(f, &f.pre, &e));
+    let a = pre_tool_use(f, id, tool, input.clone());
     if !matches!(a, Answer::Deny(_)) {
         effect();
-        post(f, id, tool, input, json!("ok"));
+        post_tool_use(f, id, tool, input, json!("ok"));
     }
     a
 }
@@ -201,7 +188,7 @@ fn scripts_that_do_ordinary_work_still_run() {
             assert!(!matches!(a, Answer::Deny(_)), "{file}: {a:?}");
         }
         if read_env {
-            post(
+            post_tool_use(
                 &f,
                 &id,
                 "Read",
@@ -403,7 +390,7 @@ fn options_a_network_program_reads_from_the_users_files_are_judged_with_its_word
 /// read `.env`, so holds a secret.
 fn not_refused_after_reading_env(f: &Fixture, id: &str, runs: &[&str]) {
     begin(f, id, false);
-    post(
+    post_tool_use(
         f,
         id,
         "Read",

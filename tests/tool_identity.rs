@@ -2,13 +2,13 @@
 //! Each call is driven through the hooks that `memlineage hook install` writes, as the agents
 //! run them (`sh -c`, the real binary).
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 #[path = "common/cli_support.rs"]
 mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
-use installed_hook::{answer, sh, start_session, Answer, Fixture};
+use installed_hook::{answer, pre_tool_use, sh, start_session, Answer, Fixture};
 
 const ATTACKER_IBAN: &str = "GB33BUKB20201555555555";
 
@@ -26,12 +26,6 @@ fn begin(f: &Fixture, id: &str, injected: bool) {
         let out = sh(f, &f.post, &e);
         assert!(out.status.success(), "{out:?}");
     }
-}
-
-fn pre(f: &Fixture, id: &str, tool: &str, input: Value) -> Answer {
-    let e = json!({"session_id": id, "hook_event_name": "PreToolUse", "cwd": f.project,
-        "tool_name": tool, "tool_input": input, "tool_use_id": "t1"});
-    answer(&sh(f, &f.pre, &e))
 }
 
 /// An MCP tool is named by its server (`mcp__<server>__<tool>`), and a server may call a tool
@@ -57,7 +51,7 @@ fn an_mcp_tool_named_like_one_of_the_agents_own_tools_is_not_that_tool() {
         "mcp__x__update_plan",
         "mcp__x__view_image",
     ] {
-        let a = pre(
+        let a = pre_tool_use(
             &f,
             "s1",
             tool,
@@ -68,7 +62,7 @@ fn an_mcp_tool_named_like_one_of_the_agents_own_tools_is_not_that_tool() {
         }
     }
     // An MCP tool named like a file tool is not judged by that tool's write paths either.
-    let a = pre(
+    let a = pre_tool_use(
         &f,
         "s1",
         "mcp__pay__Write",
@@ -97,7 +91,11 @@ fn the_agents_own_tools_and_mcp_reads_by_their_policy_names_still_pass() {
         ),
         ("mcp__fs__read_file", json!({"path": guide})),
     ] {
-        assert_eq!(pre(&f, "s1", tool, input), Answer::Proceed, "{tool}");
+        assert_eq!(
+            pre_tool_use(&f, "s1", tool, input),
+            Answer::Proceed,
+            "{tool}"
+        );
     }
     for tool in [
         "mcp__bank__send_money",
@@ -105,7 +103,7 @@ fn the_agents_own_tools_and_mcp_reads_by_their_policy_names_still_pass() {
         "Send_Money",
         "s\u{0435}nd_money",
     ] {
-        let a = pre(
+        let a = pre_tool_use(
             &f,
             "s1",
             tool,
@@ -154,7 +152,7 @@ fn a_shell_or_interpreter_reading_its_program_from_the_terminal_is_refused() {
             "env su me",
             "ssh localhost",
         ] {
-            let a = pre(&f, "c1", "Bash", json!({"command": cmd}));
+            let a = pre_tool_use(&f, "c1", "Bash", json!({"command": cmd}));
             if !matches!(a, Answer::Deny(_)) {
                 passed.push(format!("{agent} {cmd}: {a:?}"));
             }
@@ -186,7 +184,7 @@ fn interpreters_given_their_program_still_run() {
         "ls docs",
     ] {
         assert_eq!(
-            pre(&f, "c1", "Bash", json!({"command": cmd})),
+            pre_tool_use(&f, "c1", "Bash", json!({"command": cmd})),
             Answer::Proceed,
             "{cmd}"
         );
@@ -212,7 +210,7 @@ fn a_codex_command_run_in_a_workdir_the_hook_is_not_shown_is_judged_where_it_run
     // exec_command {"cmd": "cat *.key", "workdir": "<the ledger's directory>"}, as Codex
     // hands it to the hook.
     for cmd in ["cat *.key", "rg -uu --no-ignore ."] {
-        let a = pre(&f, "c1", "Bash", json!({"command": cmd}));
+        let a = pre_tool_use(&f, "c1", "Bash", json!({"command": cmd}));
         assert!(matches!(a, Answer::Deny(_)), "{cmd}: {a:?}");
     }
 }
@@ -264,7 +262,7 @@ fn an_output_under_another_name_than_tool_response_is_recorded() {
         e[key] = output;
         let out = sh(&f, &f.post, &e);
         assert!(out.status.success(), "{out:?}");
-        let a = pre(
+        let a = pre_tool_use(
             &f,
             &id,
             "mcp__bank__send_money",
@@ -299,7 +297,7 @@ fn outputs_of_tools_never_asked_and_of_oddly_spelled_events_still_refuse_the_pay
         e["session_id"] = json!(id);
         e["cwd"] = json!(f.project);
         let _ = sh(&f, &f.post, &e);
-        let a = pre(
+        let a = pre_tool_use(
             &f,
             &id,
             "mcp__bank__send_money",
@@ -325,7 +323,7 @@ fn what_codex_shows_the_model_without_a_hook_is_not_a_clean_session() {
     let f = installed_hook::fixture_for("codex");
     begin(&f, "w1", false);
     // web_search "invoice for the docs hosting" → a result page naming ATTACKER_IBAN (no event).
-    let a = pre(
+    let a = pre_tool_use(
         &f,
         "w1",
         "mcp__bank__send_money",

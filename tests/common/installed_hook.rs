@@ -243,9 +243,27 @@ pub fn unexpected(what: &str, out: &std::process::Output, asked: bool) -> Option
 
 /// The answer of the PreToolUse hook to a `Bash` call of `command` in `session`.
 pub fn bash(f: &Fixture, session: &str, command: &str) -> Answer {
+    pre_tool_use(f, session, "Bash", json!({"command": command}))
+}
+
+/// The answer of the PreToolUse hook to a call of `tool` with `input` in `session`.
+pub fn pre_tool_use(f: &Fixture, session: &str, tool: &str, input: Value) -> Answer {
     let e = json!({"session_id": session, "hook_event_name": "PreToolUse", "cwd": f.project,
-        "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"});
+        "tool_name": tool, "tool_input": input, "tool_use_id": "t1"});
     answer(&sh(f, &f.pre, &e))
+}
+
+/// Runs the PostToolUse hook for a call of `tool` with `input` whose output was `response`;
+/// panics (a test failure) when the hook fails.
+pub fn post_tool_use(f: &Fixture, session: &str, tool: &str, input: Value, response: Value) {
+    let e = json!({"session_id": session, "hook_event_name": "PostToolUse", "cwd": f.project,
+        "tool_name": tool, "tool_input": input, "tool_response": response});
+    let out = sh(f, &f.post, &e);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Writes the user's AWS credentials (`~/.aws/credentials`, a secret of the coding policy,

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 mod commands;
 mod copies;
 mod hosts;
+mod interpreters;
 mod rc;
 mod scripts;
 

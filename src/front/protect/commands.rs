@@ -2,6 +2,7 @@
 //! commands, what their programs do with their arguments, the commands they nest, and `kill`.
 
 use super::analysis::Ctx;
+use super::invocation::{invocation, Program};
 use super::pattern::candidate;
 use super::programs::{
     DESTROY_PROGRAMS, FILE_PROGRAMS, GIT_TREE, READ_TREE_PROGRAMS, SEARCH_PROGRAMS, SHELLS,
@@ -307,24 +308,25 @@ impl Ctx<'_> {
             _ => {}
         }
         if SHELLS.contains(&name.as_str()) {
-            let mut j = 0;
-            while let Some(a) = args.get(j) {
-                let Some(l) = a.literal() else { break };
-                if l.starts_with('-') && !l.starts_with("--") && l.contains('c') {
-                    let Some(c) = args.get(j + 1) else { break };
-                    if c.literal().is_none() {
-                        return Some(Touch {
-                            resource: Resource::Binary,
-                            path: c.squeezed(),
-                            how: "runs a shell command only known when it runs, which may run",
-                        });
-                    }
-                    return self.command(&c.squeezed(), cwd.clone(), depth + 1);
-                } else if l.starts_with('-') {
-                    j += 1;
-                } else {
-                    break;
+            // Its code, its options read as the shell reads them (§13.3, "Options": `bash -c -e
+            // CODE`).
+            let lits: Vec<Option<String>> = args.iter().map(|a| a.literal()).collect();
+            match invocation(&name, &lits).map(|inv| inv.program) {
+                Some(Program::Inline(Some(code))) => {
+                    return self.command(&code, cwd.clone(), depth + 1)
                 }
+                Some(Program::Inline(None)) => {
+                    return Some(Touch {
+                        resource: Resource::Binary,
+                        path: args
+                            .iter()
+                            .map(|a| a.squeezed())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        how: "runs a shell command only known when it runs, which may run",
+                    })
+                }
+                _ => {}
             }
         }
         if SEARCH_PROGRAMS.contains(&name.as_str())

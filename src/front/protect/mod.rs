@@ -21,6 +21,7 @@ pub mod shell;
 pub mod simple;
 
 mod analysis;
+pub(crate) mod invocation;
 mod commands;
 mod programs;
 mod terminal;

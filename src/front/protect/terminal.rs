@@ -9,17 +9,16 @@
 //! `eval "$X"` is. The screen therefore refuses such a command for every agent (Claude Code's
 //! `Bash` gives a command no terminal, so nothing it runs needs one).
 
+use super::invocation::{invocation, Program};
 use super::shell::{Lexed, Redirect};
 use super::simple::{simple_commands, Simple};
-use super::SHELLS;
-use crate::front::secrets::is_interpreter;
 
 /// The text of the first simple command of `lexed` that is a shell or interpreter reading its
 /// program from the terminal: its standard input is not redirected from a file or
 /// here-document and no pipe feeds it, or the pipe's writer only copies the terminal (`cat`,
 /// `tee`, `dd` without `if=`); and its arguments give no program (no script, no `-c`, `-e`,
-/// `-m`…). Arguments that are not literal count as giving one (the other rules judge them);
-/// options this module does not know are read as a script's name.
+/// `-m`…, [`invocation`]). Arguments that are not literal count as giving one (the other
+/// rules judge them).
 pub(super) fn fed_by_the_terminal(lexed: &Lexed) -> Option<String> {
     let mut passes_terminal = false;
     for s in simple_commands(lexed) {
@@ -53,23 +52,17 @@ fn arguments(s: &Simple) -> Vec<Option<String>> {
         .collect()
 }
 
-/// Whether `prog args…` reads its program from its standard input.
+/// Whether `prog args…` reads its program from its standard input, or the terminal after
+/// its program (`python3 -i x.py`), as the program reads its options ([`invocation`]).
 fn reads_program(prog: &str, args: &[Option<String>]) -> bool {
-    if prog == "busybox" {
-        return match args.split_first() {
-            Some((Some(applet), rest)) => SHELLS.contains(&applet.as_str()) && shell(rest),
-            _ => false,
-        };
+    if prog == "ssh" {
+        return remote_shell(args);
     }
-    if SHELLS.contains(&prog) {
-        shell(args)
-    } else if prog == "ssh" {
-        remote_shell(args)
-    } else if is_interpreter(prog) {
-        interpreter(args) || (matches!(prog, "python" | "python3" | "node") && asks_repl(args))
-    } else {
-        false
-    }
+    invocation(prog, args).is_some_and(|inv| match inv.program {
+        Program::Stdin => true,
+        Program::Unknown | Program::NoneGiven => false,
+        Program::Script(_) | Program::Inline(_) | Program::Module(_) => inv.interactive,
+    })
 }
 
 /// `sudo -i`, `sudo -s`, `doas -s` with no program, `su [USER]` without `-c` (after any
@@ -117,93 +110,6 @@ fn remote_shell(args: &[Option<String>]) -> bool {
     }
     words <= 1
 }
-
-/// A Python or Node `-i` (or `--interactive`): the REPL follows the script.
-fn asks_repl(args: &[Option<String>]) -> bool {
-    args.iter()
-        .flatten()
-        .take_while(|a| a.starts_with('-'))
-        .any(|a| a == "--interactive" || (is_short(a) && !a.contains('c') && a.contains('i')))
-}
-
-/// A shell's options: `-c` gives the command, a word that is not an option the script; `-s`
-/// or `-` reads standard input whatever follows.
-fn shell(args: &[Option<String>]) -> bool {
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        let Some(a) = a else { return false };
-        if a == "-" || a == "--" || (is_short(a) && a.contains('s')) {
-            return true;
-        }
-        if is_short(a) && a.contains('c') {
-            return false;
-        }
-        if !(a.starts_with('-') || a.starts_with('+')) {
-            return false;
-        }
-        let takes_value = matches!(
-            a.as_str(),
-            "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file"
-        );
-        i += if takes_value { 2 } else { 1 };
-    }
-    true
-}
-
-/// An interpreter's options: one that gives code (`-c`, `-e`, `-m`, `--eval`…) or a word that
-/// is not an option (the script) gives the program; `-` reads standard input.
-fn interpreter(args: &[Option<String>]) -> bool {
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        let Some(a) = a else { return false };
-        if a == "-" {
-            return true;
-        }
-        if !a.starts_with('-') || CODE_OPTIONS.contains(&a.as_str()) {
-            return false;
-        }
-        if is_short(a)
-            && a.chars()
-                .skip(1)
-                .any(|c| matches!(c, 'c' | 'e' | 'E' | 'm' | 'r' | 'f'))
-        {
-            return false;
-        }
-        i += if VALUE_OPTIONS.contains(&a.as_str()) {
-            2
-        } else {
-            1
-        };
-    }
-    true
-}
-
-/// Options by which an interpreter is given its code (besides short clusters holding `c`,
-/// `e`, `E`, `m`, `r` or `f`).
-const CODE_OPTIONS: &[&str] = &[
-    "--eval",
-    "--print",
-    "-p",
-    "--command",
-    "-Command",
-    "-command",
-    "-File",
-    "-file",
-    "--file",
-];
-
-/// Options that take the next word as their value (so it is not the script).
-const VALUE_OPTIONS: &[&str] = &[
-    "-W",
-    "-X",
-    "-I",
-    "--require",
-    "--import",
-    "--loader",
-    "-C",
-    "--conditions",
-    "--input-type",
-];
 
 /// Whether `a` is a cluster of short options (`-il`), not a long option.
 fn is_short(a: &str) -> bool {

@@ -4,6 +4,7 @@
 
 use super::hosts::destinations;
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
+use crate::front::protect::invocation::{invocation, Program};
 use crate::front::protect::pattern::{candidate, matches, overlaps, Candidate, Pat, Resolver};
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use crate::front::protect::simple::{basename, is_assignment, program_index};
@@ -216,16 +217,18 @@ impl SecretRules {
         {
             f.secrets.push(format!("the environment ({prog})"));
         }
+        // Inline code, its options read as the program reads them (§13.3, "Options").
+        let inline = invocation(&prog, &rest.iter().map(|w| w.literal()).collect::<Vec<_>>())
+            .and_then(|inv| match inv.program {
+                Program::Inline(code) => Some(code),
+                _ => None,
+            });
         if SHELLS.contains(&prog.as_str()) {
-            if let Some(p) = lits
-                .iter()
-                .position(|a| a.starts_with('-') && a.contains('c'))
-            {
-                match rest.get(p + 1).and_then(|w| w.literal()) {
-                    Some(code) => self.shell(&code, cwd, depth + 1, f, r),
-                    // Code that is only known when it runs may run anything.
-                    None => f.unknown_program = true,
-                }
+            match &inline {
+                Some(Some(code)) => self.shell(code, cwd, depth + 1, f, r),
+                // Code that is only known when it runs may run anything.
+                Some(None) => f.unknown_program = true,
+                None => {}
             }
         }
         if prog == "eval" {
@@ -266,7 +269,7 @@ impl SecretRules {
         }
         if is_interpreter(&prog) {
             // Inline code can connect anywhere: it sends when it names a secret.
-            let inline = lits.iter().any(|a| a == "-c" || a == "-e" || a == "--eval");
+            let inline = inline.is_some();
             let names_secret = rest.iter().any(|w| self.word_secret(w, cwd, r).is_some());
             if inline && names_secret {
                 f.egress.push(Egress {

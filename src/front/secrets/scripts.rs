@@ -171,25 +171,8 @@ impl SecretRules {
             };
         }
         let shell = SHELLS.contains(&prog) || prog == "source" || prog == ".";
-        let interp = super::commands::is_interpreter(prog);
-        if shell || interp {
-            let Some(w) = script_operand(prog, rest) else {
-                return Vec::new();
-            };
-            return vec![match path_of(w) {
-                Some(p) if p.exists() => read_script(
-                    &p,
-                    Some(if shell {
-                        ScriptKind::Shell
-                    } else {
-                        ScriptKind::Code
-                    }),
-                ),
-                // A script that is not there when the call is decided may be when it runs
-                // (a job started now, the file written after); a name only the run knows may
-                // be any file.
-                _ => Script::Unknown,
-            }];
+        if shell || super::commands::is_interpreter(prog) {
+            return super::interpreters::interpreter_scripts(prog, shell, rest, cwd, &path_of);
         }
         if matches!(prog, "make" | "gmake") {
             let dir = option_value(rest, &["-C", "--directory"])
@@ -392,66 +375,9 @@ fn git_value(raw: &str) -> String {
 }
 
 #[derive(Clone, Copy)]
-enum ScriptKind {
+pub(super) enum ScriptKind {
     Shell,
     Code,
-}
-
-/// The script operand of a shell or interpreter (`bash -x s.sh`, `python3 -u t.py`), `None`
-/// when it runs inline code (`-c`, `-e`, a module with `-m`) or reads standard input.
-fn script_operand<'a>(prog: &str, rest: &[&'a Word]) -> Option<&'a Word> {
-    let shell = SHELLS.contains(&prog);
-    let mut i = 0;
-    while let Some(w) = rest.get(i) {
-        let Some(l) = w.literal() else {
-            return Some(w);
-        };
-        if l == "--" {
-            return rest.get(i + 1).copied();
-        }
-        if l == "-" {
-            return None;
-        }
-        if let Some(long) = l.strip_prefix("--") {
-            if ["eval", "print", "command", "module"]
-                .iter()
-                .any(|o| long == *o || long.starts_with(&format!("{o}=")))
-            {
-                return None;
-            }
-            i += 1;
-            continue;
-        }
-        let short = l
-            .strip_prefix('-')
-            .or_else(|| l.strip_prefix('+').filter(|_| shell));
-        let Some(letters) = short else {
-            return Some(w);
-        };
-        // Inline code, a module or standard input: no script file (the sink rules and the
-        // inline-code rule judge those).
-        let inline: &[char] = if shell {
-            &['c', 's']
-        } else if prog == "php" {
-            &['r', 'a']
-        } else {
-            &['c', 'e', 'E', 'm', 'p']
-        };
-        if letters.contains(inline) {
-            return None;
-        }
-        // Options that take a value (`bash -o pipefail`, `python3 -W error`, `node -r x`).
-        let valued: &[char] = if shell {
-            &['o', 'O']
-        } else {
-            &['W', 'X', 'r', 'I']
-        };
-        if letters.ends_with(valued) {
-            i += 1;
-        }
-        i += 1;
-    }
-    None
 }
 
 /// The value of the first of `names` among `rest` (`-f FILE`, `-fFILE`, `--file=FILE`).
@@ -494,7 +420,7 @@ fn is_compiled(p: &Path) -> bool {
 
 /// A script's code: by its `#!` line when it has one (an interpreter's code, or a shell's),
 /// else as `kind` (a file run as a program without one is run by the shell).
-fn read_script(p: &Path, kind: Option<ScriptKind>) -> Script {
+pub(super) fn read_script(p: &Path, kind: Option<ScriptKind>) -> Script {
     let Some(text) = read_text(p) else {
         // A compiled program run by name is not a script: what it does is not in text the
         // analysis reads (spec/hooks.md §16.4). Any other file whose code cannot be read here

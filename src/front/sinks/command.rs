@@ -22,29 +22,13 @@ mod code;
 mod packages;
 mod writes;
 
+use crate::front::protect::invocation::{invocation, Program};
 pub(crate) use code::carried_commands;
-use code::{
-    attached_code, awk_runs, code_cluster, runs_commands, script_text, sed_runs, split_string,
-};
+use code::{awk_runs, runs_commands, script_text, sed_runs, split_string};
 
 /// Data words of at least this many characters are payload (`MIN_NORMAL_CHARS` of
 /// `spec/hooks.md` §4.2: the shortest value matched in any layout).
 pub const MIN_PAYLOAD_CHARS: usize = 8;
-
-/// Options of an interpreter after which the next word is its code (a shell's is any cluster
-/// of short options with a `c`).
-const CODE_OPTIONS: &[&str] = &[
-    "-c",
-    "-e",
-    "-E",
-    "-r",
-    "--eval",
-    "--print",
-    "--command",
-    "-Command",
-    "-command",
-    "eval",
-];
 
 /// Agent command-line programs: their prompt argument (or standard input) is an instruction
 /// that a new session of theirs takes as its user's own (`claude -p TEXT`, `codex exec
@@ -156,7 +140,7 @@ impl Analysis<'_> {
         let fed_code = simple.iter().any(|s| {
             !s.here.is_empty()
                 && s.program_name()
-                    .is_some_and(|p| is_interpreter(&p) && !has_code_option(s))
+                    .is_some_and(|p| is_interpreter(&p) && reads_stdin(s, &p))
         });
         if fed_code {
             self.code_writes(text, here.as_deref(), f);
@@ -348,80 +332,108 @@ impl Analysis<'_> {
             return;
         }
         let lits: Vec<Option<String>> = args.iter().map(|w| w.literal()).collect();
-        // Code given as an argument: `sh -c CODE`, `python3 -c CODE`, `node -e CODE`.
-        let node = matches!(prog, "node" | "deno" | "bun");
-        let code_at = lits.iter().position(|l| {
-            l.as_deref().is_some_and(|l| match shell {
-                true => l.starts_with('-') && !l.starts_with("--") && l.contains('c'),
-                // A cluster of short options ending in a code option: `perl -ne`, `perl
-                // -nle`, `ruby -pe`, `python3 -Ic`, `node -pe`.
-                false => CODE_OPTIONS.contains(&l) || code_cluster(l, node),
-            })
-        });
-        // Code attached to its option: `python3 -c"…"`, `perl -e'…'`, `node --eval=…`.
-        if code_at.is_none() {
-            if let Some(code) = lits.iter().flatten().find_map(|l| attached_code(l, node)) {
-                self.code_writes(&code, here, f);
-                if let Some(m) = runs_commands(&code) {
-                    f.runs(format!("runs inline code that runs what it builds (`{m}`)"));
-                }
-                return;
+        // Where its program comes from, its options read as the program reads them (§13.3,
+        // "Options").
+        let (program, code_at) = if matches!(prog, "at" | "batch") {
+            // `at TIME` reads the job from standard input unless given a file (`-f FILE`).
+            match lits.iter().position(|l| l.as_deref() == Some("-f")) {
+                Some(k) if k + 1 < args.len() => (Program::Script(k + 1), None),
+                _ => (Program::Stdin, None),
             }
-        }
-        if let Some(at) = code_at {
-            match args.get(at + 1) {
-                Some(code) if unknown(code) => f.runs(format!(
-                    "runs code that is only known when it runs (`{prog} {}`)",
-                    lits[at].as_deref().unwrap_or("-c")
-                )),
-                Some(code) if shell => {
-                    self.walk(&code.squeezed(), here.map(Path::to_path_buf), depth + 1, f)
-                }
-                Some(code) => {
-                    let code = code.squeezed();
-                    self.code_writes(&code, here, f);
-                    if let Some(m) = runs_commands(&code) {
-                        f.runs(format!("runs inline code that runs what it builds (`{m}`)"));
+        } else if sources {
+            match args.is_empty() {
+                true => (Program::NoneGiven, None),
+                false => (Program::Script(0), None),
+            }
+        } else {
+            match invocation(prog, &lits) {
+                Some(inv) => (inv.program, inv.code_at),
+                None => (Program::Unknown, None),
+            }
+        };
+        match program {
+            Program::Inline(attached) => {
+                let code = match (code_at.and_then(|k| args.get(k)), attached) {
+                    (Some(w), _) if unknown(w) => None,
+                    (Some(w), _) => Some(w.squeezed()),
+                    (None, code) => code,
+                };
+                match code {
+                    None => f.runs(format!(
+                        "runs code that is only known when it runs (`{prog} {}`)",
+                        args.iter()
+                            .map(|w| w.squeezed())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    )),
+                    Some(code) if shell => {
+                        self.walk(&code, here.map(Path::to_path_buf), depth + 1, f)
+                    }
+                    Some(code) => {
+                        self.code_writes(&code, here, f);
+                        if let Some(m) = runs_commands(&code) {
+                            f.runs(format!("runs inline code that runs what it builds (`{m}`)"));
+                        }
                     }
                 }
-                None => {}
             }
-            return;
+            Program::Module(_) | Program::NoneGiven => {} // `python3 -m json.tool`
+            Program::Script(k)
+                if lits
+                    .get(k)
+                    .is_some_and(|l| l.is_some() && is_stdin(l.as_deref())) =>
+            {
+                self.stdin_program(s, prog, &unknown, f)
+            }
+            Program::Stdin => self.stdin_program(s, prog, &unknown, f),
+            Program::Script(k) => self.script_program(prog, args[k], here, vars, &unknown, f),
+            Program::Unknown => {
+                // An option word only known when it runs (`python3 $F`): the first such word
+                // is judged as the script.
+                if let Some(w) = args.iter().find(|w| w.literal().is_none()) {
+                    self.script_program(prog, w, here, vars, &unknown, f);
+                }
+            }
         }
-        if lits.iter().any(|l| l.as_deref() == Some("-m")) {
-            return; // a module: `python3 -m json.tool`
-        }
-        let script = args
-            .iter()
-            .zip(&lits)
-            .find(|(_, l)| l.as_deref().is_none_or(|l| !l.starts_with('-') || l == "-"));
-        let stdin_flag = shell && lits.iter().any(|l| l.as_deref() == Some("-s"));
-        // `at TIME` reads the job from standard input unless given a file (`-f`).
-        let scheduler =
-            matches!(prog, "at" | "batch") && !lits.iter().any(|l| l.as_deref() == Some("-f"));
-        let from_stdin = stdin_flag
-            || scheduler
-            || match script {
-                None => true,
-                Some((_, Some(l))) => is_stdin(Some(l)),
-                Some((_, None)) => false,
-            };
-        if from_stdin && s.piped {
+    }
+
+    /// Judges a shell or interpreter `prog` that reads its program from standard input: a pipe
+    /// feeds it data, a here-document text only known when it runs.
+    fn stdin_program(
+        &self,
+        s: &Simple,
+        prog: &str,
+        unknown: &dyn Fn(&Word) -> bool,
+        f: &mut Facts,
+    ) {
+        if s.piped {
             f.runs(format!("pipes data into `{prog}`"));
-        } else if from_stdin && s.here.iter().any(|w| unknown(w)) {
+        } else if s.here.iter().any(|w| unknown(w)) {
             f.runs(format!("feeds `{prog}` code only known when it runs"));
-        } else if let Some((w, _)) = script.filter(|_| !from_stdin) {
-            if unknown(w) {
-                f.runs(format!(
-                    "runs code from a command's output or an unknown file (`{prog} {}`)",
-                    w.squeezed()
-                ));
-            } else if f.wrote(&candidate_with(w, here, self.home, vars)) {
-                f.runs(format!(
-                    "runs {}, which it writes in the same command",
-                    w.squeezed()
-                ));
-            }
+        }
+    }
+
+    /// Judges the script `w` that `prog` runs: a name only known when it runs, or a file the
+    /// same command writes.
+    fn script_program(
+        &self,
+        prog: &str,
+        w: &Word,
+        here: Option<&Path>,
+        vars: &HashMap<String, String>,
+        unknown: &dyn Fn(&Word) -> bool,
+        f: &mut Facts,
+    ) {
+        if unknown(w) {
+            f.runs(format!(
+                "runs code from a command's output or an unknown file (`{prog} {}`)",
+                w.squeezed()
+            ));
+        } else if f.wrote(&candidate_with(w, here, self.home, vars)) {
+            f.runs(format!(
+                "runs {}, which it writes in the same command",
+                w.squeezed()
+            ));
         }
     }
 
@@ -470,11 +482,19 @@ fn is_stdin(script: Option<&str>) -> bool {
     matches!(script, None | Some("-" | "/dev/stdin" | "/proc/self/fd/0"))
 }
 
-fn has_code_option(s: &Simple) -> bool {
-    s.words[s.program()..]
+/// Whether interpreter `prog`, run by simple command `s`, reads its program from standard
+/// input (no script, `-`, `/dev/stdin`; its options read as it reads them, §13.3,
+/// "Options").
+fn reads_stdin(s: &Simple, prog: &str) -> bool {
+    let lits: Vec<Option<String>> = s.words[s.program() + 1..]
         .iter()
-        .filter_map(|w| w.literal())
-        .any(|l| CODE_OPTIONS.contains(&l.as_str()) || l == "-m")
+        .map(|w| w.literal())
+        .collect();
+    match invocation(prog, &lits).map(|inv| inv.program) {
+        Some(Program::Stdin) | None => true,
+        Some(Program::Script(k)) => is_stdin(lits.get(k).cloned().flatten().as_deref()),
+        Some(_) => false,
+    }
 }
 
 /// Whether a redirection target is a file descriptor (`>&2`), `-` or a device every script

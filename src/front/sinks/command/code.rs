@@ -33,19 +33,6 @@ const RUNS_COMMANDS: &[&str] = &[
     "pack(",
 ];
 
-/// Whether `l` is a cluster of an interpreter's short options whose last is a code option
-/// (`-ne`, `-nle`, `-Ic`, `-pe`; for node, deno and bun also `-p`, print an expression).
-pub(super) fn code_cluster(l: &str, node: bool) -> bool {
-    let Some(flags) = l.strip_prefix('-') else {
-        return false;
-    };
-    !flags.starts_with('-')
-        && (2..=6).contains(&flags.len())
-        && flags.chars().all(|c| c.is_ascii_alphabetic())
-        && (flags.ends_with(['e', 'E', 'c']) || (node && flags.ends_with('p')))
-        || (node && l == "-p")
-}
-
 /// The program text of awk or sed command `prog`: the value of `-e`/`--expression` (sed) or the
 /// first operand that is not an option or an option's value. `Some(None)`: a program only
 /// known when it runs (`-f FILE`, an expansion); `None`: none given.
@@ -252,26 +239,6 @@ pub(super) fn runs_commands(code: &str) -> Option<&'static str> {
                 .copied()
                 .find(|m| code.contains(m))
         })
-}
-
-/// The code attached to an interpreter's code option in one word: `-cCODE`, `-eCODE`,
-/// `-rCODE` (php), `-pCODE` (node, deno, bun), after a cluster of letter options (`-ne'…'`
-/// lexed as `-ne…`), or `--eval=CODE`, `--print=CODE`, `--command=CODE`.
-pub(super) fn attached_code(l: &str, node: bool) -> Option<String> {
-    for long in ["--eval=", "--print=", "--command=", "--source=", "--exec="] {
-        if let Some(code) = l.strip_prefix(long) {
-            return Some(code.to_string());
-        }
-    }
-    let flags = l.strip_prefix('-').filter(|f| !f.starts_with('-'))?;
-    let is_code = |c: char| matches!(c, 'c' | 'e' | 'E' | 'r') || (node && c == 'p');
-    let at = flags.find(is_code)?;
-    let (before, rest) = flags.split_at(at);
-    let code = &rest[1..];
-    (before.chars().all(|c| c.is_ascii_alphabetic())
-        && !code.is_empty()
-        && !code.chars().all(|c| c.is_ascii_alphabetic()))
-    .then(|| code.to_string())
 }
 
 /// `env`'s split string, if `w` is one: `-SCMD`, `--split-string=CMD` (the value of a separate

@@ -5,7 +5,6 @@
 //! every later `git push origin` (attack review 38).
 
 use super::scripts::{read_text, Script};
-use super::SecretRules;
 use crate::front::protect::shell::Word;
 use std::path::{Path, PathBuf};
 
@@ -15,14 +14,14 @@ thread_local! {
     pub(super) static EXPANDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-impl SecretRules {
+impl super::scripts::CodeFiles<'_> {
     /// The options a network program reads from the user's configuration before its own
     /// words (`~/.curlrc`, `~/.wgetrc`) and the commands ssh runs from `~/.ssh/config`
     /// (`ProxyCommand`, `LocalCommand`, `KnownHostsCommand`, `Match exec`), for `curl`,
     /// `wget`, and the programs that connect through ssh (`ssh`, `scp`, `sftp`, `rsync`,
     /// `git`): a `data = "@…/credentials"` or an `url` there is part of every later `curl`.
     pub(super) fn rc_runs(&self, prog: &str, rest: &[&Word]) -> Vec<Script> {
-        let Some(home) = self.home.as_deref() else {
+        let Some(home) = self.home else {
             return Vec::new();
         };
         if EXPANDING.with(std::cell::Cell::get) {

@@ -22,7 +22,7 @@ const MAX_SCRIPT_BYTES: u64 = 4 << 20;
 const PACKAGE_RUNNERS: &[&str] = &["npm", "pnpm", "yarn", "bun"];
 
 /// The code a file holds, as far as the analysis goes.
-pub(super) enum Script {
+pub(crate) enum Script {
     /// Shell commands.
     Shell(String),
     /// Shell commands of a program's own configuration (options, an ssh `ProxyCommand`),
@@ -51,12 +51,11 @@ impl SecretRules {
         f: &mut Facts,
         r: &Resolver,
     ) {
-        let prog_word = words[i];
-        let rest = &words[i + 1..];
-        let named = prog_word.literal().unwrap_or_default();
-        let prog = basename(&named);
-        let mut scripts = self.startup_files(prog, &words[..i], rest, cwd);
-        scripts.extend(self.scripts_of(prog_word, prog, rest, cwd));
+        let prog = basename(&words[i].literal().unwrap_or_default()).to_string();
+        let scripts = CodeFiles {
+            home: self.home.as_deref(),
+        }
+        .run_by(words, i, cwd);
         for script in scripts {
             match script {
                 Script::Shell(code) => self.shell(&code, cwd, depth + 1, f, r),
@@ -89,6 +88,29 @@ impl SecretRules {
             }
         }
     }
+}
+
+/// The files of code a command runs, read as they are when the call is decided
+/// (`spec/hooks.md` §16.2, "Scripts run by name"), relative to the user's home `home`.
+pub(crate) struct CodeFiles<'a> {
+    /// The user's home directory (`~`), when known.
+    pub home: Option<&'a Path>,
+}
+
+impl CodeFiles<'_> {
+    /// The code the simple command `words` (its program at `i`, run in `cwd`) runs from
+    /// files: start-up files it names for a shell, its script, module or loaded files, a
+    /// program named by a path, a makefile, a `package.json`, git's configuration and hooks,
+    /// and the option files of network programs.
+    pub(crate) fn run_by(&self, words: &[&Word], i: usize, cwd: Option<&Path>) -> Vec<Script> {
+        let prog_word = words[i];
+        let rest = &words[i + 1..];
+        let named = prog_word.literal().unwrap_or_default();
+        let prog = basename(&named);
+        let mut scripts = self.startup_files(prog, &words[..i], rest, cwd);
+        scripts.extend(self.scripts_of(prog_word, prog, rest, cwd));
+        scripts
+    }
 
     /// The start-up files a command names for a shell (bash(1) INVOCATION): `BASH_ENV` or
     /// `ENV` set before it, `--rcfile`/`--init-file`. (The user's own `~/.bashrc`, profiles and
@@ -105,7 +127,7 @@ impl SecretRules {
         if !SHELLS.contains(&prog) {
             return Vec::new();
         }
-        let Some(home) = self.home.as_deref() else {
+        let Some(home) = self.home else {
             return Vec::new();
         };
         let mut files: Vec<PathBuf> = Vec::new();
@@ -159,7 +181,7 @@ impl SecretRules {
         rest: &[&Word],
         cwd: Option<&Path>,
     ) -> Vec<Script> {
-        let path_of = |w: &Word| candidate(w, cwd, self.home.as_deref()).path();
+        let path_of = |w: &Word| candidate(w, cwd, self.home).path();
         // A program named by a path (`./x.sh`, `scripts/deploy`, `/tmp/x`): its file.
         let named = prog_word.literal().unwrap_or_default();
         if named.contains('/') {
@@ -234,7 +256,7 @@ impl SecretRules {
     }
 }
 
-impl SecretRules {
+impl CodeFiles<'_> {
     /// What git runs from its files (git-config(1), githooks(5)): the configuration values
     /// that are commands, in the repository's `config` and the user's global files, read as
     /// `git -c KEY=VALUE` is (an alias `!CMD`, `core.fsmonitor`, `core.sshCommand`,
@@ -243,11 +265,11 @@ impl SecretRules {
     /// ssh command, the credential helper and `pre-push`), so each is analysed for every one.
     fn git_runs(&self, rest: &[&Word], cwd: Option<&Path>) -> Vec<Script> {
         let dir = option_value(rest, &["-C"])
-            .and_then(|w| candidate(w, cwd, self.home.as_deref()).path())
+            .and_then(|w| candidate(w, cwd, self.home).path())
             .or_else(|| cwd.map(Path::to_path_buf));
         let git_dir = dir.as_deref().and_then(git_dir);
         let mut files: Vec<PathBuf> = git_dir.iter().map(|g| g.join("config")).collect();
-        if let Some(h) = &self.home {
+        if let Some(h) = self.home {
             files.push(h.join(".gitconfig"));
             files.push(h.join(".config/git/config"));
         }
@@ -276,7 +298,7 @@ impl SecretRules {
             .rev()
             .find(|(k, _)| k == "core.hookspath")
             .map(|(_, v)| {
-                let v = match (v.strip_prefix("~/"), &self.home) {
+                let v = match (v.strip_prefix("~/"), self.home) {
                     (Some(r), Some(h)) => h.join(r),
                     _ => PathBuf::from(v),
                 };

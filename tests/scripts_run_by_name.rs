@@ -534,24 +534,86 @@ fn assert_none_missed(missed: &[String]) {
     );
 }
 
-/// Not closed (spec/hooks.md §13.4): the protected-resources screen does not read the script a
-/// command runs, so a script that reads the signing key through a glob, written in one call,
-/// prints it in the next. (Its text names no secret of the policy, so the secrecy rule's reading
-/// of scripts does not apply; privilege separation, §14, is what keeps the key then.)
+/// The protected-resources screen reads the code a command runs from files, as the secrecy rule
+/// does (spec/hooks.md §13.3, "Scripts"): a script, module, makefile recipe or `package.json`
+/// script that reads the signing key through a glob, rewrites the hook settings or runs the
+/// memlineage binary, written in one call, is refused when a later call runs it. Before, each
+/// was allowed with exit 0 in a session that had read nothing (the glob's text names no secret
+/// of the policy, so the secrecy rule did not apply either). Attacker: the agent itself.
 #[test]
-#[ignore = "the screen of §13 does not read scripts run by name: reading them there would refuse every script that runs a program only known when it runs"]
-fn a_script_that_reads_the_signing_key_is_screened_when_it_runs() {
+fn code_run_from_a_file_is_screened_for_the_guards_own_resources() {
     let f = installed_hook::fixture();
-    begin(&f, "k", false);
-    let w = write(
-        &f,
-        "k",
-        "scripts/k.sh",
-        "#!/bin/sh\ncat ../../guard/*.key\n",
-    );
-    assert!(!matches!(w, Answer::Deny(_)), "{w:?}");
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "scripts/k.sh",
+            "#!/bin/sh\ncat ../../guard/*.key\n",
+            "bash scripts/k.sh",
+        ),
+        (
+            "scripts/k.sh",
+            "#!/bin/sh\nset -e\ncd ../../guard\nbase64 *.key\n",
+            "sh scripts/k.sh",
+        ),
+        (
+            "scripts/k.sh",
+            "cat ../../guard/*.key\n",
+            "chmod +x scripts/k.sh && ./scripts/k.sh",
+        ),
+        (
+            "scripts/s.sh",
+            "#!/bin/sh\nprintf '{}' > .cl*/settings.json\n",
+            "source scripts/s.sh",
+        ),
+        (
+            "scripts/r.sh",
+            "#!/bin/sh\nmemlineage release --help\n",
+            "bash scripts/r.sh",
+        ),
+        (
+            "tools/k.py",
+            "import glob\nprint(open(glob.glob('../../guard/*.key')[0]).read())\n",
+            "python3 tools/k.py",
+        ),
+        (
+            "tools/k.py",
+            "import glob\nprint(open(glob.glob('../../guard/*.key')[0]).read())\n",
+            "python3 -m tools.k",
+        ),
+        ("Makefile", "show:\n\t@cat ../../guard/*.key\n", "make show"),
+        (
+            "package.json",
+            r#"{"name": "demo", "scripts": {"test": "cat ../../guard/*.key"}}"#,
+            "npm test",
+        ),
+    ];
+    let mut passed = Vec::new();
+    for (n, (file, text, run)) in cases.iter().enumerate() {
+        let id = format!("k{n}");
+        begin(&f, &id, false);
+        let w = write(&f, &id, file, text);
+        assert!(!matches!(w, Answer::Deny(_)), "{file}: {w:?}");
+        match bash(&f, &id, run) {
+            Answer::Deny(why) if why.contains("no tool call may touch") => {}
+            other => passed.push(format!("{file} then `{run}`: {other:?}")),
+        }
+        let _ = std::fs::remove_file(f.project.join(file));
+    }
     assert!(
-        matches!(bash(&f, "k", "bash scripts/k.sh"), Answer::Deny(ref why) if why.contains("no tool call may touch"))
+        passed.is_empty(),
+        "not refused by the screen:\n{}",
+        passed.join("\n")
+    );
+    // Words and programs only known when the script runs are not judged in a script's code
+    // (§13.3, "Scripts"): nearly every script has them. (The secrecy rule may still refuse
+    // such a script: `"$@"` may send and `rm "$OUT"/*` may read any file, §16.2.)
+    begin(&f, "ok", false);
+    let text = "#!/bin/sh\nset -e\nOUT=${OUT:-dist}\nrm -rf \"$OUT\"/*\n\"$@\"\n\
+                eval \"$EXTRA\"\nkill $PID 2>/dev/null || true\n";
+    write(&f, "ok", "scripts/ci.sh", text);
+    let a = bash(&f, "ok", "sh scripts/ci.sh true");
+    assert!(
+        !matches!(a, Answer::Deny(ref why) if why.contains("no tool call may touch")),
+        "{a:?}"
     );
 }
 

@@ -33,6 +33,8 @@ mod hosts;
 mod interpreters;
 mod rc;
 mod scripts;
+pub(crate) use commands::chunks;
+pub(crate) use scripts::{CodeFiles, Script};
 
 pub(crate) use commands::is_interpreter;
 

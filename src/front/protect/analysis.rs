@@ -20,6 +20,15 @@ pub(super) struct Ctx<'a> {
     /// The protected directories' files as listed at this screening ([`Protected::listing`]),
     /// once.
     pub(super) listed: &'a std::cell::OnceCell<super::Listing>,
+    /// Screening the code of a file the call runs (§13.3, "Scripts"), not the call's own
+    /// words: words and programs only known when the script runs are not judged (they are
+    /// in nearly every script), names, literal paths and patterns are.
+    pub(super) lenient: bool,
+    /// Whether the code of the files a command runs is read ([`CodeFiles`]): not within a
+    /// program's own option file (`~/.curlrc` names `curl`, whose option file is that one).
+    ///
+    /// [`CodeFiles`]: crate::front::secrets::CodeFiles
+    pub(super) code_files: bool,
 }
 
 impl Ctx<'_> {
@@ -212,7 +221,7 @@ impl Ctx<'_> {
         tree: Option<bool>,
         unknown_counts: bool,
     ) -> Option<Touch> {
-        if w.all_unknown() && !unknown_counts {
+        if w.all_unknown() && (!unknown_counts || self.lenient) {
             return None;
         }
         let ctx = Ctx {
@@ -221,8 +230,13 @@ impl Ctx<'_> {
             project: self.project,
             vars: self.vars,
             listed: self.listed,
+            lenient: self.lenient,
+            code_files: self.code_files,
         };
         let c = candidate_with(w, cwd, self.p.home.as_deref(), &self.vars.borrow());
+        if self.lenient && matches!(&c, Candidate::Pattern(p) if p.contains(&pattern::Pat::Any)) {
+            return None;
+        }
         match c {
             Candidate::Path(p) => {
                 if let Some((r, at)) = ctx.resource_at(&p) {

@@ -10,6 +10,7 @@ use super::programs::{
 };
 use super::shell::{lex, Piece, Token, Word};
 use super::{pattern, Resource, Touch, MAX_NESTING};
+use crate::front::secrets::{chunks, CodeFiles, Script};
 use std::path::{Path, PathBuf};
 
 impl Ctx<'_> {
@@ -202,6 +203,9 @@ impl Ctx<'_> {
         let program = words.get(i)?;
         let args = &words[i + 1..];
         let Some(prog) = program.literal() else {
+            if self.lenient {
+                return None;
+            }
             return Some(Touch {
                 resource: Resource::Binary,
                 path: program.squeezed(),
@@ -220,6 +224,9 @@ impl Ctx<'_> {
             if let Some(t) = self.word(program, here, None, false) {
                 return Some(Touch { how: "runs", ..t });
             }
+        }
+        if let Some(t) = self.code_files(words, i, here, depth) {
+            return Some(t);
         }
         let destroys = DESTROY_PROGRAMS.contains(&name.as_str())
             || (name == "find"
@@ -249,7 +256,9 @@ impl Ctx<'_> {
                 return None;
             }
             "kill" | "pkill" | "killall" | "skill" | "fuser" | "systemctl" | "service"
-            | "launchctl" => {
+            | "launchctl"
+                if !self.lenient || args.iter().all(|a| a.literal().is_some()) =>
+            {
                 if let Some(t) = self.kill(&name, args) {
                     return Some(t);
                 }
@@ -257,7 +266,7 @@ impl Ctx<'_> {
             "eval" => {
                 let all: Vec<String> = args.iter().map(Word::squeezed).collect();
                 if args.iter().any(|a| a.literal().is_none()) {
-                    return Some(Touch {
+                    return (!self.lenient).then(|| Touch {
                         resource: Resource::Binary,
                         path: all.join(" "),
                         how: "evaluates a command only known when it runs, which may run",
@@ -315,7 +324,7 @@ impl Ctx<'_> {
                 Some(Program::Inline(Some(code))) => {
                     return self.command(&code, cwd.clone(), depth + 1)
                 }
-                Some(Program::Inline(None)) => {
+                Some(Program::Inline(None)) if !self.lenient => {
                     return Some(Touch {
                         resource: Resource::Binary,
                         path: args
@@ -354,12 +363,74 @@ impl Ctx<'_> {
                 return Some(t);
             }
         }
-        if xargs && files {
+        if xargs && files && !self.lenient {
             // Arguments read from standard input: any path.
             return self.pattern(&[pattern::Pat::Any]).map(|t| Touch {
                 how: "passes unknown arguments that may name",
                 ..t
             });
+        }
+        None
+    }
+
+    /// The code of the files the simple command `words` (its program at `i`) runs, as they
+    /// are now (§13.3, "Scripts"; the same files the secrecy rule reads, [`CodeFiles`]):
+    /// shell code screened as a command of its own, leniently (words only known when it runs
+    /// are not judged), an interpreter's code by the protected names and the literal paths and
+    /// patterns in it. A file that cannot be read is left to the secrecy rule and §14.
+    fn code_files(
+        &self,
+        words: &[Word],
+        i: usize,
+        here: Option<&Path>,
+        depth: usize,
+    ) -> Option<Touch> {
+        if !self.code_files {
+            return None;
+        }
+        let refs: Vec<&Word> = words.iter().collect();
+        let home = self.p.home.as_deref();
+        let vars = Default::default();
+        let script = |code_files| Ctx {
+            p: self.p,
+            cwd: here,
+            project: self.project,
+            vars: &vars,
+            listed: self.listed,
+            lenient: true,
+            code_files,
+        };
+        let runs_code_that = |t: Touch| Touch {
+            how: "runs code from a file that touches",
+            ..t
+        };
+        for code in (CodeFiles { home }).run_by(&refs, i, here) {
+            let t = match code {
+                Script::Shell(text) => {
+                    script(true).command(&text, here.map(Path::to_path_buf), depth + 1)
+                }
+                Script::Config(text) => {
+                    script(false).command(&text, here.map(Path::to_path_buf), depth + 1)
+                }
+                // A path in code may be a glob's (`glob.glob('../*.key')`): its `*`, `?` and
+                // `[…]` are read as a shell word's.
+                Script::Interpreted(text) => {
+                    let script = script(false);
+                    script.name_in(&text).or_else(|| {
+                        chunks(&text)
+                            .filter(|c| c.len() <= super::MAX_PATH_CHARS)
+                            .flat_map(|c| lex(c).tokens)
+                            .find_map(|t| match t {
+                                Token::Word(w) => script.word(&w, here, None, false),
+                                _ => None,
+                            })
+                    })
+                }
+                Script::Unknown | Script::Unread(_) => None,
+            };
+            if let Some(t) = t {
+                return Some(runs_code_that(t));
+            }
         }
         None
     }

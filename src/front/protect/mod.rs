@@ -335,6 +335,8 @@ impl Protected {
             project: cwd,
             vars: &vars,
             listed: &listed,
+            lenient: false,
+            code_files: true,
         };
         // Every string anywhere in the call: the names of protected files.
         let mut leaves = Vec::new();

@@ -367,7 +367,7 @@ impl SecretRules {
 
 /// The path-like pieces of a text (inline code, a here-document): split at spaces, quotes,
 /// brackets and separators, kept when they hold a `/` or start with `.`.
-pub(super) fn chunks(text: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn chunks(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| c.is_whitespace() || "'\"(),;[]{}`<>|&=".contains(c))
         .filter(|p| p.contains('/') || p.starts_with('.'))
 }

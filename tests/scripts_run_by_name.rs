@@ -556,6 +556,11 @@ fn code_run_from_a_file_is_screened_for_the_guards_own_resources() {
         ),
         (
             "scripts/k.sh",
+            "#!/bin/sh\nK=../../guard\ncat $K/*.key\n",
+            "bash scripts/k.sh",
+        ),
+        (
+            "scripts/k.sh",
             "cat ../../guard/*.key\n",
             "chmod +x scripts/k.sh && ./scripts/k.sh",
         ),
@@ -608,7 +613,8 @@ fn code_run_from_a_file_is_screened_for_the_guards_own_resources() {
     // such a script: `"$@"` may send and `rm "$OUT"/*` may read any file, §16.2.)
     begin(&f, "ok", false);
     let text = "#!/bin/sh\nset -e\nOUT=${OUT:-dist}\nrm -rf \"$OUT\"/*\n\"$@\"\n\
-                eval \"$EXTRA\"\nkill $PID 2>/dev/null || true\n";
+                eval \"$EXTRA\"\nkill $PID 2>/dev/null || true\n\
+                cd \"$(dirname \"$0\")\" && find . -name '*.o' -delete\n";
     write(&f, "ok", "scripts/ci.sh", text);
     let a = bash(&f, "ok", "sh scripts/ci.sh true");
     assert!(

@@ -234,6 +234,8 @@ impl Ctx<'_> {
             code_files: self.code_files,
         };
         let c = candidate_with(w, cwd, self.p.home.as_deref(), &self.vars.borrow());
+        // In a script's code, a word only known when the script runs, or relative to a
+        // directory only known then (`cd "$(dirname "$0")" && find .`), is not judged.
         if self.lenient && matches!(&c, Candidate::Pattern(p) if p.contains(&pattern::Pat::Any)) {
             return None;
         }

@@ -53,6 +53,17 @@ const INTERPRETERS: &[&str] = &[
     "lua",
     "osascript",
     "pwsh",
+    // Programs that run source files (spec/hooks.md §13.3, "Options").
+    "go",
+    "java",
+    "tsx",
+    "ts-node",
+    "Rscript",
+    "julia",
+    "swift",
+    "elixir",
+    "groovy",
+    "scala",
 ];
 
 /// Programs that read directories recursively (archive, copy, search): a directory holding a

@@ -102,22 +102,30 @@ pub(crate) fn invocation(prog: &str, args: &[Option<String>]) -> Option<Invocati
         return (applet != "busybox")
             .then(|| invocation(applet, rest))
             .flatten()
-            .map(|mut inv| {
-                // Indices are the caller's: one word further on.
-                if let Program::Script(i) = &mut inv.program {
-                    *i += 1;
-                }
-                inv.code_at = inv.code_at.map(|k| k + 1);
-                inv
-            });
+            .map(|inv| shifted(inv, 1));
     }
     let family = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if family == "tsx" && args.first().and_then(|a| a.as_deref()) == Some("watch") {
+        // `tsx watch FILE`: the file, run again on each change.
+        return invocation(prog, &args[1..]).map(|inv| shifted(inv, 1));
+    }
     match family {
         "deno" | "bun" => return Some(runtime(args)),
+        "go" => return Some(go(args)),
+        "java" => return Some(java(args)),
         "pwsh" | "powershell" => return Some(powershell(args)),
         _ => {}
     }
     Some(read(grammar(prog)?, args))
+}
+
+/// `inv` read from the arguments after the first `by`, its indices made the caller's.
+fn shifted(mut inv: Invocation, by: usize) -> Invocation {
+    if let Program::Script(i) = &mut inv.program {
+        *i += by;
+    }
+    inv.code_at = inv.code_at.map(|k| k + by);
+    inv
 }
 
 /// The options of a program with grammar `g`.
@@ -299,6 +307,11 @@ fn apply(
             inv.loads.push(Load::Unknown);
             None
         }
+        Use::LoadFile => {
+            inv.loads
+                .push(value.flatten().map_or(Load::Unknown, Load::File));
+            None
+        }
         Use::Load => {
             inv.loads.push(match value.flatten() {
                 Some(v) => load(&v),
@@ -328,8 +341,10 @@ fn digits(option: char, rest: &str) -> usize {
     }
 }
 
-/// What a load option's value names: a path (`./x.js`, `/x`, `x.rb`), a module name
-/// (`Report`, `-Report` for perl's `no`, `Report=a,b`), php's `auto_prepend_file=F`.
+/// What a load option's value names: a path when it starts with `./`, `../` or `/` (node's
+/// and ruby's `require` search their library paths for any other name: `node -r
+/// dotenv/config` is a package's file), a module name (`Report`, `-Report` for perl's `no`,
+/// `Report=a,b`), php's `auto_prepend_file=F`.
 fn load(v: &str) -> Load {
     for key in ["auto_prepend_file=", "auto_append_file="] {
         if let Some(f) = v.strip_prefix(key) {
@@ -339,7 +354,7 @@ fn load(v: &str) -> Load {
     if v.contains('=') && v.split('=').next().is_some_and(|k| k.contains('.')) {
         return Load::Unknown; // another ini directive or ini file
     }
-    if v.starts_with("./") || v.starts_with("../") || v.starts_with('/') || v.contains('/') {
+    if v.starts_with("./") || v.starts_with("../") || v.starts_with('/') {
         return Load::File(v.to_string());
     }
     let name = v.trim_start_matches('-');
@@ -379,6 +394,104 @@ fn runtime(args: &[Option<String>]) -> Invocation {
             }
         }
         i += 1;
+    }
+    inv
+}
+
+/// `go run [build flags] FILES.go…|PACKAGE [arguments…]` (`go help run`, `go help build`):
+/// the source files or the package directory are the program (the first the script, the
+/// other files loaded with it); `-exec PROG` and `-toolexec PROG` run a program of the
+/// command's choosing (unknown code). Another subcommand is not a program given here
+/// (`go test` and `go generate` run the package's own code, not read: §16.4).
+fn go(args: &[Option<String>]) -> Invocation {
+    let mut inv = Invocation::reading_stdin();
+    inv.program = Program::NoneGiven;
+    if args.first().and_then(|a| a.as_deref()) != Some("run") {
+        return inv;
+    }
+    const VALUED: &[&str] = &[
+        "-C",
+        "-p",
+        "-mod",
+        "-modfile",
+        "-overlay",
+        "-pkgdir",
+        "-tags",
+        "-ldflags",
+        "-gcflags",
+        "-asmflags",
+        "-buildmode",
+        "-compiler",
+        "-installsuffix",
+        "-o",
+        "-coverpkg",
+        "-pgo",
+        "-covermode",
+    ];
+    let mut i = 1;
+    while let Some(a) = args.get(i) {
+        let Some(a) = a.as_deref() else {
+            inv.program = Program::Unknown;
+            return inv;
+        };
+        if !a.starts_with('-') {
+            break;
+        }
+        let name = a.split('=').next().unwrap_or(a).trim_start_matches('-');
+        if matches!(name, "exec" | "toolexec") {
+            inv.loads.push(Load::Unknown);
+        }
+        let glued = a.contains('=');
+        let valued = VALUED.iter().any(|v| v.trim_start_matches('-') == name)
+            || matches!(name, "exec" | "toolexec");
+        i += if valued && !glued { 2 } else { 1 };
+    }
+    if args.get(i).is_none() {
+        return inv;
+    }
+    inv.program = Program::Script(i);
+    for a in args.iter().skip(i + 1) {
+        match a.as_deref() {
+            Some(f) if f.ends_with(".go") => inv.loads.push(Load::File(f.to_string())),
+            _ => break,
+        }
+    }
+    inv
+}
+
+/// `java [options] FILE.java [args…]`, the source-file mode (JEP 330, `java --help`): the
+/// file is the program; a class name, `-jar` or `-m` run compiled code, not read here.
+fn java(args: &[Option<String>]) -> Invocation {
+    let mut inv = Invocation::reading_stdin();
+    inv.program = Program::NoneGiven;
+    const VALUED: &[&str] = &[
+        "-cp",
+        "-classpath",
+        "--class-path",
+        "-p",
+        "--module-path",
+        "--upgrade-module-path",
+        "--add-modules",
+        "--enable-native-access",
+        "--source",
+        "--add-opens",
+        "--add-exports",
+        "--add-reads",
+        "--limit-modules",
+    ];
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let Some(a) = a.as_deref() else {
+            inv.program = Program::Unknown;
+            return inv;
+        };
+        if matches!(a, "-jar" | "-m" | "--module") || !a.starts_with('-') {
+            if a.ends_with(".java") {
+                inv.program = Program::Script(i);
+            }
+            return inv;
+        }
+        i += if VALUED.contains(&a) { 2 } else { 1 };
     }
     inv
 }

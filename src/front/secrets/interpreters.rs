@@ -77,12 +77,44 @@ pub(super) fn interpreter_scripts(
         }
     }
     match inv.program {
+        // `go run .`: the package's source files.
+        Program::Script(i) if family == "go" => match rest.get(i).and_then(|w| path_of(w)) {
+            Some(dir) if dir.is_dir() => out.extend(go_package(&dir)),
+            p => out.push(file(p)),
+        },
         Program::Script(i) => out.push(file(rest.get(i).and_then(|w| path_of(w)))),
         Program::Module(Some(m)) => out.extend(modules(&m)),
         Program::Module(None) | Program::Unknown => out.push(Script::Unknown),
         Program::Inline(_) | Program::Stdin | Program::NoneGiven => {}
     }
     out
+}
+
+/// The most source files of one Go package read; a package with more is code not read.
+const MAX_PACKAGE_FILES: usize = 256;
+
+/// The `.go` files of the package in `dir` (its `_test.go` files are not built by `go run`),
+/// each read as an interpreter's code; a directory that cannot be listed, or holds more than
+/// [`MAX_PACKAGE_FILES`], is code not read ([`Script::Unread`]).
+fn go_package(dir: &Path) -> Vec<Script> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return vec![Script::Unread(dir.to_path_buf())];
+    };
+    let files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "go") && !p.to_string_lossy().ends_with("_test.go")
+        })
+        .take(MAX_PACKAGE_FILES + 1)
+        .collect();
+    if files.len() > MAX_PACKAGE_FILES {
+        return vec![Script::Unread(dir.to_path_buf())];
+    }
+    files
+        .iter()
+        .map(|p| read_script(p, Some(ScriptKind::Code)))
+        .collect()
 }
 
 /// The file a load of path `p` reads: `p` itself, or with the extensions the loader adds

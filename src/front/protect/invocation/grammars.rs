@@ -12,6 +12,8 @@ pub(super) enum Use {
     Module,
     /// A file or module loaded first.
     Load,
+    /// A file loaded first, whatever its name (julia's `-L`).
+    LoadFile,
     /// Code run first (fish's `-C`).
     LoadCode,
     /// Something loaded first that is not read here (php's ini file, a zend extension).
@@ -284,6 +286,63 @@ const OSASCRIPT: Grammar = Grammar {
     whole_words: false,
 };
 
+/// R's `Rscript [options] FILE | -e EXPR` (Rscript(1)).
+const RSCRIPT: Grammar = Grammar {
+    short: &[('e', Takes::RestOrNext, Use::Code)],
+    long: &[
+        ("version", false, Use::NoneGiven),
+        ("help", false, Use::NoneGiven),
+    ],
+    shell: false,
+    whole_words: true,
+};
+
+/// `julia [switches] -- [programfile] [args…]` (`julia --help`): `-e`/`-E` code, `-L` a file
+/// loaded first, `-p`, `-t`, `-J`, `-C` take a value, `-i` the REPL after the program.
+const JULIA: Grammar = Grammar {
+    short: &[
+        ('e', Takes::RestOrNext, Use::Code),
+        ('E', Takes::RestOrNext, Use::Code),
+        ('L', Takes::RestOrNext, Use::LoadFile),
+        ('p', Takes::RestOrNext, Use::Value),
+        ('t', Takes::RestOrNext, Use::Value),
+        ('J', Takes::RestOrNext, Use::Value),
+        ('C', Takes::RestOrNext, Use::Value),
+        ('O', Takes::Digits, Use::Value),
+        ('g', Takes::Digits, Use::Value),
+        ('i', Takes::Nothing, Use::Interactive),
+        ('v', Takes::Nothing, Use::NoneGiven),
+        ('h', Takes::Nothing, Use::NoneGiven),
+    ],
+    long: &[
+        ("eval", true, Use::Code),
+        ("print", true, Use::Code),
+        ("load", true, Use::LoadFile),
+        ("procs", true, Use::Value),
+        ("threads", true, Use::Value),
+        ("sysimage", true, Use::Value),
+        ("cpu-target", true, Use::Value),
+        ("version", false, Use::NoneGiven),
+        ("help", false, Use::NoneGiven),
+    ],
+    shell: false,
+    whole_words: true,
+};
+
+/// Programs that run a source file given as their first operand and read their program from
+/// the terminal without one (`swift x.swift`, `elixir x.exs`, `groovy x.groovy`, `scala
+/// x.scala`), with `-e` code where they document it (elixir(1), groovy(1)).
+const SOURCE_RUNNER: Grammar = Grammar {
+    short: &[('e', Takes::RestOrNext, Use::Code)],
+    long: &[
+        ("eval", true, Use::Code),
+        ("version", false, Use::NoneGiven),
+        ("help", false, Use::NoneGiven),
+    ],
+    shell: false,
+    whole_words: true,
+};
+
 /// The grammar of `prog` (`python3.11` as `python`), `None` for programs that are neither a
 /// shell nor an interpreter this module reads (deno, bun and pwsh are read by their own
 /// functions).
@@ -299,6 +358,12 @@ pub(super) fn grammar(prog: &str) -> Option<&'static Grammar> {
         "php" => &PHP,
         "lua" | "luajit" => &LUA,
         "osascript" => &OSASCRIPT,
+        // TypeScript runners take node's options (tsx: "all Node.js CLI flags"; ts-node's
+        // `-e`, `-p`, `-r` are node's).
+        "tsx" | "ts-node" => &NODE,
+        "Rscript" => &RSCRIPT,
+        "julia" => &JULIA,
+        "swift" | "elixir" | "groovy" | "scala" => &SOURCE_RUNNER,
         _ => return None,
     })
 }

@@ -210,3 +210,35 @@ fn module_names_as_files() {
     assert!(module_files("python3", "../x").is_empty());
     assert!(module_files("node", "x").is_empty());
 }
+
+#[test]
+fn compilers_and_runtimes_that_run_source() {
+    assert_eq!(program("go run main.go"), Program::Script(1));
+    assert_eq!(
+        program("go run -tags x -race ./cmd/app"),
+        Program::Script(4)
+    );
+    assert_eq!(program("go run -tags=x ."), Program::Script(2));
+    assert_eq!(
+        of("go run a.go b.go -- x").loads,
+        vec![Load::File("b.go".into())]
+    );
+    assert_eq!(of("go run -exec sudo .").loads, vec![Load::Unknown]);
+    assert_eq!(program("go test ./..."), Program::NoneGiven);
+    assert_eq!(program("java -cp lib K.java"), Program::Script(2));
+    assert_eq!(program("java -jar app.jar"), Program::NoneGiven);
+    assert_eq!(program("java com.example.Main"), Program::NoneGiven);
+    assert_eq!(program("tsx watch src/x.ts"), Program::Script(1));
+    assert_eq!(program("ts-node -e 1"), Program::Inline(Some("1".into())));
+    assert_eq!(program("Rscript -e 1"), Program::Inline(Some("1".into())));
+    assert_eq!(program("julia -t 4 -- x.jl"), Program::Script(3));
+    assert_eq!(program("julia"), Program::Stdin);
+    assert_eq!(
+        of("julia -L init.jl x.jl").loads,
+        vec![Load::File("init.jl".into())]
+    );
+    assert_eq!(
+        of("node -r dotenv/config a.js").loads,
+        vec![Load::Module("dotenv/config".into())]
+    );
+}

@@ -39,6 +39,33 @@ fn begin(f: &Fixture, id: &str) {
     assert!(sh(f, &f.prompt, &p).status.success());
 }
 
+/// For each `(file, text, runs)`: in a fresh session, the `Write` of `text` to `file`, then
+/// each run, which the secrecy rule must refuse (sessions are named `{prefix}{case}-{run}`).
+fn assert_each_refused_by_the_secrecy_rule(
+    f: &Fixture,
+    prefix: &str,
+    cases: &[(&str, &str, &[&str])],
+) {
+    let mut missed = Vec::new();
+    for (n, (file, text, runs)) in cases.iter().enumerate() {
+        for (k, run) in runs.iter().enumerate() {
+            let id = format!("{prefix}{n}-{k}");
+            begin(f, &id);
+            write(f, &id, file, text);
+            match bash(f, &id, run) {
+                Answer::Deny(why) if why.contains("opened for secrets") => {}
+                other => missed.push(format!("{file} then `{run}`: {other:?}")),
+            }
+            let _ = std::fs::remove_file(f.project.join(file));
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "not refused by the secrecy rule:\n{}",
+        missed.join("\n")
+    );
+}
+
 /// The `Write` of `text` to `path` in the project, then its effect and PostToolUse.
 fn write(f: &Fixture, id: &str, path: &str, text: &str) {
     let file = f.project.join(path);
@@ -140,24 +167,7 @@ fn scripts_modules_and_preloaded_files_are_the_code_the_interpreter_runs() {
             &["ruby -r ./tools/pre.rb -e 1", "ruby -Itools -rpre -e 1"],
         ),
     ];
-    let mut missed = Vec::new();
-    for (n, (file, text, runs)) in cases.iter().enumerate() {
-        for (k, run) in runs.iter().enumerate() {
-            let id = format!("s{n}-{k}");
-            begin(&f, &id);
-            write(&f, &id, file, text);
-            match bash(&f, &id, run) {
-                Answer::Deny(why) if why.contains("opened for secrets") => {}
-                other => missed.push(format!("{file} then `{run}`: {other:?}")),
-            }
-            let _ = std::fs::remove_file(f.project.join(file));
-        }
-    }
-    assert!(
-        missed.is_empty(),
-        "not refused by the secrecy rule:\n{}",
-        missed.join("\n")
-    );
+    assert_each_refused_by_the_secrecy_rule(&f, "s", cases);
 }
 
 #[test]
@@ -279,24 +289,7 @@ fn source_files_run_by_compilers_and_runtimes_are_read() {
             &["julia tools/k.jl", "julia -t 4 -- tools/k.jl"],
         ),
     ];
-    let mut missed = Vec::new();
-    for (n, (file, text, runs)) in cases.iter().enumerate() {
-        for (k, run) in runs.iter().enumerate() {
-            let id = format!("c{n}-{k}");
-            begin(&f, &id);
-            write(&f, &id, file, text);
-            match bash(&f, &id, run) {
-                Answer::Deny(why) if why.contains("opened for secrets") => {}
-                other => missed.push(format!("{file} then `{run}`: {other:?}")),
-            }
-            let _ = std::fs::remove_file(f.project.join(file));
-        }
-    }
-    assert!(
-        missed.is_empty(),
-        "not refused by the secrecy rule:\n{}",
-        missed.join("\n")
-    );
+    assert_each_refused_by_the_secrecy_rule(&f, "c", cases);
 }
 
 #[test]

@@ -117,6 +117,26 @@ impl Ctx<'_> {
                 });
             }
         }
+        // Commands it hands a program through a variable, a wrapper or an option (§13.3;
+        // `GIT_PAGER=CMD git log`, `watch 'CMD'`, `find -exec`), analysed as commands.
+        let refs: Vec<&Word> = words.iter().collect();
+        for handed in super::handed::handed_and_carried(&refs) {
+            let t = match handed {
+                Some(code) => self.command(&code, cwd.clone(), depth + 1),
+                None => Some(Touch {
+                    resource: Resource::Binary,
+                    path: refs
+                        .iter()
+                        .map(|w| w.squeezed())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    how: "hands a program code only known when it runs, which may run",
+                }),
+            };
+            if t.is_some() {
+                return t;
+            }
+        }
         let mut i = 0;
         let mut xargs = false;
         // Assignments (`F=path cmd`) and wrappers (`sudo`, `env`, `timeout 5`, `xargs`).

@@ -22,6 +22,7 @@ pub mod simple;
 
 mod analysis;
 mod commands;
+pub(crate) mod handed;
 mod programs;
 mod terminal;
 

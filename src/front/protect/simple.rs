@@ -151,6 +151,10 @@ fn takes_value(w: &str, o: &str) -> bool {
                     | "--process-slot-var"
             )
             | ("parallel", "-j" | "-I" | "-S" | "--jobs")
+            | (
+                "strace" | "ltrace",
+                "-o" | "-e" | "-p" | "-s" | "-u" | "-E" | "-P" | "-a" | "-b" | "-I" | "-X"
+            )
             | ("timeout", "-s" | "-k" | "--signal" | "--kill-after")
             | (
                 "flock",

@@ -4,6 +4,7 @@
 
 use super::hosts::destinations;
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
+use crate::front::protect::handed::handed_commands;
 use crate::front::protect::pattern::{candidate, matches, overlaps, Candidate, Pat, Resolver};
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use crate::front::protect::simple::{basename, is_assignment, program_index};
@@ -195,6 +196,18 @@ impl SecretRules {
                 f.secrets.push(format!("the environment ({first})"));
             }
         }
+        // Commands it hands a program through a variable, a wrapper or an option
+        // (`GIT_PAGER=CMD git log`, `watch 'CMD'`, `tar -I CMD`): analysed as commands; one only
+        // known when it runs may read any secret and send it (§16.2, "Handed commands").
+        for handed in handed_commands(words) {
+            match handed {
+                Some(code) => self.shell(&code, cwd, depth + 1, f, r),
+                None => {
+                    f.secrets.push(HANDED_UNKNOWN.to_string());
+                    f.unknown_program = true;
+                }
+            }
+        }
         // The program: after assignments, wrappers and their options.
         let i = program_index(words);
         let Some(prog_word) = words.get(i) else {
@@ -361,6 +374,10 @@ impl SecretRules {
         found
     }
 }
+
+/// What a command reads when it hands a program code only known when it runs.
+const HANDED_UNKNOWN: &str =
+    "code it hands a program that is only known when it runs, which may read any secret";
 
 /// The path-like pieces of a text (inline code, a here-document): split at spaces, quotes,
 /// brackets and separators, kept when they hold a `/` or start with `.`.

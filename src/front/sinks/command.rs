@@ -22,10 +22,8 @@ mod code;
 mod packages;
 mod writes;
 
-pub(crate) use code::carried_commands;
-use code::{
-    attached_code, awk_runs, code_cluster, runs_commands, script_text, sed_runs, split_string,
-};
+use code::{attached_code, code_cluster, runs_commands, split_string};
+pub(crate) use code::{awk_runs, carried_commands, script_text, sed_runs};
 
 /// Data words of at least this many characters are payload (`MIN_NORMAL_CHARS` of
 /// `spec/hooks.md` §4.2: the shortest value matched in any layout).

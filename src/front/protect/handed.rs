@@ -22,6 +22,7 @@
 //! it runs: an ssh command with a host and a remote command, an editor or a helper with a file,
 //! a pager fed by a pipe, a shell with `-c`. Like the lexer, this never rejects input.
 
+mod git;
 mod programs;
 
 use super::shell::{lex, Lexed, Token, Word};
@@ -101,6 +102,7 @@ const VARIABLES: &[(&str, Shape)] = &[
     ("GIT_CONFIG_PARAMETERS", Shape::Unknown),
     ("GIT_EXEC_PATH", Shape::Unknown),
     ("GIT_TEMPLATE_DIR", Shape::Unknown),
+    ("GIT_DIR", Shape::Unknown),
     ("MAKEFILES", Shape::Unknown),
     ("EXINIT", Shape::Unknown),
     ("VIMINIT", Shape::Unknown),

@@ -66,8 +66,10 @@ impl SecretRules {
                 });
             }
         }
-        // A proxy or a pinned address (`https_proxy=…`, `curl --resolve h:443:ip`) sends
-        // elsewhere than the host named: the destination is unknown.
+        // A proxy or a pinned address (`https_proxy=…`, `curl --resolve h:443:ip`), or a git
+        // remote's address set by the command (`-c remote.origin.url=…`, `-c
+        // url.<base>.insteadOf=…`), sends elsewhere than the host or remote named: the
+        // destination is unknown.
         let lower = text.to_lowercase();
         if [
             "proxy=",
@@ -77,6 +79,9 @@ impl SecretRules {
             "--resolve",
             "--connect-to",
             "--dns-",
+            "insteadof=",
+            ".url=",
+            ".pushurl=",
         ]
         .iter()
         .any(|k| lower.contains(k))

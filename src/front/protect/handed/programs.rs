@@ -17,7 +17,7 @@ use crate::front::sinks::command::{awk_runs, script_text, sed_runs};
 pub(super) fn options(prog: &str, args: &[&Word], words: &[&Word], out: &mut Vec<Handed>) {
     let lits: Vec<Option<String>> = args.iter().map(|w| w.literal()).collect();
     match prog {
-        "git" => git(args, &lits, words, out),
+        "git" => super::git::git(args, &lits, words, out),
         "tar" | "bsdtar" | "gtar" => tar(&lits, out),
         "zip" => long_or_short(&lits, &["unzip-command"], "-TT", out),
         "rsync" => {
@@ -74,6 +74,54 @@ pub(super) fn options(prog: &str, args: &[&Word], words: &[&Word], out: &mut Vec
         }
         "parallel" | ":::" | "::::" => parallel(prog, &lits, out),
         "tmux" => tmux(&lits, out),
+        // ripgrep's `--pre COMMAND` runs for every file searched (rg(1)).
+        "rg" => {
+            let mut pre = Vec::new();
+            long_or_short(&lits, &["pre"], "", &mut pre);
+            out.extend(
+                pre.into_iter()
+                    .map(|p| p.map(|p| format!("{p} {ARGUMENT}"))),
+            );
+        }
+        // cargo-watch's `-s`/`--shell CMD` and `-x`/`--exec SUBCOMMAND`, nodemon's `--exec`,
+        // entr's `-s`, watchexec's command words (run through a shell by default).
+        "cargo" if lits.first().and_then(|l| l.as_deref()) == Some("watch") => {
+            long_or_short(&lits, &["shell"], "-s", out);
+            let mut sub = Vec::new();
+            long_or_short(&lits, &["exec"], "-x", &mut sub);
+            out.extend(sub.into_iter().map(|c| c.map(|c| format!("cargo {c}"))));
+        }
+        "nodemon" => long_or_short(&lits, &["exec"], "-x", out),
+        "entr" => short_valued(&lits, "-s", out),
+        "watchexec" => {
+            let words = lits
+                .iter()
+                .skip_while(|l| l.as_deref() != Some("--"))
+                .skip(1);
+            let joined: Option<Vec<String>> = words.cloned().collect();
+            match joined {
+                Some(j) if !j.is_empty() => out.push(Some(j.join(" "))),
+                Some(_) => out.extend(
+                    lits.iter()
+                        .flatten()
+                        .filter(|l| l.contains(char::is_whitespace))
+                        .map(|l| Some(l.clone())),
+                ),
+                None => out.push(None),
+            }
+        }
+        // Options read from a file nothing here reads (curl's `-K`, wget's `--config`): what
+        // it sends, and from where, is only known when it runs.
+        "curl" => {
+            let mut files = Vec::new();
+            long_or_short(&lits, &["config"], "-K", &mut files);
+            out.extend(files.into_iter().map(|_| None));
+        }
+        "wget" => {
+            let mut files = Vec::new();
+            long_or_short(&lits, &["config"], "", &mut files);
+            out.extend(files.into_iter().map(|_| None));
+        }
         "screen" => {
             if let Some(k) = lits.iter().position(|l| l.as_deref() == Some("stuff")) {
                 out.push(lits.get(k + 1).cloned().flatten());
@@ -124,7 +172,12 @@ pub(super) fn fed_by_xargs(prog: &str, args: &[&Word], replace: &str) -> Vec<Han
 /// The value of long option `--NAME[=V]` given as any prefix of 3 characters or more of one
 /// of `names` (getopt_long(3)), or of short option `short` alone or glued (`-TT CMD`,
 /// `-PCMD`); the next word when not glued.
-fn long_or_short(lits: &[Option<String>], names: &[&str], short: &str, out: &mut Vec<Handed>) {
+pub(super) fn long_or_short(
+    lits: &[Option<String>],
+    names: &[&str],
+    short: &str,
+    out: &mut Vec<Handed>,
+) {
     let mut k = 0;
     while k < lits.len() {
         let Some(l) = lits[k].as_deref() else {
@@ -153,6 +206,15 @@ fn long_or_short(lits: &[Option<String>], names: &[&str], short: &str, out: &mut
             });
         }
         k += 1;
+    }
+}
+
+/// The value of short option `short` given alone, the next word (`entr -s CMD`).
+fn short_valued(lits: &[Option<String>], short: &str, out: &mut Vec<Handed>) {
+    for (k, l) in lits.iter().enumerate() {
+        if l.as_deref() == Some(short) {
+            out.push(lits.get(k + 1).cloned().flatten());
+        }
     }
 }
 
@@ -195,100 +257,6 @@ fn cluster(lits: &[Option<String>], letter: char, valued: &str, out: &mut Vec<Ha
             }
         }
     }
-}
-
-/// git(1) OPTIONS and git-config(1): `--config-env=KEY=VAR` takes the value of `VAR` (an
-/// assignment of the command, else only known when it runs); `-c KEY=VALUE` whose key runs a
-/// command or names code (`core.hooksPath`, `include.path`); `ext::CMD` remotes
-/// (git-remote-ext(1)). A value that is not literal, under a key that runs one, is unknown.
-fn git(args: &[&Word], lits: &[Option<String>], words: &[&Word], out: &mut Vec<Handed>) {
-    let mut k = 0;
-    while k < args.len() {
-        let l = args[k].squeezed();
-        if l == "-c" {
-            if let Some(w) = args.get(k + 1) {
-                let kv = w.squeezed();
-                let key = kv.split_once('=').map_or(kv.as_str(), |(key, _)| key);
-                let value = w
-                    .literal()
-                    .map(|l| l.split_once('=').map(|(_, v)| v.to_string()));
-                out.extend(git_value(key, value.map(Option::unwrap_or_default)));
-            }
-            k += 2;
-            continue;
-        }
-        let env = if l == "--config-env" {
-            k += 1;
-            args.get(k).map(|w| w.squeezed())
-        } else {
-            l.strip_prefix("--config-env=").map(str::to_string)
-        };
-        if let Some(kv) = env {
-            let (key, var) = kv.split_once('=').unwrap_or((kv.as_str(), ""));
-            let value = words.iter().find_map(|w| {
-                let s = w.squeezed();
-                let (n, _) = s.split_once('=')?;
-                (n == var && is_assignment(&s)).then(|| {
-                    w.literal()
-                        .and_then(|l| l.split_once('=').map(|(_, v)| v.to_string()))
-                })
-            });
-            out.extend(git_value(key, value.flatten()));
-        }
-        if let Some(Some(remote)) = lits.get(k) {
-            if let Some(cmd) = remote.strip_prefix("ext::") {
-                out.push(Some(cmd.replace("% ", " ").replace("%%", "%")));
-            }
-        }
-        k += 1;
-    }
-}
-
-/// What git runs for configuration `key` set to `value` (`None`: not literal).
-fn git_value(key: &str, value: Option<String>) -> Option<Handed> {
-    let key = key.to_ascii_lowercase();
-    let last = key.rsplit('.').next().unwrap_or_default();
-    let code_file = key == "core.hookspath"
-        || key == "include.path"
-        || key == "init.templatedir"
-        || (key.starts_with("includeif.") && last == "path");
-    let runs = key.starts_with("pager.")
-        || last.ends_with("command")
-        || last.ends_with("cmd")
-        || last.ends_with("program")
-        || last.ends_with("helper")
-        || last.ends_with("driver")
-        || last.ends_with("proxy")
-        || matches!(
-            last,
-            "pager"
-                | "editor"
-                | "fsmonitor"
-                | "askpass"
-                | "textconv"
-                | "clean"
-                | "smudge"
-                | "process"
-                | "uploadpack"
-                | "receivepack"
-                | "packobjectshook"
-                | "difffilter"
-                | "smtpserver"
-        );
-    match value {
-        None if runs || code_file || value_starts_unknown(&key) => Some(None),
-        None => None,
-        Some(v) if code_file => (!v.is_empty() && v != "/dev/null").then_some(None),
-        Some(v) if key == "core.pager" || key.starts_with("pager.") => Some(super::pager(&v)),
-        Some(v) if runs && !v.starts_with('!') => Some(Some(format!("{v} {ARGUMENT}"))),
-        Some(v) => v.strip_prefix('!').map(|c| Some(c.to_string())),
-    }
-}
-
-/// Whether a `-c` value that is not literal may begin with `!` (an alias runs it as a shell
-/// command): every alias.
-fn value_starts_unknown(key: &str) -> bool {
-    key.starts_with("alias.")
 }
 
 /// tar(1): `-I`/`--use-compress-program`, `-F`/`--info-script`/`--new-volume-script`,

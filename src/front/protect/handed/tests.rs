@@ -122,3 +122,27 @@ fn code_fed_by_xargs_is_only_known_when_it_runs() {
     assert!(handed("xargs sh -c 'echo \"$1\"' _").is_empty());
     assert!(handed("xargs grep fn").is_empty());
 }
+
+#[test]
+fn git_subcommand_options_that_take_a_command() {
+    assert_eq!(
+        handed("git rebase -x 'make test' HEAD~2"),
+        some(&["make test handed-argument"])
+    );
+    assert!(handed("git cherry-pick -x abc").is_empty());
+    assert!(handed("git push -u origin main").is_empty());
+    assert_eq!(
+        handed("git -C d fetch --upload-p=x origin"),
+        some(&["x handed-argument"])
+    );
+    assert_eq!(
+        handed("git submodule foreach git pull"),
+        some(&["git pull"])
+    );
+    assert_eq!(handed("git --git-dir=/x/.git status"), vec![None]);
+    assert_eq!(
+        handed("rg --pre=pdftotext fn"),
+        some(&["pdftotext handed-argument"])
+    );
+    assert_eq!(handed("curl -K opts https://h/"), vec![None]);
+}

@@ -147,8 +147,13 @@ impl Ctx<'_> {
                 .iter()
                 .position(|p| *p == Piece::Lit('='))
                 .is_some_and(|eq| {
-                    eq > 0
-                        && w.pieces[..eq]
+                    // `NAME=` and bash's `NAME+=` (append), both assignments before a program.
+                    let name = match w.pieces[..eq].split_last() {
+                        Some((Piece::Lit('+'), name)) => name,
+                        _ => &w.pieces[..eq],
+                    };
+                    !name.is_empty()
+                        && name
                             .iter()
                             .all(|p| matches!(p, Piece::Lit(c) if c.is_alphanumeric() || *c == '_'))
                 });
@@ -184,17 +189,18 @@ impl Ctx<'_> {
             while let Some(o) = words.get(i).and_then(Word::literal) {
                 if o.starts_with('-') && o != "-" {
                     i += 1;
-                    let takes = matches!(
-                        (name.as_str(), o.as_str()),
-                        ("sudo" | "doas" | "runuser" | "su", "-u" | "-g" | "-c")
-                            | ("nice", "-n")
-                            | (
-                                "xargs",
-                                "-I" | "-n" | "-P" | "-d" | "-E" | "-L" | "-s" | "-a"
-                            )
-                            | ("timeout", "-s" | "-k")
-                            | ("flock", "-w")
-                    );
+                    let takes = super::simple::takes_value(&name, &o)
+                        || matches!(
+                            (name.as_str(), o.as_str()),
+                            ("sudo" | "doas" | "runuser" | "su", "-u" | "-g" | "-c")
+                                | ("nice", "-n")
+                                | (
+                                    "xargs",
+                                    "-I" | "-n" | "-P" | "-d" | "-E" | "-L" | "-s" | "-a"
+                                )
+                                | ("timeout", "-s" | "-k")
+                                | ("flock", "-w")
+                        );
                     if takes {
                         if let Some(v) = words.get(i) {
                             if let Some(t) = self.word(v, here, None, false) {
@@ -211,6 +217,7 @@ impl Ctx<'_> {
                     }
                 } else if (name == "env" && o.contains('='))
                     || (name == "timeout" && o.chars().next().is_some_and(|c| c.is_ascii_digit()))
+                    || o.parse::<f64>().is_ok()
                 {
                     i += 1;
                 } else {

@@ -25,7 +25,7 @@
 mod git;
 mod programs;
 
-use super::shell::{lex, Lexed, Token, Word};
+use super::shell::{lex, Lexed, Piece, Token, Word};
 use super::simple::{basename, is_assignment, program_index};
 use super::SHELLS;
 use crate::front::secrets::is_interpreter;
@@ -137,6 +137,7 @@ pub(crate) fn handed_commands(words: &[&Word]) -> Vec<Handed> {
     for w in assignments {
         out.extend(variable(w, words));
     }
+    out.extend(assigned_from_input(words, i));
     wrappers(words, i, &mut out);
     let Some(program) = words.get(i).and_then(|w| w.literal()) else {
         return out;
@@ -147,6 +148,7 @@ pub(crate) fn handed_commands(words: &[&Word]) -> Vec<Handed> {
         ("busybox" | "toybox", Some(a)) => (basename(&a).to_string(), &words[i + 2..]),
         (p, _) => (p.to_string(), &words[i + 1..]),
     };
+    out.extend(searched_path(&words[..i], &program, args));
     programs::options(&prog, args, words, &mut out);
     if let Some(xargs) = xargs_replace(&words[..i]) {
         out.extend(programs::fed_by_xargs(&prog, args, &xargs));
@@ -191,6 +193,8 @@ fn variable(w: &Word, words: &[&Word]) -> Vec<Handed> {
     if !is_assignment(&format!("{name}=")) {
         return Vec::new();
     }
+    // `NAME+=VALUE` appends to a value that may be empty: judged as the value.
+    let name = name.strip_suffix('+').unwrap_or(name);
     let value = w
         .literal()
         .and_then(|l| l.split_once('=').map(|(_, v)| v.to_string()));
@@ -239,6 +243,106 @@ fn pager(v: &str) -> Handed {
     }
     Some(format!(": | {v}"))
 }
+
+/// Builtins that set variables they name to text only known when they run (`read`, `printf
+/// -v`, `mapfile`, `for`, `select`, `getopts`): one of [`VARIABLES`] set so hands a program
+/// code only known when it runs. Builtins that run code they are handed: `trap CODE SIG`,
+/// `complete -C CMD`/`compgen -C CMD`, `fc -e EDITOR`, and `enable -f LIB` (a builtin from a
+/// shared object nothing here reads).
+fn assigned_from_input(words: &[&Word], i: usize) -> Vec<Handed> {
+    let Some(prog) = words.get(i).and_then(|w| w.literal()) else {
+        return Vec::new();
+    };
+    let args = &words[i + 1..];
+    let lits: Vec<Option<String>> = args.iter().map(|w| w.literal()).collect();
+    let value_after = |o: &str| {
+        lits.iter()
+            .position(|l| l.as_deref() == Some(o))
+            .map(|k| lits.get(k + 1).cloned().flatten())
+    };
+    match prog.as_str() {
+        "read" | "printf" | "mapfile" | "readarray" | "for" | "select" | "getopts" => {
+            let named: Vec<String> = if prog == "printf" {
+                value_after("-v").flatten().into_iter().collect()
+            } else {
+                lits.iter().flatten().cloned().collect()
+            };
+            let names_one = named.iter().any(|l| {
+                VARIABLES.iter().any(|(n, _)| n == l) || l.starts_with("GIT_CONFIG_VALUE_")
+            });
+            if names_one {
+                vec![None]
+            } else {
+                Vec::new()
+            }
+        }
+        "trap" => {
+            let code = lits.iter().find(|l| l.as_deref() != Some("--"));
+            match code {
+                Some(Some(c)) if !c.starts_with('-') => vec![Some(c.clone())],
+                Some(None) => vec![None],
+                _ => Vec::new(),
+            }
+        }
+        "complete" | "compgen" => value_after("-C").into_iter().collect(),
+        "fc" => value_after("-e")
+            .into_iter()
+            .map(|e| e.map(|e| format!("{e} {ARGUMENT}")))
+            .collect(),
+        "enable" => value_after("-f").map(|_| None).into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The program a `PATH=DIR:…` assignment before it makes the shell find (bash(1) COMMAND
+/// EXECUTION): for each literal directory of the value, that directory's file of the program's
+/// name, run with its arguments, so that the rules read it as a program named by its path
+/// (`PATH=/tmp/x:$PATH git status` runs `/tmp/x/git` when it is there). An absolute directory
+/// counts only when the file is there; a relative one always (the analyses resolve it).
+fn searched_path(assignments: &[&Word], program: &str, args: &[&Word]) -> Vec<Handed> {
+    if program.contains('/') {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for w in assignments {
+        let Some(value) = w.pieces.strip_prefix(&PATH_EQ.map(Piece::Lit)[..]) else {
+            continue;
+        };
+        // The directories whose every character is literal (`$HOME/bin` is left out).
+        let dirs = value.split(|p| *p == Piece::Lit(':')).filter_map(|d| {
+            d.iter()
+                .map(|p| match p {
+                    Piece::Lit(c) => Some(*c),
+                    _ => None,
+                })
+                .collect::<Option<String>>()
+        });
+        for dir in dirs.filter(|d| !d.is_empty()) {
+            let file = format!("{}/{program}", dir.trim_end_matches('/'));
+            let absolute = dir.starts_with('/');
+            if absolute && !std::path::Path::new(&file).is_file() {
+                continue;
+            }
+            let rest: Option<Vec<String>> = args
+                .iter()
+                .map(|a| {
+                    a.literal()
+                        .and_then(|l| shlex::try_quote(&l).ok().map(|q| q.into_owned()))
+                })
+                .collect();
+            let quoted = shlex::try_quote(&file).ok().map(|q| q.into_owned());
+            out.push(
+                quoted
+                    .zip(rest)
+                    .map(|(f, r)| [vec![f], r].concat().join(" ")),
+            );
+        }
+    }
+    out
+}
+
+/// `PATH=` as characters.
+const PATH_EQ: [char; 5] = ['P', 'A', 'T', 'H', '='];
 
 /// The words of a lexed text, operators left out.
 fn words_of(lexed: &Lexed) -> Vec<&Word> {

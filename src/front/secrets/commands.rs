@@ -80,6 +80,9 @@ impl SecretRules {
             "--connect-to",
             "--dns-",
             "insteadof=",
+            "proxychains",
+            "torsocks",
+            "torify",
             ".url=",
             ".pushurl=",
         ]

@@ -41,10 +41,7 @@ fn wrappers_hand_their_c_value_and_a_command_word() {
     assert_eq!(handed("flock /tmp/l -c 'make'"), some(&["make"]));
     assert_eq!(handed("env -S 'a b'"), some(&["a b"]));
     assert_eq!(handed("watch -n 1 ls -l"), some(&["ls -l"]));
-    assert_eq!(
-        handed("systemd-run --user bash -c 'x y'"),
-        some(&["bash -c 'x y'"])
-    );
+    assert_eq!(handed("srun -n 2 bash -c 'x y'"), some(&["bash -c 'x y'"]));
     // A shell named, not started.
     assert!(handed("man bash").is_empty());
 }
@@ -145,4 +142,26 @@ fn git_subcommand_options_that_take_a_command() {
         some(&["pdftotext handed-argument"])
     );
     assert_eq!(handed("curl -K opts https://h/"), vec![None]);
+}
+
+#[test]
+fn builtins_that_set_a_handed_variable_or_run_code() {
+    assert_eq!(handed("read -r GIT_PAGER"), vec![None]);
+    assert_eq!(handed("printf -v PAGER %s x"), vec![None]);
+    assert!(handed("printf '%s\\n' PAGER").is_empty());
+    assert!(handed("read -r line").is_empty());
+    assert_eq!(handed("trap 'x y' EXIT"), some(&["x y"]));
+    assert_eq!(handed("complete -C 'x y' git"), some(&["x y"]));
+    assert_eq!(handed("enable -f ./b.so b"), vec![None]);
+    assert_eq!(handed("GIT_PAGER+='x y' git log"), some(&[": | x y"]));
+}
+
+#[test]
+fn a_path_assignment_hands_the_program_found_in_its_literal_directories() {
+    assert_eq!(
+        handed("PATH=bin:$PATH git status"),
+        some(&["bin/git status"])
+    );
+    assert!(handed("PATH=$HOME/bin:$PATH git status").is_empty());
+    assert!(handed("PATH=/nonexistent/dir:$PATH git status").is_empty());
 }

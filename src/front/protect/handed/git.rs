@@ -12,25 +12,41 @@ use super::{Handed, ARGUMENT};
 use crate::front::protect::shell::Word;
 use crate::front::protect::simple::is_assignment;
 
-/// Long options of git subcommands whose value is a command (any abbreviation).
-const COMMAND_OPTIONS: &[&str] = &[
-    "exec",
-    "extcmd",
-    "open-files-in-pager",
-    "upload-pack",
-    "receive-pack",
-    "tree-filter",
-    "index-filter",
-    "msg-filter",
-    "env-filter",
-    "parent-filter",
-    "commit-filter",
-    "tag-name-filter",
-    "sendmail-cmd",
-    "to-cmd",
-    "cc-cmd",
-    "header-cmd",
-    "smtp-server",
+/// The long options of git subcommands whose value is a command (any abbreviation, in its
+/// subcommand only: `show-ref --head` is no `--header-cmd`).
+const COMMAND_OPTIONS: &[(&str, &[&str])] = &[
+    ("rebase", &["exec"]),
+    ("difftool", &["extcmd"]),
+    ("grep", &["open-files-in-pager"]),
+    ("clone", &["upload-pack"]),
+    ("fetch", &["upload-pack"]),
+    ("pull", &["upload-pack"]),
+    ("ls-remote", &["upload-pack"]),
+    ("archive", &["exec"]),
+    ("push", &["receive-pack", "exec"]),
+    ("send-pack", &["receive-pack", "exec"]),
+    (
+        "filter-branch",
+        &[
+            "tree-filter",
+            "index-filter",
+            "msg-filter",
+            "env-filter",
+            "parent-filter",
+            "commit-filter",
+            "tag-name-filter",
+        ],
+    ),
+    (
+        "send-email",
+        &[
+            "sendmail-cmd",
+            "to-cmd",
+            "cc-cmd",
+            "header-cmd",
+            "smtp-server",
+        ],
+    ),
 ];
 
 /// git(1) OPTIONS and git-config(1): `--config-env=KEY=VAR` takes the value of `VAR` (an
@@ -154,7 +170,11 @@ fn subcommand(lits: &[Option<String>], out: &mut Vec<Handed>) {
         "clone" => "-u",
         _ => "",
     };
-    long_or_short(rest, COMMAND_OPTIONS, short, &mut values);
+    let names = COMMAND_OPTIONS
+        .iter()
+        .find(|(sub, _)| *sub == name)
+        .map_or(&[][..], |(_, names)| *names);
+    long_or_short(rest, names, short, &mut values);
     if name == "grep" {
         for l in rest.iter().flatten() {
             if let Some(p) = l.strip_prefix("-O").filter(|p| !p.is_empty()) {

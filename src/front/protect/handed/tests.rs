@@ -128,6 +128,8 @@ fn git_subcommand_options_that_take_a_command() {
     );
     assert!(handed("git cherry-pick -x abc").is_empty());
     assert!(handed("git push -u origin main").is_empty());
+    assert!(handed("git show-ref --head").is_empty());
+    assert!(handed("git fetch --tag origin").is_empty());
     assert_eq!(
         handed("git -C d fetch --upload-p=x origin"),
         some(&["x handed-argument"])

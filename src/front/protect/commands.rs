@@ -119,6 +119,26 @@ impl Ctx<'_> {
                 });
             }
         }
+        // Commands it hands a program through a variable, a wrapper or an option (§13.3;
+        // `GIT_PAGER=CMD git log`, `watch 'CMD'`, `find -exec`), analysed as commands.
+        let refs: Vec<&Word> = words.iter().collect();
+        for handed in super::handed::handed_and_carried(&refs) {
+            let t = match handed {
+                Some(code) => self.command(&code, cwd.clone(), depth + 1),
+                None => Some(Touch {
+                    resource: Resource::Binary,
+                    path: refs
+                        .iter()
+                        .map(|w| w.squeezed())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    how: "hands a program code only known when it runs, which may run",
+                }),
+            };
+            if t.is_some() {
+                return t;
+            }
+        }
         let mut i = 0;
         let mut xargs = false;
         // Assignments (`F=path cmd`) and wrappers (`sudo`, `env`, `timeout 5`, `xargs`).
@@ -129,8 +149,13 @@ impl Ctx<'_> {
                 .iter()
                 .position(|p| *p == Piece::Lit('='))
                 .is_some_and(|eq| {
-                    eq > 0
-                        && w.pieces[..eq]
+                    // `NAME=` and bash's `NAME+=` (append), both assignments before a program.
+                    let name = match w.pieces[..eq].split_last() {
+                        Some((Piece::Lit('+'), name)) => name,
+                        _ => &w.pieces[..eq],
+                    };
+                    !name.is_empty()
+                        && name
                             .iter()
                             .all(|p| matches!(p, Piece::Lit(c) if c.is_alphanumeric() || *c == '_'))
                 });
@@ -166,17 +191,18 @@ impl Ctx<'_> {
             while let Some(o) = words.get(i).and_then(Word::literal) {
                 if o.starts_with('-') && o != "-" {
                     i += 1;
-                    let takes = matches!(
-                        (name.as_str(), o.as_str()),
-                        ("sudo" | "doas" | "runuser" | "su", "-u" | "-g" | "-c")
-                            | ("nice", "-n")
-                            | (
-                                "xargs",
-                                "-I" | "-n" | "-P" | "-d" | "-E" | "-L" | "-s" | "-a"
-                            )
-                            | ("timeout", "-s" | "-k")
-                            | ("flock", "-w")
-                    );
+                    let takes = super::simple::takes_value(&name, &o)
+                        || matches!(
+                            (name.as_str(), o.as_str()),
+                            ("sudo" | "doas" | "runuser" | "su", "-u" | "-g" | "-c")
+                                | ("nice", "-n")
+                                | (
+                                    "xargs",
+                                    "-I" | "-n" | "-P" | "-d" | "-E" | "-L" | "-s" | "-a"
+                                )
+                                | ("timeout", "-s" | "-k")
+                                | ("flock", "-w")
+                        );
                     if takes {
                         if let Some(v) = words.get(i) {
                             if let Some(t) = self.word(v, here, None, false) {
@@ -193,6 +219,7 @@ impl Ctx<'_> {
                     }
                 } else if (name == "env" && o.contains('='))
                     || (name == "timeout" && o.chars().next().is_some_and(|c| c.is_ascii_digit()))
+                    || o.parse::<f64>().is_ok()
                 {
                     i += 1;
                 } else {

@@ -23,6 +23,7 @@ pub mod simple;
 mod analysis;
 pub(crate) mod invocation;
 mod commands;
+pub(crate) mod handed;
 mod programs;
 mod terminal;
 

@@ -153,6 +153,21 @@ pub(crate) const WRAPPERS: &[&str] = &[
     "nsenter",
     "caffeinate",
     "parallel",
+    // Attack review 41: programs that run the command their arguments give.
+    "taskset",
+    "chrt",
+    "numactl",
+    "prlimit",
+    "firejail",
+    "fakeroot",
+    "eatmydata",
+    "torsocks",
+    "proxychains",
+    "proxychains4",
+    "dbus-run-session",
+    "xvfb-run",
+    "catchsegv",
+    "systemd-run",
 ];
 
 /// `git` subcommands that rewrite the working tree as a whole.

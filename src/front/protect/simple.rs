@@ -4,7 +4,7 @@
 //! skipped. Shared by the analyses that look at what a command does (`spec/hooks.md` §16.2,
 //! §17); like the lexer it never rejects input.
 
-use super::shell::{Lexed, Redirect, Token, Word};
+use super::shell::{Lexed, Piece, Redirect, Token, Word};
 use super::WRAPPERS;
 
 /// One simple command of a lexed command.
@@ -82,6 +82,9 @@ pub fn program_index(words: &[&Word]) -> usize {
         let lit = words[i].literal();
         match lit.as_deref() {
             Some(s) if is_assignment(s) => i += 1,
+            // An assignment whose value is only known when it runs (`PATH=$HOME/bin:$PATH`):
+            // before attack review 41 it was taken for the program.
+            None if assigns(words[i]) => i += 1,
             Some(s) if WRAPPERS.contains(&basename(s)) => {
                 let wrapper = basename(s).to_string();
                 i += 1;
@@ -109,8 +112,23 @@ pub fn program_index(words: &[&Word]) -> usize {
     i
 }
 
+/// Whether word `w` is an assignment: a literal name (and `+`), then a literal `=`.
+fn assigns(w: &Word) -> bool {
+    let Some(eq) = w.pieces.iter().position(|p| *p == Piece::Lit('=')) else {
+        return false;
+    };
+    let name: Option<String> = w.pieces[..eq]
+        .iter()
+        .map(|p| match p {
+            Piece::Lit(c) => Some(*c),
+            _ => None,
+        })
+        .collect();
+    name.is_some_and(|n| is_assignment(&format!("{n}=")))
+}
+
 /// Whether option `o` of wrapper `w` takes the next word as its value.
-fn takes_value(w: &str, o: &str) -> bool {
+pub(crate) fn takes_value(w: &str, o: &str) -> bool {
     matches!(
         (w, o),
         (
@@ -151,6 +169,18 @@ fn takes_value(w: &str, o: &str) -> bool {
                     | "--process-slot-var"
             )
             | ("parallel", "-j" | "-I" | "-S" | "--jobs")
+            | ("exec", "-a")
+            | ("taskset", "-c" | "--cpu-list")
+            | ("numactl", "-C" | "-N" | "-m" | "-p" | "-i")
+            | (
+                "systemd-run",
+                "-p" | "-E" | "-u" | "--unit" | "--property" | "--setenv" | "--slice"
+            )
+            | ("time", "-o" | "-f" | "--output" | "--format")
+            | (
+                "strace" | "ltrace",
+                "-o" | "-e" | "-p" | "-s" | "-u" | "-E" | "-P" | "-a" | "-b" | "-I" | "-X"
+            )
             | ("timeout", "-s" | "-k" | "--signal" | "--kill-after")
             | (
                 "flock",
@@ -163,9 +193,11 @@ fn takes_value(w: &str, o: &str) -> bool {
     )
 }
 
-/// Whether `s` is a `NAME=value` assignment.
+/// Whether `s` is a `NAME=value` assignment, or bash's `NAME+=value` (which appends; before
+/// attack review 41 it was read as the program, and the program after it as an argument).
 pub fn is_assignment(s: &str) -> bool {
     s.split_once('=').is_some_and(|(name, _)| {
+        let name = name.strip_suffix('+').unwrap_or(name);
         !name.is_empty()
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             && !name.starts_with(|c: char| c.is_ascii_digit())

@@ -4,6 +4,7 @@
 
 use super::hosts::destinations;
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
+use crate::front::protect::handed::handed_commands;
 use crate::front::protect::invocation::{invocation, Program};
 use crate::front::protect::pattern::{candidate, matches, overlaps, Candidate, Pat, Resolver};
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
@@ -66,8 +67,10 @@ impl SecretRules {
                 });
             }
         }
-        // A proxy or a pinned address (`https_proxy=…`, `curl --resolve h:443:ip`) sends
-        // elsewhere than the host named: the destination is unknown.
+        // A proxy or a pinned address (`https_proxy=…`, `curl --resolve h:443:ip`), or a git
+        // remote's address set by the command (`-c remote.origin.url=…`, `-c
+        // url.<base>.insteadOf=…`), sends elsewhere than the host or remote named: the
+        // destination is unknown.
         let lower = text.to_lowercase();
         if [
             "proxy=",
@@ -77,6 +80,12 @@ impl SecretRules {
             "--resolve",
             "--connect-to",
             "--dns-",
+            "insteadof=",
+            "proxychains",
+            "torsocks",
+            "torify",
+            ".url=",
+            ".pushurl=",
         ]
         .iter()
         .any(|k| lower.contains(k))
@@ -194,6 +203,18 @@ impl SecretRules {
                 .any(|e| env_dump(e, first, args))
             {
                 f.secrets.push(format!("the environment ({first})"));
+            }
+        }
+        // Commands it hands a program through a variable, a wrapper or an option
+        // (`GIT_PAGER=CMD git log`, `watch 'CMD'`, `tar -I CMD`): analysed as commands; one only
+        // known when it runs may read any secret and send it (§16.2, "Handed commands").
+        for handed in handed_commands(words) {
+            match handed {
+                Some(code) => self.shell(&code, cwd, depth + 1, f, r),
+                None => {
+                    f.secrets.push(HANDED_UNKNOWN.to_string());
+                    f.unknown_program = true;
+                }
             }
         }
         // The program: after assignments, wrappers and their options.
@@ -364,6 +385,10 @@ impl SecretRules {
         found
     }
 }
+
+/// What a command reads when it hands a program code only known when it runs.
+const HANDED_UNKNOWN: &str =
+    "code it hands a program that is only known when it runs, which may read any secret";
 
 /// The path-like pieces of a text (inline code, a here-document): split at spaces, quotes,
 /// brackets and separators, kept when they hold a `/` or start with `.`.

@@ -36,7 +36,7 @@ const RUNS_COMMANDS: &[&str] = &[
 /// The program text of awk or sed command `prog`: the value of `-e`/`--expression` (sed) or the
 /// first operand that is not an option or an option's value. `Some(None)`: a program only
 /// known when it runs (`-f FILE`, an expansion); `None`: none given.
-pub(super) fn script_text(prog: &str, args: &[&Word]) -> Option<Option<String>> {
+pub(crate) fn script_text(prog: &str, args: &[&Word]) -> Option<Option<String>> {
     let values = if prog == "sed" {
         SED_VALUE_OPTIONS
     } else {
@@ -75,7 +75,7 @@ pub(super) fn script_text(prog: &str, args: &[&Word]) -> Option<Option<String>> 
 
 /// The first way awk program `code` runs commands, if any: `system()`, a pipe to or from a
 /// command (`print | "sh"`, `"cmd" | getline`, `|&`).
-pub(super) fn awk_runs(code: &str) -> Option<&'static str> {
+pub(crate) fn awk_runs(code: &str) -> Option<&'static str> {
     let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
     ["system(", "getline", "|&", "|\""]
         .into_iter()
@@ -152,7 +152,7 @@ fn sed_command(c: &str) -> &str {
 
 /// The first way sed script `code` runs commands, if any: the `e` command, or the `e` flag of
 /// a substitution.
-pub(super) fn sed_runs(code: &str) -> Option<&'static str> {
+pub(crate) fn sed_runs(code: &str) -> Option<&'static str> {
     sed_commands(code).find_map(|c| {
         let cmd = sed_command(c);
         if cmd == "e" || cmd.starts_with("e ") {

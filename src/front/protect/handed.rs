@@ -25,6 +25,7 @@
 mod git;
 mod programs;
 
+use super::invocation::{Load, Program};
 use super::shell::{lex, Lexed, Piece, Token, Word};
 use super::simple::{basename, is_assignment, program_index};
 use super::SHELLS;
@@ -54,6 +55,11 @@ enum Shape {
     Text,
     /// Code from a file or library nobody reads here (`LD_PRELOAD`, `GIT_CONFIG_GLOBAL`).
     Unknown,
+    /// Options of the named interpreter (`NODE_OPTIONS`): the files and modules they load
+    /// are handed as programs of that interpreter ([`super::invocation`]).
+    InterpreterOptions(&'static str),
+    /// Lua's `LUA_INIT`: `@FILE` runs that file, anything else is Lua code (lua(1)).
+    LuaInit,
     /// Options of the named program (`TAR_OPTIONS`): read as if written before its own.
     Options(&'static str),
 }
@@ -108,6 +114,9 @@ const VARIABLES: &[(&str, Shape)] = &[
     ("VIMINIT", Shape::Unknown),
     ("PERL5OPT", Shape::Unknown),
     ("RUBYOPT", Shape::Unknown),
+    ("NODE_OPTIONS", Shape::InterpreterOptions("node")),
+    ("LUA_INIT", Shape::LuaInit),
+    ("LUA_INIT_5_4", Shape::LuaInit),
     ("TAR_OPTIONS", Shape::Options("tar")),
     ("ZIPOPT", Shape::Options("zip")),
     ("MAKEFLAGS", Shape::Options("make")),
@@ -223,6 +232,33 @@ fn variable(w: &Word, words: &[&Word]) -> Vec<Handed> {
                 .to_string(),
         )],
         Shape::Unknown => vec![None],
+        Shape::InterpreterOptions(prog) => {
+            let opts: Vec<Option<String>> =
+                shlex::split(v).map_or_else(|| vec![None], |ws| ws.into_iter().map(Some).collect());
+            let Some(inv) = super::invocation::invocation(prog, &opts) else {
+                return vec![None];
+            };
+            let mut out: Vec<Handed> = inv
+                .loads
+                .iter()
+                .map(|l| match l {
+                    Load::File(f) => shlex::try_quote(f).ok().map(|f| format!("{prog} {f}")),
+                    Load::Module(m) => shlex::try_quote(m)
+                        .ok()
+                        .map(|m| format!("{prog} -r {m} -e 0")),
+                    Load::Code(_) | Load::Unknown => None,
+                })
+                .collect();
+            // Code or a program in the options (`--eval`, a script) replaces the command's.
+            if !matches!(inv.program, Program::Stdin | Program::NoneGiven) {
+                out.push(None);
+            }
+            out
+        }
+        Shape::LuaInit => vec![match v.strip_prefix('@') {
+            Some(file) => shlex::try_quote(file).ok().map(|f| format!("lua {f}")),
+            None => shlex::try_quote(v).ok().map(|c| format!("lua -e {c}")),
+        }],
         Shape::Options(prog) => {
             let lexed = lex(v);
             let opts = words_of(&lexed);

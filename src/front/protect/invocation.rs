@@ -591,6 +591,13 @@ pub(crate) fn module_files(prog: &str, name: &str) -> Vec<String> {
         }
         "perl" if plain("::") => vec![format!("{}.pm", name.replace("::", "/"))],
         "ruby" if plain("/") => vec![format!("{name}.rb"), name.to_string()],
+        // A bare name `require` finds on `NODE_PATH` (not a relative path or a package's
+        // file, which `load` reads as a path).
+        "node" | "nodejs" if plain("/") => vec![
+            format!("{name}.js"),
+            format!("{name}/index.js"),
+            name.to_string(),
+        ],
         "lua" | "luajit" if plain(".") => vec![
             format!("{}.lua", name.replace('.', "/")),
             format!("{}/init.lua", name.replace('.', "/")),

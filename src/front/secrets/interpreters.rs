@@ -12,12 +12,25 @@ use crate::front::protect::invocation::{invocation, module_files, Load, Program}
 use crate::front::protect::shell::Word;
 use std::path::{Path, PathBuf};
 
+/// The library path variables an interpreter searches for modules before its own
+/// directories (python(1) `PYTHONPATH`, perlrun `PERL5LIB`/`PERLLIB`, ruby(1) `RUBYLIB`, the
+/// Node.js CLI `NODE_PATH`): colon-separated directories.
+const LIBRARY_PATHS: &[(&str, &str)] = &[
+    ("python", "PYTHONPATH"),
+    ("perl", "PERL5LIB"),
+    ("perl", "PERLLIB"),
+    ("ruby", "RUBYLIB"),
+    ("node", "NODE_PATH"),
+];
+
 /// The scripts `prog rest…` runs when `prog` is a shell, `source`/`.`, or an interpreter
-/// ([`invocation`]); `path_of` resolves a word to a path as the command's working directory
-/// `cwd` does.
+/// ([`invocation`]), after the assignments and wrappers `before` (a library path set there is
+/// searched for modules); `path_of` resolves a word to a path as the command's working
+/// directory `cwd` does.
 pub(super) fn interpreter_scripts(
     prog: &str,
     shell: bool,
+    before: &[&Word],
     rest: &[&Word],
     cwd: Option<&Path>,
     path_of: &dyn Fn(&Word) -> Option<PathBuf>,
@@ -51,8 +64,24 @@ pub(super) fn interpreter_scripts(
     // Where modules are looked for: the library directories the options add, and for Python
     // (`-m` puts the working directory first on `sys.path`) and Lua (`./?.lua`) the working
     // directory.
-    let mut dirs: Vec<PathBuf> = inv.lib_dirs.iter().filter_map(|d| at(d)).collect();
     let family = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let family = if family == "nodejs" { "node" } else { family };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut unknown_dirs = false;
+    for w in before {
+        let text = w.squeezed();
+        let Some((name, value)) = text.split_once('=') else {
+            continue;
+        };
+        if !LIBRARY_PATHS.contains(&(family, name)) {
+            continue;
+        }
+        match w.literal() {
+            Some(_) => dirs.extend(value.split(':').filter(|d| !d.is_empty()).filter_map(at)),
+            None => unknown_dirs = true,
+        }
+    }
+    dirs.extend(inv.lib_dirs.iter().filter_map(|d| at(d)));
     if matches!(family, "python" | "lua" | "luajit") {
         dirs.extend(cwd.map(Path::to_path_buf));
     }
@@ -65,6 +94,10 @@ pub(super) fn interpreter_scripts(
             .collect()
     };
     let mut out = Vec::new();
+    if unknown_dirs {
+        // Modules are looked for where only the run knows.
+        out.push(Script::Unknown);
+    }
     for load in &inv.loads {
         match load {
             Load::File(f) => out.push(match loaded_file(family, at(f)) {

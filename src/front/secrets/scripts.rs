@@ -108,7 +108,7 @@ impl CodeFiles<'_> {
         let named = prog_word.literal().unwrap_or_default();
         let prog = basename(&named);
         let mut scripts = self.startup_files(prog, &words[..i], rest, cwd);
-        scripts.extend(self.scripts_of(prog_word, prog, rest, cwd));
+        scripts.extend(self.scripts_of(&words[..i], prog_word, prog, rest, cwd));
         scripts
     }
 
@@ -173,9 +173,10 @@ impl CodeFiles<'_> {
         out
     }
 
-    /// The files of code `prog rest…` runs.
+    /// The files of code `prog rest…` runs, after the assignments and wrappers `before`.
     fn scripts_of(
         &self,
+        before: &[&Word],
         prog_word: &Word,
         prog: &str,
         rest: &[&Word],
@@ -194,7 +195,9 @@ impl CodeFiles<'_> {
         }
         let shell = SHELLS.contains(&prog) || prog == "source" || prog == ".";
         if shell || super::commands::is_interpreter(prog) {
-            return super::interpreters::interpreter_scripts(prog, shell, rest, cwd, &path_of);
+            return super::interpreters::interpreter_scripts(
+                prog, shell, before, rest, cwd, &path_of,
+            );
         }
         if matches!(prog, "make" | "gmake") {
             let dir = option_value(rest, &["-C", "--directory"])

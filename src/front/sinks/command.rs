@@ -23,8 +23,8 @@ mod packages;
 mod writes;
 
 use crate::front::protect::invocation::{invocation, Program};
-use code::{runs_commands, split_string};
 pub(crate) use code::{awk_runs, carried_commands, script_text, sed_runs};
+use code::{runs_commands, split_string};
 
 /// Data words of at least this many characters are payload (`MIN_NORMAL_CHARS` of
 /// `spec/hooks.md` §4.2: the shortest value matched in any layout).

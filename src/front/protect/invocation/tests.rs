@@ -208,7 +208,8 @@ fn module_names_as_files() {
     assert_eq!(module_files("perl", "A::B"), ["A/B.pm"]);
     assert_eq!(module_files("ruby", "pre"), ["pre.rb", "pre"]);
     assert!(module_files("python3", "../x").is_empty());
-    assert!(module_files("node", "x").is_empty());
+    assert_eq!(module_files("node", "x"), ["x.js", "x/index.js", "x"]);
+    assert!(module_files("node", "./x").is_empty());
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Decisions in long sessions (issue 32, `spec/hooks.md` §4.7): matching a payment's five
 //! arguments against a session of 10 and of 10,000 reads of 3 KB, through the index of the
 //! reads (`ReadIndex::matching`) and by the scan it replaced (`ReadIndex::scan`, every read
-//! searched), and `Front::check` of the payment after 10 and 10,000 reads; beside one Ed25519
+//! searched), and `Front::check` of the payment after 10 and 10,000 reads (and right after one
+//! more read, as the Python bench's rounds do); beside one Ed25519
 //! `verify_strict` as the raw primitive, in the same run. Results in `spec/benchmarks.md`.
 //!
 //! ```sh
@@ -142,33 +143,83 @@ fn long_session(c: &mut Criterion) {
             b.iter(|| black_box(f.check(&s, "send_money", &args, &given).expect("check")))
         });
     }
-    // One more 3 KB tool output recorded (what a PostToolUse and the Python front's
-    // `record_tool_result` do), timed alone; the session is rebuilt at `n` reads whenever it
-    // has grown by `n` more (never by less than 4), so each figure is after `n` to `2n` reads.
+    // `check` of the payment right after one more 3 KB tool output was recorded, timed alone
+    // (a round of `python/bench/long_session.py … tools`: one record, then one check, so each
+    // check finds one read its memos have not seen).
     for n in READS {
-        let (mut f, mut s) = front_after(n);
-        let mut grown = 0usize;
-        let text = statement(n + 1);
+        let mut grow = Growing::new(n);
+        let given = HashMap::new();
+        g.bench_with_input(BenchmarkId::new("check_after_a_read", n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                for _ in 0..iters {
+                    grow.rebuild_when_due();
+                    let (f, s) = grow.read_one();
+                    let t = std::time::Instant::now();
+                    black_box(f.check(s, "send_money", &args, &given).expect("check"));
+                    total += t.elapsed();
+                }
+                total
+            })
+        });
+    }
+    // One more 3 KB tool output recorded (what a PostToolUse and the Python front's
+    // `record_tool_result` do), timed alone.
+    for n in READS {
+        let mut grow = Growing::new(n);
         g.bench_with_input(BenchmarkId::new("record_tool_result", n), &n, |b, _| {
             b.iter_custom(|iters| {
                 let mut total = std::time::Duration::ZERO;
                 for _ in 0..iters {
-                    if grown >= n.max(4) {
-                        (f, s) = front_after(n);
-                        grown = 0;
-                    }
-                    let args = json!({"path": format!("bills/more-{grown}.yaml")});
+                    grow.rebuild_when_due();
                     let t = std::time::Instant::now();
-                    black_box(
-                        f.record_tool_result(&mut s, "read_file", &args, &text)
-                            .expect("tool result"),
-                    );
+                    black_box(grow.read_one());
                     total += t.elapsed();
-                    grown += 1;
                 }
                 total
             })
         });
     }
     g.finish();
+}
+
+/// A session that reads one more 3 KB statement at a time: rebuilt at `n` reads whenever it has
+/// grown by `n` more (never by less than 4), so each figure is after `n` to `2n` reads.
+struct Growing {
+    n: usize,
+    grown: usize,
+    text: String,
+    front: Front<MemoryStore, DerivedKeys>,
+    session: Session,
+}
+
+impl Growing {
+    fn new(n: usize) -> Self {
+        let (front, session) = front_after(n);
+        Growing {
+            n,
+            grown: 0,
+            text: statement(n + 1),
+            front,
+            session,
+        }
+    }
+
+    /// Rebuilds the session at `n` reads when it has grown by `n` (not to be timed).
+    fn rebuild_when_due(&mut self) {
+        if self.grown >= self.n.max(4) {
+            (self.front, self.session) = front_after(self.n);
+            self.grown = 0;
+        }
+    }
+
+    /// Records one more statement and returns the front and session.
+    fn read_one(&mut self) -> (&mut Front<MemoryStore, DerivedKeys>, &Session) {
+        let args = json!({"path": format!("bills/more-{}.yaml", self.grown)});
+        self.front
+            .record_tool_result(&mut self.session, "read_file", &args, &self.text)
+            .expect("tool result");
+        self.grown += 1;
+        (&mut self.front, &self.session)
+    }
 }

@@ -9,6 +9,9 @@
 #[path = "common/sqlite_support.rs"]
 mod sqlite_support;
 use sqlite_support::sqlite_ledger;
+#[path = "common/ledger_support.rs"]
+mod ledger_support;
+use ledger_support::picked_parents;
 
 use memlineage::gate::{
     DenyReason, HeldText, LineageDecision, LineageDenial, LineageView, OriginNode, OriginView,
@@ -17,7 +20,7 @@ use memlineage::gate::{
 use memlineage::lineage::quarantine::Reach;
 use memlineage::lineage::Label;
 use memlineage::log::LogSigner;
-use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Role, Weight, WriterKey};
+use memlineage::record::{EntryId, Kind, ProvEntry, Role, WriterKey};
 use memlineage::store::{SqliteStore, Store};
 use memlineage::Ledger;
 use proptest::prelude::*;
@@ -143,18 +146,7 @@ fn world(specs: &[Spec]) -> (World, Ledger<SqliteStore>) {
             text.push(' ');
             text.push_str(PIECES[*p]);
         }
-        let mut parents: Vec<Parent> = Vec::new();
-        if !ids.is_empty() {
-            for (p, w) in &s.parents {
-                let id = ids[p % ids.len()];
-                if parents.iter().all(|q| q.id != id) {
-                    parents.push(Parent {
-                        id,
-                        weight: Weight::from_f64(f64::from(*w) / 10.0).unwrap(),
-                    });
-                }
-            }
-        }
+        let parents = picked_parents(&ids, &s.parents);
         let key = &keys[s.writer];
         let e = ProvEntry::new(key.key_id(), kind, text.as_bytes())
             .with_parents(parents)

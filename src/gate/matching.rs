@@ -156,13 +156,17 @@ impl Haystack {
     /// A number: one of its renderings not touching further digits, or its value among the
     /// amounts of the text (`spec/hooks.md` §4.2), or, with at least [`MIN_NORMAL_CHARS`]
     /// digits, its digits as a run of whole words (`4411 2233 9876 5432`).
+    ///
+    /// The three rules are pure and joined by "or": the look-up among the text's amounts (one
+    /// search of a set) runs first, so a text that holds the value as an amount is not
+    /// searched once per rendering (issue 32, `spec/benchmarks.md`).
     fn matches_number(&self, n: &NumberNeedle) -> bool {
-        n.renderings
-            .iter()
-            .any(|r| self.strings.iter().any(|h| contains(h, r)))
-            || n.canonical
-                .as_ref()
-                .is_some_and(|c| self.amounts.contains(c))
+        n.canonical
+            .as_ref()
+            .is_some_and(|c| self.amounts.contains(c))
+            || n.renderings
+                .iter()
+                .any(|r| self.strings.iter().any(|h| contains(h, r)))
             || n.words
                 .as_ref()
                 .is_some_and(|d| self.normal.iter().any(|w| w.holds(d)))
@@ -171,10 +175,12 @@ impl Haystack {
     fn matches_str(&self, s: &StrNeedle) -> bool {
         // An amount written as a string (`"500.00"`, `"5,000"`, `"0500"`, `"5 000"`,
         // `"5.000,00"`, `"EUR 5k"`) matches as the number would, in each of its readings.
-        if s.number.as_ref().is_some_and(|n| self.matches_number(n)) {
+        // (Its readings among the text's amounts first: set look-ups, before the number's
+        // searches of the text; either answers yes.)
+        if s.readings.iter().any(|a| self.amounts.contains(a)) {
             return true;
         }
-        if s.readings.iter().any(|a| self.amounts.contains(a)) {
+        if s.number.as_ref().is_some_and(|n| self.matches_number(n)) {
             return true;
         }
         let long_normal = s.normal.chars().count() >= MIN_NORMAL_CHARS;

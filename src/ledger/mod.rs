@@ -16,6 +16,7 @@ use crate::store::{EntryMeta, Store, META_RULE, META_TAU, META_VKEY};
 
 mod append;
 mod context;
+mod edges;
 mod effects;
 mod error;
 mod index;
@@ -82,6 +83,9 @@ pub struct Ledger<S: Store> {
     pub(crate) warm: crate::ledger::retrieve::Warm,
     /// Entries the origin check verified, kept between checks (`spec/gate.md` §3.3).
     pub(crate) origin: origin::OriginMemory,
+    /// The signed parents and kind of entries [`Ledger::get`] verified, for the untrusted
+    /// path (`spec/lineage.md` §6); dropped with the verified ids.
+    edge_memory: edges::EdgeMemory,
     /// The rows-chain check this handle's writes wait for ([`Ledger::hold_writes`]); `None`
     /// when none is held (none asked for, or it passed).
     rows_hold: Option<RowsCheck>,
@@ -184,6 +188,7 @@ impl<S: Store> Ledger<S> {
             verified: Default::default(),
             warm: Default::default(),
             origin: Default::default(),
+            edge_memory: Default::default(),
             rows_hold: None,
             instance: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -439,24 +444,40 @@ impl<S: Store> Ledger<S> {
     /// [`LedgerError::NotTheEntry`] when the bytes stored at its index are another entry's;
     /// [`LedgerError::Record`] when stored bytes do not verify.
     pub fn get(&self, id: &EntryId) -> Result<SignedEntry, LedgerError> {
+        let (index, bytes) = self.stored_bytes(id)?;
+        self.verify_stored(id, index, &bytes)
+    }
+
+    /// The leaf index of `id` and the bytes stored there, not yet verified: the first steps of
+    /// [`Ledger::get`].
+    ///
+    /// # Errors
+    /// [`LedgerError::UnknownEntry`], [`LedgerError::Seal`], [`LedgerError::Missing`], store
+    /// errors, as [`Ledger::get`].
+    fn stored_bytes(&self, id: &EntryId) -> Result<(u64, Vec<u8>), LedgerError> {
         let m = self.lookup(id)?.ok_or(LedgerError::UnknownEntry(*id))?;
         let bytes = self
             .store
             .entry_bytes(m.index)?
             .ok_or(LedgerError::Missing(*id))?;
+        Ok((m.index, bytes))
+    }
+
+    /// The rest of [`Ledger::get`]: `bytes`, stored at leaf `index` for `id`, verified.
+    fn verify_stored(
+        &self,
+        id: &EntryId,
+        index: u64,
+        bytes: &[u8],
+    ) -> Result<SignedEntry, LedgerError> {
         if self.is_verified(id) {
             // Bytes with this leaf hash are the bytes verified before; others are not the entry.
-            return record::reparse_verified(&bytes, *id)?.ok_or(LedgerError::NotTheEntry {
-                id: *id,
-                index: m.index,
-            });
+            return record::reparse_verified(bytes, *id)?
+                .ok_or(LedgerError::NotTheEntry { id: *id, index });
         }
-        let e = SignedEntry::decode_with_keys(&bytes, |k| self.cached_key(k))?;
+        let e = SignedEntry::decode_with_keys(bytes, |k| self.cached_key(k))?;
         if e.id() != *id {
-            return Err(LedgerError::NotTheEntry {
-                id: *id,
-                index: m.index,
-            });
+            return Err(LedgerError::NotTheEntry { id: *id, index });
         }
         self.remember_verified([*id]);
         Ok(e)
@@ -473,6 +494,7 @@ impl<S: Store> Ledger<S> {
         if let Ok(mut v) = self.verified.lock() {
             v.clear();
         }
+        self.edge_memory.forget();
     }
 
     /// Remembers `ids` as verified by this handle (at most [`MAX_VERIFIED_IDS`]: the set is

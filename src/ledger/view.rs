@@ -39,14 +39,16 @@ impl<S: Store> PathView for Verified<'_, S> {
         self.0.label(id)
     }
 
+    // The edges as `Ledger::get` reads them, kept for entries this handle verified
+    // (`Ledger::edges`): same answers, same errors.
     fn parents_of(&self, id: &EntryId) -> Result<Vec<Parent>, LedgerError> {
-        Ok(self.0.get(id)?.entry().parents.clone())
+        Ok(self.0.edges(id)?.parents.to_vec())
     }
 
     fn is_unknown_context(&self, id: &EntryId) -> bool {
         self.0
-            .get(id)
-            .is_ok_and(|e| e.entry().kind == crate::record::Kind::Context)
+            .edges(id)
+            .is_ok_and(|e| e.kind == crate::record::Kind::Context)
     }
 }
 

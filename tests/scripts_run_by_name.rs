@@ -679,3 +679,32 @@ fn code_too_long_or_not_a_file_is_refused_as_code_that_may_send() {
     std::fs::write(f.project.join("bin/tool"), elf).unwrap();
     not_refused_after_reading_env(&f, "elf", &["./bin/tool --version"]);
 }
+
+/// A script that runs another on each of its lines, which runs another the same way, seven
+/// deep: each text is analysed once per decision (`CodeSeen`, spec/hooks.md §16.2), where the
+/// screen and the secrecy rule used to walk every path through the calls — 10^7 for this
+/// one, which hung the hook (4.5 s already at 4 lines a script). The decision must come back,
+/// and the code a chain that long and wide runs is still read: the same chain whose last
+/// script reads the signing key is refused.
+#[test]
+fn scripts_that_run_each_other_many_times_are_analysed_once_each() {
+    let f = installed_hook::fixture();
+    begin(&f, "w", false);
+    let chain = |last: &str| {
+        for level in 0..7 {
+            let line = match level {
+                6 => format!("{last}\n"),
+                _ => format!("bash scripts/l{}.sh\n", level + 1),
+            };
+            let file = f.project.join(format!("scripts/l{level}.sh"));
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, line.repeat(10)).unwrap();
+        }
+    };
+    chain("echo done");
+    assert_eq!(bash(&f, "w", "bash scripts/l0.sh"), Answer::Proceed);
+    chain("cat ../../guard/*.key");
+    assert!(
+        matches!(bash(&f, "w", "bash scripts/l0.sh"), Answer::Deny(ref why) if why.contains("no tool call may touch")),
+    );
+}

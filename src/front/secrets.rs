@@ -34,7 +34,7 @@ mod interpreters;
 mod rc;
 mod scripts;
 pub(crate) use commands::chunks;
-pub(crate) use scripts::{CodeFiles, Script};
+pub(crate) use scripts::{CodeFiles, CodeSeen, Reading, Script, MAX_CODE_TEXTS};
 
 pub(crate) use commands::is_interpreter;
 
@@ -112,6 +112,8 @@ struct Facts {
     unknown_program: bool,
     /// It sets a proxy or pins an address: its senders' destinations are unknown.
     rerouted: bool,
+    /// The code texts analysed so far ([`CodeSeen`]).
+    code: CodeSeen,
 }
 
 impl SecretRules {

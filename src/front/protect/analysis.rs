@@ -29,6 +29,11 @@ pub(super) struct Ctx<'a> {
     ///
     /// [`CodeFiles`]: crate::front::secrets::CodeFiles
     pub(super) code_files: bool,
+    /// The code texts this screening analysed ([`CodeSeen`]: each once per directory, a
+    /// bounded number in all).
+    ///
+    /// [`CodeSeen`]: crate::front::secrets::CodeSeen
+    pub(super) code_seen: &'a std::cell::RefCell<crate::front::secrets::CodeSeen>,
 }
 
 impl Ctx<'_> {
@@ -232,6 +237,7 @@ impl Ctx<'_> {
             listed: self.listed,
             lenient: self.lenient,
             code_files: self.code_files,
+            code_seen: self.code_seen,
         };
         let c = candidate_with(w, cwd, self.p.home.as_deref(), &self.vars.borrow());
         // In a script's code, a word only known when the script runs, or relative to a

@@ -10,7 +10,7 @@ use super::programs::{
 };
 use super::shell::{lex, Piece, Token, Word};
 use super::{pattern, Resource, Touch, MAX_NESTING};
-use crate::front::secrets::{chunks, CodeFiles, Script};
+use crate::front::secrets::{chunks, CodeFiles, Reading, Script, MAX_CODE_TEXTS};
 use std::path::{Path, PathBuf};
 
 impl Ctx<'_> {
@@ -426,12 +426,29 @@ impl Ctx<'_> {
             listed: self.listed,
             lenient: true,
             code_files,
+            code_seen: self.code_seen,
         };
         let runs_code_that = |t: Touch| Touch {
             how: "runs code from a file that touches",
             ..t
         };
         for code in (CodeFiles { home }).run_by(&refs, i, here) {
+            if let Script::Shell(text) | Script::Config(text) | Script::Interpreted(text) = &code {
+                let reading = self.code_seen.borrow_mut().reading(text, here);
+                match reading {
+                    Reading::First => {}
+                    Reading::Again => continue,
+                    Reading::OverBudget => {
+                        return Some(Touch {
+                            resource: Resource::Binary,
+                            path: format!(
+                                "code in files past the {MAX_CODE_TEXTS} one decision reads"
+                            ),
+                            how: "runs code the screen does not read, which may run",
+                        })
+                    }
+                }
+            }
             let t = match code {
                 Script::Shell(text) => {
                     script(true).command(&text, here.map(Path::to_path_buf), depth + 1)

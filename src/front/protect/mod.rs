@@ -330,6 +330,7 @@ impl Protected {
         let cwd = cwd_owned.as_deref();
         let vars = Default::default();
         let listed = Default::default();
+        let code_seen = Default::default();
         let ctx = Ctx {
             p: self,
             cwd,
@@ -338,6 +339,7 @@ impl Protected {
             listed: &listed,
             lenient: false,
             code_files: true,
+            code_seen: &code_seen,
         };
         // Every string anywhere in the call: the names of protected files.
         let mut leaves = Vec::new();

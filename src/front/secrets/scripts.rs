@@ -57,6 +57,23 @@ impl SecretRules {
         }
         .run_by(words, i, cwd);
         for script in scripts {
+            let text = match &script {
+                Script::Shell(t) | Script::Config(t) | Script::Interpreted(t) => Some(t),
+                Script::Unknown | Script::Unread(_) => None,
+            };
+            if let Some(t) = text {
+                match f.code.reading(t, cwd) {
+                    Reading::First => {}
+                    Reading::Again => continue,
+                    Reading::OverBudget => {
+                        f.secrets.push(format!(
+                            "code in files past the {MAX_CODE_TEXTS} one decision reads"
+                        ));
+                        f.unknown_program = true;
+                        continue;
+                    }
+                }
+            }
             match script {
                 Script::Shell(code) => self.shell(&code, cwd, depth + 1, f, r),
                 Script::Config(code) => {
@@ -86,6 +103,51 @@ impl SecretRules {
                     f.unknown_program = true;
                 }
             }
+        }
+    }
+}
+
+/// The most code texts (scripts, makefiles, configurations…) one decision analyses: past it
+/// the command runs code the analysis does not read (it counts as code that may read any
+/// secret and send it, and the screen refuses it).
+pub(crate) const MAX_CODE_TEXTS: usize = 256;
+
+/// The code texts one decision has analysed, each once per working directory: a script that
+/// runs another many times (`bash b.sh` on each of its lines, and `b.sh` the same for
+/// `c.sh`…) is analysed once per text, not once per path through the calls (which grew
+/// exponentially with the depth and hung the hook), and at most [`MAX_CODE_TEXTS`] in all.
+#[derive(Default)]
+pub(crate) struct CodeSeen {
+    /// SHA-256 of each text analysed, with its working directory.
+    seen: std::collections::HashSet<([u8; 32], Option<PathBuf>)>,
+}
+
+/// Whether a code text is to be analysed.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// Not analysed yet in this directory: analyse it.
+    First,
+    /// Analysed already in this directory: what it does is known.
+    Again,
+    /// Past [`MAX_CODE_TEXTS`]: not analysed.
+    OverBudget,
+}
+
+impl CodeSeen {
+    /// Whether `text`, run in `cwd`, is to be analysed now (and counts it when it is).
+    pub(crate) fn reading(&mut self, text: &str, cwd: Option<&Path>) -> Reading {
+        use sha2::{Digest, Sha256};
+        let key = (
+            Sha256::digest(text.as_bytes()).into(),
+            cwd.map(Path::to_path_buf),
+        );
+        if self.seen.contains(&key) {
+            Reading::Again
+        } else if self.seen.len() >= MAX_CODE_TEXTS {
+            Reading::OverBudget
+        } else {
+            self.seen.insert(key);
+            Reading::First
         }
     }
 }

@@ -145,3 +145,21 @@ fn egress_and_its_destinations() {
         Some(vec!["evil.example".to_string()])
     );
 }
+
+#[test]
+fn each_code_text_is_read_once_per_directory_and_a_bounded_number_in_all() {
+    use super::scripts::{CodeSeen, Reading, MAX_CODE_TEXTS};
+    let mut seen = CodeSeen::default();
+    let here = Some(Path::new("/p"));
+    assert_eq!(seen.reading("echo a", here), Reading::First);
+    assert_eq!(seen.reading("echo a", here), Reading::Again);
+    assert_eq!(
+        seen.reading("echo a", Some(Path::new("/q"))),
+        Reading::First
+    );
+    for k in 0..MAX_CODE_TEXTS - 2 {
+        assert_eq!(seen.reading(&format!("echo {k}"), here), Reading::First);
+    }
+    assert_eq!(seen.reading("echo b", here), Reading::OverBudget);
+    assert_eq!(seen.reading("echo a", here), Reading::Again);
+}

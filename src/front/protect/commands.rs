@@ -61,19 +61,28 @@ impl Ctx<'_> {
         }
         let mut words: Vec<Word> = Vec::new();
         let mut targets: Vec<Word> = Vec::new();
+        // The file its standard input is redirected from (`< FILE`): a shell's or
+        // interpreter's program when it reads one there (`bash < x.sh`, `sh -s < x.sh`).
+        let mut stdin: Option<Word> = None;
         let mut next_is: Option<&Token> = None;
         let mut tokens = lexed.tokens.iter().peekable();
         loop {
             let t = tokens.next();
             match t {
                 Some(Token::Word(w)) => match next_is.take() {
-                    Some(Token::Redirect(_)) => targets.push(w.clone()),
+                    Some(Token::Redirect(how)) => {
+                        if matches!(how, super::shell::Redirect::Reads) {
+                            stdin = Some(w.clone());
+                        }
+                        targets.push(w.clone())
+                    }
                     Some(_) => {}
                     None => words.push(w.clone()),
                 },
                 Some(op @ (Token::Redirect(_) | Token::HereDoc)) => next_is = Some(op),
                 Some(Token::Control | Token::Pipe) | None => {
-                    if let Some(t) = self.segment(&words, &targets, &mut cwd, depth) {
+                    if let Some(t) = self.segment(&words, &targets, stdin.as_ref(), &mut cwd, depth)
+                    {
                         return Some(t);
                     }
                     if !dirs.contains(&cwd) {
@@ -81,6 +90,7 @@ impl Ctx<'_> {
                     }
                     words.clear();
                     targets.clear();
+                    stdin = None;
                     next_is = None;
                     if t.is_none() {
                         break;
@@ -106,6 +116,7 @@ impl Ctx<'_> {
         &self,
         words: &[Word],
         targets: &[Word],
+        stdin: Option<&Word>,
         cwd: &mut Option<PathBuf>,
         depth: usize,
     ) -> Option<Touch> {
@@ -252,7 +263,7 @@ impl Ctx<'_> {
                 return Some(Touch { how: "runs", ..t });
             }
         }
-        if let Some(t) = self.code_files(words, i, here, depth) {
+        if let Some(t) = self.code_files(words, i, stdin, here, depth) {
             return Some(t);
         }
         let destroys = DESTROY_PROGRAMS.contains(&name.as_str())
@@ -404,11 +415,13 @@ impl Ctx<'_> {
     /// are now (§13.3, "Scripts"; the same files the secrecy rule reads, [`CodeFiles`]):
     /// shell code screened as a command of its own, leniently (words only known when it runs
     /// are not judged), an interpreter's code by the protected names and the literal paths and
-    /// patterns in it. A file that cannot be read is left to the secrecy rule and §14.
+    /// patterns in it. A file that cannot be read is left to the secrecy rule and §14. `stdin`
+    /// is the file its standard input is redirected from.
     fn code_files(
         &self,
         words: &[Word],
         i: usize,
+        stdin: Option<&Word>,
         here: Option<&Path>,
         depth: usize,
     ) -> Option<Touch> {
@@ -431,7 +444,7 @@ impl Ctx<'_> {
             how: "runs code from a file that touches",
             ..t
         };
-        for code in (CodeFiles { home }).run_by(&refs, i, here) {
+        for code in (CodeFiles { home, stdin }).run_by(&refs, i, here) {
             let t = match code {
                 Script::Shell(text) => {
                     script(true).command(&text, here.map(Path::to_path_buf), depth + 1)

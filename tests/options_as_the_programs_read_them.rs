@@ -521,3 +521,23 @@ fn node_options_set_by_an_env_file_are_read() {
         "{a:?}"
     );
 }
+
+/// Attack review 42: `env -C DIR` and `--chdir=DIR` (env(1)), and `sudo -D DIR` (sudo(8)),
+/// run the program in DIR, so the commands it hands are that directory's. Before, the screen
+/// judged `sh -c 'cat *.key'` in the call's directory: `env -C ../../guard sh -c 'cat *.key'`
+/// printed the signing key, exit 0, in a session that had read only the prompt.
+#[test]
+fn a_wrapper_that_moves_the_working_directory_moves_what_it_runs() {
+    let f = fixture_for("claude-code");
+    begin(&f, "w");
+    let commands = [
+        "env -C ../../guard sh -c 'cat *.key'",
+        "env --chdir=../../guard bash -c 'base64 *.key'",
+        "env -C../../guard sh -c 'cat *.key'",
+        "nice env -i -C ../../guard sh -c 'cat *.key'",
+    ];
+    assert_each_refused(&f, "w", &commands);
+    for c in ["env -C src ls", "env -C src sh -c 'ls *.rs'"] {
+        assert_eq!(bash(&f, "w", c), Answer::Proceed, "{c}");
+    }
+}

@@ -130,12 +130,28 @@ impl Ctx<'_> {
                 });
             }
         }
+        // A wrapper that runs the program in another directory (`env -C DIR`): the program's
+        // words and the commands it hands are that directory's (redirections are the shell's).
+        let mut moved = cwd.clone();
+        if let Some(dir) = super::simple::wrapper_dir(&words.iter().collect::<Vec<_>>()) {
+            moved = dir.and_then(|d| {
+                let d = match d.strip_prefix("~/") {
+                    Some(r) => self.p.home.as_ref()?.join(r),
+                    None => PathBuf::from(d),
+                };
+                match d.is_absolute() {
+                    true => Some(d),
+                    false => here.map(|h| h.join(d)),
+                }
+            });
+        }
+        let here = moved.as_deref();
         // Commands it hands a program through a variable, a wrapper or an option (§13.3;
         // `GIT_PAGER=CMD git log`, `watch 'CMD'`, `find -exec`), analysed as commands.
         let refs: Vec<&Word> = words.iter().collect();
         for handed in super::handed::handed_and_carried(&refs) {
             let t = match handed {
-                Some(code) => self.command(&code, cwd.clone(), depth + 1),
+                Some(code) => self.command(&code, moved.clone(), depth + 1),
                 None => Some(Touch {
                     resource: Resource::Binary,
                     path: refs
@@ -222,7 +238,7 @@ impl Ctx<'_> {
                         }
                         if matches!((name.as_str(), o.as_str()), ("su" | "runuser", "-c")) {
                             let c = words.get(i).map(Word::squeezed).unwrap_or_default();
-                            if let Some(t) = self.command(&c, cwd.clone(), depth + 1) {
+                            if let Some(t) = self.command(&c, moved.clone(), depth + 1) {
                                 return Some(t);
                             }
                         }
@@ -310,7 +326,7 @@ impl Ctx<'_> {
                         how: "evaluates a command only known when it runs, which may run",
                     });
                 }
-                return self.command(&all.join(" "), cwd.clone(), depth + 1);
+                return self.command(&all.join(" "), moved.clone(), depth + 1);
             }
             "git" => {
                 let mut j = 0;
@@ -360,7 +376,7 @@ impl Ctx<'_> {
             let lits: Vec<Option<String>> = args.iter().map(|a| a.literal()).collect();
             match invocation(&name, &lits).map(|inv| inv.program) {
                 Some(Program::Inline(Some(code))) => {
-                    return self.command(&code, cwd.clone(), depth + 1)
+                    return self.command(&code, moved.clone(), depth + 1)
                 }
                 Some(Program::Inline(None)) if !self.lenient => {
                     return Some(Touch {

@@ -541,3 +541,14 @@ fn a_wrapper_that_moves_the_working_directory_moves_what_it_runs() {
         assert_eq!(bash(&f, "w", c), Answer::Proceed, "{c}");
     }
 }
+
+/// Attack review 42, stated and not closed: `unshare --wd=DIR` (unshare(1); no namespace
+/// needed, checked with util-linux here) runs its program in DIR, and it is no wrapper the
+/// screen skips, so the `sh -c` it starts is judged in the call's directory.
+#[test]
+#[ignore = "unshare --wd / nsenter --wd do not move what they run (spec/hooks.md §13.3, Options)"]
+fn unshare_wd_moves_what_it_runs() {
+    let f = fixture_for("claude-code");
+    begin(&f, "u");
+    assert_each_refused(&f, "u", &["unshare --wd=../../guard sh -c 'cat *.key'"]);
+}

@@ -522,8 +522,8 @@ fn node_options_set_by_an_env_file_are_read() {
     );
 }
 
-/// Attack review 42: `env -C DIR` and `--chdir=DIR` (env(1)), and `sudo -D DIR` (sudo(8)),
-/// run the program in DIR, so the commands it hands are that directory's. Before, the screen
+/// Attack review 42: `env -C DIR` and `--chdir=DIR` (env(1)), `sudo -D DIR` (sudo(8)) and
+/// `unshare --wd=DIR` (unshare(1), no namespace needed) run the program in DIR, so the commands it hands are that directory's. Before, the screen
 /// judged `sh -c 'cat *.key'` in the call's directory: `env -C ../../guard sh -c 'cat *.key'`
 /// printed the signing key, exit 0, in a session that had read only the prompt.
 #[test]
@@ -535,20 +535,11 @@ fn a_wrapper_that_moves_the_working_directory_moves_what_it_runs() {
         "env --chdir=../../guard bash -c 'base64 *.key'",
         "env -C../../guard sh -c 'cat *.key'",
         "nice env -i -C ../../guard sh -c 'cat *.key'",
+        "unshare --wd=../../guard sh -c 'cat *.key'",
+        "unshare -w ../../guard bash -c 'base64 *.key'",
     ];
     assert_each_refused(&f, "w", &commands);
     for c in ["env -C src ls", "env -C src sh -c 'ls *.rs'"] {
         assert_eq!(bash(&f, "w", c), Answer::Proceed, "{c}");
     }
-}
-
-/// Attack review 42, stated and not closed: `unshare --wd=DIR` (unshare(1); no namespace
-/// needed, checked with util-linux here) runs its program in DIR, and it is no wrapper the
-/// screen skips, so the `sh -c` it starts is judged in the call's directory.
-#[test]
-#[ignore = "unshare --wd / nsenter --wd do not move what they run (spec/hooks.md §13.3, Options)"]
-fn unshare_wd_moves_what_it_runs() {
-    let f = fixture_for("claude-code");
-    begin(&f, "u");
-    assert_each_refused(&f, "u", &["unshare --wd=../../guard sh -c 'cat *.key'"]);
 }

@@ -113,7 +113,8 @@ pub fn program_index(words: &[&Word]) -> usize {
 }
 
 /// The directory a wrapper before the program runs it in (`env -C DIR`, `env --chdir=DIR`,
-/// `sudo -D DIR`: env(1), sudo(8)), the last one; `None` when none moves it. Its program's
+/// `sudo -D DIR`, `unshare --wd=DIR`, `nsenter -w DIR`: env(1), sudo(8), unshare(1),
+/// nsenter(1)), the last one; `None` when none moves it. Its program's
 /// words and the commands it hands are that directory's (`spec/hooks.md` §13.3; attack
 /// review 42: `env -C <key's directory> sh -c 'cat *.key'` printed the signing key).
 pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
@@ -130,6 +131,7 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
             flags = match basename(&l) {
                 "env" => &["-C", "--chdir"],
                 "sudo" => &["-D", "--chdir"],
+                "unshare" | "nsenter" => &["-w", "--wd"],
                 _ => &[],
             };
             continue;
@@ -209,6 +211,14 @@ pub(crate) fn takes_value(w: &str, o: &str) -> bool {
             )
             | ("parallel", "-j" | "-I" | "-S" | "--jobs")
             | ("exec", "-a")
+            | (
+                "unshare" | "nsenter",
+                "-w" | "--wd" | "-S" | "--setuid" | "-G" | "--setgid" | "-t" | "--target"
+            )
+            | (
+                "unshare",
+                "--map-user" | "--map-group" | "--propagation" | "--setgroups"
+            )
             | ("taskset", "-c" | "--cpu-list")
             | ("numactl", "-C" | "-N" | "-m" | "-p" | "-i")
             | (

@@ -61,19 +61,28 @@ impl Ctx<'_> {
         }
         let mut words: Vec<Word> = Vec::new();
         let mut targets: Vec<Word> = Vec::new();
+        // The file its standard input is redirected from (`< FILE`): a shell's or
+        // interpreter's program when it reads one there (`bash < x.sh`, `sh -s < x.sh`).
+        let mut stdin: Option<Word> = None;
         let mut next_is: Option<&Token> = None;
         let mut tokens = lexed.tokens.iter().peekable();
         loop {
             let t = tokens.next();
             match t {
                 Some(Token::Word(w)) => match next_is.take() {
-                    Some(Token::Redirect(_)) => targets.push(w.clone()),
+                    Some(Token::Redirect(how)) => {
+                        if matches!(how, super::shell::Redirect::Reads) {
+                            stdin = Some(w.clone());
+                        }
+                        targets.push(w.clone())
+                    }
                     Some(_) => {}
                     None => words.push(w.clone()),
                 },
                 Some(op @ (Token::Redirect(_) | Token::HereDoc)) => next_is = Some(op),
                 Some(Token::Control | Token::Pipe) | None => {
-                    if let Some(t) = self.segment(&words, &targets, &mut cwd, depth) {
+                    if let Some(t) = self.segment(&words, &targets, stdin.as_ref(), &mut cwd, depth)
+                    {
                         return Some(t);
                     }
                     if !dirs.contains(&cwd) {
@@ -81,6 +90,7 @@ impl Ctx<'_> {
                     }
                     words.clear();
                     targets.clear();
+                    stdin = None;
                     next_is = None;
                     if t.is_none() {
                         break;
@@ -106,6 +116,7 @@ impl Ctx<'_> {
         &self,
         words: &[Word],
         targets: &[Word],
+        stdin: Option<&Word>,
         cwd: &mut Option<PathBuf>,
         depth: usize,
     ) -> Option<Touch> {
@@ -119,12 +130,28 @@ impl Ctx<'_> {
                 });
             }
         }
+        // A wrapper that runs the program in another directory (`env -C DIR`): the program's
+        // words and the commands it hands are that directory's (redirections are the shell's).
+        let mut moved = cwd.clone();
+        if let Some(dir) = super::simple::wrapper_dir(&words.iter().collect::<Vec<_>>()) {
+            moved = dir.and_then(|d| {
+                let d = match d.strip_prefix("~/") {
+                    Some(r) => self.p.home.as_ref()?.join(r),
+                    None => PathBuf::from(d),
+                };
+                match d.is_absolute() {
+                    true => Some(d),
+                    false => here.map(|h| h.join(d)),
+                }
+            });
+        }
+        let here = moved.as_deref();
         // Commands it hands a program through a variable, a wrapper or an option (§13.3;
         // `GIT_PAGER=CMD git log`, `watch 'CMD'`, `find -exec`), analysed as commands.
         let refs: Vec<&Word> = words.iter().collect();
         for handed in super::handed::handed_and_carried(&refs) {
             let t = match handed {
-                Some(code) => self.command(&code, cwd.clone(), depth + 1),
+                Some(code) => self.command(&code, moved.clone(), depth + 1),
                 None => Some(Touch {
                     resource: Resource::Binary,
                     path: refs
@@ -211,7 +238,7 @@ impl Ctx<'_> {
                         }
                         if matches!((name.as_str(), o.as_str()), ("su" | "runuser", "-c")) {
                             let c = words.get(i).map(Word::squeezed).unwrap_or_default();
-                            if let Some(t) = self.command(&c, cwd.clone(), depth + 1) {
+                            if let Some(t) = self.command(&c, moved.clone(), depth + 1) {
                                 return Some(t);
                             }
                         }
@@ -252,7 +279,7 @@ impl Ctx<'_> {
                 return Some(Touch { how: "runs", ..t });
             }
         }
-        if let Some(t) = self.code_files(words, i, here, depth) {
+        if let Some(t) = self.code_files(words, i, stdin, here, depth) {
             return Some(t);
         }
         let destroys = DESTROY_PROGRAMS.contains(&name.as_str())
@@ -299,7 +326,7 @@ impl Ctx<'_> {
                         how: "evaluates a command only known when it runs, which may run",
                     });
                 }
-                return self.command(&all.join(" "), cwd.clone(), depth + 1);
+                return self.command(&all.join(" "), moved.clone(), depth + 1);
             }
             "git" => {
                 let mut j = 0;
@@ -349,7 +376,7 @@ impl Ctx<'_> {
             let lits: Vec<Option<String>> = args.iter().map(|a| a.literal()).collect();
             match invocation(&name, &lits).map(|inv| inv.program) {
                 Some(Program::Inline(Some(code))) => {
-                    return self.command(&code, cwd.clone(), depth + 1)
+                    return self.command(&code, moved.clone(), depth + 1)
                 }
                 Some(Program::Inline(None)) if !self.lenient => {
                     return Some(Touch {
@@ -404,11 +431,13 @@ impl Ctx<'_> {
     /// are now (§13.3, "Scripts"; the same files the secrecy rule reads, [`CodeFiles`]):
     /// shell code screened as a command of its own, leniently (words only known when it runs
     /// are not judged), an interpreter's code by the protected names and the literal paths and
-    /// patterns in it. A file that cannot be read is left to the secrecy rule and §14.
+    /// patterns in it. A file that cannot be read is left to the secrecy rule and §14. `stdin`
+    /// is the file its standard input is redirected from.
     fn code_files(
         &self,
         words: &[Word],
         i: usize,
+        stdin: Option<&Word>,
         here: Option<&Path>,
         depth: usize,
     ) -> Option<Touch> {
@@ -432,7 +461,7 @@ impl Ctx<'_> {
             how: "runs code from a file that touches",
             ..t
         };
-        for code in (CodeFiles { home }).run_by(&refs, i, here) {
+        for code in (CodeFiles { home, stdin }).run_by(&refs, i, here) {
             if let Script::Shell(text) | Script::Config(text) | Script::Interpreted(text) = &code {
                 let reading = self.code_seen.borrow_mut().reading(text, here);
                 match reading {

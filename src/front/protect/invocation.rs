@@ -10,8 +10,9 @@
 //! operand after the options; `-o`/`-O` take the next word; a lone `-` is `--`); fish(1)
 //! (`-c`/`--command` and `-C`/`--init-command` take a value); `python3 --help` (CPython's short
 //! options `bBc:dEhiIm:OPqRsStuvVW:xX:`, `-c` and `-m` end the options); the Node.js
-//! command-line API (`-e`, `-p`, `-r`, `--import`, `--loader`; no clusters but `-pe`); perlrun
-//! (`-e`/`-E` code, `-I` glued or separate, `-M`/`-m` glued only, `-i`, `-x`, `-d`, `-D`, `-F`,
+//! command-line API (`-e`, `-p`, `-r`, `--import`, `--loader`; no clusters but `-pe`; options
+//! go on after `-e`, the last one runs; `--test FILES` runs the files); perlrun
+//! (`-e`/`-E` code, every one run, `-d:MOD` loads `Devel::MOD`, `-I` glued or separate, `-M`/`-m` glued only, `-i`, `-x`, `-d`, `-D`, `-F`,
 //! `-V` take the rest of the word, `-l`, `-0`, `-C` digits); `ruby --help` (`-e` code, `-r` and
 //! `-I` glued or separate, `-C` and `-E` take a value); `php -h` (`-r`, `-B`, `-R`, `-E` code,
 //! `-f`/`-F` the script, `-c`, `-d`, `-z`, `-t`, `-S` take a value); lua(1) (`-e` code, `-l` a
@@ -37,8 +38,8 @@ pub(crate) enum Program {
     /// Standard input: no script, `-`, `bash -s`, `php -a`.
     Stdin,
     /// No program from the arguments or the terminal: it prints its version or help and
-    /// exits (`python3 -V`), or finds its own files (`node --test`: its test files are not
-    /// read here, `spec/hooks.md` §16.4).
+    /// exits (`python3 -V`), or finds its own files (`node --test` without files: its test
+    /// files are not read here, `spec/hooks.md` §16.4).
     NoneGiven,
     /// Only known when it runs: an option word that is not literal (`bash $OPTS`).
     Unknown,
@@ -69,7 +70,7 @@ pub(crate) struct Invocation {
     /// Library directories its options add (`perl -I dir`, `ruby -Idir`), as written.
     pub lib_dirs: Vec<String>,
     /// The index of the argument holding the inline code when it is a word of its own
-    /// (`-c CODE`; not `-cCODE` or `--eval=CODE`).
+    /// (`-c CODE`; not `-cCODE`, `--eval=CODE`, or several `-e` joined: `perl -e A -e B`).
     pub code_at: Option<usize>,
     /// Whether it reads the terminal after its program (`python3 -i x.py`, `node -i`,
     /// `lua -i`, `pwsh -NoExit`).
@@ -90,7 +91,7 @@ impl Invocation {
 }
 
 mod grammars;
-use grammars::{grammar, Grammar, Takes, Use};
+use grammars::{digits, grammar, Codes, Grammar, Takes, Use};
 
 /// The invocation `prog args…`, where `args` are the words after the program, `None` where a
 /// word is not literal. `None` when `prog` is not a shell or interpreter known here.
@@ -116,7 +117,32 @@ pub(crate) fn invocation(prog: &str, args: &[Option<String>]) -> Option<Invocati
         "pwsh" | "powershell" => return Some(powershell(args)),
         _ => {}
     }
-    Some(read(grammar(prog)?, args))
+    let mut inv = read(grammar(prog)?, args);
+    // `node inspect FILE` is node's debugger: it reads its commands from the terminal (the
+    // Node.js debugger docs), as `python3 -m pdb` and `perl -d` do.
+    if matches!(family, "node" | "nodejs") {
+        if let Program::Script(k) = inv.program {
+            if matches!(
+                args.get(k).and_then(|a| a.as_deref()),
+                Some("inspect" | "debug")
+            ) {
+                inv.interactive = true;
+            }
+        }
+    }
+    Some(inv)
+}
+
+/// What the options read so far leave for after them.
+#[derive(Default)]
+struct Pending {
+    /// A `-s`-like option: the program is standard input.
+    stdin: bool,
+    /// The code options' code so far (`None`: not literal) and the index of its word when
+    /// there is one code option, a word of its own.
+    code: Option<(Option<String>, Option<usize>)>,
+    /// node's `--test`: the operands are test files it runs.
+    test: bool,
 }
 
 /// `inv` read from the arguments after the first `by`, its indices made the caller's.
@@ -133,7 +159,7 @@ fn read(g: &Grammar, args: &[Option<String>]) -> Invocation {
     let mut inv = Invocation::reading_stdin();
     // A shell's `-c`: the code is the first operand after the options.
     let mut code_operand = false;
-    let mut stdin = false;
+    let mut st = Pending::default();
     let mut i = 0;
     while let Some(arg) = args.get(i) {
         let Some(a) = arg.as_deref() else {
@@ -157,6 +183,9 @@ fn read(g: &Grammar, args: &[Option<String>]) -> Invocation {
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
+            // Node reads `_` in an option's name as `-` (`--input_type`).
+            let dashed = name.replace('_', "-");
+            let name = if g.whole_words { dashed.as_str() } else { name };
             let Some(&(_, valued, use_)) = g.long.iter().find(|(n, _, _)| *n == name) else {
                 i += 1; // unknown: a flag
                 continue;
@@ -172,7 +201,7 @@ fn read(g: &Grammar, args: &[Option<String>]) -> Invocation {
                 }
             };
             i += 1;
-            if let Some(done) = apply(&mut inv, use_, value, at_word, &mut stdin) {
+            if let Some(done) = apply(g, &mut inv, use_, value, at_word, &mut st) {
                 return done;
             }
             continue;
@@ -225,7 +254,7 @@ fn read(g: &Grammar, args: &[Option<String>]) -> Invocation {
                 k += 1;
                 continue;
             }
-            if let Some(done) = apply(&mut inv, use_, value.clone(), at_word, &mut stdin) {
+            if let Some(done) = apply(g, &mut inv, use_, value.clone(), at_word, &mut st) {
                 return done;
             }
             if value.is_some() {
@@ -233,6 +262,31 @@ fn read(g: &Grammar, args: &[Option<String>]) -> Invocation {
             }
             k += 1;
         }
+    }
+    if let Some((code, at)) = st.code {
+        inv.code_at = at;
+        inv.program = Program::Inline(code);
+        // lua(1): `lua -e STAT script` runs the statement, then the script.
+        if g.code == Codes::JoinedThenScript {
+            match args.get(i) {
+                Some(Some(s)) => inv.loads.push(Load::File(s.clone())),
+                Some(None) => inv.loads.push(Load::Unknown),
+                None => {}
+            }
+        }
+        return inv;
+    }
+    if st.test {
+        // `node --test FILES…`: each file runs; none: node finds its own test files.
+        inv.program = match args.get(i) {
+            Some(_) => Program::Script(i),
+            None => Program::NoneGiven,
+        };
+        for a in args.iter().skip(i + 1) {
+            inv.loads
+                .push(a.as_ref().map_or(Load::Unknown, |f| Load::File(f.clone())));
+        }
+        return inv;
     }
     inv.program = match args.get(i) {
         _ if code_operand => match args.get(i) {
@@ -242,7 +296,7 @@ fn read(g: &Grammar, args: &[Option<String>]) -> Invocation {
             }
             None => Program::Inline(Some(String::new())),
         },
-        _ if stdin => Program::Stdin,
+        _ if st.stdin => Program::Stdin,
         Some(_) => Program::Script(i),
         None => Program::Stdin,
     };
@@ -251,13 +305,15 @@ fn read(g: &Grammar, args: &[Option<String>]) -> Invocation {
 
 /// Applies option use `u` with `value` (`None`: a flag; `Some(None)`: a value that is not
 /// literal) to `inv`; `Some` when the option decides the program and ends the options.
-/// `at_word` is the index of the value's word when it is a word of its own (not glued).
+/// `at_word` is the index of the value's word when it is a word of its own (not glued). Code
+/// options of a program whose code does not end its options (`g.code`) are kept in `st`.
 fn apply(
+    g: &Grammar,
     inv: &mut Invocation,
     u: Use,
     value: Option<Option<String>>,
     at_word: Option<usize>,
-    stdin: &mut bool,
+    st: &mut Pending,
 ) -> Option<Invocation> {
     match u {
         Use::Value => None,
@@ -266,20 +322,53 @@ fn apply(
             None
         }
         Use::Stdin => {
-            *stdin = true;
+            st.stdin = true;
+            None
+        }
+        Use::Tests => {
+            st.test = true;
+            None
+        }
+        Use::Debugger => {
+            // perlrun `-d`, `-dt`: the debugger, reading the terminal; `-d:MOD`, `-dt:MOD`:
+            // the module `Devel::MOD` loaded first.
+            let v = value.flatten();
+            match v.as_deref().map(|v| v.strip_prefix('t').unwrap_or(v)) {
+                None => inv.loads.push(Load::Unknown),
+                Some("") => inv.interactive = true,
+                Some(m) => {
+                    let m = m.trim_start_matches(':');
+                    let m = m.split(['=', ' ']).next().unwrap_or(m);
+                    inv.loads.push(Load::Module(format!("Devel::{m}")));
+                }
+            }
             None
         }
         Use::NoneGiven => {
             inv.program = Program::NoneGiven;
             Some(inv.clone())
         }
-        Use::Code => {
+        Use::Code if g.code == Codes::EndsOptions => {
             inv.code_at = at_word;
             inv.program = Program::Inline(value.flatten());
             Some(inv.clone())
         }
+        Use::Code => {
+            let code = value.flatten();
+            st.code = Some(match (st.code.take(), g.code) {
+                (None, _) | (Some(_), Codes::Last) => (code, at_word),
+                // perlrun: "multiple -e commands may be given to build up a multi-line
+                // script"; ruby and lua run each in turn.
+                (Some((before, _)), _) => (before.zip(code).map(|(a, b)| a + "\n" + &b), None),
+            });
+            None
+        }
         Use::Module => {
-            inv.program = Program::Module(value.flatten());
+            let name = value.flatten();
+            // A debugger or a REPL run as a module reads the terminal (`python3 -m pdb x.py`,
+            // `-m code`, `-m asyncio`).
+            inv.interactive |= matches!(name.as_deref(), Some("pdb" | "code" | "asyncio"));
+            inv.program = Program::Module(name);
             Some(inv.clone())
         }
         Use::Script => {
@@ -319,25 +408,6 @@ fn apply(
             });
             None
         }
-    }
-}
-
-/// How many characters of `rest` perl's `-l` (octal), `-0` (octal, or `x` and hex) or `-C`
-/// (digits, or its letters `IOEioSDALa`) takes as its value.
-fn digits(option: char, rest: &str) -> usize {
-    let octal = |s: &str| s.chars().take_while(|d| d.is_digit(8)).count();
-    match option {
-        '0' if rest.starts_with(['x', 'X']) => {
-            1 + rest[1..]
-                .chars()
-                .take_while(char::is_ascii_hexdigit)
-                .count()
-        }
-        'C' => rest
-            .chars()
-            .take_while(|d| d.is_ascii_digit() || "IOEioSDALa".contains(*d))
-            .count(),
-        _ => octal(rest),
     }
 }
 

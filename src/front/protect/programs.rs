@@ -128,6 +128,9 @@ pub(crate) const WRAPPERS: &[&str] = &[
     "timeout",
     "setsid",
     "chronic",
+    // unshare(1) and nsenter(1): `--wd DIR` moves what they run (attack review 42).
+    "unshare",
+    "nsenter",
     "xargs",
     "then",
     "do",

@@ -112,6 +112,47 @@ pub fn program_index(words: &[&Word]) -> usize {
     i
 }
 
+/// The directory a wrapper before the program runs it in (`env -C DIR`, `env --chdir=DIR`,
+/// `sudo -D DIR`, `unshare --wd=DIR`, `nsenter -w DIR`: env(1), sudo(8), unshare(1),
+/// nsenter(1)), the last one; `None` when none moves it. Its program's
+/// words and the commands it hands are that directory's (`spec/hooks.md` §13.3; attack
+/// review 42: `env -C <key's directory> sh -c 'cat *.key'` printed the signing key).
+pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
+    let mut dir = None;
+    let mut flags: &[&str] = &[];
+    let mut k = 0;
+    while k < program_index(words) {
+        let w = words[k];
+        k += 1;
+        let Some(l) = w.literal() else {
+            continue;
+        };
+        if WRAPPERS.contains(&basename(&l)) {
+            flags = match basename(&l) {
+                "env" => &["-C", "--chdir"],
+                "sudo" => &["-D", "--chdir"],
+                "unshare" | "nsenter" => &["-w", "--wd"],
+                _ => &[],
+            };
+            continue;
+        }
+        let glued = flags.iter().find_map(|f| {
+            let rest = l.strip_prefix(f)?;
+            match f.len() {
+                2 => (!rest.is_empty()).then(|| rest.to_string()),
+                _ => rest.strip_prefix('=').map(str::to_string),
+            }
+        });
+        if let Some(d) = glued {
+            dir = Some(Some(d));
+        } else if flags.contains(&l.as_str()) {
+            dir = Some(words.get(k).and_then(|v| v.literal()));
+            k += 1;
+        }
+    }
+    dir
+}
+
 /// Whether word `w` is an assignment: a literal name (and `+`), then a literal `=`.
 fn assigns(w: &Word) -> bool {
     let Some(eq) = w.pieces.iter().position(|p| *p == Piece::Lit('=')) else {
@@ -170,6 +211,14 @@ pub(crate) fn takes_value(w: &str, o: &str) -> bool {
             )
             | ("parallel", "-j" | "-I" | "-S" | "--jobs")
             | ("exec", "-a")
+            | (
+                "unshare" | "nsenter",
+                "-w" | "--wd" | "-S" | "--setuid" | "-G" | "--setgid" | "-t" | "--target"
+            )
+            | (
+                "unshare",
+                "--map-user" | "--map-group" | "--propagation" | "--setgroups"
+            )
             | ("taskset", "-c" | "--cpu-list")
             | ("numactl", "-C" | "-N" | "-m" | "-p" | "-i")
             | (

@@ -99,17 +99,30 @@ impl SecretRules {
         let mut dirs: Vec<PathBuf> = Vec::new();
         let mut segment: Vec<&Word> = Vec::new();
         let mut redirected = false;
+        let mut reads = false;
+        // The file standard input is redirected from (`< FILE`; §16.2, a shell's program).
+        let mut stdin: Option<&Word> = None;
         for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
             let target = std::mem::replace(&mut redirected, matches!(t, Token::Redirect(_)));
+            let read = std::mem::replace(
+                &mut reads,
+                matches!(
+                    t,
+                    Token::Redirect(crate::front::protect::shell::Redirect::Reads)
+                ),
+            );
             match t {
                 Token::Word(w) => {
                     if target {
                         network_redirection(w, f);
                     }
+                    if read {
+                        stdin = Some(w);
+                    }
                     segment.push(w);
                 }
                 Token::Control | Token::Pipe => {
-                    self.segment(&segment, Some(&here), depth, f, r);
+                    self.segment(&segment, stdin.take(), Some(&here), depth, f, r);
                     if let Some(to) = self.cd(&segment, &here) {
                         here = to;
                         if !dirs.contains(&here) {
@@ -154,6 +167,7 @@ impl SecretRules {
     fn segment(
         &self,
         words: &[&Word],
+        stdin: Option<&Word>,
         cwd: Option<&Path>,
         depth: usize,
         f: &mut Facts,
@@ -261,7 +275,7 @@ impl SecretRules {
         }
         // Code it runs from a file (`bash x.sh`, `./x.sh`, `python3 x.py`, `make`, `npm
         // test`): the file's text as it is now, analysed as the code it is.
-        self.scripts(words, i, cwd, depth, f, r);
+        self.scripts((words, stdin), i, cwd, depth, f, r);
         // Commands another program runs from its arguments (`git -c alias.x='!CMD' x`,
         // `find -exec`, tar's and ssh's command options): the sink rules' reading of them
         // (`carried_commands`, `spec/hooks.md` §17.1), analysed as commands here too.

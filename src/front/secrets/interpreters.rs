@@ -32,6 +32,7 @@ pub(super) fn interpreter_scripts(
     shell: bool,
     before: &[&Word],
     rest: &[&Word],
+    stdin: Option<&Word>,
     cwd: Option<&Path>,
     path_of: &dyn Fn(&Word) -> Option<PathBuf>,
 ) -> Vec<Script> {
@@ -115,10 +116,16 @@ pub(super) fn interpreter_scripts(
             Some(dir) if dir.is_dir() => out.extend(go_package(&dir)),
             p => out.push(file(p)),
         },
+        // Its program on standard input, redirected from a file (`sh -s < x.sh`, `python3 -
+        // < x.py`): that file.
+        Program::Script(i) if lits.get(i).is_some_and(|l| l.as_deref() == Some("-")) => {
+            out.extend(stdin.map(|w| file(path_of(w))))
+        }
+        Program::Stdin => out.extend(stdin.map(|w| file(path_of(w)))),
         Program::Script(i) => out.push(file(rest.get(i).and_then(|w| path_of(w)))),
         Program::Module(Some(m)) => out.extend(modules(&m)),
         Program::Module(None) | Program::Unknown => out.push(Script::Unknown),
-        Program::Inline(_) | Program::Stdin | Program::NoneGiven => {}
+        Program::Inline(_) | Program::NoneGiven => {}
     }
     out
 }

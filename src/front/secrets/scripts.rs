@@ -39,12 +39,13 @@ pub(crate) enum Script {
 }
 
 impl SecretRules {
-    /// The scripts the simple command `words` (its program at `i`) runs from files, analysed into `f`: shell
+    /// The scripts the simple command `words` (its program at `i`; its standard input
+    /// redirected from `stdin`, a file, when `Some`) runs from files, analysed into `f`: shell
     /// code as a nested command, an interpreter's code as inline code (a secret it names is
     /// read and may be sent), code that cannot be read as a program that cannot be named.
     pub(super) fn scripts(
         &self,
-        words: &[&Word],
+        (words, stdin): (&[&Word], Option<&Word>),
         i: usize,
         cwd: Option<&Path>,
         depth: usize,
@@ -54,6 +55,7 @@ impl SecretRules {
         let prog = basename(&words[i].literal().unwrap_or_default()).to_string();
         let scripts = CodeFiles {
             home: self.home.as_deref(),
+            stdin,
         }
         .run_by(words, i, cwd);
         for script in scripts {
@@ -157,6 +159,10 @@ impl CodeSeen {
 pub(crate) struct CodeFiles<'a> {
     /// The user's home directory (`~`), when known.
     pub home: Option<&'a Path>,
+    /// The file the command's standard input is redirected from (`< FILE`): the program of a
+    /// shell or interpreter that reads it there (`bash < x.sh`, `sh -s < x.sh`, `python3 - <
+    /// x.py`; attack review 42).
+    pub stdin: Option<&'a Word>,
 }
 
 impl CodeFiles<'_> {
@@ -258,7 +264,7 @@ impl CodeFiles<'_> {
         let shell = SHELLS.contains(&prog) || prog == "source" || prog == ".";
         if shell || super::commands::is_interpreter(prog) {
             return super::interpreters::interpreter_scripts(
-                prog, shell, before, rest, cwd, &path_of,
+                prog, shell, before, rest, self.stdin, cwd, &path_of,
             );
         }
         if matches!(prog, "make" | "gmake") {

@@ -24,8 +24,12 @@ pub(super) enum Use {
     Script,
     /// Standard input is the program (`-s`, `php -a`).
     Stdin,
-    /// No program is given (`-V`, `--version`, `--help`, node's `--test`).
+    /// No program is given (`-V`, `--version`, `--help`).
     NoneGiven,
+    /// node's `--test`: the operands are test files it runs, none its own search.
+    Tests,
+    /// perl's `-d`: the debugger (reading the terminal), or with `:MOD` a module loaded first.
+    Debugger,
     /// Reads the terminal after the program (`-i`).
     Interactive,
 }
@@ -46,6 +50,19 @@ pub(super) enum Takes {
     Next,
 }
 
+/// What a program's code options leave of its options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Codes {
+    /// The code ends the options (CPython's `-c`, `-m`).
+    EndsOptions,
+    /// Options go on; the last code option is the code (node's `-e`, `-p`).
+    Last,
+    /// Options go on; every code option runs, in order (perl's and ruby's `-e`).
+    Joined,
+    /// As `Joined`, and the first operand is a script run after it (lua(1)).
+    JoinedThenScript,
+}
+
 /// One program family's option grammar.
 pub(super) struct Grammar {
     /// Short options: letter, how it takes a value, what the value is.
@@ -57,6 +74,8 @@ pub(super) struct Grammar {
     pub shell: bool,
     /// No clusters: a short option is the whole word (node).
     pub whole_words: bool,
+    /// Whether a code option ends the options.
+    pub code: Codes,
 }
 
 const SH: Grammar = Grammar {
@@ -74,6 +93,7 @@ const SH: Grammar = Grammar {
     ],
     shell: true,
     whole_words: false,
+    code: Codes::EndsOptions,
 };
 
 const FISH: Grammar = Grammar {
@@ -100,6 +120,7 @@ const FISH: Grammar = Grammar {
     ],
     shell: false,
     whole_words: false,
+    code: Codes::EndsOptions,
 };
 
 const PYTHON: Grammar = Grammar {
@@ -123,6 +144,7 @@ const PYTHON: Grammar = Grammar {
     ],
     shell: false,
     whole_words: false,
+    code: Codes::EndsOptions,
 };
 
 const NODE: Grammar = Grammar {
@@ -143,7 +165,7 @@ const NODE: Grammar = Grammar {
         ("loader", true, Use::Load),
         ("experimental-loader", true, Use::Load),
         ("interactive", false, Use::Interactive),
-        ("test", false, Use::NoneGiven),
+        ("test", false, Use::Tests),
         ("version", false, Use::NoneGiven),
         ("help", false, Use::NoneGiven),
         ("conditions", true, Use::Value),
@@ -167,9 +189,49 @@ const NODE: Grammar = Grammar {
         ("cpu-prof-dir", true, Use::Value),
         ("heap-prof-dir", true, Use::Value),
         ("experimental-policy", true, Use::Value),
+        // The rest of `node --help`'s options that take a value (v20; a separate word is
+        // their value, as `--title x` is).
+        ("allow-fs-read", true, Use::Value),
+        ("allow-fs-write", true, Use::Value),
+        ("build-snapshot-config", true, Use::Value),
+        ("cpu-prof-interval", true, Use::Value),
+        ("cpu-prof-name", true, Use::Value),
+        ("disable-proto", true, Use::Value),
+        ("disable-warning", true, Use::Value),
+        ("env-file-if-exists", true, Use::Value),
+        ("experimental-default-type", true, Use::Value),
+        ("experimental-sea-config", true, Use::Value),
+        ("heap-prof-interval", true, Use::Value),
+        ("heap-prof-name", true, Use::Value),
+        ("heapsnapshot-near-heap-limit", true, Use::Value),
+        ("inspect-publish-uid", true, Use::Value),
+        ("localstorage-file", true, Use::Value),
+        ("max-http-header-size", true, Use::Value),
+        (
+            "network-family-autoselection-attempt-timeout",
+            true,
+            Use::Value,
+        ),
+        ("policy-integrity", true, Use::Value),
+        ("report-signal", true, Use::Value),
+        ("secure-heap", true, Use::Value),
+        ("secure-heap-min", true, Use::Value),
+        ("snapshot-blob", true, Use::Value),
+        ("test-concurrency", true, Use::Value),
+        ("test-name-pattern", true, Use::Value),
+        ("test-skip-pattern", true, Use::Value),
+        ("test-reporter", true, Use::Value),
+        ("test-reporter-destination", true, Use::Value),
+        ("test-shard", true, Use::Value),
+        ("test-timeout", true, Use::Value),
+        ("trace-event-categories", true, Use::Value),
+        ("trace-event-file-pattern", true, Use::Value),
+        ("trace-require-module", true, Use::Value),
+        ("use-largepages", true, Use::Value),
     ],
     shell: false,
     whole_words: true,
+    code: Codes::Last,
 };
 
 const PERL: Grammar = Grammar {
@@ -181,7 +243,7 @@ const PERL: Grammar = Grammar {
         ('m', Takes::Rest, Use::Load),
         ('i', Takes::Rest, Use::Value),
         ('x', Takes::Rest, Use::Value),
-        ('d', Takes::Rest, Use::Value),
+        ('d', Takes::Rest, Use::Debugger),
         ('D', Takes::Rest, Use::Value),
         ('F', Takes::Rest, Use::Value),
         ('V', Takes::Rest, Use::NoneGiven),
@@ -197,6 +259,7 @@ const PERL: Grammar = Grammar {
     ],
     shell: false,
     whole_words: false,
+    code: Codes::Joined,
 };
 
 const RUBY: Grammar = Grammar {
@@ -227,6 +290,7 @@ const RUBY: Grammar = Grammar {
     ],
     shell: false,
     whole_words: false,
+    code: Codes::Joined,
 };
 
 const PHP: Grammar = Grammar {
@@ -261,6 +325,7 @@ const PHP: Grammar = Grammar {
     ],
     shell: false,
     whole_words: false,
+    code: Codes::Joined,
 };
 
 const LUA: Grammar = Grammar {
@@ -273,6 +338,7 @@ const LUA: Grammar = Grammar {
     long: &[],
     shell: false,
     whole_words: false,
+    code: Codes::JoinedThenScript,
 };
 
 const OSASCRIPT: Grammar = Grammar {
@@ -284,6 +350,7 @@ const OSASCRIPT: Grammar = Grammar {
     long: &[],
     shell: false,
     whole_words: false,
+    code: Codes::Joined,
 };
 
 /// R's `Rscript [options] FILE | -e EXPR` (Rscript(1)).
@@ -295,6 +362,7 @@ const RSCRIPT: Grammar = Grammar {
     ],
     shell: false,
     whole_words: true,
+    code: Codes::Joined,
 };
 
 /// `julia [switches] -- [programfile] [args…]` (`julia --help`): `-e`/`-E` code, `-L` a file
@@ -327,6 +395,7 @@ const JULIA: Grammar = Grammar {
     ],
     shell: false,
     whole_words: true,
+    code: Codes::Last,
 };
 
 /// Programs that run a source file given as their first operand and read their program from
@@ -341,6 +410,7 @@ const SOURCE_RUNNER: Grammar = Grammar {
     ],
     shell: false,
     whole_words: true,
+    code: Codes::EndsOptions,
 };
 
 /// The grammar of `prog` (`python3.11` as `python`), `None` for programs that are neither a
@@ -366,4 +436,23 @@ pub(super) fn grammar(prog: &str) -> Option<&'static Grammar> {
         "swift" | "elixir" | "groovy" | "scala" => &SOURCE_RUNNER,
         _ => return None,
     })
+}
+
+/// How many characters of `rest` perl's `-l` (octal), `-0` (octal, or `x` and hex) or `-C`
+/// (digits, or its letters `IOEioSDALa`) takes as its value.
+pub(super) fn digits(option: char, rest: &str) -> usize {
+    let octal = |s: &str| s.chars().take_while(|d| d.is_digit(8)).count();
+    match option {
+        '0' if rest.starts_with(['x', 'X']) => {
+            1 + rest[1..]
+                .chars()
+                .take_while(char::is_ascii_hexdigit)
+                .count()
+        }
+        'C' => rest
+            .chars()
+            .take_while(|d| d.is_ascii_digit() || "IOEioSDALa".contains(*d))
+            .count(),
+        _ => octal(rest),
+    }
 }

@@ -243,3 +243,48 @@ fn compilers_and_runtimes_that_run_source() {
         vec![Load::Module("dotenv/config".into())]
     );
 }
+
+/// Attack review 42: only CPython's `-c` ends the options (`python3 --help`); node, perl,
+/// ruby and lua go on reading options after code (checked with node v20.20 and perl 5.36).
+#[test]
+fn code_options_end_the_options_only_where_the_program_says_so() {
+    let inline = |c: &str| Program::Inline(Some(c.to_string()));
+    let node = of("node -e 1 -r ./pre.js");
+    assert_eq!(node.program, inline("1"));
+    assert_eq!(node.loads, vec![Load::File("./pre.js".into())]);
+    // node runs its last `-e`; perl joins them as lines.
+    assert_eq!(program("node -e 1 -e 2"), inline("2"));
+    assert_eq!(of("node -e 1 -e 2").code_at, Some(3));
+    assert_eq!(program("perl -e 1 -e 2"), inline("1\n2"));
+    assert_eq!(of("perl -e 1 -e 2").code_at, None);
+    assert_eq!(
+        of("perl -e 1 -MReport").loads,
+        vec![Load::Module("Report".into())]
+    );
+    assert!(of("node -e 1 -i").interactive);
+    // lua(1): `-e STAT` runs, then the script.
+    let lua = of("lua -e x=1 k.lua");
+    assert_eq!(lua.program, inline("x=1"));
+    assert_eq!(lua.loads, vec![Load::File("k.lua".into())]);
+    // CPython: what follows `-c CODE` is its `sys.argv`.
+    assert!(!of("python3 -c 1 -i").interactive);
+}
+
+#[test]
+fn debuggers_test_runners_and_node_values() {
+    assert!(of("perl -d -e 1").interactive);
+    assert!(of("perl -dt x.pl").interactive);
+    assert_eq!(
+        of("perl -d:Trace x.pl").loads,
+        vec![Load::Module("Devel::Trace".into())]
+    );
+    assert!(!of("perl -d:Trace x.pl").interactive);
+    assert!(of("python3 -m pdb x.py").interactive);
+    assert!(of("node inspect x.js").interactive);
+    let test = of("node --test a.js b.js");
+    assert_eq!(test.program, Program::Script(1));
+    assert_eq!(test.loads, vec![Load::File("b.js".into())]);
+    assert_eq!(program("node --test"), Program::NoneGiven);
+    assert_eq!(program("node --disable-warning X"), Program::Stdin);
+    assert_eq!(program("node --input_type commonjs"), Program::Stdin);
+}

@@ -707,4 +707,10 @@ fn scripts_that_run_each_other_many_times_are_analysed_once_each() {
     assert!(
         matches!(bash(&f, "w", "bash scripts/l0.sh"), Answer::Deny(ref why) if why.contains("no tool call may touch")),
     );
+    // The same file read first as Python (its strings hold no protected path) and then run by
+    // bash (which enters the key's directory): two readings, not one.
+    std::fs::write(f.project.join("scripts/k"), "cd ../../guard\ncat *.key\n").unwrap();
+    assert!(
+        matches!(bash(&f, "w", "python3 scripts/k; bash scripts/k"), Answer::Deny(ref why) if why.contains("no tool call may touch")),
+    );
 }

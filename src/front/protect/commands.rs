@@ -462,20 +462,16 @@ impl Ctx<'_> {
             ..t
         };
         for code in (CodeFiles { home, stdin }).run_by(&refs, i, here) {
-            if let Script::Shell(text) | Script::Config(text) | Script::Interpreted(text) = &code {
-                let reading = self.code_seen.borrow_mut().reading(text, here);
-                match reading {
-                    Reading::First => {}
-                    Reading::Again => continue,
-                    Reading::OverBudget => {
-                        return Some(Touch {
-                            resource: Resource::Binary,
-                            path: format!(
-                                "code in files past the {MAX_CODE_TEXTS} one decision reads"
-                            ),
-                            how: "runs code the screen does not read, which may run",
-                        })
-                    }
+            let reading = self.code_seen.borrow_mut().reading(&code, here);
+            match reading {
+                Reading::First => {}
+                Reading::Again => continue,
+                Reading::OverBudget => {
+                    return Some(Touch {
+                        resource: Resource::Binary,
+                        path: format!("code in files past the {MAX_CODE_TEXTS} one decision reads"),
+                        how: "runs code the screen does not read, which may run",
+                    })
                 }
             }
             let t = match code {

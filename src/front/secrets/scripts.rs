@@ -59,21 +59,15 @@ impl SecretRules {
         }
         .run_by(words, i, cwd);
         for script in scripts {
-            let text = match &script {
-                Script::Shell(t) | Script::Config(t) | Script::Interpreted(t) => Some(t),
-                Script::Unknown | Script::Unread(_) => None,
-            };
-            if let Some(t) = text {
-                match f.code.reading(t, cwd) {
-                    Reading::First => {}
-                    Reading::Again => continue,
-                    Reading::OverBudget => {
-                        f.secrets.push(format!(
-                            "code in files past the {MAX_CODE_TEXTS} one decision reads"
-                        ));
-                        f.unknown_program = true;
-                        continue;
-                    }
+            match f.code.reading(&script, cwd) {
+                Reading::First => {}
+                Reading::Again => continue,
+                Reading::OverBudget => {
+                    f.secrets.push(format!(
+                        "code in files past the {MAX_CODE_TEXTS} one decision reads"
+                    ));
+                    f.unknown_program = true;
+                    continue;
                 }
             }
             match script {
@@ -136,13 +130,23 @@ pub(crate) enum Reading {
 }
 
 impl CodeSeen {
-    /// Whether `text`, run in `cwd`, is to be analysed now (and counts it when it is).
-    pub(crate) fn reading(&mut self, text: &str, cwd: Option<&Path>) -> Reading {
+    /// Whether `code`, run in `cwd`, is to be analysed now (and counts it when it is). A text
+    /// is known by what it is read as too: the same bytes read as an interpreter's code and
+    /// then as shell commands (`python3 x; bash x`) are two analyses. Code without a text
+    /// ([`Script::Unknown`], [`Script::Unread`]) is always [`Reading::First`], never counted.
+    pub(crate) fn reading(&mut self, code: &Script, cwd: Option<&Path>) -> Reading {
         use sha2::{Digest, Sha256};
-        let key = (
-            Sha256::digest(text.as_bytes()).into(),
-            cwd.map(Path::to_path_buf),
-        );
+        let (tag, text) = match code {
+            Script::Shell(t) => (b'S', t),
+            Script::Config(t) => (b'C', t),
+            Script::Interpreted(t) => (b'I', t),
+            Script::Unknown | Script::Unread(_) => return Reading::First,
+        };
+        let digest = Sha256::new()
+            .chain_update([tag])
+            .chain_update(text.as_bytes())
+            .finalize();
+        let key = (digest.into(), cwd.map(Path::to_path_buf));
         if self.seen.contains(&key) {
             Reading::Again
         } else if self.seen.len() >= MAX_CODE_TEXTS {

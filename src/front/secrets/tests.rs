@@ -148,18 +148,26 @@ fn egress_and_its_destinations() {
 
 #[test]
 fn each_code_text_is_read_once_per_directory_and_a_bounded_number_in_all() {
-    use super::scripts::{CodeSeen, Reading, MAX_CODE_TEXTS};
+    use super::scripts::{CodeSeen, Reading, Script, MAX_CODE_TEXTS};
+    let sh = |t: &str| Script::Shell(t.to_string());
     let mut seen = CodeSeen::default();
     let here = Some(Path::new("/p"));
-    assert_eq!(seen.reading("echo a", here), Reading::First);
-    assert_eq!(seen.reading("echo a", here), Reading::Again);
+    assert_eq!(seen.reading(&sh("echo a"), here), Reading::First);
+    assert_eq!(seen.reading(&sh("echo a"), here), Reading::Again);
     assert_eq!(
-        seen.reading("echo a", Some(Path::new("/q"))),
+        seen.reading(&sh("echo a"), Some(Path::new("/q"))),
         Reading::First
     );
-    for k in 0..MAX_CODE_TEXTS - 2 {
-        assert_eq!(seen.reading(&format!("echo {k}"), here), Reading::First);
+    // The same bytes read as another kind of code are another analysis.
+    let code = Script::Interpreted("echo a".to_string());
+    assert_eq!(seen.reading(&code, here), Reading::First);
+    for k in 0..MAX_CODE_TEXTS - 3 {
+        assert_eq!(
+            seen.reading(&sh(&format!("echo {k}")), here),
+            Reading::First
+        );
     }
-    assert_eq!(seen.reading("echo b", here), Reading::OverBudget);
-    assert_eq!(seen.reading("echo a", here), Reading::Again);
+    assert_eq!(seen.reading(&sh("echo b"), here), Reading::OverBudget);
+    assert_eq!(seen.reading(&sh("echo a"), here), Reading::Again);
+    assert_eq!(seen.reading(&Script::Unknown, here), Reading::First);
 }

@@ -8,6 +8,7 @@ use super::programs::{
     DESTROY_PROGRAMS, FILE_PROGRAMS, GIT_TREE, READ_TREE_PROGRAMS, SEARCH_PROGRAMS, SHELLS,
     WRAPPERS,
 };
+use super::shell::joined;
 use super::shell::{lex, Piece, Token, Word};
 use super::{pattern, Resource, Touch, MAX_NESTING};
 use crate::front::secrets::{chunks, CodeFiles, Reading, Script, MAX_CODE_TEXTS};
@@ -154,11 +155,7 @@ impl Ctx<'_> {
                 Some(code) => self.command(&code, moved.clone(), depth + 1),
                 None => Some(Touch {
                     resource: Resource::Binary,
-                    path: refs
-                        .iter()
-                        .map(|w| w.squeezed())
-                        .collect::<Vec<_>>()
-                        .join(" "),
+                    path: joined(refs.iter().copied()),
                     how: "hands a program code only known when it runs, which may run",
                 }),
             };
@@ -381,11 +378,7 @@ impl Ctx<'_> {
                 Some(Program::Inline(None)) if !self.lenient => {
                     return Some(Touch {
                         resource: Resource::Binary,
-                        path: args
-                            .iter()
-                            .map(|a| a.squeezed())
-                            .collect::<Vec<_>>()
-                            .join(" "),
+                        path: joined(args.iter()),
                         how: "runs a shell command only known when it runs, which may run",
                     })
                 }

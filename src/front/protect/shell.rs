@@ -71,6 +71,16 @@ pub struct Word {
     pub pieces: Vec<Piece>,
 }
 
+/// The words' text as the analyses show it in a reason: each [`Word::squeezed`], joined by
+/// spaces.
+pub(crate) fn joined<'a>(words: impl IntoIterator<Item = &'a Word>) -> String {
+    words
+        .into_iter()
+        .map(Word::squeezed)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl Word {
     /// The word's literal characters alone (expansions dropped): `agent.led${X}ger` gives
     /// `agent.ledger`.

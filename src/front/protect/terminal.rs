@@ -10,6 +10,7 @@
 //! `Bash` gives a command no terminal, so nothing it runs needs one).
 
 use super::invocation::{invocation, Program};
+use super::shell::joined;
 use super::shell::{Lexed, Redirect};
 use super::simple::{simple_commands, Simple};
 
@@ -29,13 +30,7 @@ pub(super) fn fed_by_the_terminal(lexed: &Lexed) -> Option<String> {
         let name = s.program_name();
         let reads = name.as_deref().is_some_and(|n| reads_program(n, &args)) || root_shell(&s);
         if terminal && reads {
-            return Some(
-                s.words
-                    .iter()
-                    .map(|w| w.squeezed())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
+            return Some(joined(s.words.iter().copied()));
         }
         passes_terminal = terminal && s.pipes && name.as_deref().is_some_and(|n| copies(n, &args));
     }

@@ -9,6 +9,7 @@
 //! is a pattern over every path it may be; an archive or a patch may write anything).
 
 use crate::front::protect::pattern::{candidate_with, Candidate, Pat};
+use crate::front::protect::shell::joined;
 use crate::front::protect::shell::{lex, Piece, Redirect, Word};
 use crate::front::protect::simple::{basename, is_assignment, simple_commands, Simple};
 use crate::front::protect::{MAX_NESTING, SHELLS};
@@ -361,10 +362,7 @@ impl Analysis<'_> {
                 match code {
                     None => f.runs(format!(
                         "runs code that is only known when it runs (`{prog} {}`)",
-                        args.iter()
-                            .map(|w| w.squeezed())
-                            .collect::<Vec<_>>()
-                            .join(" ")
+                        joined(args.iter().copied())
                     )),
                     Some(code) if shell => {
                         self.walk(&code, here.map(Path::to_path_buf), depth + 1, f)

@@ -584,6 +584,11 @@ fn code_run_from_a_file_is_screened_for_the_guards_own_resources() {
             "import glob\nprint(open(glob.glob('../../guard/*.key')[0]).read())\n",
             "python3 -m tools.k",
         ),
+        (
+            "scripts/t.sh",
+            "#!/bin/sh\ntrap 'cat ../../guard/*.key' EXIT\n",
+            "bash scripts/t.sh",
+        ),
         ("Makefile", "show:\n\t@cat ../../guard/*.key\n", "make show"),
         (
             "package.json",
@@ -608,13 +613,16 @@ fn code_run_from_a_file_is_screened_for_the_guards_own_resources() {
         "not refused by the screen:\n{}",
         passed.join("\n")
     );
-    // Words and programs only known when the script runs are not judged in a script's code
-    // (§13.3, "Scripts"): nearly every script has them. (The secrecy rule may still refuse
+    // Words and programs only known when the script runs, and code it hands a program that is
+    // only known then (`trap "rm -f $T" EXIT`, a `sed` script with a variable in it), are not
+    // judged in a script's code (§13.3, "Scripts"): nearly every script has them. (The secrecy rule may still refuse
     // such a script: `"$@"` may send and `rm "$OUT"/*` may read any file, §16.2.)
     begin(&f, "ok", false);
     let text = "#!/bin/sh\nset -e\nOUT=${OUT:-dist}\nrm -rf \"$OUT\"/*\n\"$@\"\n\
                 eval \"$EXTRA\"\nkill $PID 2>/dev/null || true\n\
-                cd \"$(dirname \"$0\")\" && find . -name '*.o' -delete\n";
+                cd \"$(dirname \"$0\")\" && find . -name '*.o' -delete\n\
+                T=$(mktemp)\ntrap \"rm -f $T\" EXIT\n\
+                sed -e '/^'\"$SEP\"'$/,$d' \"$1\" > \"$T\"\n";
     write(&f, "ok", "scripts/ci.sh", text);
     let a = bash(&f, "ok", "sh scripts/ci.sh true");
     assert!(

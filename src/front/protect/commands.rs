@@ -153,6 +153,9 @@ impl Ctx<'_> {
         for handed in super::handed::handed_and_carried(&refs) {
             let t = match handed {
                 Some(code) => self.command(&code, moved.clone(), depth + 1),
+                // In a script's text, code only known when it runs is not judged, as a program
+                // only known then is not (§13.3, "Scripts").
+                None if self.lenient => None,
                 None => Some(Touch {
                     resource: Resource::Binary,
                     path: joined(refs.iter().copied()),

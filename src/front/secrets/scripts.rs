@@ -59,45 +59,59 @@ impl SecretRules {
         }
         .run_by(words, i, cwd);
         for script in scripts {
-            match f.code.reading(&script, cwd) {
-                Reading::First => {}
-                Reading::Again => continue,
-                Reading::OverBudget => {
-                    f.secrets.push(format!(
-                        "code in files past the {MAX_CODE_TEXTS} one decision reads"
-                    ));
-                    f.unknown_program = true;
-                    continue;
+            self.code(script, &prog, cwd, depth, f, r);
+        }
+    }
+
+    /// One file of code `script` that the program `prog` runs in `cwd`, analysed into `f` as
+    /// [`SecretRules::scripts`] says.
+    fn code(
+        &self,
+        script: Script,
+        prog: &str,
+        cwd: Option<&Path>,
+        depth: usize,
+        f: &mut Facts,
+        r: &Resolver,
+    ) {
+        match f.code.reading(&script, cwd) {
+            Reading::First => {}
+            Reading::Again => return,
+            Reading::OverBudget => {
+                f.secrets.push(format!(
+                    "code in files past the {MAX_CODE_TEXTS} one decision reads"
+                ));
+                f.unknown_program = true;
+                return;
+            }
+        }
+        match script {
+            Script::Shell(code) => self.shell(&code, cwd, depth + 1, f, r),
+            Script::Config(code) => {
+                super::rc::EXPANDING.with(|e| e.set(true));
+                self.shell(&code, cwd, depth + 1, f, r);
+                super::rc::EXPANDING.with(|e| e.set(false));
+            }
+            Script::Interpreted(code) => {
+                if let Some(s) =
+                    super::commands::chunks(&code).find_map(|c| self.secret_str(c, cwd, r))
+                {
+                    f.secrets.push(s);
+                    f.egress.push(Egress {
+                        via: format!("a script run by {prog}"),
+                        destinations: Vec::new(),
+                    });
                 }
             }
-            match script {
-                Script::Shell(code) => self.shell(&code, cwd, depth + 1, f, r),
-                Script::Config(code) => {
-                    super::rc::EXPANDING.with(|e| e.set(true));
-                    self.shell(&code, cwd, depth + 1, f, r);
-                    super::rc::EXPANDING.with(|e| e.set(false));
-                }
-                Script::Interpreted(code) => {
-                    if let Some(s) =
-                        super::commands::chunks(&code).find_map(|c| self.secret_str(c, cwd, r))
-                    {
-                        f.secrets.push(s);
-                        f.egress.push(Egress {
-                            via: format!("a script run by {prog}"),
-                            destinations: Vec::new(),
-                        });
-                    }
-                }
-                Script::Unknown => f.unknown_program = true,
-                Script::Unread(path) => {
-                    f.secrets.push(format!(
-                        "the code of `{}`, which is not read (longer than {} KiB, not text, \
-                         or not a regular file)",
-                        path.display(),
-                        MAX_SCRIPT_BYTES / 1024
-                    ));
-                    f.unknown_program = true;
-                }
+            Script::Unknown => f.unknown_program = true,
+            Script::Unread(path) => {
+                f.secrets.push(format!(
+                    "the code of `{}`, which is not read (longer than {} KiB, not text, \
+                     or not a regular file)",
+                    path.display(),
+                    MAX_SCRIPT_BYTES / 1024
+                ));
+                f.unknown_program = true;
             }
         }
     }

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 mod commands;
 mod copies;
+mod endorsed;
 mod hosts;
 mod interpreters;
 mod rc;
@@ -114,6 +115,12 @@ struct Facts {
     rerouted: bool,
     /// The code texts analysed so far ([`CodeSeen`]).
     code: CodeSeen,
+    /// How many endorsed code texts enclose the one being analysed (§16.2, "Endorsed code"):
+    /// while more than none, the files of code it runs wait in `deferred`.
+    endorsed: usize,
+    /// The files of code an endorsed text runs, each with its working directory and the
+    /// program that runs it: analysed after the text, each as what it is.
+    deferred: Vec<(scripts::Script, Option<PathBuf>, String)>,
 }
 
 impl SecretRules {

@@ -165,6 +165,11 @@ pub struct Secrets {
     pub open_destinations: Vec<String>,
     /// Git remotes secrets may be pushed to (`origin`).
     pub open_git_remotes: Vec<String>,
+    /// SHA-256 digests of code texts the user vouches for (`"sha256:<64 hex>"` in the policy):
+    /// a script whose bytes are one of them is the user's code, and what it does itself is not
+    /// judged as reading or sending secrets; the files of code it runs are judged as ever
+    /// (`spec/hooks.md` §16.2, "Endorsed code").
+    pub endorsed_code: BTreeSet<[u8; 32]>,
 }
 
 impl Secrets {

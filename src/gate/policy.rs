@@ -80,6 +80,7 @@ impl Policy {
             secrets: raw
                 .secrets
                 .map(RawSecrets::into_secrets)
+                .transpose()?
                 .unwrap_or_default(),
             sinks: raw.sinks.unwrap_or_default(),
             composed_after_external: Composed::from_name(
@@ -319,11 +320,24 @@ struct RawSecrets {
     open_destinations: Vec<String>,
     #[serde(default)]
     open_git_remotes: Vec<String>,
+    #[serde(default)]
+    endorsed_code: Vec<String>,
 }
 
 impl RawSecrets {
-    fn into_secrets(self) -> Secrets {
-        Secrets {
+    fn into_secrets(self) -> Result<Secrets, PolicyError> {
+        let endorsed_code = self
+            .endorsed_code
+            .iter()
+            .map(|e| {
+                e.strip_prefix("sha256:")
+                    .filter(|h| h.len() == 64)
+                    .and_then(|h| hex::decode(h).ok())
+                    .and_then(|d| <[u8; 32]>::try_from(d).ok())
+                    .ok_or_else(|| PolicyError::unknown_setting("secrets.endorsed_code", e))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Secrets {
             paths: self.paths,
             public_paths: self.public_paths,
             tools: self.tools.iter().map(|t| principal_stem(t)).collect(),
@@ -341,7 +355,8 @@ impl RawSecrets {
                 .map(|d| d.to_lowercase())
                 .collect(),
             open_git_remotes: self.open_git_remotes,
-        }
+            endorsed_code,
+        })
     }
 }
 

@@ -321,6 +321,17 @@ fn an_unknown_setting_value_names_its_setting() {
             "prompt",
         ),
         ("unknown_tools", "unknown_tools = \"deny\"", "deny"),
+        // A digest of code the user endorses: `sha256:` and 64 hex digits, nothing else.
+        (
+            "secrets.endorsed_code",
+            "[secrets]\nendorsed_code = [\"sha256:12\"]",
+            "sha256:12",
+        ),
+        (
+            "secrets.endorsed_code",
+            "[secrets]\nendorsed_code = [\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"]",
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        ),
         // A label's name is not a value of a setting either.
         ("unsourced", "unsourced = \"trusted\"", "trusted"),
     ] {
@@ -334,6 +345,21 @@ fn an_unknown_setting_value_names_its_setting() {
             "{bad}"
         );
     }
+}
+
+#[test]
+fn endorsed_code_is_read_as_digests() {
+    let digest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    let text = format!(
+        "default_max_label = \"trusted\"\n[secrets]\nendorsed_code = [\"sha256:{digest}\", \"sha256:{}\"]",
+        digest.to_uppercase()
+    );
+    let p = Policy::from_toml(&text).unwrap();
+    let want: [u8; 32] = hex::decode(digest).unwrap().try_into().unwrap();
+    assert_eq!(
+        p.secrets.endorsed_code.into_iter().collect::<Vec<_>>(),
+        vec![want]
+    );
 }
 
 /// A lineage view with texts, writers and edges for the origin check.

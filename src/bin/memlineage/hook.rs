@@ -63,6 +63,14 @@ enum HookCmd {
         /// The guard's `layout.json`.
         layout: PathBuf,
     },
+    /// Print the digest of each script for the policy's `secrets.endorsed_code` (spec/hooks.md
+    /// §16.2, "Endorsed code"): one `"sha256:<hex>", # FILE` line each, to add by hand after
+    /// reading the script. Changes nothing.
+    Endorse {
+        /// Scripts (text, at most 4 MiB each).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Replace session files untouched for longer than the limit by pruned markers.
     Prune {
         /// Ledger path.
@@ -133,6 +141,7 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
         HookCmd::SessionStart(a) => (HookEvent::SessionStart, a),
         HookCmd::Install(a) => return hook_install::install(&a),
         HookCmd::Doctor(a) => return hook_install::doctor(&a),
+        HookCmd::Endorse { files } => return endorse(&files),
         HookCmd::Serve(a) => {
             return match (a.separated, a.ledger) {
                 (Some(layout), _) => hook_separate::serve(&layout),
@@ -292,4 +301,32 @@ fn front(
     let mut front = Front::new(l, policy, keys);
     front.set_protected(protected);
     Ok(front)
+}
+
+/// `hook endorse FILE…`: the policy line of each script's digest. The digest is of the file's
+/// bytes, which the secrecy rule reads as its text only when they are UTF-8 without a NUL and
+/// at most 4 MiB; any other file is refused here, since its text is never read as endorsed.
+fn endorse(files: &[PathBuf]) -> Res<ExitCode> {
+    use sha2::{Digest, Sha256};
+    const MAX: u64 = 4 << 20;
+    let mut lines = String::new();
+    for file in files {
+        let bytes = memlineage::store::durable::read_regular(file, MAX)
+            .map_err(|e| format!("hook endorse: {}: {e}", file.display()))?
+            .ok_or_else(|| format!("hook endorse: {}: no such file", file.display()))?;
+        if bytes.contains(&0) || std::str::from_utf8(&bytes).is_err() {
+            return Err(format!(
+                "hook endorse: {}: not text (UTF-8 without NUL)",
+                file.display()
+            )
+            .into());
+        }
+        let shown = serde_json::to_string(&file.display().to_string())?;
+        lines.push_str(&format!(
+            "\"sha256:{}\", # {shown}\n",
+            hex::encode(Sha256::digest(&bytes))
+        ));
+    }
+    print!("{lines}");
+    Ok(ExitCode::SUCCESS)
 }

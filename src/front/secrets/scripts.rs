@@ -59,13 +59,18 @@ impl SecretRules {
         }
         .run_by(words, i, cwd);
         for script in scripts {
+            if f.endorsed > 0 {
+                f.deferred
+                    .push((script, cwd.map(Path::to_path_buf), prog.clone()));
+                continue;
+            }
             self.code(script, &prog, cwd, depth, f, r);
         }
     }
 
     /// One file of code `script` that the program `prog` runs in `cwd`, analysed into `f` as
     /// [`SecretRules::scripts`] says.
-    fn code(
+    pub(super) fn code(
         &self,
         script: Script,
         prog: &str,
@@ -84,6 +89,9 @@ impl SecretRules {
                 f.unknown_program = true;
                 return;
             }
+        }
+        if self.endorsed_code(&script, cwd, depth, f, r) {
+            return;
         }
         match script {
             Script::Shell(code) => self.shell(&code, cwd, depth + 1, f, r),

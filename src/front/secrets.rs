@@ -115,6 +115,9 @@ struct Facts {
     rerouted: bool,
     /// The code texts analysed so far ([`CodeSeen`]).
     code: CodeSeen,
+    /// Whether code the user endorsed is read as such: for the decision on a call, not for
+    /// whether its result is secret (§16.2, "Endorsed code").
+    endorsing: bool,
     /// How many endorsed code texts enclose the one being analysed (§16.2, "Endorsed code"):
     /// while more than none, the files of code it runs wait in `deferred`.
     endorsed: usize,
@@ -213,7 +216,7 @@ impl SecretRules {
         args: &Map<String, Value>,
         cwd: Option<&Path>,
     ) -> Option<String> {
-        let facts = self.shell_call(tool, args, cwd);
+        let facts = self.shell_call(tool, args, cwd, false);
         self.read_with(tool, args, cwd, facts.as_ref())
     }
 
@@ -225,7 +228,7 @@ impl SecretRules {
         args: &Map<String, Value>,
         cwd: Option<&Path>,
     ) -> Option<(Egress, Option<String>)> {
-        let facts = self.shell_call(tool, args, cwd);
+        let facts = self.shell_call(tool, args, cwd, true);
         let reads = self.read_with(tool, args, cwd, facts.as_ref());
         Some((self.egress_with(tool, args, facts)?, reads))
     }
@@ -269,7 +272,7 @@ impl SecretRules {
         args: &Map<String, Value>,
         cwd: Option<&Path>,
     ) -> Option<Egress> {
-        let facts = self.shell_call(tool, args, cwd);
+        let facts = self.shell_call(tool, args, cwd, false);
         self.egress_with(tool, args, facts)
     }
 

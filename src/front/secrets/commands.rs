@@ -16,18 +16,25 @@ use std::path::{Path, PathBuf};
 
 impl SecretRules {
     /// The facts of a shell tool's call (`None` for another tool).
+    ///
+    /// `endorsing`: whether code the user endorsed is read as such (§16.2, "Endorsed code"):
+    /// only for the decision on the call itself, never for whether its result is secret.
     pub(super) fn shell_call(
         &self,
         tool: &str,
         args: &Map<String, Value>,
         cwd: Option<&Path>,
+        endorsing: bool,
     ) -> Option<Facts> {
         let texts = shell_texts(tool, args);
         if texts.is_empty() {
             return None;
         }
         let cwd = workdir(args, cwd);
-        let mut f = Facts::default();
+        let mut f = Facts {
+            endorsing,
+            ..Facts::default()
+        };
         let r = Resolver::default();
         for t in &texts {
             self.shell(t, cwd.as_deref(), 0, &mut f, &r);

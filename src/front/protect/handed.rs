@@ -443,7 +443,9 @@ fn wrappers(words: &[&Word], i: usize, out: &mut Vec<Handed>) {
             .or_else(|| p.strip_prefix("-S").filter(|r| !r.is_empty()));
         if let Some(s) = split {
             out.push(Some(s.to_string()));
-        } else if p.contains(char::is_whitespace) {
+        } else if p.contains([' ', '\t', '\n']) {
+            // What the shell splits at (a `\r` is a character of its word, as in a CRLF
+            // script: handing such a word on would hand it back unchanged, for ever).
             out.push(Some(p));
         }
     }

@@ -167,3 +167,15 @@ fn a_path_assignment_hands_the_program_found_in_its_literal_directories() {
     assert!(handed("PATH=$HOME/bin:$PATH git status").is_empty());
     assert!(handed("PATH=/nonexistent/dir:$PATH git status").is_empty());
 }
+
+#[test]
+fn a_program_word_is_a_command_line_only_when_the_shell_splits_it() {
+    // `watch 'ls -l'`: watch hands `sh -c` its words, which the shell splits at blanks.
+    assert_eq!(handed("watch 'ls -l'"), some(&["ls -l"]));
+    // A carriage return (a script with CRLF line ends), a vertical tab or a form feed is a
+    // character of its word for the shell: handing the word on would hand it back unchanged,
+    // for ever (the screen refused every CRLF script as nesting too deeply).
+    for text in ["\r", "x\r", "echo\x0bhi", "a\x0cb"] {
+        assert_eq!(handed(text), Vec::<Option<String>>::new(), "{text:?}");
+    }
+}

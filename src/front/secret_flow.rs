@@ -41,7 +41,11 @@ impl<S: Store, K: Keys> Front<S, K> {
         let cwd = self.project.clone();
         let cwd = cwd.as_deref().map(Path::new);
         let rules = self.secret_rules();
-        let (egress, mut itself) = rules.egress_reading(tool, args, cwd)?;
+        let call = rules.call_reading(tool, args, cwd);
+        let Some(egress) = call.egress else {
+            return self.handed_to_a_stranger(session, tool, args, call.strangers);
+        };
+        let mut itself = call.reads;
         // Nothing secret to send: no destination needs judging (every branch below refuses
         // only for a secret the call reads or the session read) — unless a file it sends holds
         // a secret's value (a copy made earlier, in any session: §16.2, "Copies").
@@ -121,6 +125,33 @@ impl<S: Store, K: Keys> Front<S, K> {
         None
     }
 
+    /// A call that sends through no egress command but runs a program not known to keep data
+    /// on the machine, and hands it a value of a secret the session read, as written or in one
+    /// of §16.6's encodings (the agent retyped what it read): refused, as the same value in an
+    /// egress command's arguments is (§16.2, "Programs not known to stay local").
+    fn handed_to_a_stranger(
+        &mut self,
+        session: &Session,
+        tool: &str,
+        args: &serde_json::Map<String, Value>,
+        strangers: Vec<secrets::Egress>,
+    ) -> Option<Refusal> {
+        let stranger = strangers.into_iter().next()?;
+        let (read, carried) = self
+            .secret_reads(session, true)
+            .into_iter()
+            .find_map(|r| self.carried_known(&r, args).map(|c| (r, c)))?;
+        Some(Refusal::Secret {
+            tool: tool.to_string(),
+            secret: read.what,
+            entry: Some(read.read),
+            via: stranger.via,
+            destination: "an unnamed destination".to_string(),
+            after_untrusted: false,
+            carried: Some(carried),
+        })
+    }
+
     /// Whether every destination parameter of the egress tool `tool` (`secrets.egress_tools`)
     /// is present and each of its strings is copied whole from a read of the session (a
     /// shell command's destinations are never: what a command sends is not in its words).
@@ -170,6 +201,27 @@ impl<S: Store, K: Keys> Front<S, K> {
         read: &SecretRead,
         args: &serde_json::Map<String, Value>,
     ) -> Option<secret_values::Carried> {
+        self.carried(read, args, true)
+    }
+
+    /// [`Front::carried_value`], but a text that cannot be read (unseen history, a content
+    /// deleted) carries nothing: for the rule on programs not known to keep data local, which
+    /// judges only values it can see (§16.2), so that a session whose start the hooks did not
+    /// see can still build and test.
+    fn carried_known(
+        &mut self,
+        read: &SecretRead,
+        args: &serde_json::Map<String, Value>,
+    ) -> Option<secret_values::Carried> {
+        self.carried(read, args, false)
+    }
+
+    fn carried(
+        &mut self,
+        read: &SecretRead,
+        args: &serde_json::Map<String, Value>,
+        unknown_carries: bool,
+    ) -> Option<secret_values::Carried> {
         use crate::gate::OriginView;
         let mut tokens = std::collections::BTreeSet::new();
         for id in [read.read, read.source] {
@@ -180,6 +232,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             };
             match text {
                 Some(t) => tokens.extend(secret_values::specific_tokens(&t)),
+                None if !unknown_carries => {}
                 None => {
                     return args.keys().next().map(|a| secret_values::Carried {
                         argument: a.clone(),

@@ -32,6 +32,7 @@ mod copies;
 mod endorsed;
 mod hosts;
 mod interpreters;
+mod local;
 mod rc;
 mod scripts;
 pub(crate) use commands::chunks;
@@ -113,6 +114,12 @@ struct Facts {
     unknown_program: bool,
     /// It sets a proxy or pins an address: its senders' destinations are unknown.
     rerouted: bool,
+    /// The programs it runs, nested and handed code included, that are not known to keep data
+    /// on the machine (`local::is_local`, `secrets.local_commands`), by basename.
+    strangers: Vec<String>,
+    /// Whether one of `secrets` is named concretely: a file by its path (no pattern, no part
+    /// only known when it runs), a directory holding secrets, the environment, a path in code.
+    named: bool,
     /// The code texts analysed so far ([`CodeSeen`]).
     code: CodeSeen,
     /// Whether code the user endorsed is read as such: for the decision on a call, not for
@@ -228,9 +235,8 @@ impl SecretRules {
         args: &Map<String, Value>,
         cwd: Option<&Path>,
     ) -> Option<(Egress, Option<String>)> {
-        let facts = self.shell_call(tool, args, cwd, true);
-        let reads = self.read_with(tool, args, cwd, facts.as_ref());
-        Some((self.egress_with(tool, args, facts)?, reads))
+        let call = self.call_reading(tool, args, cwd);
+        Some((call.egress?, call.reads))
     }
 
     /// [`SecretRules::read_by`] given the analysis of the call's command, if it has one.

@@ -158,6 +158,10 @@ pub struct Secrets {
     pub environment_commands: Vec<String>,
     /// Command prefixes (words) that send data off the machine (`curl`, `git push`).
     pub egress_commands: Vec<String>,
+    /// Command prefixes (words) the policy's owner declares keep data on the machine, beside
+    /// the programs memlineage knows to (`spec/hooks.md` §16.2, "Programs not known to stay
+    /// local"): a call that reads a secret and runs one of them is not refused for it.
+    pub local_commands: Vec<String>,
     /// Per tool that sends data off the machine, the parameters naming where to
     /// (`WebFetch` → `url`); an empty list: the destination is unknown.
     pub egress_tools: BTreeMap<String, Vec<String>>,

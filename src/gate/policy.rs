@@ -315,6 +315,8 @@ struct RawSecrets {
     #[serde(default)]
     egress_commands: Vec<String>,
     #[serde(default)]
+    local_commands: Vec<String>,
+    #[serde(default)]
     egress_tools: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     open_destinations: Vec<String>,
@@ -348,6 +350,7 @@ impl RawSecrets {
                 .collect(),
             environment_commands: self.environment_commands,
             egress_commands: self.egress_commands,
+            local_commands: self.local_commands,
             egress_tools: self.egress_tools,
             open_destinations: self
                 .open_destinations

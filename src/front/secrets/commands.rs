@@ -186,9 +186,11 @@ impl SecretRules {
         });
         for w in words {
             if let Some(s) = self.word_secret(w, cwd, r) {
+                f.named |= self.concrete(w, cwd);
                 f.secrets.push(s);
             } else if tree {
                 if let Some(s) = self.tree_secret(w, cwd) {
+                    f.named = true;
                     f.secrets.push(s);
                 }
             }
@@ -223,6 +225,7 @@ impl SecretRules {
                 .iter()
                 .any(|e| env_dump(e, first, args))
             {
+                f.named = true;
                 f.secrets.push(format!("the environment ({first})"));
             }
         }
@@ -250,6 +253,15 @@ impl SecretRules {
         let prog = basename(&prog).to_string();
         let rest = &words[i + 1..];
         let lits: Vec<String> = rest.iter().map(|w| w.squeezed()).collect();
+        if !super::local::is_local(&prog_word.literal().unwrap_or_default())
+            && !self
+                .policy
+                .local_commands
+                .iter()
+                .any(|e| prefix_matches(e, &prog, &lits))
+        {
+            f.strangers.push(prog.clone());
+        }
         if prog != basename(&all[0])
             && self
                 .policy
@@ -257,6 +269,7 @@ impl SecretRules {
                 .iter()
                 .any(|e| env_dump(e, &prog, &lits))
         {
+            f.named = true;
             f.secrets.push(format!("the environment ({prog})"));
         }
         // Inline code, its options read as the program reads them (§13.3, "Options").
@@ -374,6 +387,26 @@ impl SecretRules {
             }
         }
         None
+    }
+
+    /// Whether `w`, which names a secret, names it concretely: as a path, or after its last
+    /// `=` or `@` (`-F f=@.env`), with no pattern and no part only known when it runs (`$HOME`
+    /// and `~` are the home directory).
+    fn concrete(&self, w: &Word, cwd: Option<&Path>) -> bool {
+        let home = self.home.as_deref();
+        let path = |w: &Word| matches!(candidate(w, cwd, home), Candidate::Path(_));
+        path(w)
+            || ['=', '@'].iter().any(|cut| {
+                w.pieces
+                    .iter()
+                    .rposition(|x| *x == Piece::Lit(*cut))
+                    .is_some_and(|p| {
+                        p + 1 < w.pieces.len()
+                            && path(&Word {
+                                pieces: w.pieces[p + 1..].to_vec(),
+                            })
+                    })
+            })
     }
 
     /// The secret a word names: the word as a path, the value after `=` or `@` in it

@@ -53,7 +53,7 @@ impl SecretRules {
         if !f.endorsing || !self.is_endorsed(text) {
             return false;
         }
-        let secrets = f.secrets.len();
+        let (secrets, named) = (f.secrets.len(), f.named);
         let deferred = f.deferred.len();
         if let Script::Shell(code) = script {
             f.endorsed += 1;
@@ -63,6 +63,7 @@ impl SecretRules {
         // The secrets the text reads itself are the user's reading; what it may send is not
         // vouched for (the agent chose its arguments and may have read a secret).
         f.secrets.truncate(secrets);
+        f.named = named;
         // The files of code it runs are judged as what they are.
         let runs: Vec<_> = f.deferred.drain(deferred..).collect();
         for (code, dir, prog) in runs {

@@ -10,8 +10,13 @@ pub(super) fn destinations(prog: &str, args: &[String]) -> Vec<String> {
     let mut out: Vec<String> = args.iter().filter_map(|a| url_host(a)).collect();
     match prog {
         "git" => {
-            // `git push [REMOTE] …`: the word after `push`; none is the default remote.
-            if let Some(p) = plain.iter().position(|a| *a == "push") {
+            // `git push [REMOTE] …` (and `fetch`, `pull`, `ls-remote`): the word after the
+            // subcommand; none is the default remote.
+            let remote_taking = ["push", "fetch", "pull", "ls-remote"];
+            if let Some(p) = plain
+                .iter()
+                .position(|a| remote_taking.contains(&a.as_str()))
+            {
                 match plain.get(p + 1) {
                     Some(r) if url_host(r).is_none() => out.push((*r).clone()),
                     Some(_) => {}

@@ -104,6 +104,7 @@ impl SecretRules {
                 if let Some(s) =
                     super::commands::chunks(&code).find_map(|c| self.secret_str(c, cwd, r))
                 {
+                    f.named = true;
                     f.secrets.push(s);
                     f.egress.push(Egress {
                         via: format!("a script run by {prog}"),

@@ -5,6 +5,9 @@
 //! (without a directory: checks that every file there is what it would write).
 //! Keys come from public test labels (`spec/record.md` §5.5): never use them for real data.
 
+#[path = "common/label_proof_notes.rs"]
+mod notes;
+
 use memlineage::lineage::effects_index::{EffectsIndex, LookupEnd, Subject};
 use memlineage::lineage::label_proof::{LabelProof, LabelProofError, ProvedEntry};
 use memlineage::lineage::{LabelPolicy, WeakRule};
@@ -566,6 +569,7 @@ fn negatives(
         q,
         "Checkpoint",
     ));
+    v.extend(notes::mutants(summary, ORIGIN));
     let mut out = Vec::new();
     for (name, desc, p, class) in v {
         out.push(vector(name, desc, vkey, &p, Err(class), None));

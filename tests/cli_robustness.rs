@@ -258,3 +258,103 @@ fn append_errors_name_the_line() {
     ));
     assert!(e.contains("got 1000001 millionths"), "{e}");
 }
+
+/// `verify-proof --tau` is what the caller expects the checkpoint to sign, taken exactly (in
+/// millionths, as signed): a τ no checkpoint can sign is an error, never rounded to the one
+/// the checkpoint signs (attack review 44: `--tau 0.4999996` passed a checkpoint signing 0.5,
+/// under which an edge of weight 0.5 is weak where the caller's τ makes it strong).
+#[test]
+fn verify_proof_takes_the_expected_tau_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/vectors/label-proof/summary-quarantined-tombstoned.json"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    std::fs::write(d.join("p"), v["proof"].as_str().unwrap()).unwrap();
+    let vkey = v["vkey"].as_str().unwrap();
+    let verify = |tau: &str| {
+        run(
+            &["verify-proof", "p", "--log-key", vkey, "--tau", tau],
+            d,
+            None,
+        )
+    };
+    for tau in ["0.5", "0.500000", "0.50000000"] {
+        assert!(
+            ok(&verify(tau)).contains("label: DERIVED_UNTRUSTED"),
+            "{tau}"
+        );
+    }
+    for tau in [
+        "0.4999996",
+        "0.5000004",
+        "0.49999999",
+        "-0",
+        "5e-1",
+        ".5",
+        "0.",
+        "NaN",
+        "1.5",
+        "",
+    ] {
+        let err = fails(&verify(tau));
+        assert!(err.starts_with("error: "), "{tau}: {err}");
+    }
+}
+
+/// A label proof made before a flag still verifies after it, unquarantined, against its older
+/// checkpoint (offline, nothing shows the flag came later: `spec/label-proof.md` §5). A
+/// verifier that trusts a later checkpoint says so with `--min-size` and the older proof is
+/// refused (attack review 44: before the option it could only read the size printed).
+#[test]
+fn a_label_proof_older_than_a_trusted_size_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let id = ledger_with_one_prompt(d);
+    ok(&run(
+        &["prove", "l.db", &id, "--label", "-o", "old"],
+        d,
+        None,
+    ));
+    let vkey = ok(&run(&["checkpoint", "l.db", "--vkey"], d, None));
+    let vkey = vkey.trim();
+    let verify = |extra: &[&str]| {
+        let mut args = vec!["verify-proof", "old", "--log-key", vkey];
+        args.extend_from_slice(extra);
+        run(&args, d, None)
+    };
+    let before = ok(&verify(&[]));
+    ok(&run(
+        &["flag", "l.db", &id, "--reason", "injection"],
+        d,
+        None,
+    ));
+    let head = ok(&run(&["checkpoint", "l.db"], d, None));
+    let size = head.lines().nth(1).unwrap().to_string();
+    ok(&run(
+        &["prove", "l.db", &id, "--label", "-o", "new"],
+        d,
+        None,
+    ));
+    // The old proof is what it was: not quarantined, as of its own size.
+    assert_eq!(ok(&verify(&[])), before);
+    assert!(before.contains("quarantined: no"), "{before}");
+    let err = fails(&verify(&["--min-size", &size]));
+    assert!(err.contains("older than the"), "{err}");
+    let new = ok(&run(
+        &[
+            "verify-proof",
+            "new",
+            "--log-key",
+            vkey,
+            "--min-size",
+            &size,
+        ],
+        d,
+        None,
+    ));
+    assert!(new.contains("quarantined: yes"), "{new}");
+}

@@ -358,3 +358,48 @@ fn a_label_proof_older_than_a_trusted_size_is_refused() {
     ));
     assert!(new.contains("quarantined: yes"), "{new}");
 }
+
+/// A store-only attacker cuts the last entry (a flag) out of the SQLite file with its tree
+/// hashes and the checkpoints that cover it, leaving the side file beside it, which holds the
+/// log key's checkpoint of the longer tree. The ledger refuses to open it (the seal), so no
+/// label proof is made from it; `memlineage verify`, which needs only the verifier key, reads
+/// neither the seal (a holder of the secret key checks it) nor the side file, and says OK,
+/// where a signed checkpoint beside the store shows that entries were cut (attack review 44).
+#[test]
+#[ignore = "attack review 44, not fixed: memlineage verify does not compare the store with the \
+            signed checkpoint kept in the side file (spec/lineage.md §5.1; the attacker can \
+            delete that file too, so only an outside pin refuses the cut for sure)"]
+fn verify_reports_a_flag_cut_out_when_the_side_file_signs_the_longer_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let id = ledger_with_one_prompt(d);
+    ok(&run(
+        &["flag", "l.db", &id, "--reason", "injection"],
+        d,
+        None,
+    ));
+    let c = rusqlite::Connection::open(d.join("l.db")).unwrap();
+    let last: i64 = c
+        .query_row("SELECT max(idx) FROM entries", [], |r| r.get(0))
+        .unwrap();
+    c.execute("DELETE FROM entries WHERE idx = ?1", [last])
+        .unwrap();
+    c.execute("DELETE FROM checkpoints WHERE size > ?1", [last])
+        .unwrap();
+    // The tree hashes of the cut leaf (what a tree of `last` leaves does not store).
+    let keep = 2 * last - i64::from(last.count_ones() as u8);
+    c.execute(
+        "DELETE FROM tree_hashes WHERE rowid NOT IN \
+         (SELECT rowid FROM tree_hashes ORDER BY rowid LIMIT ?1)",
+        [keep],
+    )
+    .unwrap();
+    drop(c);
+    assert!(d.join("l.db.checkpoint").exists());
+    let err = fails(&run(&["prove", "l.db", &id, "--label", "-o", "p"], d, None));
+    assert!(
+        err.contains("sealed") || err.contains("signed a checkpoint"),
+        "{err}"
+    );
+    fails(&run(&["verify", "l.db"], d, None));
+}

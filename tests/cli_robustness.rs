@@ -362,13 +362,11 @@ fn a_label_proof_older_than_a_trusted_size_is_refused() {
 /// A store-only attacker cuts the last entry (a flag) out of the SQLite file with its tree
 /// hashes and the checkpoints that cover it, leaving the side file beside it, which holds the
 /// log key's checkpoint of the longer tree. The ledger refuses to open it (the seal), so no
-/// label proof is made from it; `memlineage verify`, which needs only the verifier key, reads
-/// neither the seal (a holder of the secret key checks it) nor the side file, and says OK,
+/// label proof is made from it; `memlineage verify`, which needs only the verifier key, read
+/// neither the seal (a holder of the secret key checks it) nor the side file, and said OK,
 /// where a signed checkpoint beside the store shows that entries were cut (attack review 44).
+/// It now compares the store with the side file's checkpoint.
 #[test]
-#[ignore = "attack review 44, not fixed: memlineage verify does not compare the store with the \
-            signed checkpoint kept in the side file (spec/lineage.md §5.1; the attacker can \
-            delete that file too, so only an outside pin refuses the cut for sure)"]
 fn verify_reports_a_flag_cut_out_when_the_side_file_signs_the_longer_tree() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
@@ -401,5 +399,16 @@ fn verify_reports_a_flag_cut_out_when_the_side_file_signs_the_longer_tree() {
         err.contains("sealed") || err.contains("signed a checkpoint"),
         "{err}"
     );
-    fails(&run(&["verify", "l.db"], d, None));
+    let out = run(&["verify", "l.db"], d, None);
+    fails(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("side checkpoint: MISMATCH (the log key signed a tree of"),
+        "{stdout}"
+    );
+    // The untouched ledger: the side file's checkpoint is a prefix of the store.
+    let tmp = tempfile::tempdir().unwrap();
+    ledger_with_one_prompt(tmp.path());
+    let clean = ok(&run(&["verify", "l.db"], tmp.path(), None));
+    assert!(clean.contains("side checkpoint: size "), "{clean}");
 }

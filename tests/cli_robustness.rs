@@ -303,6 +303,11 @@ fn verify_proof_takes_the_expected_tau_exactly() {
         let err = fails(&verify(tau));
         assert!(err.starts_with("error: "), "{tau}: {err}");
     }
+    // The audit's --tau is read the same way.
+    ledger_with_one_prompt(d);
+    ok(&run(&["verify", "l.db", "--tau", "0.5"], d, None));
+    let err = fails(&run(&["verify", "l.db", "--tau", "0.4999996"], d, None));
+    assert!(err.contains("six decimals"), "{err}");
 }
 
 /// A label proof made before a flag still verifies after it, unquarantined, against its older

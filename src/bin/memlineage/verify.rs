@@ -14,7 +14,6 @@ use memlineage::log::{
     prove_consistency, tree_root, verify_cosigned, CheckpointState, ForkError, LogVerifier, Update,
     VerifiedCheckpoint, WitnessPolicy, WitnessVerifier,
 };
-use memlineage::record::Weight;
 use memlineage::store::{SqliteStore, Store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -44,8 +43,9 @@ pub struct Args {
     /// The τ the auditor expects: it must be the one the checkpoint signs; for a checkpoint
     /// that signs none (written before parameters were signed), labels are recomputed under it
     /// (default 0.5), never under the store's unsigned setting.
+    /// Read exactly, in millionths (0.4999996 is an error, not 0.5).
     #[arg(long)]
-    tau: Option<f64>,
+    tau: Option<String>,
     /// The weak-parent rule the auditor expects, as `--tau` (default fail-closed).
     #[arg(long, value_enum)]
     rule: Option<RuleArg>,
@@ -66,7 +66,7 @@ pub struct Trust {
     state: Option<PathBuf>,
     witnesses: Vec<String>,
     quorum: Option<usize>,
-    tau: Option<f64>,
+    tau: Option<String>,
     rule: Option<RuleArg>,
     policy: Option<PathBuf>,
     project: Option<PathBuf>,
@@ -228,7 +228,11 @@ fn audit_ledger(
     // store (spec/lineage.md §2.1); --tau/--rule must agree with them.
     let signed = LabelPolicy::from_extension(verifier.verify(&note)?.extension())?;
     let given = (
-        trust.tau.map(Weight::from_f64).transpose()?,
+        trust
+            .tau
+            .as_deref()
+            .map(crate::init::exact_tau)
+            .transpose()?,
         trust.rule.map(RuleArg::weak_rule),
     );
     let default = LabelPolicy::default();

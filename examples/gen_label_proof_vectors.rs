@@ -5,17 +5,22 @@
 //! (without a directory: checks that every file there is what it would write).
 //! Keys come from public test labels (`spec/record.md` §5.5): never use them for real data.
 
+#[path = "common/label_proof_notes.rs"]
+mod notes;
+#[path = "common/label_proof_raw.rs"]
+mod raw;
+
 use memlineage::lineage::effects_index::{EffectsIndex, LookupEnd, Subject};
-use memlineage::lineage::label_proof::{LabelProof, LabelProofError, ProvedEntry};
+use memlineage::lineage::label_proof::{LabelProof, LabelProofError, LabelVerdict};
 use memlineage::lineage::{LabelPolicy, WeakRule};
-use memlineage::log::{hashes_to_store, prove_inclusion, tree_root, LogSigner};
+use memlineage::log::LogSigner;
 use memlineage::record::{
     EntryId, KeyBinding, Kind, Parent, ProvEntry, Role, SignedEntry, Weight, WriterKey,
 };
 use memlineage::store::MemoryStore;
 use memlineage::Ledger;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -251,14 +256,7 @@ pub fn cases() -> Res<Vec<(String, Value)>> {
     for (name, at, desc) in honest {
         let p = l.prove_label(&ids[at])?;
         let v = p.verify(&verifier, Some(l.label_policy()))?;
-        let want = json!({
-            "label": v.label.name(),
-            "quarantined": v.quarantine.is_some(),
-            "tombstoned": !v.tombstones.is_empty(),
-            "path": v.path.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
-            "index": v.index(),
-            "ancestry": v.ancestry.len(),
-        });
+        let want = want(&v);
         out.push(vector(name, desc, &vkey, &p, Ok(want), None));
         proofs.insert(at, p);
     }
@@ -276,14 +274,7 @@ pub fn cases() -> Res<Vec<(String, Value)>> {
         "the same weakly citing memory in a ledger with tau 0.9 and fail-open: Trusted",
         &lo.vkey(),
         &p,
-        Ok(json!({
-            "label": v.label.name(),
-            "quarantined": v.quarantine.is_some(),
-            "tombstoned": !v.tombstones.is_empty(),
-            "path": v.path.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
-            "index": v.index(),
-            "ancestry": v.ancestry.len(),
-        })),
+        Ok(want(&v)),
         None,
     ));
     out.extend(negatives(&proofs, &ids, &vkey, &mut l)?);
@@ -302,6 +293,18 @@ pub fn cases() -> Res<Vec<(String, Value)>> {
         }
     }
     Ok(out)
+}
+
+/// What a vector records of a verdict.
+fn want(v: &LabelVerdict) -> Value {
+    json!({
+        "label": v.label.name(),
+        "quarantined": v.quarantine.is_some(),
+        "tombstoned": !v.tombstones.is_empty(),
+        "path": v.path.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        "index": v.index(),
+        "ancestry": v.ancestry.len(),
+    })
 }
 
 /// The class name of an error (`spec/label-proof.md` §4).
@@ -566,6 +569,7 @@ fn negatives(
         q,
         "Checkpoint",
     ));
+    v.extend(notes::mutants(summary, ORIGIN));
     let mut out = Vec::new();
     for (name, desc, p, class) in v {
         out.push(vector(name, desc, vkey, &p, Err(class), None));
@@ -596,13 +600,43 @@ fn misbehaving_log(k: &Keys) -> Res<Vec<(String, Value)>> {
         },
     ];
     let signed = sign_all(&specs)?;
-    let p = raw_proof(&signed.iter().map(|s| s.0.clone()).collect::<Vec<_>>(), 0)?;
+    let p = raw::raw_proof(&signed.iter().map(|s| s.0.clone()).collect::<Vec<_>>(), 0)?;
     out.push(vector(
         "unbound-writer",
         "a log whose key logged an agent's entry before the agent's binding",
         &LogSigner::new(ORIGIN, WriterKey::for_label("log"))?.vkey(),
         &p,
         Err("UnboundWriter"),
+        None,
+    ));
+    // The agent bound twice (a key "rotated" to a better role): the first binding is in force.
+    let specs = vec![
+        Spec {
+            binding: Some((&k.agent, Role::Tool, "tool:first")),
+            ..spec(&k.log, Kind::Keyring, "bind")
+        },
+        Spec {
+            binding: Some((&k.agent, Role::Agent, "agent")),
+            ..spec(&k.log, Kind::Keyring, "bind again")
+        },
+        spec(&k.agent, Kind::Fact, "written after both bindings"),
+    ];
+    let signed: Vec<SignedEntry> = sign_all(&specs)?.into_iter().map(|s| s.0).collect();
+    let p = raw::raw_proof(&signed, 2)?;
+    let v = p.verify(
+        &LogSigner::new(ORIGIN, WriterKey::for_label("log"))?.verifier(),
+        None,
+    )?;
+    if v.label.name() != "EXTERNAL" {
+        return Err("rebound-writer: the second binding was taken".into());
+    }
+    out.push(vector(
+        "rebound-writer",
+        "a log whose key bound the agent's key twice, as a tool, then as the agent: the first \
+         binding is in force (the second is refused by a ledger), so the fact is External",
+        &LogSigner::new(ORIGIN, WriterKey::for_label("log"))?.vkey(),
+        &p,
+        Ok(want(&v)),
         None,
     ));
     // A child logged before its parent.
@@ -619,7 +653,7 @@ fn misbehaving_log(k: &Keys) -> Res<Vec<(String, Value)>> {
     ];
     let mut signed: Vec<SignedEntry> = sign_all(&specs)?.into_iter().map(|s| s.0).collect();
     signed.swap(1, 2);
-    let p = raw_proof(&signed, 1)?;
+    let p = raw::raw_proof(&signed, 1)?;
     out.push(vector(
         "parent-not-earlier",
         "a log whose key logged a child before its parent",
@@ -629,66 +663,4 @@ fn misbehaving_log(k: &Keys) -> Res<Vec<(String, Value)>> {
         None,
     ));
     Ok(out)
-}
-
-/// A label proof of entry `subject` of the raw log `entries`, signed by the test log key:
-/// every entry of the log carried, every subject looked up that the verifier asks for.
-fn raw_proof(entries: &[SignedEntry], subject: u64) -> Res<LabelProof> {
-    let signer = LogSigner::new(ORIGIN, WriterKey::for_label("log"))?;
-    let mut tree: Vec<[u8; 32]> = Vec::new();
-    let mut index = EffectsIndex::default();
-    for (i, e) in entries.iter().enumerate() {
-        tree.extend(hashes_to_store(i as u64, &e.id(), &tree)?);
-        index.push(i as u64, e.id(), e.entry());
-    }
-    let n = entries.len() as u64;
-    let ext = format!(
-        "{}{}",
-        LabelPolicy::default().extension_line(),
-        index.commitment().extension_line()
-    );
-    let checkpoint = signer.sign_with(n, &tree_root(n, &tree)?, &ext)?;
-    // The subject's ancestry (parents found by id anywhere in the log), the subjects the
-    // verifier needs looked up, and their effects.
-    let at = |id: &EntryId| entries.iter().position(|e| e.id() == *id);
-    let mut closure = BTreeSet::from([subject as usize]);
-    let mut queue = vec![subject as usize];
-    while let Some(x) = queue.pop() {
-        for p in &entries[x].entry().parents {
-            let i = at(&p.id).ok_or("parent not in the raw log")?;
-            if closure.insert(i) {
-                queue.push(i);
-            }
-        }
-    }
-    let mut subjects = BTreeSet::new();
-    for &i in &closure {
-        if entries[i].writer() != signer.key_id() {
-            subjects.insert(Subject::Key(entries[i].writer()));
-        }
-        subjects.insert(Subject::Target(entries[i].id()));
-    }
-    let mut carried = closure.clone();
-    let mut lookups = Vec::new();
-    for s in subjects {
-        let (lookup, effects) = index.lookup(s);
-        carried.extend(effects.iter().map(|e| e.index as usize));
-        lookups.push(lookup);
-    }
-    let entries = carried
-        .into_iter()
-        .map(|i| {
-            Ok(ProvedEntry {
-                index: i as u64,
-                cose: entries[i].cose().to_vec(),
-                path: prove_inclusion(n, i as u64, &tree)?.path,
-            })
-        })
-        .collect::<Res<_>>()?;
-    Ok(LabelProof {
-        subject,
-        entries,
-        lookups,
-        checkpoint,
-    })
 }

@@ -428,3 +428,49 @@ fn tlog_proof_example() {
         Err(ProofError::IndexOutOfRange { index: 8, size: 8 })
     );
 }
+
+/// The signature block is the one part of a checkpoint nobody signs, so whoever hands one over
+/// can add lines to it; every verifier must read them alike (`spec/log.md` §4.3; attack review
+/// 44, where the Python reference refused these three and this verifier accepted them): every
+/// line of the log key verifies, repeated ones too (signed_note skips repetitions); a key name
+/// holds no control character (signed_note refuses C0 only) and has at most 256 bytes.
+#[test]
+fn every_line_of_the_signature_block_is_read_as_the_reference_reads_it() {
+    let v = example();
+    let verifier = example_verifier(&v);
+    let good = s(&v, &["checkpoint", "signed_note"]);
+    let own = s(&v, &["checkpoint", "signature_line"]);
+    let raw = BASE64
+        .decode(own.trim_end().rsplit(' ').next().unwrap())
+        .unwrap();
+    let line = |name: &str, sig: &[u8]| format!("— {name} {}\n", BASE64.encode(sig));
+    let zeroed = [&raw[..4], &[0u8; 64][..]].concat();
+    let witness = [&[1u8, 2, 3, 4][..], &[0u8; 64][..]].concat();
+    let origin = "example.com/agent-memory-ledger";
+    // The valid line first, then the same key's line with a zero signature.
+    let repeated = format!("{good}{}", line(origin, &zeroed));
+    expect(
+        &verifier,
+        repeated.as_bytes(),
+        CheckpointError::BadSignature,
+        "repeated",
+    );
+    // The same line twice verifies (both lines verify).
+    assert!(verifier.verify(format!("{good}{own}").as_bytes()).is_ok());
+    for (case, name) in [
+        ("DEL", "w\u{7f}x".to_string()),
+        ("C1", "w\u{80}x".to_string()),
+        ("257 bytes", "w".repeat(257)),
+    ] {
+        let note = format!("{good}{}", line(&name, &witness));
+        expect(
+            &verifier,
+            note.as_bytes(),
+            CheckpointError::MalformedNote,
+            case,
+        );
+    }
+    // A 256-byte name is a key name: its line is ignored.
+    let note = format!("{good}{}", line(&"w".repeat(256), &witness));
+    assert!(verifier.verify(note.as_bytes()).is_ok());
+}

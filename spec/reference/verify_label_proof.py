@@ -9,6 +9,7 @@ given there.
 
     python3 verify_label_proof.py --log-key VKEY FILE
     python3 verify_label_proof.py --log-key VKEY [--tau MILLIONTHS --rule RULE] FILE
+    python3 verify_label_proof.py --log-key VKEY --min-size TREE-SIZE FILE
     python3 verify_label_proof.py --log-key VKEY --batch EXPECTED.json
 
 On success it prints the verdict as JSON and exits 0; on a rule violation it prints
@@ -19,15 +20,16 @@ path}, files relative to the list) and prints `agree N/M`, exiting 0 only if all
 Dependencies: cbor2 (via verify_entry.py) and cryptography, whose Ed25519 (OpenSSL, the
 cofactorless RFC 8032 equation) serves as a fast path only: spec/record.md §2.3 step 8 is the
 cofactored equation, which every signature the cofactorless one accepts satisfies too, so a
-signature OpenSSL refuses is checked again with the cofactored equation in plain integers. Not
-for production use: a conformance aid.
+signature OpenSSL refuses is checked again with the cofactored equation in plain integers, and
+only for an entry whose audit path leads to the signed root (one that does not is refused
+either way: here as `Entry`, where the Rust verifier says `Proof` if its signature holds under
+the cofactored equation alone). Input is read up to 32 MiB. Not for production use: a
+conformance aid.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
-import hashlib
 import json
 import sys
 from collections import deque
@@ -35,15 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import verify_entry as ve  # noqa: E402
+from checkpoint_note import (  # noqa: E402,F401 (re-exported: the tests use them from here)
+    MAX_CHECKPOINT_BYTES, Checkpoint, Reject, b64, decimal, ed25519_checks, fast_equation,
+    inclusion_ok, parse_vkey, sha256, valid_name, verify_checkpoint, verify_strict,
+)
 
 HEADER = "memlineage/label-proof@v1"
 MAX_PROOF_BYTES = 32 << 20  # label-proof.md §2
-MAX_CHECKPOINT_BYTES = 64 * 1024  # log.md §4.3 step 1
 POLICY_LINE = "memlineage/label-policy@v1"  # lineage.md §2.1
 INDEX_LINE = "memlineage/effects-index@v1"  # label-proof.md §3.3
 
@@ -55,89 +57,21 @@ EFFECT_KINDS = {5, 6, 7, 8, 9, 10, 11}  # label-proof.md Conventions
 BIT_ALL, BIT_STRONG = 1, 2  # forensics.md §2.3
 
 
-class Reject(Exception):
-    """A rule of spec/label-proof.md §4 is broken; `cls` is its class."""
-
-    def __init__(self, cls: str, detail: Any = "") -> None:
-        super().__init__(f"{cls}: {detail}" if detail != "" else cls)
-        self.cls = cls
-
-
-def sha256(*parts: bytes) -> bytes:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p)
-    return h.digest()
-
-
-def b64(s: str, size: int | None = None) -> bytes | None:
-    """Canonical base64 (RFC 4648 §4) of exactly `size` bytes, else None."""
-    try:
-        raw = base64.b64decode(s, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    if base64.b64encode(raw).decode() != s or (size is not None and len(raw) != size):
-        return None
-    return raw
-
-
-def decimal(s: str) -> int | None:
-    """Canonical ASCII decimal: no sign, no leading zeroes, below 2^64."""
-    if not s.isascii() or not s.isdigit() or (len(s) > 1 and s[0] == "0"):
-        return None
-    n = int(s)
-    return n if n < 1 << 64 else None
-
-
-# ---------------------------------------------------------------------------------------------
-# Ed25519 (spec/record.md §2.3 for entries, spec/log.md §4.3 step 4 for checkpoints).
-
-
-def ed25519_checks(a_bytes: bytes, sig: bytes) -> tuple[Any, Any]:
-    """Steps 1-6 of record.md §2.3 (also what verify_strict checks): the key valid, S < L, R
-    canonical and not of small order. Returns (A, R) as points, or raises ValueError."""
-    try:
-        a = ve.check_key(a_bytes)
-    except ve.Reject as e:
-        raise ValueError(e.cls) from None
-    if len(sig) != 64 or int.from_bytes(sig[32:], "little") >= ve.L:
-        raise ValueError("S")
-    r, canonical = ve.decode_point(sig[:32])
-    if r is None or not canonical or ve.has_small_order(r):
-        raise ValueError("R")
-    return a, r
-
-
-def fast_equation(a_bytes: bytes, message: bytes, sig: bytes) -> bool:
-    """The cofactorless equation [S]B = R + [k]A through OpenSSL."""
-    try:
-        Ed25519PublicKey.from_public_bytes(a_bytes).verify(sig, message)
-        return True
-    except (InvalidSignature, ValueError):
-        return False
-
-
-def verify_strict(a_bytes: bytes, message: bytes, sig: bytes) -> bool:
-    """log.md §4.3 step 4: checks 1-6 and the cofactorless equation."""
-    try:
-        ed25519_checks(a_bytes, sig)
-    except ValueError:
-        return False
-    return fast_equation(a_bytes, message, sig)
-
-
 _VERIFIED: dict[bytes, ve.Entry] = {}
 
 
-def verify_entry(data: bytes) -> ve.Entry:
+def verify_entry(data: bytes, slow: bool = True) -> ve.Entry:
     """record.md §6 through verify_entry.py, with the cofactored equation's fast path (module
-    docs). Entries verified once are remembered by their bytes (a batch shares many)."""
+    docs). Entries verified once are remembered by their bytes (a batch shares many). With
+    `slow` false, a signature OpenSSL refuses is refused without the cofactored check."""
     if data in _VERIFIED:
         return _VERIFIED[data]
     original = ve.verify_signature
 
     def fast(a: Any, kid: bytes, message: bytes, signature: bytes) -> None:
         if not fast_equation(kid, message, signature):
+            if not slow:
+                raise ve.Reject("BadSignature", "not checked further: not a leaf of the tree")
             original(a, kid, message, signature)
         else:  # the encoding checks of steps 4-6 still apply
             try:
@@ -152,109 +86,6 @@ def verify_entry(data: bytes) -> ve.Entry:
         ve.verify_signature = original
     _VERIFIED[data] = e
     return e
-
-
-# ---------------------------------------------------------------------------------------------
-# Checkpoints (spec/log.md §4).
-
-
-@dataclass
-class Checkpoint:
-    origin: str
-    size: int
-    root: bytes
-    extension: list[str]
-
-
-def parse_vkey(vkey: str) -> tuple[str, bytes, bytes]:
-    """log.md §4.1: `<name>+<8 hex key id>+<base64(0x01 || key)>`, strictly."""
-    parts = vkey.split("+")
-    if len(parts) != 3:
-        raise ValueError("three +-separated parts")
-    name, kid_hex, key_b64 = parts
-    raw = b64(key_b64, 33)
-    if not valid_name(name) or raw is None or raw[0] != 0x01:
-        raise ValueError("name, or base64 of 0x01 || 32-byte key")
-    if len(kid_hex) != 8 or kid_hex != kid_hex.lower():
-        raise ValueError("8 lowercase hex digits")
-    kid = sha256(name.encode() + b"\n\x01" + raw[1:])[:4]
-    if kid.hex() != kid_hex:
-        raise ValueError("key id does not match the key")
-    return name, kid, raw[1:]
-
-
-def valid_name(name: str) -> bool:
-    """log.md §4.1: 1 to 256 bytes, no white space, no `+`, no control characters."""
-    b = name.encode()
-    return 0 < len(b) <= 256 and "+" not in name and not any(
-        c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in name
-    )
-
-
-def verify_checkpoint(note: bytes, vkey: tuple[str, bytes, bytes]) -> Checkpoint:
-    """log.md §4.3, every failure as `Checkpoint`."""
-    name, kid, key = vkey
-    if len(note) > MAX_CHECKPOINT_BYTES:
-        raise Reject("Checkpoint", "TooLarge")
-    try:
-        text = note.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Reject("Checkpoint", "MalformedNote: UTF-8") from None
-    if any(ord(c) < 0x20 and c != "\n" or ord(c) == 0x7F for c in text):
-        raise Reject("Checkpoint", "MalformedNote: control character")
-    at = text.rfind("\n\n")
-    if at < 0 or not text.endswith("\n"):
-        raise Reject("Checkpoint", "MalformedNote: no signature block")
-    body, sigs = text[: at + 1], text[at + 2:].split("\n")[:-1]
-    if not sigs or len(sigs) > 100:
-        raise Reject("Checkpoint", "MalformedNote: signature lines")
-    mine = []
-    for line in sigs:
-        if not line.startswith("\u2014 "):
-            raise Reject("Checkpoint", "MalformedNote: signature line")
-        parts = line[2:].split(" ")
-        raw = b64(parts[-1]) if len(parts) == 2 else None
-        if raw is None or len(raw) < 5 or not valid_name(parts[0]):
-            raise Reject("Checkpoint", "MalformedNote: signature line")
-        if parts[0] == name and raw[:4] == kid:
-            mine.append(raw[4:])
-    if not mine:
-        raise Reject("Checkpoint", "UnknownKey")
-    for sig in mine:
-        if len(sig) != 64 or not verify_strict(key, body.encode(), sig):
-            raise Reject("Checkpoint", "BadSignature")
-    lines = body.split("\n")[:-1]
-    if len(lines) < 3 or any(line == "" for line in lines):
-        raise Reject("Checkpoint", "MalformedBody")
-    origin, size, root = lines[0], decimal(lines[1]), b64(lines[2], 32)
-    if size is None or root is None:
-        raise Reject("Checkpoint", "MalformedBody")
-    if origin != name:
-        raise Reject("Checkpoint", "OriginMismatch")
-    return Checkpoint(origin, size, root, lines[3:])
-
-
-def node_hash(left: bytes, right: bytes) -> bytes:
-    return sha256(b"\x01", left, right)
-
-
-def inclusion_ok(index: int, size: int, leaf: bytes, path: list[bytes], root: bytes) -> str:
-    """log.md §3.1 (RFC 9162 §2.1.3.2): '' when it verifies, else the ProofError class."""
-    if index >= size:
-        return "IndexOutOfRange"
-    inner = (index ^ (size - 1)).bit_length()
-    if len(path) != inner + bin(index >> inner).count("1"):
-        return "WrongPathLength"
-    fn, sn, r = index, size - 1, leaf
-    for p in path:
-        if fn & 1 or fn == sn:
-            r = node_hash(p, r)
-            while fn & 1 == 0 and fn != 0:
-                fn, sn = fn >> 1, sn >> 1
-        else:
-            r = node_hash(r, p)
-        fn, sn = fn >> 1, sn >> 1
-    return "" if sn == 0 and r == root else "RootMismatch"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,11 +316,14 @@ def subject_of(e: ve.Entry) -> tuple[str, bytes] | None:
     return ("key", e.binding[0]) if e.kind == K_KEYRING else ("target", e.target)
 
 
-def verify(data: bytes, vkey: tuple[str, bytes, bytes],
-           expected: tuple[int, str] | None = None) -> dict[str, Any]:
-    """label-proof.md §4 steps 1-15; returns the verdict or raises Reject."""
+def verify(data: bytes, vkey: tuple[str, bytes, bytes], expected: tuple[int, str] | None = None,
+           min_size: int | None = None) -> dict[str, Any]:
+    """label-proof.md §4 steps 1-15; returns the verdict or raises Reject. `min_size` is the
+    tree size of a checkpoint the caller trusts: an older proof is `Stale` (§5)."""
     p = parse(data)  # 1
     cp = verify_checkpoint(p.checkpoint, vkey)  # 2
+    if min_size is not None and cp.size < min_size:
+        raise Reject("Stale", f"tree size {cp.size}, older than the {min_size} trusted")
     tau, rule = signed_policy(cp.extension)  # 3
     if expected is not None and expected != (tau, rule):
         raise Reject("ParametersDiffer", f"signed {tau} {rule}")
@@ -498,9 +332,15 @@ def verify(data: bytes, vkey: tuple[str, bytes, bytes],
     if p.subject not in indexes:  # 5
         raise Reject("MissingSubject", p.subject)
     entries: list[ve.Entry] = []
-    for index, cose, _ in p.entries:  # 6
+    for index, cose, path in p.entries:  # 6
+        # The cofactored equation in plain integers costs about 30 ms; only an entry that is a
+        # leaf of the signed tree is worth it. One that is not is refused either way: as
+        # `Entry` here, where the Rust verifier says `Proof` if its signature holds (module
+        # docs). Without this, a 32 MiB proof of entries signed with a torsion component in R
+        # kept this verifier busy for about an hour.
+        in_tree = not inclusion_ok(index, cp.size, sha256(b"\x00", cose), path, cp.root)
         try:
-            entries.append(verify_entry(cose))
+            entries.append(verify_entry(cose, slow=in_tree))
         except ve.Reject as r:
             raise Reject("Entry", f"{index}: {r}") from None
     for (index, _, path), e in zip(p.entries, entries):
@@ -698,11 +538,11 @@ def lineage_path(entries: list[ve.Entry], by_id: dict, labels: dict, tau: int, r
 
 def batch(vkey: tuple[str, bytes, bytes], listing: Path) -> int:
     """Verifies every proof `listing` names and compares with its expected verdict."""
-    expected = json.loads(listing.read_text())
+    expected = json.loads(read_capped(listing, MAX_PROOF_BYTES))
     agree = 0
     for want in expected:
         try:
-            got = verify((listing.parent / want["file"]).read_bytes(), vkey)
+            got = verify(read_capped(listing.parent / want["file"], MAX_PROOF_BYTES), vkey)
         except Reject as r:
             print(f"disagree {want['file']}: reject {r}")
             continue
@@ -715,27 +555,42 @@ def batch(vkey: tuple[str, bytes, bytes], listing: Path) -> int:
     return 0 if agree == len(expected) else 1
 
 
+def read_capped(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of `path`, else ValueError: a verifier handed /dev/zero or a
+    file of gigabytes must not read it whole (spec/label-proof.md §2: 32 MiB)."""
+    with path.open("rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: larger than {limit} bytes")
+    return data
+
+
 def main(argv: list[str]) -> int:
     args = argv[1:]
     try:
         vkey_text = args[args.index("--log-key") + 1]
         vkey = parse_vkey(vkey_text)
-    except (ValueError, IndexError) as e:
+        expected = None
+        if "--tau" in args or "--rule" in args:
+            tau = decimal(args[args.index("--tau") + 1])
+            rule = args[args.index("--rule") + 1]
+            if tau is None or tau > 1_000_000 or rule not in ("fail-closed", "fail-open"):
+                raise ValueError("--tau MILLIONTHS (0 to 1000000) --rule fail-closed|fail-open")
+            expected = (tau, rule)
+        min_size = None
+        if "--min-size" in args:
+            min_size = decimal(args[args.index("--min-size") + 1])
+            if min_size is None:
+                raise ValueError("--min-size TREE-SIZE")
+        if "--batch" in args:
+            return batch(vkey, Path(args[args.index("--batch") + 1]))
+        data = read_capped(Path(args[-1]), MAX_PROOF_BYTES)
+    except (ValueError, IndexError, OSError) as e:
         print(f"usage: --log-key VKEY [--tau N --rule R] (FILE | --batch LIST): {e}",
               file=sys.stderr)
         return 2
-    if "--batch" in args:
-        return batch(vkey, Path(args[args.index("--batch") + 1]))
-    expected = None
-    if "--tau" in args:
-        expected = (int(args[args.index("--tau") + 1]), args[args.index("--rule") + 1])
     try:
-        data = Path(args[-1]).read_bytes()
-    except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    try:
-        verdict = verify(data, vkey, expected)
+        verdict = verify(data, vkey, expected, min_size)
     except Reject as r:
         print(f"reject: {r}", file=sys.stderr)
         return 1

@@ -303,11 +303,22 @@ impl LogVerifier {
             });
         }
         let parsed = Note::from_bytes(note).map_err(|_| CheckpointError::MalformedNote)?;
+        let lines = signature_lines(note)?;
         parsed.verify(&StrictVerifier(self)).map_err(|e| match e {
             NoteError::InvalidSignature { .. } => CheckpointError::BadSignature,
             NoteError::UnverifiedNote => CheckpointError::UnknownKey,
             _ => CheckpointError::MalformedNote,
         })?;
+        // signed_note checks the first line of a key and skips its repetitions: every line of
+        // this key must verify (`spec/log.md` §4.3 step 4), as every other verifier reads it.
+        let mine = lines
+            .iter()
+            .filter(|s| s.name() == self.origin && s.id() == self.note_id);
+        for s in mine {
+            if !signed_note::Verifier::verify(&StrictVerifier(self), parsed.text(), s.signature()) {
+                return Err(CheckpointError::BadSignature);
+            }
+        }
         // C2SP tlog-checkpoint: "The note text is a sequence of at least three non-empty lines
         // [...] The second line is the tree size, the ASCII decimal representation [...] with no
         // leading zeroes" -- enforced by tlog_tiles' strict parser (it re-prints the size).
@@ -464,6 +475,32 @@ fn check_origin(origin: &str) -> Result<(), CheckpointError> {
     } else {
         Err(CheckpointError::BadOrigin)
     }
+}
+
+/// The signature lines of a note that [`Note::from_bytes`] parsed, held to `spec/log.md` §4.3
+/// step 2 where signed_note is laxer: no control character but newline anywhere (signed_note
+/// refuses C0 only, not DEL or C1), and every key name a valid one of at most
+/// [`MAX_ORIGIN_BYTES`] (§4.1). Lines of other keys are unsigned: anyone can add them, so a
+/// verifier that reads them differently would accept what another refuses.
+fn signature_lines(note: &[u8]) -> Result<Vec<signed_note::Signature>, CheckpointError> {
+    let text = std::str::from_utf8(note).map_err(|_| CheckpointError::MalformedNote)?;
+    if text.chars().any(|c| c.is_control() && c != '\n') {
+        return Err(CheckpointError::MalformedNote);
+    }
+    let (_, sigs) = text
+        .rsplit_once("\n\n")
+        .ok_or(CheckpointError::MalformedNote)?;
+    let sigs = sigs
+        .strip_suffix('\n')
+        .ok_or(CheckpointError::MalformedNote)?;
+    sigs.split('\n')
+        .map(
+            |line| match signed_note::Signature::from_bytes(line.as_bytes()) {
+                Ok(s) if s.name().len() <= MAX_ORIGIN_BYTES => Ok(s),
+                _ => Err(CheckpointError::MalformedNote),
+            },
+        )
+        .collect()
 }
 
 /// `SHA-256(name || 0x0A || 0x01 || pubkey)[:4]` as a big-endian `u32`.

@@ -70,3 +70,27 @@ pub fn create(ledger: &Path, origin: &str, tau: f64, rule: RuleArg) -> Res<ExitC
     say!("log key: {}", l.vkey());
     Ok(ExitCode::SUCCESS)
 }
+
+/// τ as the caller wrote it, exactly: a decimal in `[0, 1]` with no digit but zeroes after
+/// the sixth decimal (τ is signed in millionths, `spec/lineage.md` §2.1). Rounding it, as a
+/// weight read from JSON is, would let `--tau 0.4999996` pass a checkpoint that signs 0.5,
+/// where an edge of weight 0.5 is weak, not strong as the caller asked (attack review 44).
+/// For the τ a verifier expects (`verify`, `verify-proof`); `init --tau` still rounds.
+pub fn exact_tau(s: &str) -> Res<Weight> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+    let (six, rest) = frac.split_at(frac.len().min(6));
+    let ok = !int.is_empty() && int.len() <= 7 && digits(int) && digits(frac);
+    if !ok || (s.contains('.') && frac.is_empty()) || rest.bytes().any(|b| b != b'0') {
+        return Err(format!("--tau {s}: want a decimal in [0, 1] of at most six decimals").into());
+    }
+    let int: u64 = int
+        .parse()
+        .map_err(|_| format!("--tau {s}: not a decimal"))?;
+    let six: u64 = format!("{six:0<6}")
+        .parse()
+        .map_err(|_| format!("--tau {s}: not a decimal"))?;
+    Ok(Weight::new(
+        int.saturating_mul(1_000_000).saturating_add(six),
+    )?)
+}

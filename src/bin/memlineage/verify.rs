@@ -14,7 +14,6 @@ use memlineage::log::{
     prove_consistency, tree_root, verify_cosigned, CheckpointState, ForkError, LogVerifier, Update,
     VerifiedCheckpoint, WitnessPolicy, WitnessVerifier,
 };
-use memlineage::record::Weight;
 use memlineage::store::{SqliteStore, Store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -44,8 +43,9 @@ pub struct Args {
     /// The τ the auditor expects: it must be the one the checkpoint signs; for a checkpoint
     /// that signs none (written before parameters were signed), labels are recomputed under it
     /// (default 0.5), never under the store's unsigned setting.
+    /// Read exactly, in millionths (0.4999996 is an error, not 0.5).
     #[arg(long)]
-    tau: Option<f64>,
+    tau: Option<String>,
     /// The weak-parent rule the auditor expects, as `--tau` (default fail-closed).
     #[arg(long, value_enum)]
     rule: Option<RuleArg>,
@@ -66,7 +66,7 @@ pub struct Trust {
     state: Option<PathBuf>,
     witnesses: Vec<String>,
     quorum: Option<usize>,
-    tau: Option<f64>,
+    tau: Option<String>,
     rule: Option<RuleArg>,
     policy: Option<PathBuf>,
     project: Option<PathBuf>,
@@ -94,7 +94,7 @@ pub fn verify(
     checkpoint: Option<PathBuf>,
     trust: &Trust,
 ) -> Res<ExitCode> {
-    let (r, stored_tree) = audit_ledger(ledger, log_key, checkpoint, trust)?;
+    let (r, stored_tree, side) = audit_ledger(ledger, log_key, checkpoint, trust)?;
     say!(
         "checkpoint: {} size {} root {}",
         r.checkpoint.origin(),
@@ -155,10 +155,14 @@ pub fn verify(
             Err(why) => format!("MISMATCH ({why})"),
         }
     );
+    match &side {
+        Ok(what) => say!("side checkpoint: {what}"),
+        Err(why) => say!("side checkpoint: MISMATCH ({why})"),
+    }
     for f in &r.failures {
         eprintln!("entry {} ({}): {}", f.index, f.id, f.problem);
     }
-    if r.is_clean() && stored_tree.is_ok() {
+    if r.is_clean() && stored_tree.is_ok() && side.is_ok() {
         say!("OK");
         Ok(ExitCode::SUCCESS)
     } else {
@@ -168,6 +172,7 @@ pub fn verify(
                 + usize::from(!r.root_matches)
                 + usize::from(r.index_matches() == Some(false))
                 + usize::from(stored_tree.is_err())
+                + usize::from(side.is_err())
         );
         Ok(ExitCode::FAILURE)
     }
@@ -184,12 +189,15 @@ fn no_checkpoint(ledger: &Path) -> String {
     )
 }
 
+/// A check of the store beside the audit: `Err` says why it failed.
+type Checked = Result<(), String>;
+
 fn audit_ledger(
     ledger: &Path,
     log_key: Option<String>,
     checkpoint: Option<PathBuf>,
     trust: &Trust,
-) -> Res<(AuditReport, Result<(), String>)> {
+) -> Res<(AuditReport, Checked, Result<String, String>)> {
     let store = existing_store(ledger)?;
     if trust.quorum.is_some() && trust.witnesses.is_empty() {
         return Err("--quorum needs at least one --witness".into());
@@ -220,7 +228,11 @@ fn audit_ledger(
     // store (spec/lineage.md §2.1); --tau/--rule must agree with them.
     let signed = LabelPolicy::from_extension(verifier.verify(&note)?.extension())?;
     let given = (
-        trust.tau.map(Weight::from_f64).transpose()?,
+        trust
+            .tau
+            .as_deref()
+            .map(crate::init::exact_tau)
+            .transpose()?,
         trust.rule.map(RuleArg::weak_rule),
     );
     let default = LabelPolicy::default();
@@ -324,7 +336,42 @@ fn audit_ledger(
         Ok(root) => Err(format!("they give {root}")),
         Err(e) => Err(e.to_string()),
     };
-    Ok((report, stored_tree.and(settings)))
+    let side = side_checkpoint(&store, &verifier, size);
+    Ok((report, stored_tree.and(settings), side))
+}
+
+/// The checkpoint the store keeps beside the database (the side file, `spec/storage.md` §6)
+/// against the stored tree: signed by the log key, of a size the store holds, with the root
+/// its tree hashes give. An entry cut out of the database, or the database rolled back, with
+/// the side file left, is seen here (attack review 44: `verify` said OK where the ledger
+/// refused to open); one that deleted the side file too only by a pin (`--state`).
+fn side_checkpoint(
+    store: &SqliteStore,
+    verifier: &LogVerifier,
+    size: u64,
+) -> Result<String, String> {
+    let Some(note) = store.durable_checkpoint().map_err(|e| e.to_string())? else {
+        return Ok("none beside the store".into());
+    };
+    let c = verifier
+        .verify(&note)
+        .map_err(|e| format!("the side file holds no checkpoint of this log: {e}"))?;
+    if c.size() > size {
+        return Err(format!(
+            "the log key signed a tree of {} entries, the store holds {size}: entries were cut \
+             or the file rolled back",
+            c.size()
+        ));
+    }
+    match tree_root(c.size(), &StoreSource(store)) {
+        Ok(root) if root == c.root() => Ok(format!("size {}, a prefix of the store", c.size())),
+        Ok(root) => Err(format!(
+            "the log key signed root {} at size {}, the stored tree gives {root}",
+            c.root(),
+            c.size()
+        )),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Offers the verified checkpoint to the client state file; a rollback or split view is an

@@ -20,23 +20,29 @@ pub struct Args {
     /// The log's verifier key (C2SP vkey).
     #[arg(long)]
     log_key: String,
-    /// The threshold τ the label proof's checkpoint must sign (decimal, e.g. 0.5).
+    /// The threshold τ the label proof's checkpoint must sign (decimal, e.g. 0.5; exactly, in
+    /// millionths: 0.5000004 is no τ a checkpoint can sign).
     #[arg(long)]
-    tau: Option<f64>,
+    tau: Option<String>,
     /// The weak-parent rule the label proof's checkpoint must sign.
     #[arg(long, value_enum)]
     rule: Option<RuleArg>,
+    /// The tree size of a checkpoint of this log you already trust (a pin, a witness's): a
+    /// label proof against an older checkpoint is refused, since it may predate a flag, a
+    /// release or a tombstone (`spec/label-proof.md` §5).
+    #[arg(long)]
+    min_size: Option<u64>,
 }
 
 /// Runs `memlineage verify-proof`.
 pub fn run(a: Args) -> Res<ExitCode> {
     let text = read_capped(&a.file, MAX_LABEL_PROOF_BYTES as u64, "a proof")?;
     if text.starts_with(LABEL_PROOF_HEADER.as_bytes()) {
-        let tau = a.tau.map(Weight::from_f64).transpose()?;
-        return verify_label_proof(&text, &a.log_key, tau, a.rule);
+        let tau = a.tau.as_deref().map(crate::init::exact_tau).transpose()?;
+        return verify_label_proof(&text, &a.log_key, (tau, a.rule), a.min_size);
     }
-    if a.tau.is_some() || a.rule.is_some() {
-        return Err("--tau and --rule apply to label proofs only".into());
+    if a.tau.is_some() || a.rule.is_some() || a.min_size.is_some() {
+        return Err("--tau, --rule and --min-size apply to label proofs only".into());
     }
     verify_proof(&a.file, &a.log_key)
 }
@@ -67,15 +73,23 @@ pub fn verify_proof(file: &Path, log_key: &str) -> Res<ExitCode> {
 
 /// Verifies a label proof (`spec/label-proof.md` §4) and prints the label, the lineage path,
 /// the quarantine and the tombstones it shows. `tau` and `rule`, when given, must be what the
-/// checkpoint signs.
+/// checkpoint signs; `min_size`, when given, is the least tree size it may be of.
 pub fn verify_label_proof(
     text: &[u8],
     log_key: &str,
-    tau: Option<Weight>,
-    rule: Option<RuleArg>,
+    (tau, rule): (Option<Weight>, Option<RuleArg>),
+    min_size: Option<u64>,
 ) -> Res<ExitCode> {
     let verifier = LogVerifier::from_vkey(log_key)?;
     let v = LabelProof::parse(text)?.verify(&verifier, None)?;
+    let size = v.checkpoint.size();
+    if let Some(min) = min_size.filter(|m| size < *m) {
+        return Err(format!(
+            "the proof's checkpoint is of tree size {size}, older than the {min} you trust: \
+             a flag, a release or a tombstone after it would not be shown"
+        )
+        .into());
+    }
     let p = v.policy;
     if tau.is_some_and(|t| t != p.tau) || rule.is_some_and(|r| r.weak_rule() != p.weak_rule) {
         return Err(format!(

@@ -66,6 +66,18 @@ fn assert_each_refused_by_the_secrecy_rule(
     );
 }
 
+/// Each command, in session `id`, not refused.
+fn assert_none_refused(f: &Fixture, id: &str, commands: &[&str]) {
+    let mut refused = Vec::new();
+    for c in commands {
+        let a = pre_tool_use(f, id, "Bash", json!({"command": c}));
+        if matches!(a, Answer::Deny(_)) {
+            refused.push(format!("{c}: {a:?}"));
+        }
+    }
+    assert!(refused.is_empty(), "refused:\n{}", refused.join("\n"));
+}
+
 /// Each command, in session `id`, refused.
 fn assert_each_refused(f: &Fixture, id: &str, commands: &[&str]) {
     let mut passed = Vec::new();
@@ -209,29 +221,26 @@ fn ordinary_runs_with_options_still_pass() {
     write(&f, "o", "tools/ok.py", "print('fine')\n");
     write(&f, "o", "tools/ok.js", "console.log('fine')\n");
     write(&f, "o", "tools/ok.sh", "#!/bin/sh\necho fine\n");
-    let mut refused = Vec::new();
-    for c in [
-        "python3 -E tools/ok.py",
-        "python3 -Wignore -X dev tools/ok.py",
-        "python3 -m tools.ok",
-        "python3 -m json.tool README.md",
-        "python3 -W ignore -m pytest -q",
-        "node -r ./tools/ok.js -e 1",
-        "node --test",
-        "bash -o pipefail -c 'cargo test'",
-        "bash -lc 'ls'",
-        "bash -c -e 'cargo build' build",
-        "bash -x -- tools/ok.sh",
-        "sh - tools/ok.sh",
-        "perl -ne 'print if /demo/' README.md",
-        "perl -pi -e 's/demo/Demo/' README.md",
-    ] {
-        let a = pre_tool_use(&f, "o", "Bash", json!({"command": c}));
-        if matches!(a, Answer::Deny(_)) {
-            refused.push(format!("{c}: {a:?}"));
-        }
-    }
-    assert!(refused.is_empty(), "refused:\n{}", refused.join("\n"));
+    assert_none_refused(
+        &f,
+        "o",
+        &[
+            "python3 -E tools/ok.py",
+            "python3 -Wignore -X dev tools/ok.py",
+            "python3 -m tools.ok",
+            "python3 -m json.tool README.md",
+            "python3 -W ignore -m pytest -q",
+            "node -r ./tools/ok.js -e 1",
+            "node --test",
+            "bash -o pipefail -c 'cargo test'",
+            "bash -lc 'ls'",
+            "bash -c -e 'cargo build' build",
+            "bash -x -- tools/ok.sh",
+            "sh - tools/ok.sh",
+            "perl -ne 'print if /demo/' README.md",
+            "perl -pi -e 's/demo/Demo/' README.md",
+        ],
+    );
 }
 
 const K_GO: &str = "package main\n\nimport (\"bytes\"; \"net/http\"; \"os\")\n\n\
@@ -311,24 +320,21 @@ fn compilers_and_runtimes_doing_ordinary_work_still_pass() {
     );
     write(&f, "o", "cmd/app/main_test.go", "package main\n");
     write(&f, "o", "src/index.ts", "console.log('ok');\n");
-    let mut refused = Vec::new();
-    for c in [
-        "go run ./cmd/app",
-        "go build ./...",
-        "go test ./...",
-        "go vet ./...",
-        "tsx watch src/index.ts",
-        "java -jar build/app.jar",
-        "java -version",
-        "julia -e 'println(1)'",
-        "Rscript -e 'print(1)'",
-    ] {
-        let a = pre_tool_use(&f, "o", "Bash", json!({"command": c}));
-        if matches!(a, Answer::Deny(_)) {
-            refused.push(format!("{c}: {a:?}"));
-        }
-    }
-    assert!(refused.is_empty(), "refused:\n{}", refused.join("\n"));
+    assert_none_refused(
+        &f,
+        "o",
+        &[
+            "go run ./cmd/app",
+            "go build ./...",
+            "go test ./...",
+            "go vet ./...",
+            "tsx watch src/index.ts",
+            "java -jar build/app.jar",
+            "java -version",
+            "julia -e 'println(1)'",
+            "Rscript -e 'print(1)'",
+        ],
+    );
 }
 
 const K_LUA: &str = "local f = io.open(('~/.aws/credentials'):gsub('~', os.getenv('HOME')))\n\
@@ -380,19 +386,16 @@ fn ordinary_options_in_the_environment_still_pass() {
     let f = fixture_for("claude-code");
     installed_hook::plant_aws_credentials(&f);
     begin(&f, "o");
-    let mut refused = Vec::new();
-    for c in [
-        "NODE_OPTIONS=--max-old-space-size=4096 npm run build",
-        "NODE_OPTIONS='--enable-source-maps --no-warnings' node -e 1",
-        "PYTHONPATH=src python3 -m pytest -q",
-        "PYTHONPATH=. python3 -c 'print(1)'",
-    ] {
-        let a = pre_tool_use(&f, "o", "Bash", json!({"command": c}));
-        if matches!(a, Answer::Deny(_)) {
-            refused.push(format!("{c}: {a:?}"));
-        }
-    }
-    assert!(refused.is_empty(), "refused:\n{}", refused.join("\n"));
+    assert_none_refused(
+        &f,
+        "o",
+        &[
+            "NODE_OPTIONS=--max-old-space-size=4096 npm run build",
+            "NODE_OPTIONS='--enable-source-maps --no-warnings' node -e 1",
+            "PYTHONPATH=src python3 -m pytest -q",
+            "PYTHONPATH=. python3 -c 'print(1)'",
+        ],
+    );
 }
 
 /// Attack review 42: a code option does not end the options of node, perl, ruby, php or lua

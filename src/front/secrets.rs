@@ -31,6 +31,7 @@ mod commands;
 mod copies;
 mod hosts;
 mod interpreters;
+mod projects;
 mod rc;
 mod scripts;
 pub(crate) use commands::chunks;

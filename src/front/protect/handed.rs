@@ -26,6 +26,7 @@ mod git;
 mod programs;
 
 use super::invocation::{Load, Program};
+use super::runners::{runs, Runs};
 use super::shell::{lex, Lexed, Piece, Token, Word};
 use super::simple::{basename, is_assignment, program_index};
 use super::SHELLS;
@@ -148,6 +149,11 @@ pub(crate) fn handed_commands(words: &[&Word]) -> Vec<Handed> {
     }
     out.extend(assigned_from_input(words, i));
     wrappers(words, i, &mut out);
+    // A runner whose options cannot be read, or that runs code from files nothing here
+    // reads (`nix develop`): code only known when it runs (§13.3, "Runners").
+    if let Some((_, Runs::Unknown)) = runs(words, i) {
+        out.push(None);
+    }
     let Some(program) = words.get(i).and_then(|w| w.literal()) else {
         return out;
     };

@@ -639,6 +639,7 @@ fn a_runner_s_program_reads_its_script() {
             K_TS,
             &[
                 "npx tsx tools/k.ts",
+                "npm exec -- tsx tools/k.ts",
                 "npx -y tsx tools/k.ts",
                 "pnpm exec tsx tools/k.ts",
                 "pnpm dlx tsx tools/k.ts",
@@ -709,6 +710,13 @@ fn code_a_runner_runs_from_project_files_is_read() {
                 ("src/main.rs", "fn main() {}\n".into()),
             ],
             "cargo run",
+        ),
+        (
+            vec![
+                ("build.rs", build_rs.into()),
+                ("src/main.rs", "fn main() {}\n".into()),
+            ],
+            "cargo +nightly run",
         ),
     ];
     let mut missed = Vec::new();

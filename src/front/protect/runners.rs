@@ -114,6 +114,8 @@ fn reading(r: &'static Runner, words: &[&Word], mut k: usize) -> Option<Runs> {
                         k += 1;
                     }
                 },
+                // rustup's toolchain (`cargo +nightly run`).
+                Some(l) if l.starts_with('+') && r.program == "cargo" => k += 1,
                 Some(_) => break,
                 None => {
                     unknown = true;

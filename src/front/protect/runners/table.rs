@@ -3,6 +3,27 @@
 
 use super::{Runner, Target};
 
+/// `npm exec`, which `npx` is (`-c`/`--call` hands a command: read by `super::super::handed`).
+const NPM_EXEC: Runner = Runner {
+    program: "npm",
+    sub: &["exec"],
+    valued: &["-p", "--package", "-c", "--call", "-w", "--workspace"],
+    flags: &[
+        "-y",
+        "--yes",
+        "--no",
+        "-q",
+        "--quiet",
+        "--workspaces",
+        "--include-workspace-root",
+        "--prefer-offline",
+        "--prefer-online",
+        "--offline",
+    ],
+    doc: "docs.npmjs.com/cli/v10/commands/npm-exec",
+    ..PROGRAM
+};
+
 /// `mise exec`: the tools before `--`, the program after.
 const MISE_EXEC: Runner = Runner {
     program: "mise",
@@ -257,19 +278,14 @@ pub(crate) const RUNNERS: &[Runner] = &[
     Runner {
         program: "npx",
         sub: &[],
-        valued: &["-p", "--package", "-c", "--call"],
-        flags: &[
-            "-y",
-            "--yes",
-            "--no",
-            "-q",
-            "--quiet",
-            "--prefer-offline",
-            "--prefer-online",
-            "--offline",
-        ],
         doc: "docs.npmjs.com/cli/v10/commands/npx",
-        ..PROGRAM
+        ..NPM_EXEC
+    },
+    NPM_EXEC,
+    Runner {
+        sub: &["x"],
+        doc: "docs.npmjs.com/cli/v10/commands/npm-exec (`npm x` is `npm exec`)",
+        ..NPM_EXEC
     },
     Runner {
         program: "pnpm",

@@ -29,6 +29,8 @@ fn a_runners_program_is_the_program() {
         ("conda run -n env python x.py", "python"),
         ("npx tsx tools/k.ts", "tsx"),
         ("npx -y -p tsx tsx tools/k.ts", "tsx"),
+        ("npm exec -- tsx tools/k.ts", "tsx"),
+        ("npm x -y tsx tools/k.ts", "tsx"),
         ("pnpm exec tsx x.ts", "tsx"),
         ("pnpm dlx tsx x.ts", "tsx"),
         ("yarn exec tsx x.ts", "tsx"),
@@ -62,6 +64,7 @@ fn other_subcommands_are_not_runners() {
         assert_eq!(what(c), None, "{c}");
     }
     assert_eq!(what("cargo run --release"), Some(Runs::Project));
+    assert_eq!(what("cargo +nightly run"), Some(Runs::Project));
     assert_eq!(what("cargo run -- --flag"), Some(Runs::Project));
     assert_eq!(what("dotnet run"), Some(Runs::Project));
 }

@@ -33,6 +33,7 @@ mod endorsed;
 mod hosts;
 mod interpreters;
 mod local;
+mod projects;
 mod rc;
 mod scripts;
 pub(crate) use commands::chunks;

@@ -8,6 +8,7 @@ use super::programs::{
     DESTROY_PROGRAMS, FILE_PROGRAMS, GIT_TREE, READ_TREE_PROGRAMS, SEARCH_PROGRAMS, SHELLS,
     WRAPPERS,
 };
+use super::runners::{runs, Runs};
 use super::shell::joined;
 use super::shell::{lex, Piece, Token, Word};
 use super::{pattern, Resource, Touch, MAX_NESTING};
@@ -209,6 +210,13 @@ impl Ctx<'_> {
             let Some(name) = lit.as_deref().map(basename) else {
                 break;
             };
+            // A runner's program (`poetry run git checkout -- .`, §13.3 "Runners").
+            if let Some((_, Runs::Program(k))) = runs(&refs, i) {
+                if k > i && k < words.len() {
+                    i = k;
+                    continue;
+                }
+            }
             if !WRAPPERS.contains(&name.as_str()) {
                 break;
             }

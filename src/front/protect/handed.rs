@@ -25,7 +25,8 @@
 mod git;
 mod programs;
 
-use super::invocation::{Load, Program};
+use super::invocation::Program;
+use super::runners::{runs, Runs};
 use super::shell::{lex, Lexed, Piece, Token, Word};
 use super::simple::{basename, is_assignment, program_index};
 use super::SHELLS;
@@ -55,9 +56,15 @@ enum Shape {
     Text,
     /// Code from a file or library nobody reads here (`LD_PRELOAD`, `GIT_CONFIG_GLOBAL`).
     Unknown,
-    /// Options of the named interpreter (`NODE_OPTIONS`): the files and modules they load
-    /// are handed as programs of that interpreter ([`super::invocation`]).
+    /// Options of the named interpreter (`NODE_OPTIONS`, `PERL5OPT`, `RUBYOPT`): handed as
+    /// that interpreter's own options before code that does nothing (`perl -Itools -MReport
+    /// -e 0`), so that the files and modules they load are read as its options' are
+    /// ([`super::invocation`]).
     InterpreterOptions(&'static str),
+    /// A file of shell code a shell reads first, its name expanded (`BASH_ENV` for a
+    /// non-interactive bash, `ENV` for an interactive sh; bash(1) INVOCATION): handed as
+    /// `. FILE`.
+    Sourced,
     /// Lua's `LUA_INIT`: `@FILE` runs that file, anything else is Lua code (lua(1)).
     LuaInit,
     /// Options of the named program (`TAR_OPTIONS`): read as if written before its own.
@@ -69,7 +76,8 @@ enum Shape {
 /// man(1) ENVIRONMENT, rsync(1) ENVIRONMENT VARIABLES, bash(1) Shell Variables (`PROMPT_COMMAND`,
 /// `PS0`–`PS4` are expanded, `$(…)` included), make(1) (`MAKEFLAGS`, `MAKEFILES`), tar(1)
 /// (`TAR_OPTIONS`), zip(1) (`ZIPOPT`), ld.so(8), vim(1) (`EXINIT`, `VIMINIT`), perlrun
-/// (`PERL5OPT`), ruby(1) (`RUBYOPT`), the Node.js CLI (`NODE_OPTIONS`).
+/// (`PERL5OPT`), ruby(1) (`RUBYOPT`), the Node.js CLI (`NODE_OPTIONS`), bash(1) INVOCATION
+/// (`BASH_ENV`, `ENV`).
 const VARIABLES: &[(&str, Shape)] = &[
     ("GIT_SSH_COMMAND", Shape::Ssh),
     ("GIT_SSH", Shape::Ssh),
@@ -112,9 +120,11 @@ const VARIABLES: &[(&str, Shape)] = &[
     ("MAKEFILES", Shape::Unknown),
     ("EXINIT", Shape::Unknown),
     ("VIMINIT", Shape::Unknown),
-    ("PERL5OPT", Shape::Unknown),
-    ("RUBYOPT", Shape::Unknown),
+    ("PERL5OPT", Shape::InterpreterOptions("perl")),
+    ("RUBYOPT", Shape::InterpreterOptions("ruby")),
     ("NODE_OPTIONS", Shape::InterpreterOptions("node")),
+    ("BASH_ENV", Shape::Sourced),
+    ("ENV", Shape::Sourced),
     ("LUA_INIT", Shape::LuaInit),
     ("LUA_INIT_5_4", Shape::LuaInit),
     ("TAR_OPTIONS", Shape::Options("tar")),
@@ -148,6 +158,11 @@ pub(crate) fn handed_commands(words: &[&Word]) -> Vec<Handed> {
     }
     out.extend(assigned_from_input(words, i));
     wrappers(words, i, &mut out);
+    // A runner whose options cannot be read, or that runs code from files nothing here
+    // reads (`nix develop`): code only known when it runs (§13.3, "Runners").
+    if let Some((_, Runs::Unknown)) = runs(words, i) {
+        out.push(None);
+    }
     let Some(program) = words.get(i).and_then(|w| w.literal()) else {
         return out;
     };
@@ -232,23 +247,21 @@ fn variable(w: &Word, words: &[&Word]) -> Vec<Handed> {
                 .to_string(),
         )],
         Shape::Unknown => vec![None],
+        Shape::Sourced => vec![Some(format!(". {v}"))],
         Shape::InterpreterOptions(prog) => {
             let opts: Vec<Option<String>> =
                 shlex::split(v).map_or_else(|| vec![None], |ws| ws.into_iter().map(Some).collect());
             let Some(inv) = super::invocation::invocation(prog, &opts) else {
                 return vec![None];
             };
-            let mut out: Vec<Handed> = inv
-                .loads
+            // The options as the program's own, before inline code that does nothing: the
+            // files and modules they load are read where their `-I` directories say.
+            let quoted: Option<Vec<String>> = opts
                 .iter()
-                .map(|l| match l {
-                    Load::File(f) => shlex::try_quote(f).ok().map(|f| format!("{prog} {f}")),
-                    Load::Module(m) => shlex::try_quote(m)
-                        .ok()
-                        .map(|m| format!("{prog} -r {m} -e 0")),
-                    Load::Code(_) | Load::Unknown => None,
-                })
+                .map(|o| o.as_deref().and_then(|o| shlex::try_quote(o).ok()))
+                .map(|o| o.map(|o| o.into_owned()))
                 .collect();
+            let mut out = vec![quoted.map(|q| format!("{prog} {} -e 0", q.join(" ")))];
             // Code or a program in the options (`--eval`, a script) replaces the command's.
             if !matches!(inv.program, Program::Stdin | Program::NoneGiven) {
                 out.push(None);

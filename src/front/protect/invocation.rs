@@ -56,6 +56,10 @@ pub(crate) enum Load {
     Module(String),
     /// Code given as text (fish's `-C`/`--init-command`).
     Code(String),
+    /// A file of environment variables, named by its path as written (node's `--env-file`,
+    /// `--env-file-if-exists`): the variables there that make the program load code
+    /// (`NODE_OPTIONS`) are read as if set before it (`spec/hooks.md` §13.3, "Options").
+    EnvFile(String),
     /// A load only known when it runs (a value that is not literal, php's `-c INI`, `-z`).
     Unknown,
 }
@@ -394,6 +398,11 @@ fn apply(
         }
         Use::LoadOpaque => {
             inv.loads.push(Load::Unknown);
+            None
+        }
+        Use::EnvFile => {
+            inv.loads
+                .push(value.flatten().map_or(Load::Unknown, Load::EnvFile));
             None
         }
         Use::LoadFile => {

@@ -25,6 +25,7 @@ pub(crate) mod invocation;
 mod commands;
 pub(crate) mod handed;
 mod programs;
+pub(crate) mod runners;
 mod terminal;
 
 pub(crate) use programs::{SHELLS, WRAPPERS};

@@ -4,6 +4,7 @@
 //! skipped. Shared by the analyses that look at what a command does (`spec/hooks.md` §16.2,
 //! §17); like the lexer it never rejects input.
 
+use super::runners::{is_runner, runs, Runs};
 use super::shell::{Lexed, Piece, Redirect, Token, Word};
 use super::WRAPPERS;
 
@@ -85,6 +86,14 @@ pub fn program_index(words: &[&Word]) -> usize {
             // An assignment whose value is only known when it runs (`PATH=$HOME/bin:$PATH`):
             // before attack review 41 it was taken for the program.
             None if assigns(words[i]) => i += 1,
+            // A runner's program (`uv run python x.py`, `bundle exec rake`; `spec/hooks.md`
+            // §13.3, "Runners"): one whose options cannot be read is the program itself, and
+            // hands code only known when it runs (`super::handed`); one given no program is
+            // the program too (`npx -c CMD` runs its command).
+            Some(s) if is_runner(basename(s)) => match runs(words, i) {
+                Some((_, Runs::Program(k))) if k > i && k < words.len() => i = k,
+                _ => break,
+            },
             Some(s) if WRAPPERS.contains(&basename(s)) => {
                 let wrapper = basename(s).to_string();
                 i += 1;
@@ -127,7 +136,7 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
         let Some(l) = w.literal() else {
             continue;
         };
-        if WRAPPERS.contains(&basename(&l)) {
+        if WRAPPERS.contains(&basename(&l)) || is_runner(basename(&l)) {
             flags = match basename(&l) {
                 "env" => &["-C", "--chdir"],
                 "sudo" => &["-D", "--chdir"],

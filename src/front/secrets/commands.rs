@@ -8,7 +8,7 @@ use crate::front::protect::handed::handed_commands;
 use crate::front::protect::invocation::{invocation, Program};
 use crate::front::protect::pattern::{candidate, matches, overlaps, Candidate, Pat, Resolver};
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
-use crate::front::protect::simple::{basename, is_assignment, program_index};
+use crate::front::protect::simple::{basename, is_assignment, program_index, wrapper_dir};
 use crate::front::protect::{MAX_NESTING, SHELLS};
 use crate::front::sinks::command::carried_commands;
 use serde_json::{Map, Value};
@@ -180,6 +180,28 @@ impl SecretRules {
         f: &mut Facts,
         r: &Resolver,
     ) {
+        // A wrapper that runs the program in another directory (`env -C DIR`, `sudo -D DIR`,
+        // `unshare --wd DIR`): the program's words, the commands it hands and its scripts are
+        // that directory's (§13.3; attack review 42). One only known when it runs may be any
+        // directory: a relative word there may name any secret.
+        let moved = wrapper_dir(words).map(|d| {
+            let home = self.home.as_deref();
+            let d = d.and_then(|d| match (d.strip_prefix("~/"), home) {
+                (Some(r), Some(h)) => Some(h.join(r).display().to_string()),
+                (Some(_), None) => None,
+                (None, _) => Some(d),
+            });
+            d.and_then(|d| crate::front::protect::pattern::entered(cwd, &d))
+        });
+        let cwd = match &moved {
+            None => cwd,
+            Some(Some(d)) => Some(d.as_path()),
+            Some(None) => {
+                f.secrets
+                    .push("the files of a directory only known when it runs".to_string());
+                Some(Path::new(UNKNOWN_CWD))
+            }
+        };
         let tree = words.iter().any(|w| {
             w.literal()
                 .is_some_and(|l| TREE_READERS.contains(&basename(&l)))

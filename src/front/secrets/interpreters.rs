@@ -107,6 +107,11 @@ pub(super) fn interpreter_scripts(
             }),
             Load::Module(m) => out.extend(modules(m)),
             Load::Code(c) => out.push(Script::Shell(c.clone())),
+            // node's `--env-file`: the `NODE_OPTIONS` there (attack review 42).
+            Load::EnvFile(f) => out.push(match at(f) {
+                Some(p) => super::projects::env_script(&p),
+                None => Script::Unknown,
+            }),
             Load::Unknown => out.push(Script::Unknown),
         }
     }

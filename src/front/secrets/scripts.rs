@@ -196,7 +196,8 @@ impl CodeFiles<'_> {
     /// The code the simple command `words` (its program at `i`, run in `cwd`) runs from
     /// files: start-up files it names for a shell, its script, module or loaded files, a
     /// program named by a path, a makefile, a `package.json`, git's configuration and hooks,
-    /// and the option files of network programs.
+    /// the option files of network programs, and the project files of the runners before it
+    /// (`poetry run`, `cargo run`: [`super::projects`]).
     pub(crate) fn run_by(&self, words: &[&Word], i: usize, cwd: Option<&Path>) -> Vec<Script> {
         let prog_word = words[i];
         let rest = &words[i + 1..];
@@ -204,6 +205,8 @@ impl CodeFiles<'_> {
         let prog = basename(&named);
         let mut scripts = self.startup_files(prog, &words[..i], rest, cwd);
         scripts.extend(self.scripts_of(&words[..i], prog_word, prog, rest, cwd));
+        let path_of = |w: &Word| candidate(w, cwd, self.home).path();
+        scripts.extend(self.run_by_runners(words, i, cwd, &path_of));
         scripts
     }
 

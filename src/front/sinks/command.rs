@@ -9,6 +9,7 @@
 //! is a pattern over every path it may be; an archive or a patch may write anything).
 
 use crate::front::protect::pattern::{candidate_with, Candidate, Pat};
+use crate::front::protect::runners::runs;
 use crate::front::protect::shell::joined;
 use crate::front::protect::shell::{lex, Piece, Redirect, Word};
 use crate::front::protect::simple::{basename, is_assignment, simple_commands, Simple};
@@ -216,6 +217,13 @@ impl Analysis<'_> {
             self.runs_data(s, &prog, args, here.as_deref(), &vars, depth, f);
             self.writes(&prog, args, here.as_deref(), &vars, f);
             self.installs(&prog, args, here.as_deref(), f);
+            // A runner before the program fetches what it names too (`npx -y PKG`, `uvx
+            // PKG`: its program is the package's).
+            for k in 0..s.program() {
+                if let (Some(_), Some(r)) = (runs(&s.words, k), s.words[k].literal()) {
+                    self.installs(basename(&r), &s.words[k + 1..], here.as_deref(), f);
+                }
+            }
         }
         for dir in dirs.into_iter().skip(1) {
             for n in &lexed.nested {

@@ -18,6 +18,9 @@ pub(super) enum Use {
     LoadCode,
     /// Something loaded first that is not read here (php's ini file, a zend extension).
     LoadOpaque,
+    /// A file of environment variables set first (node's `--env-file`: a `NODE_OPTIONS`
+    /// there is applied).
+    EnvFile,
     /// A library directory.
     Lib,
     /// The script's path.
@@ -171,7 +174,7 @@ const NODE: Grammar = Grammar {
         ("conditions", true, Use::Value),
         ("input-type", true, Use::Value),
         ("title", true, Use::Value),
-        ("env-file", true, Use::Value),
+        ("env-file", true, Use::EnvFile),
         ("inspect-port", true, Use::Value),
         ("redirect-warnings", true, Use::Value),
         ("report-dir", true, Use::Value),
@@ -198,7 +201,7 @@ const NODE: Grammar = Grammar {
         ("cpu-prof-name", true, Use::Value),
         ("disable-proto", true, Use::Value),
         ("disable-warning", true, Use::Value),
-        ("env-file-if-exists", true, Use::Value),
+        ("env-file-if-exists", true, Use::EnvFile),
         ("experimental-default-type", true, Use::Value),
         ("experimental-sea-config", true, Use::Value),
         ("heap-prof-interval", true, Use::Value),

@@ -241,6 +241,34 @@ pub fn links_matched(pat: &[Pat]) -> Links {
     }
 }
 
+/// The entries of its directory that the last segment of `pat` (a pattern over absolute paths,
+/// as [`candidate`] gives it) matches now, when that directory is all literal and the last
+/// segment is a pattern within it (`~/.aws/cred*`): what the shell would expand it to if it
+/// ran now. `None` when the directory is not literal, cannot be read or holds more than `most`
+/// entries.
+pub(crate) fn entries_matched(pat: &[Pat], most: usize) -> Option<Vec<PathBuf>> {
+    let mut segments = split_segments(pat.to_vec());
+    let last = segments.pop()?;
+    let dir: Vec<String> = segments
+        .iter()
+        .map(|s| literal_segment(s))
+        .collect::<Option<_>>()?;
+    if literal_segment(&last).is_some() || last.contains(&Pat::Any) {
+        return None;
+    }
+    let dir = PathBuf::from(format!("{}/", dir.join("/")));
+    let mut out = Vec::new();
+    for (i, e) in std::fs::read_dir(&dir).ok()?.flatten().enumerate() {
+        if i >= most {
+            return None;
+        }
+        if matches(&last, &e.file_name().to_string_lossy()) {
+            out.push(e.path());
+        }
+    }
+    Some(out)
+}
+
 /// `pats` cut at each `/`.
 fn split_segments(pats: Vec<Pat>) -> Vec<Vec<Pat>> {
     let mut segments: Vec<Vec<Pat>> = vec![Vec::new()];

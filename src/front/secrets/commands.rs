@@ -6,7 +6,9 @@ use super::hosts::destinations;
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
 use crate::front::protect::handed::handed_commands;
 use crate::front::protect::invocation::{invocation, Program};
-use crate::front::protect::pattern::{candidate, matches, overlaps, Candidate, Pat, Resolver};
+use crate::front::protect::pattern::{
+    candidate, entries_matched, matches, overlaps, Candidate, Pat, Resolver,
+};
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use crate::front::protect::simple::{basename, is_assignment, program_index, wrapper_dir};
 use crate::front::protect::{MAX_NESTING, SHELLS};
@@ -208,7 +210,7 @@ impl SecretRules {
         });
         for w in words {
             if let Some(s) = self.word_secret(w, cwd, r) {
-                f.named |= self.concrete(w, cwd);
+                f.named |= self.concrete(w, cwd, r);
                 f.secrets.push(s);
             } else if tree {
                 if let Some(s) = self.tree_secret(w, cwd) {
@@ -412,19 +414,27 @@ impl SecretRules {
     }
 
     /// Whether `w`, which names a secret, names it concretely: as a path, or after its last
-    /// `=` or `@` (`-F f=@.env`), with no pattern and no part only known when it runs (`$HOME`
-    /// and `~` are the home directory).
-    fn concrete(&self, w: &Word, cwd: Option<&Path>) -> bool {
+    /// `=` or `@` (`-F f=@.env`), with no part only known when it runs (`$HOME` and `~` are the
+    /// home directory), or as a pattern in a literal directory that matches a secret file there
+    /// now (`~/.aws/cred*`).
+    fn concrete(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> bool {
         let home = self.home.as_deref();
-        let path = |w: &Word| matches!(candidate(w, cwd, home), Candidate::Path(_));
-        path(w)
+        let names = |w: &Word| match candidate(w, cwd, home) {
+            Candidate::Path(_) => true,
+            Candidate::Pattern(p) => entries_matched(&p, MAX_LISTED).is_some_and(|found| {
+                found
+                    .into_iter()
+                    .any(|e| self.secret_at(&Candidate::Path(e), r).is_some())
+            }),
+        };
+        names(w)
             || ['=', '@'].iter().any(|cut| {
                 w.pieces
                     .iter()
                     .rposition(|x| *x == Piece::Lit(*cut))
                     .is_some_and(|p| {
                         p + 1 < w.pieces.len()
-                            && path(&Word {
+                            && names(&Word {
                                 pieces: w.pieces[p + 1..].to_vec(),
                             })
                     })
@@ -461,6 +471,10 @@ impl SecretRules {
         found
     }
 }
+
+/// Most entries of a directory a pattern's secret files are looked for in
+/// ([`SecretRules::concrete`]); a larger directory leaves the pattern a possible secret only.
+const MAX_LISTED: usize = 4096;
 
 /// What a command reads when it hands a program code only known when it runs.
 const HANDED_UNKNOWN: &str =

@@ -22,6 +22,7 @@
 //! it runs: an ssh command with a host and a remote command, an editor or a helper with a file,
 //! a pager fed by a pipe, a shell with `-c`. Like the lexer, this never rejects input.
 
+mod elsewhere;
 mod git;
 mod programs;
 

@@ -2,7 +2,7 @@
 //! §16.2): its simple commands, their file words, trees and inline code, through quotes,
 //! variables and `cd`.
 
-use super::hosts::destinations;
+use super::hosts::{built_url, destinations};
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
 use crate::front::protect::handed::handed_commands;
 use crate::front::protect::invocation::{invocation, Program};
@@ -336,6 +336,24 @@ impl SecretRules {
                 via: e.clone(),
                 destinations: destinations(basename(&lits[at]), &lits[at + 1..]),
             });
+        }
+        // A URL whose text the run completes: a network name built from data, sent by
+        // whatever program is given it (`hosts::built_url`).
+        for w in words {
+            let text: String = w
+                .pieces
+                .iter()
+                .map(|p| match p {
+                    Piece::Lit(c) => *c,
+                    _ => '\0',
+                })
+                .collect();
+            if let Some(destinations) = built_url(&text) {
+                f.egress.push(Egress {
+                    via: format!("a URL built when it runs ({})", w.squeezed()),
+                    destinations,
+                });
+            }
         }
     }
 

@@ -101,3 +101,53 @@ fn a_name_sent_after_a_secret_was_read_is_refused() {
         false,
     );
 }
+
+/// A file server sends every file under the directory it serves to whoever connects: serving
+/// the credentials' directory to the network is a send to an unnamed destination (§16.2,
+/// "Servers"); before, each of these was allowed, exit 0, in a session that had read nothing.
+#[test]
+fn a_file_server_sends_what_it_serves() {
+    let f = fixture();
+    let aws = plant_aws_credentials(&f);
+    open_session(&f, "clean", false);
+    answers(
+        &f,
+        "clean",
+        &[
+            "python3 -m http.server 8000 --directory ~/.aws",
+            "python3 -m http.server --directory=$HOME/.aws",
+            "cd ~/.aws && python3 -m http.server 8000",
+            "cd ~ && nohup python3 -m http.server 8000 >/dev/null 2>&1 &",
+            "busybox httpd -f -p 8000 -h ~/.aws",
+            "ruby -run -e httpd ~/.aws -p 8000",
+            "git daemon --export-all --base-path=$HOME/.aws --reuseaddr",
+        ],
+        true,
+    );
+    // The project's own files, in a session that read nothing, and a loopback server after a
+    // secret was read.
+    answers(
+        &f,
+        "clean",
+        &[
+            "python3 -m http.server 8000",
+            "python3 -m http.server 8000 --directory target/doc",
+            "busybox httpd -f -p 8000 -h docs",
+        ],
+        false,
+    );
+    post_tool_use(
+        &f,
+        "clean",
+        "Read",
+        json!({"file_path": aws}),
+        json!("[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"),
+    );
+    answers(&f, "clean", &["python3 -m http.server 8000"], true);
+    answers(
+        &f,
+        "clean",
+        &["python3 -m http.server 8000 --bind 127.0.0.1"],
+        false,
+    );
+}

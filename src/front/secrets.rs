@@ -33,6 +33,7 @@ mod hosts;
 mod interpreters;
 mod rc;
 mod scripts;
+mod servers;
 pub(crate) use commands::chunks;
 pub(crate) use scripts::{CodeFiles, CodeSeen, Reading, Script, MAX_CODE_TEXTS};
 

@@ -149,6 +149,17 @@ pub(crate) fn handed_commands(words: &[&Word]) -> Vec<Handed> {
     }
     out.extend(assigned_from_input(words, i));
     wrappers(words, i, &mut out);
+    // A sandbox the analyses skip as a wrapper (`firejail --bind=HOST,GUEST CMD`): its mounts.
+    for (k, w) in words[..i].iter().enumerate() {
+        if let Some(p) = w.literal() {
+            if matches!(
+                basename(&p),
+                "firejail" | "bwrap" | "proot" | "systemd-nspawn"
+            ) {
+                out.extend(elsewhere::mounts(basename(&p), &words[k + 1..i]));
+            }
+        }
+    }
     let Some(program) = words.get(i).and_then(|w| w.literal()) else {
         return out;
     };

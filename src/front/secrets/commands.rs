@@ -8,6 +8,7 @@ use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
 use crate::front::protect::handed::handed_commands;
 use crate::front::protect::invocation::{invocation, Program};
 use crate::front::protect::pattern::{candidate, matches, overlaps, Candidate, Pat, Resolver};
+use crate::front::protect::percent::file_url_paths;
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use crate::front::protect::simple::{basename, is_assignment, program_index};
 use crate::front::protect::{MAX_NESTING, SHELLS};
@@ -434,6 +435,14 @@ impl SecretRules {
         }
         // Inline code: `open('/home/u/.aws/credentials')`.
         let text = w.squeezed();
+        // A `file:` URL's path, decoded as the program given it opens it
+        // (`file://$HOME/.aws/cred%65ntials`, `crate::front::protect::percent`).
+        if let Some(s) = file_url_paths(&text)
+            .iter()
+            .find_map(|p| self.secret_str(p, cwd, r))
+        {
+            return Some(s);
+        }
         let found = chunks(&text)
             .filter(|p| *p != text)
             .find_map(|p| self.secret_str(p, cwd, r));

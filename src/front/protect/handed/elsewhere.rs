@@ -189,6 +189,46 @@ pub(super) fn mounts(prog: &str, args: &[&Word]) -> Vec<Handed> {
                 }
             }
         }
+        // proot(1): `-b HOST[:GUEST]`, `--bind=`, `-r`/`--rootfs` (the guest's root);
+        // systemd-nspawn(1): `--bind=HOST[:GUEST]`, `--bind-ro=`, `-D`/`--directory`;
+        // firejail(1): `--bind=HOST,GUEST`; mount(8) with `--bind`/`-B`/`--rbind`/`-o bind`:
+        // its first operand.
+        "proot" | "systemd-nspawn" | "firejail" => {
+            let names: &[&str] = match prog {
+                "proot" => &["-b", "--bind", "--mount", "-r", "--rootfs"],
+                "systemd-nspawn" => &["--bind", "--bind-ro", "-D", "--directory"],
+                _ => &["--bind"],
+            };
+            for (k, w) in args.iter().enumerate() {
+                for name in names {
+                    if let Some(v) = option_value(args, k, w, name) {
+                        let end = v
+                            .iter()
+                            .position(|x| matches!(x, Piece::Lit(':' | ',')))
+                            .unwrap_or(v.len());
+                        hosts.push(v[..end].to_vec());
+                    }
+                }
+            }
+        }
+        "mount" => {
+            let bind = lits.iter().flatten().any(|l| {
+                matches!(l.as_str(), "--bind" | "-B" | "--rbind" | "-R")
+                    || (l.starts_with("bind") || l.contains(",bind") || l.starts_with("rbind"))
+            });
+            let mut skip = false;
+            let source = args.iter().zip(&lits).find(|(_, l)| {
+                let opt = l.as_deref().is_some_and(|l| l.starts_with('-'));
+                let take = !skip && !opt;
+                skip = l
+                    .as_deref()
+                    .is_some_and(|l| matches!(l, "-o" | "-t" | "--options" | "--types"));
+                take
+            });
+            if let Some((w, _)) = source.filter(|_| bind) {
+                hosts.push(w.pieces.clone());
+            }
+        }
         _ => {}
     }
     hosts
@@ -202,6 +242,20 @@ pub(super) fn mounts(prog: &str, args: &[&Word]) -> Vec<Handed> {
         })
         .map(|h| Some(format!("cp -r {} {ARGUMENT}", shell_text(&h))))
         .collect()
+}
+
+/// The value of option `name` at word `k` (`w`): the next word, or what follows `=`.
+fn option_value(args: &[&Word], k: usize, w: &Word, name: &str) -> Option<Vec<Piece>> {
+    let n: Vec<Piece> = name.chars().map(Piece::Lit).collect();
+    if w.pieces == n {
+        return Some(
+            args.get(k + 1)
+                .map(|w| w.pieces.clone())
+                .unwrap_or_default(),
+        );
+    }
+    let rest = w.pieces.strip_prefix(n.as_slice())?;
+    (rest.first() == Some(&Piece::Lit('='))).then(|| rest[1..].to_vec())
 }
 
 /// A word's pieces as shell text that lexes back to the same pieces: literal characters

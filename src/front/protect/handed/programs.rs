@@ -40,7 +40,8 @@ pub(super) fn options(prog: &str, args: &[&Word], words: &[&Word], out: &mut Vec
                 out.extend(super::elsewhere::remote_paths(args));
             }
         }
-        "docker" | "podman" | "nerdctl" | "bwrap" => {
+        "docker" | "podman" | "nerdctl" | "bwrap" | "proot" | "systemd-nspawn" | "firejail"
+        | "mount" => {
             out.extend(super::elsewhere::mounts(prog, args));
         }
         "make" | "gmake" => make(&lits, out),

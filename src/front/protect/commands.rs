@@ -42,6 +42,14 @@ impl Ctx<'_> {
                       may run",
             });
         }
+        if let Some(program) = super::connection::fed_by_a_connection(&lexed) {
+            return Some(Touch {
+                resource: Resource::Binary,
+                path: program,
+                how: "reads its commands from a network connection, typed later where no hook \
+                      sees them, so it runs a program only known when it runs, which may run",
+            });
+        }
         let before = self.vars.borrow().clone();
         for n in &lexed.nested {
             if let Some(t) = self.command(n, cwd.clone(), depth + 1) {

@@ -23,6 +23,7 @@ pub mod simple;
 mod analysis;
 pub(crate) mod invocation;
 mod commands;
+mod connection;
 pub(crate) mod handed;
 pub(crate) mod percent;
 mod programs;

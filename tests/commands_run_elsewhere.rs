@@ -168,3 +168,37 @@ fn a_shell_fed_by_a_connection_is_refused_in_every_session() {
         ],
     );
 }
+
+/// A program written into a shell's standard input by `echo`/`printf`, and what ssh's login
+/// shell reads from its standard input on a host that may be this machine, are analysed as the
+/// commands they are (`src/front/protect/fed.rs`): before, each printed the signing key, exit 0,
+/// in a session that had read nothing.
+#[test]
+fn a_program_piped_into_a_shell_is_screened() {
+    let f = fixture();
+    std::fs::create_dir_all(f.project.join("tools")).unwrap();
+    std::fs::write(f.project.join("tools/x.sh"), "cat ../guard/*.key\n").unwrap();
+    std::fs::write(f.project.join("tools/ok.sh"), "uptime\n").unwrap();
+    open_session(&f, "clean", false);
+    refused(
+        &f,
+        "clean",
+        &[
+            "echo 'cat ../../guard/*.key' | sh",
+            "printf 'cd ../../guard && base64 *.key' | bash",
+            "echo 'cat ../guard/*.key' | ssh localhost",
+            "ssh localhost < tools/x.sh",
+            "echo \"$CMD\" | sh",
+        ],
+    );
+    allowed(
+        &f,
+        "clean",
+        &[
+            "echo 'cargo test' | sh",
+            "echo uptime | ssh build.example",
+            "ssh build.example < tools/ok.sh",
+            "echo hello | wc -c",
+        ],
+    );
+}

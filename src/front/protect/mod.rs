@@ -24,6 +24,7 @@ mod analysis;
 pub(crate) mod invocation;
 mod commands;
 mod connection;
+mod fed;
 pub(crate) mod handed;
 pub(crate) mod percent;
 mod programs;

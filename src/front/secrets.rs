@@ -36,6 +36,7 @@ mod local;
 mod projects;
 mod rc;
 mod scripts;
+mod servers;
 pub(crate) use commands::chunks;
 pub(crate) use scripts::{CodeFiles, CodeSeen, Reading, Script, MAX_CODE_TEXTS};
 

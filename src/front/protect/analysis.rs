@@ -43,7 +43,9 @@ impl Ctx<'_> {
         let lower = text.to_lowercase();
         // Also with quoting and escapes removed: `agent.led''ger`, `agent.led\ger`.
         let stripped: String = lower.chars().filter(|c| !"'\"\\".contains(*c)).collect();
-        for hay in [&lower, &stripped] {
+        // And as a program given a URL decodes it: `agent.ledg%65r.key` (`super::percent`).
+        let unescaped = super::percent::decoded(&stripped).unwrap_or_default();
+        for hay in [&lower, &stripped, &unescaped] {
             for (name, resource, path) in &self.p.names {
                 if bounded(hay, name) {
                     return Some(Touch {

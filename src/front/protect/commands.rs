@@ -43,6 +43,27 @@ impl Ctx<'_> {
                       may run",
             });
         }
+        if let Some(program) = super::connection::fed_by_a_connection(&lexed) {
+            return Some(Touch {
+                resource: Resource::Binary,
+                path: program,
+                how: "reads its commands from a network connection, typed later where no hook \
+                      sees them, so it runs a program only known when it runs, which may run",
+            });
+        }
+        // What a shell or ssh reads from `echo … |`, a here-string or (ssh) a file (`fed`).
+        for text in super::fed::fed_programs(&lexed, cwd.as_deref()) {
+            let Some(text) = text else {
+                return Some(Touch {
+                    resource: Resource::Binary,
+                    path: text_of(&lexed),
+                    how: "feeds a shell a program only known when it runs, which may run",
+                });
+            };
+            if let Some(t) = self.command(&text, cwd.clone(), depth + 1) {
+                return Some(t);
+            }
+        }
         let before = self.vars.borrow().clone();
         for n in &lexed.nested {
             if let Some(t) = self.command(n, cwd.clone(), depth + 1) {
@@ -559,4 +580,12 @@ impl Ctx<'_> {
 
 fn basename(s: &str) -> String {
     s.rsplit('/').next().unwrap_or(s).to_string()
+}
+
+/// A command's words, for a reason.
+fn text_of(lexed: &super::shell::Lexed) -> String {
+    super::shell::joined(lexed.tokens.iter().filter_map(|t| match t {
+        Token::Word(w) => Some(w),
+        _ => None,
+    }))
 }

@@ -22,6 +22,7 @@
 //! it runs: an ssh command with a host and a remote command, an editor or a helper with a file,
 //! a pager fed by a pipe, a shell with `-c`. Like the lexer, this never rejects input.
 
+mod elsewhere;
 mod git;
 mod programs;
 
@@ -162,6 +163,17 @@ pub(crate) fn handed_commands(words: &[&Word]) -> Vec<Handed> {
     // reads (`nix develop`): code only known when it runs (§13.3, "Runners").
     if let Some((_, Runs::Unknown)) = runs(words, i) {
         out.push(None);
+    }
+    // A sandbox the analyses skip as a wrapper (`firejail --bind=HOST,GUEST CMD`): its mounts.
+    for (k, w) in words[..i].iter().enumerate() {
+        if let Some(p) = w.literal() {
+            if matches!(
+                basename(&p),
+                "firejail" | "bwrap" | "proot" | "systemd-nspawn"
+            ) {
+                out.extend(elsewhere::mounts(basename(&p), &words[k + 1..i]));
+            }
+        }
     }
     let Some(program) = words.get(i).and_then(|w| w.literal()) else {
         return out;

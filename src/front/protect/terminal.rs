@@ -38,7 +38,7 @@ pub(super) fn fed_by_the_terminal(lexed: &Lexed) -> Option<String> {
 }
 
 /// The program's arguments, `None` where not literal.
-fn arguments(s: &Simple) -> Vec<Option<String>> {
+pub(super) fn arguments(s: &Simple) -> Vec<Option<String>> {
     s.words
         .get(s.program() + 1..)
         .unwrap_or_default()
@@ -49,7 +49,7 @@ fn arguments(s: &Simple) -> Vec<Option<String>> {
 
 /// Whether `prog args…` reads its program from its standard input, or the terminal after
 /// its program (`python3 -i x.py`), as the program reads its options ([`invocation`]).
-fn reads_program(prog: &str, args: &[Option<String>]) -> bool {
+pub(super) fn reads_program(prog: &str, args: &[Option<String>]) -> bool {
     if prog == "ssh" {
         return remote_shell(args);
     }

@@ -2,13 +2,15 @@
 //! §16.2): its simple commands, their file words, trees and inline code, through quotes,
 //! variables and `cd`.
 
-use super::hosts::destinations;
+use super::hosts::{built_url, destinations};
+use super::servers::{file_server, loopback};
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
 use crate::front::protect::handed::handed_commands;
 use crate::front::protect::invocation::{invocation, Program};
 use crate::front::protect::pattern::{
     candidate, entries_matched, matches, overlaps, Candidate, Pat, Resolver,
 };
+use crate::front::protect::percent::file_url_paths;
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use crate::front::protect::simple::{basename, is_assignment, program_index, wrapper_dir};
 use crate::front::protect::{MAX_NESTING, SHELLS};
@@ -381,6 +383,46 @@ impl SecretRules {
                 destinations: destinations(basename(&lits[at]), &lits[at + 1..]),
             });
         }
+        // A file server: every file under the directory it serves goes to whoever connects
+        // (`servers`), an unnamed destination unless it listens on a loopback address.
+        if let Some(served) = file_server(&prog, &lits) {
+            let dir = served_word(rest, served.dir.as_deref());
+            if let Some(s) = self.tree_secret(&dir, cwd) {
+                f.secrets.push(s);
+            } else if dir
+                .pieces
+                .iter()
+                .any(|p| !matches!(p, Piece::Lit(_) | Piece::Home))
+            {
+                f.secrets.push(format!(
+                    "a directory {} serves, only known when it runs",
+                    served.via
+                ));
+            }
+            let bind = served.bind.filter(|b| loopback(b));
+            f.egress.push(Egress {
+                via: served.via.to_string(),
+                destinations: bind.map(|b| b.to_lowercase()).into_iter().collect(),
+            });
+        }
+        // A URL whose text the run completes: a network name built from data, sent by
+        // whatever program is given it (`hosts::built_url`).
+        for w in words {
+            let text: String = w
+                .pieces
+                .iter()
+                .map(|p| match p {
+                    Piece::Lit(c) => *c,
+                    _ => '\0',
+                })
+                .collect();
+            if let Some(destinations) = built_url(&text) {
+                f.egress.push(Egress {
+                    via: format!("a URL built when it runs ({})", w.squeezed()),
+                    destinations,
+                });
+            }
+        }
     }
 
     /// A secret under the directory a word names, for programs that read trees: a secret
@@ -465,6 +507,14 @@ impl SecretRules {
         }
         // Inline code: `open('/home/u/.aws/credentials')`.
         let text = w.squeezed();
+        // A `file:` URL's path, decoded as the program given it opens it
+        // (`file://$HOME/.aws/cred%65ntials`, `crate::front::protect::percent`).
+        if let Some(s) = file_url_paths(&text)
+            .iter()
+            .find_map(|p| self.secret_str(p, cwd, r))
+        {
+            return Some(s);
+        }
         let found = chunks(&text)
             .filter(|p| *p != text)
             .find_map(|p| self.secret_str(p, cwd, r));
@@ -586,5 +636,32 @@ fn network_redirection(w: &Word, f: &mut Facts) {
             via: "a /dev/tcp redirection".to_string(),
             destinations: Vec::new(),
         });
+    }
+}
+
+/// The word of `rest` that names the directory a server serves (`dir`, as its squeezed text:
+/// the whole word, or what follows `=` in `--directory=DIR`), its pieces kept (`~`, an
+/// expansion); the working directory when it names none.
+fn served_word(rest: &[&Word], dir: Option<&str>) -> Word {
+    let Some(d) = dir else {
+        return Word {
+            pieces: vec![Piece::Lit('.')],
+        };
+    };
+    for w in rest {
+        if w.squeezed() == d {
+            return (*w).clone();
+        }
+        if let Some(p) = w.pieces.iter().position(|x| *x == Piece::Lit('=')) {
+            let after = Word {
+                pieces: w.pieces[p + 1..].to_vec(),
+            };
+            if after.squeezed() == d {
+                return after;
+            }
+        }
+    }
+    Word {
+        pieces: d.chars().map(Piece::Lit).collect(),
     }
 }

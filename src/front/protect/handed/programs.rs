@@ -30,8 +30,20 @@ pub(super) fn options(prog: &str, args: &[&Word], words: &[&Word], out: &mut Vec
                     .map(|s| s.map(|s| format!("{s} host.invalid true"))),
             );
             long_or_short(&lits, &["rsync-path"], "", out);
+            out.extend(super::elsewhere::remote_paths(args));
         }
-        "ssh" | "scp" | "sftp" | "slogin" => ssh(prog, &lits, out),
+        "ssh" | "scp" | "sftp" | "slogin" => {
+            ssh(prog, &lits, out);
+            if matches!(prog, "ssh" | "slogin") {
+                out.extend(super::elsewhere::ssh_remote_command(args));
+            } else {
+                out.extend(super::elsewhere::remote_paths(args));
+            }
+        }
+        "docker" | "podman" | "nerdctl" | "bwrap" | "proot" | "systemd-nspawn" | "firejail"
+        | "mount" => {
+            out.extend(super::elsewhere::mounts(prog, args));
+        }
         "make" | "gmake" => make(&lits, out),
         "man" => {
             long_or_short(&lits, &["pager", "html"], "-P", out);

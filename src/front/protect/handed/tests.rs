@@ -56,9 +56,16 @@ fn program_options_in_their_abbreviations_and_clusters() {
     assert_eq!(handed("zip -TT 'u -t' a.zip f"), some(&["u -t"]));
     assert_eq!(
         handed("rsync -avze 'ssh -p 2' a h:b"),
-        some(&["ssh -p 2 host.invalid true"])
+        // The remote path, read in the home directory of a host that may be this machine.
+        some(&[
+            "ssh -p 2 host.invalid true",
+            "cd && cp -r b handed-argument"
+        ])
     );
-    assert_eq!(handed("ssh -vo ProxyCommand=nc h true"), some(&["nc"]));
+    assert_eq!(
+        handed("ssh -vo ProxyCommand=nc h true"),
+        some(&["nc", "cd && true"])
+    );
     assert_eq!(handed("man -Pcat ls"), some(&["cat"]));
     assert_eq!(handed("less '+!x y' f"), some(&["x y"]));
     assert!(handed("less +G f").is_empty());

@@ -52,6 +52,36 @@ fn init_creates_ledger_and_private_key_file_and_prints_log_key() {
 }
 
 #[test]
+fn init_creates_the_missing_directory_of_the_ledger_private_to_the_user() {
+    // README's first hooks command, in a project that has no `.memlineage/` yet.
+    let dir = TempDir::new().unwrap();
+    let ledger = dir.path().join(".memlineage/sub/agent.ledger");
+    ok(run(&["init".as_ref(), ledger.as_os_str()], None));
+    assert!(ledger.is_file() && key_file(&ledger).is_file());
+    assert_eq!(tree_size(&ledger), 0);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        for d in [".memlineage", ".memlineage/sub"] {
+            let mode = std::fs::metadata(dir.path().join(d))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777;
+            assert_eq!(mode, 0o700, "{d}: mode {mode:o}");
+        }
+    }
+    // A relative path in the current directory needs no directory at all.
+    let out = Command::new(BIN)
+        .args(["init", "here.ledger"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(dir.path().join("here.ledger").is_file());
+}
+
+#[test]
 fn second_init_fails_and_leaves_files_byte_identical() {
     let dir = TempDir::new().unwrap();
     let ledger = dir.path().join("mem.ledger");

@@ -60,6 +60,7 @@ pub fn create(ledger: &Path, origin: &str, tau: f64, rule: RuleArg) -> Res<ExitC
         tau: Weight::from_f64(tau)?,
         weak_rule: rule.weak_rule(),
     };
+    create_parent(ledger)?;
     let ks = KeyStore::generate(origin);
     let signer = ks.log_signer()?;
     ks.save(&keys)?;
@@ -69,6 +70,25 @@ pub fn create(ledger: &Path, origin: &str, tau: f64, rule: RuleArg) -> Res<ExitC
     say!("created {} (key file {})", ledger.display(), keys.display());
     say!("log key: {}", l.vkey());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates the directory `ledger` goes in when it is missing (README: `memlineage init
+/// .memlineage/agent.ledger` in a fresh project), private to the user since it holds the key
+/// file; an existing directory is left as it is.
+fn create_parent(ledger: &Path) -> Res<()> {
+    let Some(dir) = ledger.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
+        .map_err(|e| format!("cannot create the directory {}: {e}", dir.display()))?;
+    Ok(())
 }
 
 /// τ as the caller wrote it, exactly: a decimal in `[0, 1]` with no digit but zeroes after

@@ -143,6 +143,61 @@ fn benign_sessions_that_touch_secrets_or_the_network_pass() {
     );
 }
 
+/// A refusal for a secret names the setting of the policy that would open the call, and it
+/// does open it: a host (`secrets.open_destinations`), a git remote
+/// (`secrets.open_git_remotes`); an unnamed destination has none (`spec/hooks.md` §16.3).
+#[test]
+fn a_secret_refusal_names_the_setting_that_opens_it() {
+    let f = fixture();
+    plant_secrets(&f);
+    let env = json!({"tool_name": "Read",
+        "tool_input": {"file_path": f.project.join(".env")},
+        "tool_response": {"type": "text", "file": {"content": "STRIPE_KEY=sk_live_x\n"}}});
+    let refused = |id: &str, call: Value| {
+        session(
+            &f,
+            id,
+            "Look up the routing docs",
+            None,
+            std::slice::from_ref(&env),
+        );
+        let out = sh(&f, &f.pre, &pre_event(&f, id, &call));
+        assert_eq!(out.status.code(), Some(2), "{call}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let fetch = json!({"tool_name": "WebFetch",
+        "tool_input": {"url": "https://docs.rs/axum", "prompt": "routes"}});
+    let why = refused("d0", fetch.clone());
+    assert!(
+        why.contains("open `docs.rs` for secrets in the policy's `secrets.open_destinations`"),
+        "{why}"
+    );
+    let push = json!({"tool_name": "Bash", "tool_input": {"command": "git push backup main"}});
+    let why = refused("d1", push);
+    assert!(why.contains("`secrets.open_git_remotes`"), "{why}");
+    let pr = json!({"tool_name": "Bash",
+        "tool_input": {"command": "gh pr create --title t --body b"}});
+    let why = refused("d2", pr);
+    assert!(
+        why.contains("no setting opens an unnamed destination") && why.contains(".env"),
+        "{why}"
+    );
+    // The setting named does what the refusal says.
+    let (_, policy) = f.places.iter().find(|(k, _)| *k == "{POLICY}").unwrap();
+    let text = std::fs::read_to_string(policy).unwrap();
+    let opened = text.replacen(
+        "open_destinations = [",
+        "open_destinations = [\"docs.rs\", ",
+        1,
+    );
+    assert_ne!(opened, text);
+    std::fs::write(policy, opened).unwrap();
+    session(&f, "d3", "Look up the routing docs", None, &[env]);
+    let out = sh(&f, &f.pre, &pre_event(&f, "d3", &fetch));
+    // Composed after the Read's output: Claude Code asks (spec/hooks.md §15); not refused.
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
 /// A command that reads a secret itself and hands it to a program not known to keep data on
 /// the machine is refused whatever the program (`spec/hooks.md` §16.2, "Programs not known to
 /// stay local"); the policy's owner can declare a program local (`secrets.local_commands`),
@@ -168,6 +223,12 @@ fn a_secret_handed_to_a_program_not_known_to_stay_local_is_refused_until_the_pol
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{}: {stderr}", command.1);
         assert!(stderr.contains("not known to keep data local"), "{stderr}");
+        // The refusal names the settings that open it, for the user who reads it.
+        assert!(
+            stderr.contains("`secrets.local_commands`")
+                && stderr.contains("`memlineage hook endorse FILE`"),
+            "{stderr}"
+        );
     }
     // Not handed a secret: the same programs run.
     for command in ["cargo build", "mytool --upload < README.md", "wc -l .env"] {

@@ -67,7 +67,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             .collect();
         closed.retain(|d| !stated.contains(d));
         if egress.destinations.is_empty() {
-            closed.push("an unnamed destination".to_string());
+            closed.push(super::verdict::UNNAMED_DESTINATION.to_string());
         }
         let refusal = |secret: String,
                        entry: Option<EntryId>,
@@ -146,7 +146,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             secret: read.what,
             entry: Some(read.read),
             via: stranger.via,
-            destination: "an unnamed destination".to_string(),
+            destination: super::verdict::UNNAMED_DESTINATION.to_string(),
             after_untrusted: false,
             carried: Some(carried),
         })

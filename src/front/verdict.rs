@@ -174,6 +174,7 @@ impl std::fmt::Display for Refusal {
                         c.encoding
                     )?;
                 }
+                write_door(f, via, destination, secret, entry.is_some())?;
                 write!(f, " (spec/hooks.md §16)")
             }
             Refusal::Composed(r) | Refusal::Stated(r) => write!(f, "memlineage: deny {r}"),
@@ -184,6 +185,59 @@ impl std::fmt::Display for Refusal {
                  unknown; start a new session (spec/hooks.md §3.1)"
             ),
         }
+    }
+}
+
+/// How [`Refusal::Secret`] names a destination that no argument names (`curl -d @- "$URL"`,
+/// `gh`, a program not known to keep data local).
+pub(crate) const UNNAMED_DESTINATION: &str = "an unnamed destination";
+
+/// What [`Refusal::Secret`]'s `via` says after a program that is not an egress command but is
+/// not known to keep data local either (`spec/hooks.md` §16.2).
+pub(crate) const NOT_KNOWN_LOCAL: &str = " (not known to keep data local)";
+
+/// The setting of the policy that would let a refused secret call through, for the user who
+/// reads the refusal (`spec/gate.md` §2, `spec/hooks.md` §16.2–16.3): `local_commands` or
+/// `endorsed_code` for a program not known to stay local, `open_destinations` for a host, and
+/// for an unnamed destination, which no setting opens, that only the session's read counts.
+/// Only the user can use it: the policy file is protected (§13).
+fn write_door(
+    f: &mut std::fmt::Formatter<'_>,
+    via: &str,
+    destination: &str,
+    secret: &str,
+    session_read: bool,
+) -> std::fmt::Result {
+    if let Some(program) = via.strip_suffix(NOT_KNOWN_LOCAL) {
+        write!(
+            f,
+            "; if {} keeps data on this machine, the user can declare its command in the \
+             policy's `secrets.local_commands`, or vouch for a script of theirs that runs it \
+             (`memlineage hook endorse FILE`, for `secrets.endorsed_code`)",
+            crate::quote::name(program)
+        )
+    } else if destination != UNNAMED_DESTINATION {
+        // A git remote is named as the push names it (`git push backup`), a host with a dot.
+        let remote = via.starts_with("git ") && !destination.contains(['.', ':', '/']);
+        let key = if remote {
+            "open_git_remotes"
+        } else {
+            "open_destinations"
+        };
+        write!(
+            f,
+            "; the user can open {} for secrets in the policy's `secrets.{key}`",
+            crate::quote::name(destination)
+        )
+    } else if session_read {
+        write!(
+            f,
+            "; no setting opens an unnamed destination, and a session that has not read {} \
+             is not refused for it",
+            crate::quote::name(secret)
+        )
+    } else {
+        Ok(())
     }
 }
 

@@ -75,7 +75,7 @@ fn strangers(f: &Facts) -> Vec<Egress> {
     }
     out.into_iter()
         .map(|p| Egress {
-            via: format!("{p} (not known to keep data local)"),
+            via: format!("{p}{}", crate::front::verdict::NOT_KNOWN_LOCAL),
             destinations: Vec::new(),
         })
         .collect()

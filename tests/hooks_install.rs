@@ -222,6 +222,44 @@ fn install_merges_and_is_idempotent() {
 
 /// A settings file memlineage cannot merge into is refused (non-zero exit, clear message) and
 /// left untouched.
+/// README's first layout put the ledger in the project: `install` warns, since the key's
+/// directory makes every search of the project a touch of the key (spec/hooks.md §13).
+#[test]
+fn install_warns_when_the_ledger_is_inside_the_project() {
+    let dir = setup();
+    let out = install(dir.path(), "claude-code", &[]);
+    ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    ok(&run(
+        &["init", "proj/.memlineage/agent.ledger"],
+        dir.path(),
+        None,
+    ));
+    let out = run(
+        &[
+            "hook",
+            "install",
+            "--agent",
+            "claude-code",
+            "--ledger",
+            "proj/.memlineage/agent.ledger",
+            "--dir",
+            "proj",
+        ],
+        dir.path(),
+        None,
+    );
+    ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: the ledger")
+            && stderr.contains("is inside the project")
+            && stderr.contains("~/.memlineage/agent.ledger"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn malformed_settings_are_refused_untouched() {
     let dir = setup();

@@ -418,12 +418,32 @@ pub fn install(a: &InstallArgs) -> Res<ExitCode> {
     } else {
         crate::io::say!("Claude Code 2.1.295 or later is needed for onFailure \"block\"");
     }
+    warn_ledger_inside(&dir, &a.ledger);
     crate::io::say!(
         "check with: memlineage hook doctor --agent {} --dir {}",
         a.agent.name(),
         sh_quote(&dir.display().to_string())
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns (standard error) when the ledger is inside the project `dir`: its directory holds the
+/// signing key, which no tool call may touch (spec/hooks.md §13), so every search of the whole
+/// project is refused, and `git add -A` stages the key.
+fn warn_ledger_inside(dir: &Path, ledger: &Path) {
+    let (Ok(dir), Ok(ledger)) = (dir.canonicalize(), ledger.canonicalize()) else {
+        return;
+    };
+    if ledger.starts_with(&dir) {
+        eprintln!(
+            "warning: the ledger {} is inside the project {}: its directory holds the signing \
+             key, so the hooks refuse every search of the whole project (Grep, Glob, `grep -r \
+             .`, `find .`) and `git add -A` stages the key; put the ledger outside the project \
+             (`memlineage init ~/.memlineage/agent.ledger`) and install again",
+            ledger.display(),
+            dir.display()
+        );
+    }
 }
 
 #[cfg(test)]

@@ -67,7 +67,12 @@ fn start_server(dir: &Path) -> Child {
 /// [`start_server`] with `extra` arguments (`--policy P`: the socket's name then hashes P,
 /// `spec/hooks.md` §11.1, so any socket in `dir` that accepts is waited for).
 fn start_server_with(dir: &Path, extra: &[&str]) -> Child {
-    let child = Command::new(BIN)
+    start_server_of(Path::new(BIN), dir, extra)
+}
+
+/// [`start_server_with`] run from the executable `exe`.
+fn start_server_of(exe: &Path, dir: &Path, extra: &[&str]) -> Child {
+    let child = Command::new(exe)
         .args(["hook", "serve", "l.db"])
         .args(extra)
         .current_dir(dir)
@@ -306,4 +311,31 @@ fn a_same_size_policy_edit_with_its_time_set_back_is_seen_by_the_server() {
     assert_eq!(after.status.code(), Some(2), "{after:?}");
     server.kill().unwrap();
     server.wait().unwrap();
+}
+
+/// A server whose executable is replaced (an upgrade, a rebuild) exits instead of answering
+/// with the old code while the hooks run the new one: an active session never leaves it idle
+/// (`spec/hooks.md` §11). Left alone, it keeps serving.
+#[test]
+fn a_server_exits_when_its_executable_is_replaced() {
+    let dir = ledger_dir();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = bin.join("memlineage");
+    std::fs::copy(BIN, &exe).unwrap();
+    let mut server = start_server_of(&exe, dir.path(), &[]);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(server.try_wait().unwrap().is_none(), "exited on its own");
+    // Replaced as `cargo install` and package managers do: a new file renamed over it.
+    std::fs::copy(BIN, bin.join("memlineage.new")).unwrap();
+    std::fs::rename(bin.join("memlineage.new"), &exe).unwrap();
+    let start = Instant::now();
+    while server.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(10) {
+            server.kill().unwrap();
+            panic!("the server kept running after its executable was replaced");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!socket(dir.path()).exists(), "socket left behind");
 }

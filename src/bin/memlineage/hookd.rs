@@ -267,6 +267,7 @@ fn serve_unix(ledger: &Path, policy: Option<PathBuf>, state: Option<StateDir>) -
     }
     lock.set_len(0)?;
     writeln!(lock, "{}", std::process::id())?;
+    let exe = Executable::now();
     let mut state = State::new(ledger.clone(), policy, state);
     state.count_rows_beside();
     // Opened before the socket exists, so that no hook waits on a server still opening.
@@ -290,7 +291,7 @@ fn serve_unix(ledger: &Path, policy: Option<PathBuf>, state: Option<StateDir>) -
     let last = Arc::new(Mutex::new(Instant::now()));
     {
         let (last, socket) = (Arc::clone(&last), paths.socket.clone());
-        std::thread::spawn(move || watch(&last, &socket, ino, &ledger));
+        std::thread::spawn(move || watch(&last, &socket, ino, &ledger, &exe));
     }
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
@@ -303,17 +304,50 @@ fn serve_unix(ledger: &Path, policy: Option<PathBuf>, state: Option<StateDir>) -
     Ok(ExitCode::SUCCESS)
 }
 
-/// Exits the process (removing the socket if it is still this server's) once idle for
-/// [`IDLE_EXIT`], or when the socket or the ledger file is gone. Holds `last` while exiting,
-/// so no request is cut off.
+/// The file the server was started from, as it was then: when it is replaced or changed (an
+/// upgrade, `cargo install`, a rebuild), the server exits rather than go on answering with
+/// the code it was started with while the hooks run the new one (an active session never
+/// leaves it idle). The next event is decided by the hook itself and starts a server of the
+/// new file.
 #[cfg(unix)]
-fn watch(last: &Mutex<Instant>, socket: &Path, ino: u64, ledger: &Path) {
+struct Executable {
+    path: PathBuf,
+    id: Option<(u64, u64, i64, i64, u64)>,
+}
+
+#[cfg(unix)]
+impl Executable {
+    fn now() -> Option<Self> {
+        let path = std::env::current_exe().ok()?;
+        let id = Self::id_of(&path);
+        id.is_some().then_some(Executable { path, id })
+    }
+
+    /// Device, inode, modification time and size.
+    fn id_of(path: &Path) -> Option<(u64, u64, i64, i64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some((m.dev(), m.ino(), m.mtime(), m.mtime_nsec(), m.len()))
+    }
+
+    fn changed(&self) -> bool {
+        Self::id_of(&self.path) != self.id
+    }
+}
+
+/// Exits the process (removing the socket if it is still this server's) once idle for
+/// [`IDLE_EXIT`], when the socket or the ledger file is gone, or when the server's own
+/// executable was replaced ([`Executable`]). Holds `last` while exiting, so no request is cut
+/// off.
+#[cfg(unix)]
+fn watch(last: &Mutex<Instant>, socket: &Path, ino: u64, ledger: &Path, exe: &Option<Executable>) {
     use std::os::unix::fs::MetadataExt;
     loop {
         std::thread::sleep(WATCH_EVERY);
         let at = last.lock().unwrap_or_else(|e| e.into_inner());
         let ours = std::fs::symlink_metadata(socket).is_ok_and(|m| m.ino() == ino);
-        if at.elapsed() >= IDLE_EXIT || !ours || !ledger.exists() {
+        let replaced = exe.as_ref().is_some_and(Executable::changed);
+        if at.elapsed() >= IDLE_EXIT || !ours || !ledger.exists() || replaced {
             if ours {
                 let _ = std::fs::remove_file(socket);
             }

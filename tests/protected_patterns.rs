@@ -109,3 +109,44 @@ fn session_records_beyond_what_is_listed_are_protected_from_patterns() {
     assert!(!touches(&p, &format!("rm -f {root}/notes*.txt"), &work));
     assert!(!touches(&p, &format!("rm -f {root}/work/*.tmp"), &work));
 }
+
+/// Staging is reading (`spec/hooks.md` §13.3, "Staged files"): with the ledger inside the
+/// project, `git add -A` (and `.`, the ledger's directory, a glob pathspec, `git stash -u`)
+/// would stage the signing key, and a commit and `git push origin` would publish it. Before,
+/// each passed the screen. Staging what does not hold the key, and staging tracked files only,
+/// still pass (a plain `git stash` is refused for another reason: it rewrites a tree holding
+/// the ledger).
+#[test]
+fn staging_a_tree_that_holds_the_signing_key_is_reading_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let project = std::fs::canonicalize(dir.path()).expect("canonical");
+    std::fs::create_dir_all(project.join(".git")).expect("git");
+    std::fs::create_dir_all(project.join(".memlineage")).expect("ledger dir");
+    std::fs::create_dir_all(project.join("src/deep")).expect("src");
+    let ledger = project.join(".memlineage/agent.ledger");
+    std::fs::write(&ledger, b"x").expect("ledger");
+    std::fs::write(project.join(".memlineage/agent.ledger.key"), b"k").expect("key");
+    let p = Protected::for_ledger(&ledger, None, None, None, None);
+    let src = project.join("src/deep");
+    for (command, cwd) in [
+        ("git add -A", &project),
+        ("git add --all", &src),
+        ("git add .", &project),
+        ("git add .memlineage", &project),
+        ("git add -- '*.key'", &src),
+        ("git -C ../.. add -A", &src),
+        ("git stash -u", &project),
+        ("git stash push --include-untracked", &src),
+    ] {
+        assert!(touches(&p, command, cwd), "{command} in {}", cwd.display());
+    }
+    for (command, cwd) in [
+        ("git add src", &project),
+        ("git add .", &src),
+        ("git add -u", &project),
+        ("git commit -am wip", &project),
+        ("git add src/deep/x.rs", &project),
+    ] {
+        assert!(!touches(&p, command, cwd), "{command} in {}", cwd.display());
+    }
+}

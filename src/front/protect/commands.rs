@@ -384,6 +384,28 @@ impl Ctx<'_> {
                     || rest
                         .iter()
                         .any(|a| matches!(a.as_str(), "--hard" | "--merge" | "--keep"));
+                // What it stages for a commit, untracked files included (§13.3, "Staged
+                // files"): staging the key is reading it.
+                if let Some(dirs) = super::staged::staged(
+                    &sub,
+                    &args[j + 1..],
+                    dir.as_deref(),
+                    self.p.home.as_deref(),
+                ) {
+                    for d in dirs {
+                        let t = match d {
+                            Some(d) if d.is_dir() => self.holds(&d, true),
+                            Some(_) => None,
+                            None => self.pattern(&[pattern::Pat::Any]),
+                        };
+                        if let Some(t) = t {
+                            return Some(Touch {
+                                how: "stages for a commit a directory holding",
+                                ..t
+                            });
+                        }
+                    }
+                }
                 if GIT_TREE.contains(&sub.as_str()) && !new_branch && resets_tree {
                     let t = match &dir {
                         Some(d) => self.holds(d, false),

@@ -28,6 +28,7 @@ mod fed;
 pub(crate) mod handed;
 pub(crate) mod percent;
 mod programs;
+mod staged;
 pub(crate) mod runners;
 mod terminal;
 

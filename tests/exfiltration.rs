@@ -288,6 +288,14 @@ fn a_secret_value_the_session_read_retyped_for_a_program_not_known_to_stay_local
         let out = run("v", command);
         assert_eq!(out.status.code(), Some(0), "{command}: {out:?}");
     }
+    // What the agent saw is the output, not the command that read it: the same file names
+    // given to such a program later are not a secret's value.
+    let read = json!({"tool_name": "Bash",
+        "tool_input": {"command": "grep -h KEY .env deploy/cluster-7f3a9.toml"},
+        "tool_response": "KEY=sk_live_51HxYz8kL2mN4pQ7\n"});
+    session(&f, "w", "Check the deploy config", None, &[read]);
+    let out = run("w", "mytool lint deploy/cluster-7f3a9.toml");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
     // A session whose start the hooks did not see (its history may hold anything, §3.1).
     let p = json!({"session_id": "resumed", "hook_event_name": "UserPromptSubmit",
         "cwd": f.project, "prompt": "Go on"});

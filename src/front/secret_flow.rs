@@ -204,10 +204,10 @@ impl<S: Store, K: Keys> Front<S, K> {
         self.carried(read, args, true)
     }
 
-    /// [`Front::carried_value`], but a text that cannot be read (unseen history, a content
-    /// deleted) carries nothing: for the rule on programs not known to keep data local, which
-    /// judges only values it can see (§16.2), so that a session whose start the hooks did not
-    /// see can still build and test.
+    /// [`Front::carried_value`] for the rule on programs not known to keep data local, which
+    /// looks for the values the agent saw (§16.2): those of the session read's text only, and a
+    /// text that cannot be read (unseen history, a content deleted) carries nothing, so that a
+    /// session whose start the hooks did not see can still build and test.
     fn carried_known(
         &mut self,
         read: &SecretRead,
@@ -224,7 +224,14 @@ impl<S: Store, K: Keys> Front<S, K> {
     ) -> Option<secret_values::Carried> {
         use crate::gate::OriginView;
         let mut tokens = std::collections::BTreeSet::new();
-        for id in [read.read, read.source] {
+        // For programs not known to stay local, the values the agent saw: the session read's
+        // text only (a secret's source may be the call that read it, whose text is the command
+        // and not the secret: a second run of the same command would carry it).
+        let ids = match unknown_carries {
+            true => vec![read.read, read.source],
+            false => vec![read.read],
+        };
+        for id in ids {
             // Unseen history (§3.1) carries every value, as a text that cannot be read does.
             let text = match self.is_unseen_marker(&id) {
                 true => None,

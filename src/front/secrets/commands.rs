@@ -279,7 +279,7 @@ impl SecretRules {
         let prog = basename(&prog).to_string();
         let rest = &words[i + 1..];
         let lits: Vec<String> = rest.iter().map(|w| w.squeezed()).collect();
-        if !super::local::is_local(&prog_word.literal().unwrap_or_default())
+        if !super::local::is_local(&prog_word.literal().unwrap_or_default(), &lits)
             && !self
                 .policy
                 .local_commands

@@ -122,3 +122,39 @@ fn a_variable_the_command_assigns_names_the_secret() {
         ],
     );
 }
+
+/// Claude Code's `Read` response is an object (`{"type": "text", "file": {"filePath": …,
+/// "content": …}}`), recorded as compact JSON: the value at the end of a line was read with
+/// the escape's letter glued to it (`…EXAMPLE\n`), so the key retyped in hex or base64 for a
+/// program not known to stay local passed (hex: exit 0; base64: only asked as a composed
+/// command). As a string response, both were refused.
+#[test]
+fn a_value_read_through_an_object_response_is_found_retyped() {
+    let f = fixture();
+    let at = plant_aws_credentials(&f);
+    open_session(&f, "held", false);
+    let content = std::fs::read_to_string(&at).unwrap();
+    installed_hook::post_tool_use(
+        &f,
+        "held",
+        "Read",
+        serde_json::json!({"file_path": at}),
+        serde_json::json!({"type": "text", "file": {"filePath": at, "content": content,
+            "numLines": 2, "startLine": 1, "totalLines": 2}}),
+    );
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+    for c in [
+        format!("mytool {hex}"),
+        "mytool QUtJQUlPU0ZPRE5ON0VYQU1QTEU=".to_string(),
+        "echo QUtJQUlPU0ZPRE5ON0VYQU1QTEU | mytool --stdin".to_string(),
+    ] {
+        let got = bash(&f, "held", &c);
+        assert!(
+            matches!(&got, Answer::Deny(why) if why.contains("not known to keep data local")),
+            "{c}: {got:?}"
+        );
+    }
+    let got = bash(&f, "held", "mytool README.md");
+    assert!(!matches!(got, Answer::Deny(_)), "{got:?}");
+}

@@ -158,3 +158,15 @@ fn a_value_read_through_an_object_response_is_found_retyped() {
     let got = bash(&f, "held", "mytool README.md");
     assert!(!matches!(got, Answer::Deny(_)), "{got:?}");
 }
+
+/// A runner that loads the project's `.env` into the program's environment (pipenv, bun)
+/// reads it: before, `pipenv run mytool` and `bunx mytool` handed the key to a program not
+/// known to stay local, exit 0, in a session that read nothing.
+#[test]
+fn a_runner_that_loads_a_secret_env_file_reads_it() {
+    let f = clean_session();
+    none_refused(&f, &["pipenv run mytool", "bunx mytool"]);
+    std::fs::write(f.project.join(".env"), "STRIPE_KEY=sk_live_x\n").unwrap();
+    all_refused(&f, &["pipenv run mytool", "bunx mytool", "bun x mytool"]);
+    none_refused(&f, &["uv run pytest", "npx tsc --noEmit"]);
+}

@@ -170,3 +170,28 @@ fn a_runner_that_loads_a_secret_env_file_reads_it() {
     all_refused(&f, &["pipenv run mytool", "bunx mytool", "bun x mytool"]);
     none_refused(&f, &["uv run pytest", "npx tsc --noEmit"]);
 }
+
+/// A secret copied into an ordinary file in an earlier call is handed to a program not known
+/// to stay local when a later call names the copy (§16.2, "Copies"): before, `mytool
+/// notes.txt` and `cat notes.txt | mytool` passed with exit 0.
+#[test]
+fn a_copy_of_a_secret_named_later_is_handed_as_the_secret() {
+    let f = clean_session();
+    let copy = "cp ~/.aws/credentials notes.txt";
+    assert_eq!(bash(&f, "clean", copy), installed_hook::Answer::Proceed);
+    std::fs::copy(f.home.join(".aws/credentials"), f.project.join("notes.txt")).unwrap();
+    open_session(&f, "later", false);
+    for c in [
+        "mytool notes.txt",
+        "cat notes.txt | mytool",
+        "mytool < notes.txt",
+    ] {
+        let got = bash(&f, "later", c);
+        assert!(matches!(got, Answer::Deny(_)), "{c}: {got:?}");
+    }
+    std::fs::write(f.project.join("notes.txt"), "meeting at 10\n").unwrap();
+    for c in ["mytool notes.txt", "cat notes.txt | mytool", "cargo build"] {
+        let got = bash(&f, "later", c);
+        assert!(!matches!(got, Answer::Deny(_)), "{c}: {got:?}");
+    }
+}

@@ -110,6 +110,19 @@ pub(super) fn options(prog: &str, args: &[&Word], words: &[&Word], out: &mut Vec
         "sort" | "gsort" => long_or_short(&lits, &["compress-program"], "", out),
         "split" | "gsplit" => long_or_short(&lits, &["filter"], "", out),
         "cpio" => cpio(&lits, out),
+        // A PKCS#11 or security-key provider library is code loaded into the program
+        // (ssh-keygen(1) `-D`, `-w`; ssh-add(1) `-s`, `-S`): code nobody reads here.
+        "ssh-keygen" | "ssh-add" => {
+            let mut libs = Vec::new();
+            let flags = match prog {
+                "ssh-keygen" => ["-D", "-w"],
+                _ => ["-s", "-S"],
+            };
+            for flag in flags {
+                short_valued(&lits, flag, &mut libs);
+            }
+            out.extend(libs.into_iter().map(|_| None));
+        }
         "nodemon" => long_or_short(&lits, &["exec"], "-x", out),
         "entr" => short_valued(&lits, "-s", out),
         "watchexec" => {

@@ -43,7 +43,22 @@ impl<S: Store, K: Keys> Front<S, K> {
         let rules = self.secret_rules();
         let call = rules.call_reading(tool, args, cwd);
         let Some(egress) = call.egress else {
-            return self.handed_to_a_stranger(session, tool, args, call.strangers);
+            let first = call.strangers.first().cloned()?;
+            if let Some(r) = self.handed_to_a_stranger(session, tool, args, call.strangers) {
+                return Some(r);
+            }
+            // A file it names that holds a value of a secret file (a copy made in an earlier
+            // call or session, §16.2 "Copies") is handed to the program as the secret is
+            // (attack review 45: `cp ~/.aws/credentials notes.txt`, then `mytool notes.txt`).
+            return Some(Refusal::Secret {
+                tool: tool.to_string(),
+                secret: rules.copied_secret(tool, args, cwd)?,
+                entry: None,
+                via: first.via,
+                destination: "an unnamed destination".to_string(),
+                after_untrusted: false,
+                carried: None,
+            });
         };
         let mut itself = call.reads;
         // Nothing secret to send: no destination needs judging (every branch below refuses

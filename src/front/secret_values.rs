@@ -33,8 +33,26 @@ const MIN_ENCODED: usize = 8;
 /// At most this many bytes of one argument string are searched (a larger value is cut).
 const MAX_SEARCHED: usize = 1 << 20;
 
-/// The specific tokens of `text`, in normal form.
+/// The specific tokens of `text`, in normal form. A text that is JSON (a tool's output
+/// recorded as compact JSON, such as Claude Code's `Read` response `{"file": {"content":
+/// "…"}}`) gives the tokens of its strings as they decode too: as written, an escape glues
+/// its letter to the value (`AKIA…EXAMPLE\n` was `akia…examplen`, so the value retyped was
+/// not found; attack review 45).
 pub fn specific_tokens(text: &str) -> BTreeSet<String> {
+    let mut out = raw_tokens(text);
+    if text.contains('\\') {
+        if let Ok(v) = serde_json::from_str::<Value>(text) {
+            let mut strings = Vec::new();
+            leaves(&v, &mut strings);
+            for s in strings.iter().take(MAX_SEARCHED) {
+                out.extend(raw_tokens(s));
+            }
+        }
+    }
+    out
+}
+
+fn raw_tokens(text: &str) -> BTreeSet<String> {
     text.split(|c: char| c.is_whitespace() || ",;:=()[]{}\"'<>|&?#`".contains(c))
         .filter_map(specific)
         .collect()

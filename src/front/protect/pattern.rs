@@ -241,32 +241,41 @@ pub fn links_matched(pat: &[Pat]) -> Links {
     }
 }
 
-/// The entries of its directory that the last segment of `pat` (a pattern over absolute paths,
-/// as [`candidate`] gives it) matches now, when that directory is all literal and the last
-/// segment is a pattern within it (`~/.aws/cred*`): what the shell would expand it to if it
-/// ran now. `None` when the directory is not literal, cannot be read or holds more than `most`
-/// entries.
+/// The files `pat` (a pattern over absolute paths, as [`candidate`] gives it) matches now,
+/// segment by segment as the shell expands a glob (`~/.aws/cred*`, `~/.aw*/cred*`,
+/// `~/*/credentials`; attack review 45: a pattern in a directory segment was not expanded):
+/// what the shell would expand it to if it ran now. `None` when a part is only known when it
+/// runs, no segment is a pattern, or more than `most` entries would be listed.
 pub(crate) fn entries_matched(pat: &[Pat], most: usize) -> Option<Vec<PathBuf>> {
-    let mut segments = split_segments(pat.to_vec());
-    let last = segments.pop()?;
-    let dir: Vec<String> = segments
-        .iter()
-        .map(|s| literal_segment(s))
-        .collect::<Option<_>>()?;
-    if literal_segment(&last).is_some() || last.contains(&Pat::Any) {
+    let segments = split_segments(pat.to_vec());
+    if pat.contains(&Pat::Any) || segments.iter().all(|s| literal_segment(s).is_some()) {
         return None;
     }
-    let dir = PathBuf::from(format!("{}/", dir.join("/")));
-    let mut out = Vec::new();
-    for (i, e) in std::fs::read_dir(&dir).ok()?.flatten().enumerate() {
-        if i >= most {
-            return None;
+    let mut found = vec![PathBuf::from("/")];
+    let mut listed = 0;
+    for seg in segments.iter().filter(|s| !s.is_empty()) {
+        let mut next = Vec::new();
+        for dir in &found {
+            if let Some(lit) = literal_segment(seg) {
+                next.push(dir.join(lit));
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                listed += 1;
+                if listed > most {
+                    return None;
+                }
+                if matches(seg, &e.file_name().to_string_lossy()) {
+                    next.push(e.path());
+                }
+            }
         }
-        if matches(&last, &e.file_name().to_string_lossy()) {
-            out.push(e.path());
-        }
+        found = next;
     }
-    Some(out)
+    Some(found.into_iter().filter(|p| p.exists()).collect())
 }
 
 /// `pats` cut at each `/`.

@@ -274,12 +274,27 @@ impl SecretRules {
         };
         let Some(prog) = prog_word.literal() else {
             f.unknown_program = true;
+            // In endorsed code, a program named by a variable (`$CMD`, set from the
+            // environment, a file or an earlier statement the agent writes) is code the agent
+            // may choose: judged after the endorsed text as code nobody can see (attack
+            // review 45: `export CMD='sh x.sh'; bash run.sh`).
+            let named_by_variable = prog_word
+                .pieces
+                .iter()
+                .any(|p| matches!(p, Piece::Var(v) if !v.chars().all(|c| c.is_ascii_digit())));
+            if f.endorsed > 0 && named_by_variable {
+                f.deferred.push((
+                    super::scripts::Script::Unknown,
+                    cwd.map(Path::to_path_buf),
+                    format!("the program `{}`", prog_word.squeezed()),
+                ));
+            }
             return;
         };
         let prog = basename(&prog).to_string();
         let rest = &words[i + 1..];
         let lits: Vec<String> = rest.iter().map(|w| w.squeezed()).collect();
-        if !super::local::is_local(&prog_word.literal().unwrap_or_default())
+        if !super::local::is_local(&prog_word.literal().unwrap_or_default(), &lits)
             && !self
                 .policy
                 .local_commands

@@ -67,6 +67,15 @@ impl SecretRules {
         // The files of code it runs are judged as what they are.
         let runs: Vec<_> = f.deferred.drain(deferred..).collect();
         for (code, dir, prog) in runs {
+            // Code it runs from a file only known when it runs (`. "$DIR/lib.sh"`, `cd
+            // "$(dirname "$0")"; sh ./helper.sh`) may be the agent's: it may read any secret
+            // (attack review 45: such a helper sent the credentials, exit 0).
+            if matches!(code, Script::Unknown) {
+                f.secrets.push(format!(
+                    "code the endorsed script runs from a file only known when it runs \
+                     (by {prog}), which may read any secret"
+                ));
+            }
             self.code(code, &prog, dir.as_deref(), depth + 1, f, r);
         }
         true

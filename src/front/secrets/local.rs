@@ -112,20 +112,49 @@ const LOCAL_PROGRAMS: &[&str] = &[
     "ssh-add", "ssh-keygen",
 ];
 
-/// Whether the program `word` (as the command names it) is known to keep data on the
-/// machine: a name the shell looks up, or a path in the system's own directories, that is
-/// listed in [`LOCAL_PROGRAMS`], or `git` (whose subcommands that reach another machine —
-/// `push`, `fetch`, `pull`, `clone`, `ls-remote`, `send-email`… — are egress commands of the
-/// policy, judged by their destination). A program named by any other path (`./scripts/sync`,
-/// `/tmp/x/cat`) is whatever that file is.
-pub(super) fn is_local(word: &str) -> bool {
+/// Whether the program `word` (as the command names it) with arguments `args` is known to
+/// keep data on the machine: a name the shell looks up, or a path in the system's own
+/// directories, that is listed in [`LOCAL_PROGRAMS`], or `git` running one of
+/// [`GIT_LOCAL`] (attack review 45: `git http-push`, `git svn dcommit`, `git p4 submit`,
+/// `git lfs push`, `git instaweb`, an alias — any other subcommand — may reach another
+/// machine; those the policy lists as egress commands are judged by their destination). A
+/// program named by any other path (`./scripts/sync`, `/tmp/x/cat`) is whatever that file is.
+pub(super) fn is_local(word: &str, args: &[String]) -> bool {
     let name = match word.rsplit_once('/') {
         None => word,
         Some((dir, name)) if SYSTEM_DIRS.contains(&dir) => name,
         Some(_) => return false,
     };
-    LOCAL_PROGRAMS.contains(&name) || name == "git"
+    if name == "git" {
+        let sub = crate::gate::extract::git_global_options(args);
+        return args
+            .get(sub)
+            .is_none_or(|s| GIT_LOCAL.contains(&s.as_str()));
+    }
+    LOCAL_PROGRAMS.contains(&name)
 }
+
+/// The git subcommands that work on the repository and its files only (git(1), "High-level
+/// commands" and "Low-level commands" that name no remote). Left out: those that talk to
+/// another machine or serve one (`push`, `fetch`, `pull`, `clone`, `ls-remote`, `remote`,
+/// `submodule`, `send-email`, `imap-send`, `request-pull`, `http-push`, `send-pack`,
+/// `fetch-pack`, `archive` with `--remote`, `daemon`, `instaweb`, `svn`, `p4`, `cvs*`,
+/// `lfs`, `maintenance`), and aliases, which may be any command.
+#[rustfmt::skip]
+const GIT_LOCAL: &[&str] = &[
+    "add", "am", "annotate", "apply", "bisect", "blame", "branch", "bundle", "cat-file",
+    "check-attr", "check-ignore", "check-mailmap", "check-ref-format", "checkout",
+    "checkout-index", "cherry", "cherry-pick", "clean", "column", "commit", "commit-graph",
+    "commit-tree", "config", "count-objects", "describe", "diff", "diff-files", "diff-index",
+    "diff-tree", "difftool", "for-each-ref", "format-patch", "fsck", "gc", "grep",
+    "hash-object", "help", "index-pack", "init", "log", "ls-files", "ls-tree", "merge",
+    "merge-base", "merge-file", "mergetool", "mktag", "mktree", "mv", "name-rev", "notes",
+    "pack-objects", "prune", "range-diff", "read-tree", "rebase", "reflog", "replace",
+    "rerere", "reset", "restore", "rev-list", "rev-parse", "revert", "rm", "shortlog", "show",
+    "show-ref", "sparse-checkout", "stash", "status", "stripspace", "switch", "symbolic-ref",
+    "tag", "unpack-objects", "update-index", "update-ref", "var", "verify-commit",
+    "verify-pack", "verify-tag", "version", "whatchanged", "worktree", "write-tree",
+];
 
 /// The directories of the system's own programs, which the agent's user cannot write.
 const SYSTEM_DIRS: &[&str] = &["/bin", "/usr/bin", "/sbin", "/usr/sbin"];

@@ -136,7 +136,7 @@ fn project_files(r: &Runner, project: &Path) -> Vec<Script> {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
         out.push(match name.as_deref().unwrap_or_default() {
             "setup.py" | "Gemfile" => read_script(&p, Some(ScriptKind::Code)),
-            ".env" => env_script(&p),
+            n if n == ".env" || n.starts_with(".env.") => env_script(&p),
             n if n.ends_with(".json") || n.ends_with(".jsonc") => json_tasks(&p),
             _ => toml_commands(&p, project),
         });
@@ -297,9 +297,11 @@ pub(super) fn env_script(p: &Path) -> Script {
     let Some(text) = read_text(p) else {
         return Script::Unread(p.to_path_buf());
     };
+    // The file is read by the program (attack review 45: `pipenv run mytool` handed the
+    // variables of a secret `.env` to a program not known to stay local): named as read.
+    let read = format!("< '{}'", p.display().to_string().replace('\'', "'\\''"));
     match env_assignments(&text) {
-        Some(a) if a.is_empty() => Script::Shell(String::new()),
-        Some(a) => Script::Shell(format!("{} :", a.join(" "))),
+        Some(a) => Script::Shell(format!("{} : {read}", a.join(" "))),
         None => Script::Unknown,
     }
 }
@@ -372,7 +374,8 @@ mod tests {
         assert!(matches!(env_script(&bin), Script::Unread(_)));
         let ok = dir.path().join("ok.env");
         std::fs::write(&ok, "A=1\n").unwrap();
-        assert!(matches!(env_script(&ok), Script::Shell(s) if s == "A=1 :"));
+        let read = format!("A=1 : < '{}'", ok.display());
+        assert!(matches!(env_script(&ok), Script::Shell(s) if s == read));
     }
 
     #[test]

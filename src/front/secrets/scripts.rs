@@ -64,7 +64,42 @@ impl SecretRules {
                     .push((script, cwd.map(Path::to_path_buf), prog.clone()));
                 continue;
             }
+            let before = std::mem::take(&mut f.unknown_program);
             self.code(script, &prog, cwd, depth, f, r);
+            // Code that runs a program only known when it runs (`"$@"`, `$CMD`) may run the
+            // call's arguments and the values it assigns: analysed as commands too (attack
+            // review 45: `bash ci.sh sh x.sh` ran the agent's x.sh through an endorsed
+            // script's `"$@"`, unjudged).
+            if f.unknown_program && depth < crate::front::protect::MAX_NESTING {
+                // The arguments after its script (one of the first few words that is no
+                // option: `bash -e ci.sh ARGS`, `./ci.sh ARGS`), each quoted as it is.
+                let lits: Option<Vec<String>> = words[i + 1..]
+                    .iter()
+                    .map(|w| {
+                        w.literal()
+                            .map(|l| format!("'{}'", l.replace('\'', "'\\''")))
+                    })
+                    .collect();
+                match lits {
+                    Some(lits) => {
+                        for k in (0..lits.len().min(4)).filter(|&k| !lits[k].starts_with("'-")) {
+                            self.shell(&lits[k..].join(" "), cwd, depth + 1, f, r);
+                        }
+                    }
+                    None => f.secrets.push(
+                        "arguments only known when it runs, which code it runs may run".to_string(),
+                    ),
+                }
+                for w in &words[..i] {
+                    if let Some((_, v)) = w.literal().and_then(|l| {
+                        l.split_once('=')
+                            .map(|(n, v)| (n.to_string(), v.to_string()))
+                    }) {
+                        self.shell(&v, cwd, depth + 1, f, r);
+                    }
+                }
+            }
+            f.unknown_program |= before;
         }
     }
 

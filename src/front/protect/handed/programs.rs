@@ -103,6 +103,26 @@ pub(super) fn options(prog: &str, args: &[&Word], words: &[&Word], out: &mut Vec
             long_or_short(&lits, &["exec"], "-x", &mut sub);
             out.extend(sub.into_iter().map(|c| c.map(|c| format!("cargo {c}"))));
         }
+        // Programs of the local list that run a command (attack review 45): sort(1)
+        // `--compress-program=PROG` (its temporary files through PROG), split(1)
+        // `--filter=COMMAND` (each piece on a shell command's input), cpio(1)
+        // `--rsh-command` and an archive named `[USER@]HOST:FILE` (through rsh).
+        "sort" | "gsort" => long_or_short(&lits, &["compress-program"], "", out),
+        "split" | "gsplit" => long_or_short(&lits, &["filter"], "", out),
+        "cpio" => cpio(&lits, out),
+        // A PKCS#11 or security-key provider library is code loaded into the program
+        // (ssh-keygen(1) `-D`, `-w`; ssh-add(1) `-s`, `-S`): code nobody reads here.
+        "ssh-keygen" | "ssh-add" => {
+            let mut libs = Vec::new();
+            let flags = match prog {
+                "ssh-keygen" => ["-D", "-w"],
+                _ => ["-s", "-S"],
+            };
+            for flag in flags {
+                short_valued(&lits, flag, &mut libs);
+            }
+            out.extend(libs.into_iter().map(|_| None));
+        }
         "nodemon" => long_or_short(&lits, &["exec"], "-x", out),
         "entr" => short_valued(&lits, "-s", out),
         "watchexec" => {
@@ -648,6 +668,29 @@ fn tmux(lits: &[Option<String>], out: &mut Vec<Handed>) {
             }
             None => out.push(None),
             _ => {}
+        }
+    }
+}
+
+/// cpio(1): `--rsh-command=COMMAND`, and an archive (`-F`/`-O`/`-I`, `--file`) named
+/// `[USER@]HOST:FILE`, which cpio opens through `rsh HOST` unless `--force-local`.
+fn cpio(lits: &[Option<String>], out: &mut Vec<Handed>) {
+    long_or_short(lits, &["rsh-command"], "", out);
+    if lits.iter().any(|l| l.as_deref() == Some("--force-local")) {
+        return;
+    }
+    let mut archives = Vec::new();
+    for short in ["-F", "-O", "-I"] {
+        long_or_short(lits, &["file"], short, &mut archives);
+    }
+    for a in archives {
+        match a {
+            Some(a) => {
+                if let Some((host, _)) = a.split_once(':').filter(|(h, _)| !h.contains('/')) {
+                    out.push(Some(format!("rsh {host} /etc/rmt")));
+                }
+            }
+            None => out.push(None),
         }
     }
 }

@@ -330,6 +330,8 @@ pub(crate) const RUNNERS: &[Runner] = &[
         valued: &["-p", "--package"],
         flags: &["--bun"],
         doc: "bun.sh/docs/cli/bunx",
+        // Bun loads `.env` and `.env.local` into every process (bun.sh/docs/runtime/env).
+        files: &[".env", ".env.local"],
         ..PROGRAM
     },
     Runner {
@@ -338,6 +340,8 @@ pub(crate) const RUNNERS: &[Runner] = &[
         valued: &["-p", "--package"],
         flags: &["--bun"],
         doc: "bun.sh/docs/cli/bunx (`bun x` is `bunx`)",
+        // Bun loads `.env` and `.env.local` into every process (bun.sh/docs/runtime/env).
+        files: &[".env", ".env.local"],
         ..PROGRAM
     },
     MISE_EXEC,

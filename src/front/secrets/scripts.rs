@@ -77,12 +77,14 @@ impl SecretRules {
                     .iter()
                     .map(|w| {
                         w.literal()
-                            .map(|l| format!("'{}'", l.replace('\'', "'\\''")))
+                            .and_then(|l| shlex::try_quote(&l).ok().map(|q| q.into_owned()))
                     })
                     .collect();
                 match lits {
                     Some(lits) => {
-                        for k in (0..lits.len().min(4)).filter(|&k| !lits[k].starts_with("'-")) {
+                        for k in (0..lits.len().min(4))
+                            .filter(|&k| !lits[k].trim_start_matches('\'').starts_with('-'))
+                        {
                             self.shell(&lits[k..].join(" "), cwd, depth + 1, f, r);
                         }
                     }

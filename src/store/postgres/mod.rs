@@ -38,8 +38,15 @@ use rows::*;
 use setup::*;
 use write::*;
 
-/// DDL and the sequencer function of a new ledger, run once in the creating transaction.
-const SCHEMA: &str = include_str!("../schema_pg.sql");
+/// DDL and the sequencer function of a new ledger, run once in the creating transaction: the
+/// tables of version 1 and the content epoch.
+const SCHEMA: &str = concat!(
+    include_str!("../schema_pg.sql"),
+    include_str!("../schema_pg_epoch.sql")
+);
+/// The content epoch's table, function and triggers (`spec/storage.md` §11.2), added to a
+/// ledger created before them when first connected.
+const EPOCH_SCHEMA: &str = include_str!("../schema_pg_epoch.sql");
 /// [`EFFECTS_PREDICATE`] as the leading condition of [`PgStore::metas_where`].
 const EFFECTS_FILTER: &str = "kind BETWEEN 5 AND 11 AND";
 

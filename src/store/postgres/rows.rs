@@ -161,6 +161,20 @@ impl Store for PgStore {
         })
     }
 
+    /// `content_epoch.epoch`: moved by the triggers of `schema_pg_epoch.sql` whenever content
+    /// rows are changed or removed or entry rows rewritten or removed, by any connection
+    /// (`spec/storage.md` §11.2).
+    /// `None` (cannot tell: nothing is kept) when the row is missing or negative.
+    fn content_epoch(&self) -> Result<Option<u64>, StoreError> {
+        self.call(|c| async move {
+            let row = c.query_opt("SELECT epoch FROM content_epoch", &[]).await?;
+            Ok(match row {
+                Some(r) => u64::try_from(r.try_get::<_, i64>(0)?).ok(),
+                None => None,
+            })
+        })
+    }
+
     /// Deletes the content row. PostgreSQL keeps the dead row version until `VACUUM` reclaims
     /// it (and WAL segments until they are recycled): unlike SQLite's `secure_delete`, bytes are
     /// not scrubbed at once.

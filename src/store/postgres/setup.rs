@@ -81,6 +81,14 @@ pub(super) async fn setup(c: &Client, schema: &str) -> Result<(), StoreError> {
             )
             .await?;
         }
+        // The content epoch (spec/storage.md §11.2) for a ledger created before it.
+        let has_epoch: bool = c
+            .query_one("SELECT to_regclass('content_epoch') IS NOT NULL", &[])
+            .await?
+            .try_get(0)?;
+        if !has_epoch {
+            c.batch_execute(EPOCH_SCHEMA).await?;
+        }
         // The index of the entries with effects, without context rows (kind 12): a ledger
         // created before the context kind had `WHERE kind >= 5`.
         let current: bool = c

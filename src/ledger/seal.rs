@@ -146,6 +146,11 @@ impl SealStream {
     pub fn finish(self) -> [u8; 32] {
         self.0.finalize().into_bytes().into()
     }
+
+    /// Whether `tag` is the tag over everything fed (compared in constant time).
+    pub(crate) fn verifies(self, tag: &[u8]) -> bool {
+        self.0.verify_slice(tag).is_ok()
+    }
 }
 
 impl SealKey {
@@ -245,15 +250,7 @@ impl SealKey {
     /// [`SealError::Malformed`] (including a memlineage 0.1 `v1` seal, which the caller treats
     /// as no seal), [`SealError::Forged`].
     pub(crate) fn open(&self, stored: &str) -> Result<Sealed, SealError> {
-        let mut parts = stored.split(' ');
-        let (Some("v2"), Some(size), Some(count), Some(head), Some(tag), None) = (
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-        ) else {
+        let Some(["v2", size, count, head, tag]) = fields(stored) else {
             return Err(SealError::Malformed);
         };
         let size: u64 = size.parse().map_err(|_| SealError::Malformed)?;
@@ -310,6 +307,11 @@ impl Sealed {
         size: 0,
         effects: Chain::EMPTY,
     };
+}
+
+/// The `N` fields of a stored value separated by single spaces; `None` for another count.
+pub(super) fn fields<const N: usize>(stored: &str) -> Option<[&str; N]> {
+    stored.split(' ').collect::<Vec<_>>().try_into().ok()
 }
 
 /// The effects chain over some rows with effects.

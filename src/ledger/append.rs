@@ -301,6 +301,9 @@ impl<S: Store> Ledger<S> {
             // completes it.
             let _ = self.rescan_quarantine(from);
         }
+        // A snapshot of the quarantined set for the next open (`spec/lineage.md` §5.3): the
+        // batch is stored whether or not it can be written.
+        let _ = self.save_quarantine();
         Ok(out)
     }
 

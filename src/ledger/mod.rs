@@ -25,6 +25,7 @@ mod integrate;
 mod origin;
 mod prove;
 mod prove_label;
+mod quarantine_seal;
 mod refresh;
 pub mod retrieve;
 mod rows;
@@ -64,6 +65,9 @@ pub struct Ledger<S: Store> {
     /// A quarantine rescan that has not completed (a read failed): every entry after this leaf
     /// counts as quarantined until it does (fail closed), and the next refresh retries it.
     pending_rescan: Option<u64>,
+    /// The size and effects chain of the last quarantine snapshot this handle stored or
+    /// restored (`spec/lineage.md` §5.3).
+    quarantine_saved: Option<(u64, Chain)>,
     /// The HMAC key of the label seal, derived from the log key (`spec/lineage.md` §5.1).
     seal_key: SealKey,
     /// Checkpoint notes the caller kept outside the store ([`OpenOptions::checkpoints`]): they
@@ -181,6 +185,7 @@ impl<S: Store> Ledger<S> {
             size: 0,
             checkpoint: None,
             pending_rescan: None,
+            quarantine_saved: None,
             seal_key,
             known: opts.checkpoints,
             effects: Chain::EMPTY,

@@ -55,7 +55,10 @@ impl<S: Store> Ledger<S> {
         }
         if let Some(from) = rescan {
             self.pending_rescan = Some(from);
-            self.rescan_quarantine(from)?;
+            match self.resume_quarantine(from) {
+                Some(from) => self.rescan_quarantine(from)?,
+                None => self.pending_rescan = None,
+            }
         }
         Ok(self.size - before)
     }

@@ -161,6 +161,24 @@ impl Quarantine {
         v
     }
 
+    /// The quarantined entries with their reach bits (1: from an `all` flag, 2: from a
+    /// `strong` one, 3: both), sorted by id: what a quarantine snapshot stores
+    /// (`spec/lineage.md` §5.3).
+    pub(crate) fn reached_bits(&self) -> Vec<(EntryId, u8)> {
+        let mut v: Vec<(EntryId, u8)> = self.reached.iter().map(|(id, b)| (*id, *b)).collect();
+        v.sort();
+        v
+    }
+
+    /// Replaces the quarantined set by a snapshot's, taken under the same active flags (the
+    /// caller checks that); the active sources are kept reached whatever it says.
+    pub(crate) fn restore(&mut self, reached: &[(EntryId, u8)]) {
+        self.reached = reached.iter().copied().collect();
+        for (id, bits) in &self.sources {
+            *self.reached.entry(*id).or_insert(0) |= bits;
+        }
+    }
+
     /// The active flags, by flag-entry id.
     pub fn flags(&self) -> impl Iterator<Item = &Flag> {
         self.flags.values()

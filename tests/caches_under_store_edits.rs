@@ -44,3 +44,156 @@ fn catch_up_never_takes_another_entrys_bytes_for_the_entry_at_an_index() {
     r.assert_payments_refused_in_process("the bill's bytes replaced");
     r.assert_payments_refused("served, the bill's bytes replaced");
 }
+
+/// `event` with its session id replaced by `id`.
+fn in_session(event: &recorded::Event, id: &str) -> recorded::Event {
+    let mut v: serde_json::Value = serde_json::from_slice(&event.input).unwrap();
+    v["session_id"] = id.into();
+    recorded::Event {
+        hook: event.hook.clone(),
+        input: serde_json::to_vec(&v).unwrap(),
+    }
+}
+
+/// `journal` with the value of `"field":` in its last line replaced by `value`.
+fn with_last(journal: &str, field: &str, value: &str) -> String {
+    let body = journal.trim_end_matches('\n');
+    let (head, last) = body.rsplit_once('\n').unwrap_or(("", body));
+    let key = format!("\"{field}\":");
+    let at = last.find(&key).unwrap() + key.len();
+    let end = at + last[at..].find([',', '}']).unwrap();
+    let last = format!("{}{value}{}", &last[..at], &last[end..]);
+    match head {
+        "" => format!("{last}\n"),
+        _ => format!("{head}\n{last}\n"),
+    }
+}
+
+/// The session record's journal (`spec/hooks.md` §6.3) and catch-up from its `seen` (§6),
+/// each edited without the key so that catch-up would skip the injected bill: the record from
+/// before the bill with `seen` moved past it; another session's record (which never read the
+/// bill) in its place; the record from before the bill followed by another session's delta
+/// (its `at` made to fit). Each is refused as altered (the seal covers `seen` and the
+/// session's id; a record of another session is an error), in process and through the
+/// resident server that kept the record; the intact record put back is caught up.
+#[test]
+fn a_journal_moved_forward_or_taken_from_another_session_never_skips_a_read() {
+    let r = Recorded::new_with(1);
+    let record = record_of(&r);
+    let before_bill = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(r.hook(&r.events[1]).status.code(), Some(0), "the bill");
+    r.assert_payments_refused("the bill recorded");
+    let size = r.sql("UPDATE entries SET kind = kind") as u64;
+    let forward = with_last(&before_bill, "seen", &size.to_string());
+    assert_ne!(forward, before_bill);
+    // Another session, which read the prompt only: its record and its journal's lines.
+    let other = "a47-other-session";
+    for e in [&recorded::start(), &r.events[0]] {
+        assert_eq!(r.hook(&in_session(e, other)).status.code(), Some(0));
+    }
+    let other_record = r.path(&format!(
+        "l.db.sessions/{}.json",
+        hex::encode(Hash32::digest(other.as_bytes()).0)
+    ));
+    let theirs = std::fs::read_to_string(&other_record).unwrap();
+    let mut spliced = before_bill.clone();
+    let count = serde_json::from_str::<serde_json::Value>(before_bill.lines().next().unwrap())
+        .unwrap()["reads"]
+        .as_array()
+        .unwrap()
+        .len()
+        + before_bill
+            .lines()
+            .skip(1)
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["reads"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+            })
+            .sum::<usize>();
+    for line in theirs.lines().skip(1) {
+        spliced.push_str(&with_last(line, "at", &count.to_string()));
+    }
+    if theirs.lines().count() == 1 {
+        // A whole record only: its values as one delta that adds no read.
+        let v: serde_json::Value = serde_json::from_str(theirs.trim_end()).unwrap();
+        let delta = serde_json::json!({
+            "delta": 1, "at": count, "reads": [], "unrecorded": v["unrecorded"],
+            "context": v.get("context"), "covered": v.get("covered").cloned().unwrap_or(0.into()),
+            "seen": v["seen"], "started": v.get("started").cloned().unwrap_or(false.into()),
+            "unseen": v.get("unseen"), "seal": v["seal"],
+        });
+        spliced.push_str(&format!("{delta}\n"));
+    }
+    for (what, bytes) in [
+        ("seen moved past the bill", forward.as_str()),
+        ("another session's record", theirs.as_str()),
+        ("another session's delta spliced in", spliced.as_str()),
+    ] {
+        std::fs::write(&record, bytes).unwrap();
+        r.assert_payments_refused_in_process(what);
+        r.assert_payments_refused(what);
+    }
+    std::fs::write(&record, &before_bill).unwrap();
+    r.assert_payments_refused_in_process("the record from before the bill");
+    r.assert_payments_refused("the record from before the bill");
+}
+
+/// `memlineage hook HOOK l.db` through the resident server only (never in process).
+fn served(r: &Recorded, e: &recorded::Event) -> std::process::Output {
+    cli_support::run_command(
+        std::process::Command::new(cli_support::BIN)
+            .args(["hook", &e.hook, "l.db"])
+            .current_dir(r.dir.path())
+            .env("XDG_STATE_HOME", r.path(".state"))
+            .env("MEMLINEAGE_HOOK_SERVER", "only"),
+        Some(&e.input),
+    )
+}
+
+/// The resident server answers a session from the record it kept while the file's identity
+/// (device, inode, length, modification and status-change times) is the one it left
+/// (`spec/hooks.md` §6.3 item 7). The attacker edits the record in place — same inode, same
+/// length, one digit of a read changed — and sets its modification time back: only the
+/// status-change time, which no one without root sets, tells. The server reads the file
+/// again and refuses the altered record; the intact bytes put back the same way are answered.
+#[test]
+fn a_record_edited_in_place_with_its_time_set_back_is_read_again_by_the_server() {
+    use std::io::{Seek, Write};
+    let r = Recorded::new_with(2);
+    let record = record_of(&r);
+    let bash = &r.events[4];
+    let start = std::time::Instant::now();
+    while served(&r, bash).status.code() != Some(0) {
+        assert!(
+            start.elapsed().as_secs() < 30,
+            "the hook server did not come up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let good = std::fs::read(&record).unwrap();
+    let at = good
+        .windows(10)
+        .position(|w| w == br#""reads":[""#)
+        .unwrap()
+        + 10;
+    let mut bad = good.clone();
+    bad[at] = if bad[at] == b'0' { b'1' } else { b'0' };
+    let in_place = |bytes: &[u8]| {
+        let mtime = std::fs::metadata(&record).unwrap().modified().unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&record)
+            .unwrap();
+        f.rewind().unwrap();
+        f.write_all(bytes).unwrap();
+        f.set_modified(mtime).unwrap();
+    };
+    in_place(&bad);
+    let out = served(&r, bash);
+    assert_eq!(out.status.code(), Some(2), "the edit was not seen: {out:?}");
+    in_place(&good);
+    assert_eq!(served(&r, bash).status.code(), Some(0), "the intact record");
+    r.assert_payments_refused("after the record was put back");
+}

@@ -197,3 +197,41 @@ fn a_record_edited_in_place_with_its_time_set_back_is_read_again_by_the_server()
     assert_eq!(served(&r, bash).status.code(), Some(0), "the intact record");
     r.assert_payments_refused("after the record was put back");
 }
+
+/// The same catch-up with the injected bill's row deleted instead (its entry has no effects,
+/// so opening a ledger reads nothing of it, and the resident server answers a PreToolUse while
+/// its count of the rows runs, `spec/hooks.md` §11.3): the index that cannot be read counts
+/// as a read that holds every value, or the store is refused; the payments stay refused, in
+/// process and served.
+#[test]
+fn a_read_deleted_from_the_store_under_an_older_record_is_still_a_read() {
+    let r = Recorded::new_with(1);
+    let record = record_of(&r);
+    let before_bill = std::fs::read(&record).unwrap();
+    assert_eq!(r.hook(&r.events[1]).status.code(), Some(0), "the bill");
+    r.assert_payments_refused("the bill recorded");
+    // Another session writes after the bill, so that its row is not the last one.
+    for e in [&recorded::start(), &r.events[0]] {
+        assert_eq!(r.hook(&in_session(e, "a47-later")).status.code(), Some(0));
+    }
+    std::fs::write(&record, &before_bill).unwrap();
+    let c = rusqlite::Connection::open(r.path("l.db")).unwrap();
+    let (bill, last): (i64, i64) = c
+        .query_row(
+            "SELECT (SELECT idx FROM entries WHERE kind = 1), max(idx) FROM entries",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert!(
+        bill < last,
+        "the bill's row is not the last: {bill} of {last}"
+    );
+    assert_eq!(
+        r.sql("DELETE FROM entries WHERE kind = 1"),
+        1,
+        "the bill's row"
+    );
+    r.assert_payments_refused_in_process("the bill's row deleted");
+    r.assert_payments_refused("served, the bill's row deleted");
+}

@@ -156,8 +156,9 @@ fn served(r: &Recorded, e: &recorded::Event) -> std::process::Output {
 /// (device, inode, length, modification and status-change times) is the one it left
 /// (`spec/hooks.md` §6.3 item 7). The attacker edits the record in place — same inode, same
 /// length, one digit of a read changed — and sets its modification time back: only the
-/// status-change time, which no one without root sets, tells. The server reads the file
-/// again and refuses the altered record; the intact bytes put back the same way are answered.
+/// status-change time, which no one without root sets, tells; or renames a file of the same
+/// length and time over it (another inode). The server reads the file again and refuses the
+/// altered record; the intact bytes put back the same way are answered.
 #[test]
 fn a_record_edited_in_place_with_its_time_set_back_is_read_again_by_the_server() {
     use std::io::{Seek, Write};
@@ -190,11 +191,38 @@ fn a_record_edited_in_place_with_its_time_set_back_is_read_again_by_the_server()
         f.write_all(bytes).unwrap();
         f.set_modified(mtime).unwrap();
     };
-    in_place(&bad);
-    let out = served(&r, bash);
-    assert_eq!(out.status.code(), Some(2), "the edit was not seen: {out:?}");
-    in_place(&good);
-    assert_eq!(served(&r, bash).status.code(), Some(0), "the intact record");
+    // Renamed over the record: another inode, same length, the time set back.
+    let renamed = |bytes: &[u8]| {
+        let mtime = std::fs::metadata(&record).unwrap().modified().unwrap();
+        let tmp = r.path("replacement");
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&tmp)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        std::fs::rename(&tmp, &record).unwrap();
+    };
+    for (what, put) in [
+        ("in place", &in_place as &dyn Fn(&[u8])),
+        ("renamed", &renamed),
+    ] {
+        put(&bad);
+        let out = served(&r, bash);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{what}: the edit was not seen: {out:?}"
+        );
+        put(&good);
+        let out = served(&r, bash);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{what}: the intact record: {out:?}"
+        );
+    }
     r.assert_payments_refused("after the record was put back");
 }
 

@@ -6,10 +6,11 @@
 //! its seal ([`memlineage::front::SessionMemo`]), and takes it from the file again only when
 //! the file changed since this handle read or wrote it (another process — a hook, the MCP
 //! server, another handle — wrote the session): its size, modification and status-change
-//! times and inode. A file changed by someone else is read and its seal checked in full, as
-//! before; a file changed without changing those leaves this handle on its own copy, which is
-//! what it last verified or wrote. A ledger in memory has no files: the held sessions are the
-//! sessions.
+//! times and inode (and the same of the directory of the marks a hook leaves apart from the
+//! file, which the file does not show). A file changed by someone else is read and its seal
+//! checked in full, as before; a file changed without changing those leaves this handle on its
+//! own copy, which is what it last verified or wrote. A ledger in memory has no files: the
+//! held sessions are the sessions.
 
 use crate::errors::BindError;
 use memlineage::front::hook::{FileSessions, Sessions};

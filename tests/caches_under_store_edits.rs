@@ -35,6 +35,7 @@ fn catch_up_never_takes_another_entrys_bytes_for_the_entry_at_an_index() {
         "the bill"
     );
     r.assert_payments_refused_in_process("the bill recorded");
+    let after_bill = std::fs::read(&record).unwrap();
     std::fs::write(&record, &before_bill).unwrap();
     let moved = r.sql(
         "UPDATE entries SET cose = (SELECT cose FROM entries WHERE idx = 0) \
@@ -43,6 +44,10 @@ fn catch_up_never_takes_another_entrys_bytes_for_the_entry_at_an_index() {
     assert_eq!(moved, 1, "the bill's row");
     r.assert_payments_refused_in_process("the bill's bytes replaced");
     r.assert_payments_refused("served, the bill's bytes replaced");
+    // The record that names the bill: its bytes are read by id, and are not the bill's.
+    std::fs::write(&record, &after_bill).unwrap();
+    r.assert_payments_refused_in_process("the bill named, its bytes replaced");
+    r.assert_payments_refused("served, the bill named, its bytes replaced");
 }
 
 /// `event` with its session id replaced by `id`.

@@ -274,3 +274,41 @@ async fn the_mcp_gate_asks_for_a_composed_call_after_untrusted_input() {
     assert_eq!(ok["decision"], "allow", "{ok}");
     client.cancel().await.unwrap();
 }
+
+/// The whole-ledger read set (`spec/mcp.md` §1 item 3, default) is read by leaf index. A
+/// store-only edit stores, over the injected tool result's row, the signed bytes of another
+/// entry (the log's first keyring binding): every byte verifies, but they are not the entry
+/// the log holds there. The payment to the injected IBAN stays refused; before attack review
+/// 47 the binding's bytes were read as that index's entry, the tool result was no read of
+/// the set and the IBAN was unsourced: allowed.
+#[tokio::test(flavor = "current_thread")]
+async fn another_entrys_bytes_over_a_read_never_drop_it_from_the_whole_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, page) = seed(dir.path());
+    let c = rusqlite::Connection::open(dir.path().join("l.db")).unwrap();
+    let n = c
+        .execute(
+            "UPDATE entries SET cose = (SELECT cose FROM entries WHERE idx = 0) WHERE id = ?1",
+            [hex::decode(&page).unwrap()],
+        )
+        .unwrap();
+    assert_eq!(n, 1, "the tool result's row");
+    drop(c);
+    let cmd = tokio::process::Command::new(cli_support::BIN).configure(|c| {
+        c.args(["mcp", "l.db"]).current_dir(dir.path());
+    });
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let r = call_raw(
+        &client,
+        "ledger_gate_check",
+        json!({"tool": "send_money",
+               "args": {"recipient": "US133000000121212121212", "amount": 5}}),
+    )
+    .await;
+    client.cancel().await.unwrap();
+    let decision = r.structured_content.as_ref().map(|v| v["decision"].clone());
+    assert!(
+        r.is_error == Some(true) || decision == Some(json!("deny")),
+        "{r:?}"
+    );
+}

@@ -107,6 +107,32 @@ fn another_entrys_bytes_are_not_the_entry() {
     );
 }
 
+/// The same edit read by leaf index (`Ledger::get_by_index`: a session's catch-up, the MCP
+/// server's whole-ledger read set): the bytes stored at the memory's index are the page's,
+/// signed and valid, but not the entry the log holds there. They are refused as not the entry
+/// at that index — on a handle that verified the page (its leaf hash) and on one that did not
+/// — never returned as the entry there (attack review 47).
+#[test]
+fn another_entrys_bytes_are_not_the_entry_at_an_index() {
+    let (mut l, k) = world(Faulty::new(MemoryStore::new()));
+    let (page, memo) = poisoned(&mut l, &k);
+    let (at, other) = (l.index_of(&memo).unwrap(), l.index_of(&page).unwrap());
+    let refused = |e: Option<&LedgerError>| matches!(e, Some(LedgerError::NotTheEntry { id, index }) if *id == page && *index == at);
+    assert_eq!(l.get_by_index(at).unwrap().id(), memo);
+    assert_eq!(l.get(&page).unwrap().id(), page);
+    l.store().substitute.set(Some((at, other)));
+    let got = l.get_by_index(at).map(|e| e.id());
+    assert!(refused(got.as_ref().err()), "page verified: {got:?}");
+    l.forget_verified();
+    let got = l.get_by_index(at).map(|e| e.id());
+    assert!(refused(got.as_ref().err()), "not verified: {got:?}");
+    assert_eq!(
+        l.get_by_index(other).unwrap().id(),
+        page,
+        "the page at its own index"
+    );
+}
+
 trait FailAt {
     fn store_fail_at(&self, index: u64);
 }

@@ -6,10 +6,11 @@
 //! its seal ([`memlineage::front::SessionMemo`]), and takes it from the file again only when
 //! the file changed since this handle read or wrote it (another process — a hook, the MCP
 //! server, another handle — wrote the session): its size, modification and status-change
-//! times and inode. A file changed by someone else is read and its seal checked in full, as
-//! before; a file changed without changing those leaves this handle on its own copy, which is
-//! what it last verified or wrote. A ledger in memory has no files: the held sessions are the
-//! sessions.
+//! times and inode (and the same of the directory of the marks a hook leaves apart from the
+//! file, which the file does not show). A file changed by someone else is read and its seal
+//! checked in full, as before; a file changed without changing those leaves this handle on its
+//! own copy, which is what it last verified or wrote. A ledger in memory has no files: the
+//! held sessions are the sessions.
 
 use crate::errors::BindError;
 use memlineage::front::hook::{FileSessions, Sessions};
@@ -26,7 +27,25 @@ const MAX_HELD: usize = 256;
 pub struct SessionCache {
     /// The hooks' session files of a file ledger; `None` for a ledger in memory.
     files: Option<FileSessions>,
-    held: HashMap<String, (Session, Option<Stamp>)>,
+    held: HashMap<String, (Session, Option<Version>)>,
+}
+
+/// What identifies one version of a held session: its file, and the directory of the marks
+/// a hook leaves apart from the file for an output it could not record (`spec/hooks.md` §5.2,
+/// counted by [`FileSessions::load`] at every load: a mark changes nothing in the file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Version {
+    file: Stamp,
+    marks: Option<Stamp>,
+}
+
+/// The version of session `id` in `files` now; `None` when its file cannot be stat'ed.
+fn version(files: &FileSessions, id: &str) -> Option<Version> {
+    let file = files.path(id);
+    Some(Version {
+        file: stamp(&file)?,
+        marks: stamp(&file.with_extension("unrecorded")),
+    })
 }
 
 /// What identifies one version of a session file.
@@ -105,7 +124,7 @@ impl SessionCache {
     }
 
     /// Session `id` for one call (the caller holds the ledger's lock): the held copy if its
-    /// file is as this handle left it, else the file's (empty if none).
+    /// file and its marks apart are as this handle left them, else the file's (empty if none).
     ///
     /// # Errors
     /// The file cannot be read or parsed, or the session was pruned (`HookError`).
@@ -115,7 +134,7 @@ impl SessionCache {
             return Ok(held.map_or_else(|| Session::new(id), |h| h.0));
         };
         if let Some((session, Some(was))) = held {
-            if stamp(&files.path(id)) == Some(was) {
+            if version(files, id) == Some(was) {
                 return Ok(session);
             }
         }
@@ -138,8 +157,56 @@ impl SessionCache {
         if self.held.len() >= MAX_HELD {
             self.held.clear();
         }
-        let now = stamp(&files.path(&session.id));
+        let now = version(files, &session.id);
         self.held.insert(session.id.clone(), (session, now));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Res = Result<(), Box<dyn std::error::Error>>;
+
+    /// A directory of its own under the system's temporary directory, removed on drop.
+    struct Dir(std::path::PathBuf);
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir(what: &str) -> Result<Dir, std::io::Error> {
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let d = std::env::temp_dir().join(format!("ml-py-{what}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&d)?;
+        Ok(Dir(d))
+    }
+
+    /// A hook that could not record an output of the session marks it apart from the record
+    /// (`spec/hooks.md` §5.2), without touching the record's file: the held copy must count
+    /// it as a fresh load does. Before attack review 47 the handle answered from the copy it
+    /// held while the file was unchanged, and the output that could not be recorded did not
+    /// refuse the session's sensitive calls.
+    #[test]
+    fn a_mark_left_apart_after_the_session_was_held_is_counted() -> Res {
+        let d = dir("marks")?;
+        let mut cache = SessionCache::files(FileSessions::new(d.0.clone()));
+        let s = cache.take("t")?;
+        assert_eq!(s.unrecorded, 0);
+        cache.give_back(s, true)?;
+        let held = cache.take("t")?;
+        assert_eq!(held.unrecorded, 0);
+        cache.give_back(held, false)?;
+        FileSessions::new(d.0.clone()).mark_unrecorded_apart("t")?;
+        let fresh = FileSessions::new(d.0.clone()).load("t")?;
+        assert_eq!(fresh.unrecorded, 1, "a fresh load counts the mark");
+        let kept = cache.take("t")?;
+        assert_eq!(kept.unrecorded, 1, "the held copy missed the mark");
         Ok(())
     }
 }

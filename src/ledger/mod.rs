@@ -516,10 +516,16 @@ impl<S: Store> Ledger<S> {
     }
 
     /// The entry at leaf index `index`, verified: its signature unless its bytes hash to an
-    /// entry this handle already verified or appended ([`Ledger::get`]).
+    /// entry this handle already verified or appended ([`Ledger::get`]), and that it is the
+    /// entry this handle believes at that index (its row, found by id, is at `index` and its
+    /// tag verifies, `spec/lineage.md` §5.1). Signed bytes do not sign their position: the
+    /// bytes of another entry of the log stored at `index` verify, and would otherwise be
+    /// taken for the entry there (attack review 47: a session's catch-up skipped the injected
+    /// read whose bytes were replaced by a keyring binding's).
     ///
     /// # Errors
-    /// As [`Ledger::get`].
+    /// As [`Ledger::get`]; [`LedgerError::NotTheEntry`] when the bytes stored at `index` are
+    /// not the entry this handle believes there.
     pub fn get_by_index(&self, index: u64) -> Result<SignedEntry, LedgerError> {
         let bytes = self
             .store
@@ -530,6 +536,9 @@ impl<S: Store> Ledger<S> {
             })?;
         // Bytes whose leaf hash this handle verified (or appended) are those bytes.
         let id = EntryId::of_cose(&bytes);
+        if self.index_of(&id) != Some(index) {
+            return Err(LedgerError::NotTheEntry { id, index });
+        }
         if self.is_verified(&id) {
             if let Some(e) = record::reparse_verified(&bytes, id)? {
                 return Ok(e);

@@ -111,6 +111,15 @@ impl Recorded {
         }
     }
 
+    /// [`Recorded::assert_payments_refused`] with every hook in process
+    /// ([`Recorded::hook_in_process`]).
+    pub fn assert_payments_refused_in_process(&self, what: &str) {
+        for e in &self.events[2..4] {
+            let out = self.hook_in_process(e);
+            assert_eq!(out.status.code(), Some(2), "{what}, in process: {out:?}");
+        }
+    }
+
     pub fn cli(&self, args: &[&str]) -> String {
         ok(&run(args, self.dir.path(), None))
     }

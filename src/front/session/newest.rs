@@ -72,9 +72,6 @@ impl<S: Store, K: Keys> Front<S, K> {
         if !matches!(p.kind, Kind::Prompt | Kind::ToolResult) || p.context_hash == p.content_hash {
             return None;
         }
-        if self.ledger.index_of(&e.id()) != Some(index) {
-            return Some(NewestReader::Unknown);
-        }
         Some(NewestReader::Session(p.context_hash))
     }
 }

@@ -69,6 +69,39 @@ fn the_newest_reader_is_not_pushed_away_by_what_the_agent_appends() {
     assert!(!h.is_newest_session(&s1));
 }
 
+/// Another entry's signed bytes stored over the newest prompt (a store-only edit: every
+/// byte verifies, but they are not the entry the log holds there) make the newest reader
+/// unknown. Before attack review 47 the memory's bytes were taken for that index's entry,
+/// which is no prompt, and the prompt before it, another session's, was taken as the newest:
+/// that session's agent writes were tied to its reads instead of an unknown context.
+#[test]
+fn another_entrys_bytes_over_the_newest_prompt_leave_the_newest_reader_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("l.db");
+    let mut f = front(&path, true);
+    let (mut s1, mut s2) = (Session::new("S1"), Session::new("S2"));
+    f.record_prompt(&mut s1, "summarise my week").unwrap();
+    let memory = f
+        .remember(&mut s1, Kind::Summary, "a note", vec![])
+        .unwrap();
+    f.record_prompt(&mut s2, "read my messages").unwrap();
+    assert!(!f.is_newest_session(&s1));
+    drop(f);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let n = db
+        .execute(
+            "UPDATE entries SET cose = (SELECT cose FROM entries WHERE idx = ?1) \
+             WHERE idx = (SELECT max(idx) FROM entries)",
+            [memory.index as i64],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(db);
+    let mut g = front(&path, false);
+    assert_eq!(g.newest_reader(), NewestReader::Unknown);
+    assert!(!g.is_newest_session(&s1));
+}
+
 /// A session without a record reads again, from the ledger, everything the ledger holds
 /// for it: its prompts, tool outputs and memories, the reads its context entries fold,
 /// the entries it retrieved (issue 24 review, finding 6: a record-less session used to

@@ -11,7 +11,8 @@
 //! DATABASE_URL=… cargo run --release --features postgres --example scale -- 1000000 --pg
 //! ```
 //!
-//! Default N = 100000, DIR = a temporary directory. With `--pg` the ledgers are PostgreSQL
+//! Default N = 100000, DIR = a temporary directory; `--reuse` measures the ledgers an earlier
+//! run left in DIR when they hold N entries and no flag (each run ends by flagging one). With `--pg` the ledgers are PostgreSQL
 //! schemas named `scale_<N>_<pid>` in the database of `DATABASE_URL` (left there: drop them, or
 //! use a throwaway cluster, `.ci/pg-throwaway.sh`), and the audit is not run (the offline audit
 //! reads a SQLite file; `spec/storage.md` §11).
@@ -22,6 +23,7 @@
 
 use memlineage::audit::audit;
 use memlineage::gate::{Policy, ToolCall};
+use memlineage::lineage::quarantine::Reach;
 use memlineage::lineage::LabelPolicy;
 use memlineage::log::LogSigner;
 use memlineage::record::{EntryId, Kind, Role, WriterKey};
@@ -54,9 +56,11 @@ fn main() -> Res<()> {
     let mut n: u64 = 100_000;
     let mut dir = None;
     let mut pg = false;
+    let mut reuse = false;
     for a in std::env::args().skip(1) {
         match a.as_str() {
             "--pg" => pg = true,
+            "--reuse" => reuse = true,
             _ if a.starts_with("--") => return Err(format!("unknown option {a}").into()),
             _ if a.bytes().all(|b| b.is_ascii_digit()) => n = a.parse()?,
             _ => dir = Some(std::path::PathBuf::from(a)),
@@ -70,8 +74,8 @@ fn main() -> Res<()> {
     };
     let verify_us = bench::verify_strict_us();
     println!("verify_strict: {verify_us:.1} µs (median, this run)");
-    let small = run(&backend, 1_000, "1k")?;
-    let large = run(&backend, n, "n")?;
+    let small = run(&backend, 1_000, "1k", reuse)?;
+    let large = run(&backend, n, "n", reuse)?;
     println!();
     println!(
         "| measured | 1k | / verify_strict | {} | / verify_strict | / 1k |",
@@ -108,6 +112,7 @@ struct Figures {
     origin_warm: f64,
     deny_fresh: f64,
     deny_warm: f64,
+    open_flagged: f64,
 }
 
 impl Figures {
@@ -129,6 +134,10 @@ impl Figures {
                 self.deny_fresh,
             ),
             ("… again", self.deny_warm),
+            (
+                "`Ledger::open` with a flag on the first prompt",
+                self.open_flagged,
+            ),
         ]
     }
 }
@@ -142,11 +151,16 @@ fn signer() -> Res<LogSigner> {
 
 /// Builds a ledger of `n` entries on `backend`, prints what building, opening and auditing it
 /// cost, and returns the medians of the decisions.
-fn run(backend: &Backend, n: u64, tag: &str) -> Res<Figures> {
+fn run(backend: &Backend, n: u64, tag: &str, reuse: bool) -> Res<Figures> {
     match backend {
         Backend::Sqlite(dir) => {
             let path = dir.join(format!("scale-{tag}.ledger"));
-            let _ = std::fs::remove_file(&path);
+            let reusable = reuse
+                && Ledger::open(SqliteStore::open(&path)?, signer()?)
+                    .is_ok_and(|l| l.len() >= n && l.quarantine().is_empty());
+            if !reusable {
+                let _ = std::fs::remove_file(&path);
+            }
             let figures = measure(n, || Ok(SqliteStore::open(&path)?))?;
             sqlite_audit(&path)?;
             Ok(figures)
@@ -169,23 +183,34 @@ fn measure<S: Store>(n: u64, open: impl Fn() -> Res<S>) -> Res<Figures> {
         WriterKey::for_label("scale/tool"),
         WriterKey::for_label("scale/agent"),
     );
-    let mut l = Ledger::create(open()?, signer()?, LabelPolicy::default())?;
-    l.bind(user.key_id(), Role::User, "user")?;
-    l.bind(tool.key_id(), Role::Tool, "tool:read_file")?;
-    l.bind(agent.key_id(), Role::Agent, "agent")?;
-    let start = Instant::now();
-    bench::fill(&mut l, [&user, &tool, &agent], n)?;
-    let write = start.elapsed();
-    l.checkpoint()?;
-    let entries = l.len();
-    drop(l);
-    println!("entries: {entries}");
-    println!(
-        "write: {:.1} s, {:.0} entries/s ({:.1} µs per entry, batches of 999, signing included)",
-        write.as_secs_f64(),
-        entries as f64 / write.as_secs_f64(),
-        write.as_secs_f64() * 1e6 / entries as f64
-    );
+    // A ledger of this size already there (a SQLite file kept by an earlier run, `--reuse`)
+    // is measured as it is; otherwise one is made.
+    let entries = match Ledger::open(open()?, signer()?) {
+        Ok(l) if l.len() >= n && l.quarantine().is_empty() => {
+            println!("entries: {} (reused)", l.len());
+            l.len()
+        }
+        _ => {
+            let mut l = Ledger::create(open()?, signer()?, LabelPolicy::default())?;
+            l.bind(user.key_id(), Role::User, "user")?;
+            l.bind(tool.key_id(), Role::Tool, "tool:read_file")?;
+            l.bind(agent.key_id(), Role::Agent, "agent")?;
+            let start = Instant::now();
+            bench::fill(&mut l, [&user, &tool, &agent], n)?;
+            let write = start.elapsed();
+            l.checkpoint()?;
+            let entries = l.len();
+            println!("entries: {entries}");
+            println!(
+                "write: {:.1} s, {:.0} entries/s ({:.1} µs per entry, batches of 999, signing \
+                 included)",
+                write.as_secs_f64(),
+                entries as f64 / write.as_secs_f64(),
+                write.as_secs_f64() * 1e6 / entries as f64
+            );
+            entries
+        }
+    };
 
     let rss_before = rss_kib();
     let t = Instant::now();
@@ -245,7 +270,7 @@ fn measure<S: Store>(n: u64, open: impl Fn() -> Res<S>) -> Res<Figures> {
     let gate = |l: &Ledger<S>| l.gate(&policy, &allow).is_allow();
     let origin = |l: &Ledger<S>| l.gate_values(&policy, &allow, &values).is_allow();
     let refuse = |l: &Ledger<S>| l.gate(&policy, &deny).is_allow();
-    Ok(Figures {
+    let mut figures = Figures {
         entries,
         open: median_us(&mut opens),
         gate_fresh: timed(&gate, true, true)?,
@@ -254,7 +279,38 @@ fn measure<S: Store>(n: u64, open: impl Fn() -> Res<S>) -> Res<Figures> {
         origin_warm: timed(&origin, true, false)?,
         deny_fresh: timed(&refuse, false, true)?,
         deny_warm: timed(&refuse, false, false)?,
-    })
+        open_flagged: 0.0,
+    };
+
+    // A flag on the first prompt (reach all): its append computes what it reaches from every
+    // later entry, once; each open after it restores that from the quarantine snapshot
+    // (`spec/lineage.md` §5.3) instead of reading them all again.
+    let mut l = Ledger::open(open()?, signer()?)?;
+    let t = Instant::now();
+    l.flag(
+        prompts[0],
+        Reach::All,
+        &user,
+        "scale: an advisory about the first prompt",
+    )?;
+    println!(
+        "a flag on the first prompt appended in {:.2} s (its reach computed over {} entries)",
+        t.elapsed().as_secs_f64(),
+        entries
+    );
+    drop(l);
+    let mut opens = Vec::with_capacity(FRESH_RUNS);
+    for _ in 0..FRESH_RUNS {
+        let store = open()?;
+        let t = Instant::now();
+        let l = Ledger::open(store, signer()?)?;
+        opens.push(t.elapsed());
+        if !l.is_quarantined(&prompts[0]) || l.is_quarantined(&prompts[1]) {
+            return Err("the flag's quarantine is not the expected one".into());
+        }
+    }
+    figures.open_flagged = median_us(&mut opens);
+    Ok(figures)
 }
 
 /// Eight prompts spread evenly over the ledger, and the last summary (derived from a bill: a

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 mod commands;
 mod copies;
 mod endorsed;
+mod environment;
 mod hosts;
 mod interpreters;
 mod local;

@@ -2,6 +2,7 @@
 //! §16.2): its simple commands, their file words, trees and inline code, through quotes,
 //! variables and `cd`.
 
+use super::environment::env_dump;
 use super::hosts::{built_url, destinations};
 use super::servers::{file_server, loopback};
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
@@ -12,7 +13,7 @@ use crate::front::protect::pattern::{
 };
 use crate::front::protect::percent::file_url_paths;
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
-use crate::front::protect::simple::{basename, is_assignment, program_index, wrapper_dir};
+use crate::front::protect::simple::{basename, program_index, wrapper_dir};
 use crate::front::protect::{MAX_NESTING, SHELLS};
 use crate::front::sinks::command::carried_commands;
 use serde_json::{Map, Value};
@@ -589,21 +590,6 @@ pub(super) const UNKNOWN_CWD: &str = "/nonexistent/working-directory";
 pub(crate) fn is_interpreter(prog: &str) -> bool {
     INTERPRETERS.contains(&prog)
         || INTERPRETERS.contains(&prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'))
-}
-
-/// Whether `prog args…` is the environment dump `dump` (`env`, `export -p`): its words
-/// exactly, then nothing but assignments (`env FOO=1` prints too; `env FOO=1 cargo test` runs
-/// a command, `set -e` sets an option); `printenv` with any variable names.
-fn env_dump(dump: &str, prog: &str, args: &[String]) -> bool {
-    let words: Vec<&str> = dump.split_whitespace().collect();
-    if words.first() != Some(&prog) || args.len() + 1 < words.len() {
-        return false;
-    }
-    if !args.iter().zip(&words[1..]).all(|(a, w)| a == w) {
-        return false;
-    }
-    let extra = &args[words.len() - 1..];
-    prog == "printenv" || extra.iter().all(|a| is_assignment(a))
 }
 
 /// Whether the command `prog args…` starts with the words of `prefix`; options between the

@@ -2,7 +2,7 @@
 //! §16.2): its simple commands, their file words, trees and inline code, through quotes,
 //! variables and `cd`.
 
-use super::environment::env_dump;
+use super::environment::dumped;
 use super::hosts::{built_url, destinations};
 use super::servers::{file_server, loopback};
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
@@ -114,6 +114,8 @@ impl SecretRules {
         let mut reads = false;
         // The file standard input is redirected from (`< FILE`; §16.2, a shell's program).
         let mut stdin: Option<&Word> = None;
+        // The files it redirects to or from: not arguments of its program.
+        let mut files: Vec<&Word> = Vec::new();
         for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
             let target = std::mem::replace(&mut redirected, matches!(t, Token::Redirect(_)));
             let read = std::mem::replace(
@@ -127,6 +129,7 @@ impl SecretRules {
                 Token::Word(w) => {
                     if target {
                         network_redirection(w, f);
+                        files.push(w);
                     }
                     if read {
                         stdin = Some(w);
@@ -134,7 +137,9 @@ impl SecretRules {
                     segment.push(w);
                 }
                 Token::Control | Token::Pipe => {
-                    self.segment(&segment, stdin.take(), Some(&here), depth, f, r);
+                    let io = (stdin.take(), files.as_slice());
+                    self.segment(&segment, io, Some(&here), depth, f, r);
+                    files.clear();
                     if let Some(to) = self.cd(&segment, &here) {
                         here = to;
                         if !dirs.contains(&here) {
@@ -179,7 +184,7 @@ impl SecretRules {
     fn segment(
         &self,
         words: &[&Word],
-        stdin: Option<&Word>,
+        (stdin, files): (Option<&Word>, &[&Word]),
         cwd: Option<&Path>,
         depth: usize,
         f: &mut Facts,
@@ -242,19 +247,16 @@ impl SecretRules {
                 });
             }
         }
-        // An environment dump, before wrappers are skipped (`env` alone is one).
-        let all: Vec<String> = words.iter().map(|w| w.squeezed()).collect();
-        if let Some((first, args)) = all.split_first() {
-            let first = basename(first);
-            if self
-                .policy
-                .environment_commands
-                .iter()
-                .any(|e| env_dump(e, first, args))
-            {
-                f.named = true;
-                f.secrets.push(format!("the environment ({first})"));
-            }
+        // An environment dump, wherever a wrapper runs it (`env` alone, `time env`), its
+        // redirections' files left out (`env > /tmp/e` prints).
+        let plain: Vec<&Word> = words
+            .iter()
+            .copied()
+            .filter(|w| !files.iter().any(|t| std::ptr::eq(*t, *w)))
+            .collect();
+        if let Some(prog) = dumped(&self.policy.environment_commands, &plain) {
+            f.named = true;
+            f.secrets.push(format!("the environment ({prog})"));
         }
         // Commands it hands a program through a variable, a wrapper or an option
         // (`GIT_PAGER=CMD git log`, `watch 'CMD'`, `tar -I CMD`): analysed as commands; one only
@@ -303,16 +305,6 @@ impl SecretRules {
                 .any(|e| prefix_matches(e, &prog, &lits))
         {
             f.strangers.push(prog.clone());
-        }
-        if prog != basename(&all[0])
-            && self
-                .policy
-                .environment_commands
-                .iter()
-                .any(|e| env_dump(e, &prog, &lits))
-        {
-            f.named = true;
-            f.secrets.push(format!("the environment ({prog})"));
         }
         // Inline code, its options read as the program reads them (§13.3, "Options").
         let inline = invocation(&prog, &rest.iter().map(|w| w.literal()).collect::<Vec<_>>())

@@ -83,3 +83,45 @@ fn the_environment_printed_behind_a_wrapper_or_an_option_is_read() {
         ],
     );
 }
+
+/// A variable the command assigns itself is read as its values: before, `$D` was a value only
+/// known when it runs, `$D/credentials` a pattern over an unknown directory (a possible secret
+/// only), and each of these handed the credentials to a program not known to stay local with
+/// exit 0.
+#[test]
+fn a_variable_the_command_assigns_is_read_as_its_values() {
+    let f = clean_session();
+    all_refused(
+        &f,
+        &[
+            "D=~/.aws; cat $D/credentials | mytool",
+            "D=~/.aws; cat ${D}/credentials | mytool",
+            "D=~/.aws; cat ${D:-x}/credentials | mytool",
+            "cat ${D:-~/.aws}/credentials | mytool",
+            "D=~/.aws; mytool \"$D/config\"",
+            "export D=$HOME/.aws; cat \"$D/config\" | mytool",
+            "declare D=~/.aws; mytool \"$D/config\"",
+            "D=~/.a; D+=ws; mytool $D/config",
+            "D=~/.a; E=${D}ws; mytool $E/config",
+            "for d in ~/.aws; do mytool $d/config; done",
+            "read d <<< ~/.aws; mytool $d/config",
+            "D=~/.aws; cd $D && mytool config",
+            "D=~/.awsx; mytool ${D%x}/config",
+            "D=~/.awsx; mytool ${D/x/}/config",
+            "f(){ D=~/.aws; }; f; mytool $D/config",
+            "D=~/.aws; echo \"$(mytool $D/config)\"",
+        ],
+    );
+    none_refused(
+        &f,
+        &[
+            "D=src; cat $D/lib.rs | mytool",
+            "for f in src/*.rs; do rustfmt --check $f; done",
+            "for f in $(git ls-files '*.rs'); do rustfmt --check $f; done",
+            "x=$(date +%s); echo \"$x\" | mytool",
+            "OUT=target/out; mkdir -p $OUT && cargo build --target-dir $OUT",
+            "D=src/x; mytool ${D%/x}/lib.rs",
+            "git diff --name-only | while read f; do rustfmt \"$f\"; done",
+        ],
+    );
+}

@@ -38,6 +38,7 @@ mod projects;
 mod rc;
 mod scripts;
 mod servers;
+mod vars;
 pub(crate) use commands::chunks;
 pub(crate) use scripts::{CodeFiles, CodeSeen, Reading, Script, MAX_CODE_TEXTS};
 
@@ -123,6 +124,8 @@ struct Facts {
     /// Whether one of `secrets` is named concretely: a file by its path (no pattern, no part
     /// only known when it runs), a directory holding secrets, the environment, a path in code.
     named: bool,
+    /// The values the command assigns its variables ([`vars::Assigned`], §16.2).
+    vars: vars::Assigned,
     /// The code texts analysed so far ([`CodeSeen`]).
     code: CodeSeen,
     /// Whether code the user endorsed is read as such: for the decision on a call, not for

@@ -59,6 +59,10 @@ pub enum Piece {
     Home,
     /// `$NAME` or `${NAME}` (a simple parameter).
     Var(String),
+    /// `${NAME<operator>…}` (`${D:-x}`, `${D%/*}`): its text between the braces. Any
+    /// characters, as [`Piece::Unknown`], to every reading but the secrecy rule's, which knows
+    /// the values the command assigns (`spec/hooks.md` §16.2).
+    Param(String),
     /// An expansion whose value is unknown: command substitution, arithmetic, special
     /// parameters, `${…}` with operators, brace expansion, process substitution.
     Unknown,

@@ -5,6 +5,7 @@
 use super::environment::dumped;
 use super::hosts::{built_url, destinations};
 use super::servers::{file_server, loopback};
+use super::vars::Assigned;
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
 use crate::front::protect::handed::handed_commands;
 use crate::front::protect::invocation::{invocation, Program};
@@ -62,6 +63,8 @@ impl SecretRules {
             return;
         }
         let lexed = lex(text);
+        // The values its assignments give, before any of its words is read (§16.2).
+        f.vars.collect(&lexed);
         for n in &lexed.nested {
             self.shell(n, cwd, depth + 1, f, r);
         }
@@ -140,7 +143,7 @@ impl SecretRules {
                     let io = (stdin.take(), files.as_slice());
                     self.segment(&segment, io, Some(&here), depth, f, r);
                     files.clear();
-                    if let Some(to) = self.cd(&segment, &here) {
+                    if let Some(to) = self.cd(&segment, &here, &f.vars) {
                         here = to;
                         if !dirs.contains(&here) {
                             dirs.push(here.clone());
@@ -160,7 +163,7 @@ impl SecretRules {
 
     /// Where a `cd`/`pushd` simple command moves to (`None`: it is not one). `cd` alone is
     /// home; a target that cannot be known is [`UNKNOWN_CWD`].
-    pub(super) fn cd(&self, words: &[&Word], here: &Path) -> Option<PathBuf> {
+    pub(super) fn cd(&self, words: &[&Word], here: &Path, vars: &Assigned) -> Option<PathBuf> {
         let first = words.first()?.literal()?;
         if first != "cd" && first != "pushd" {
             return None;
@@ -173,10 +176,12 @@ impl SecretRules {
                 .home
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD)),
-            Some(w) => match candidate(w, Some(here), self.home.as_deref()) {
-                Candidate::Path(p) => p,
-                Candidate::Pattern(_) => PathBuf::from(UNKNOWN_CWD),
-            },
+            // The target as the command's own assignments spell it, if one is a path.
+            Some(w) => vars
+                .spellings(w)
+                .iter()
+                .find_map(|s| candidate(s, Some(here), self.home.as_deref()).path())
+                .unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD)),
         })
     }
 
@@ -216,16 +221,9 @@ impl SecretRules {
             w.literal()
                 .is_some_and(|l| TREE_READERS.contains(&basename(&l)))
         });
+        let program = words.get(program_index(words)).and_then(|w| w.literal());
         for w in words {
-            if let Some(s) = self.word_secret(w, cwd, r) {
-                f.named |= self.concrete(w, cwd, r);
-                f.secrets.push(s);
-            } else if tree {
-                if let Some(s) = self.tree_secret(w, cwd) {
-                    f.named = true;
-                    f.secrets.push(s);
-                }
-            }
+            self.word_read(w, (tree, program.as_deref()), cwd, f, r);
         }
         // bash's network redirections (`> /dev/tcp/HOST/PORT`, `exec 3<>/dev/udp/…`): the
         // shell itself sends, whatever the program; a part known only when it runs may name
@@ -436,7 +434,7 @@ impl SecretRules {
     /// A secret under the directory a word names, for programs that read trees: a secret
     /// glob anchored at `/` or `~/` under it, or a file there that a glob without a
     /// directory names exactly (`.env`) and that exists.
-    fn tree_secret(&self, w: &Word, cwd: Option<&Path>) -> Option<String> {
+    pub(super) fn tree_secret(&self, w: &Word, cwd: Option<&Path>) -> Option<String> {
         let Candidate::Path(dir) = candidate(w, cwd, self.home.as_deref()) else {
             return None;
         };
@@ -467,7 +465,7 @@ impl SecretRules {
     /// `=` or `@` (`-F f=@.env`), with no part only known when it runs (`$HOME` and `~` are the
     /// home directory), or as a pattern in a literal directory that matches a secret file there
     /// now (`~/.aws/cred*`).
-    fn concrete(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> bool {
+    pub(super) fn concrete(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> bool {
         let home = self.home.as_deref();
         let names = |w: &Word| match candidate(w, cwd, home) {
             Candidate::Path(_) => true,
@@ -493,7 +491,7 @@ impl SecretRules {
 
     /// The secret a word names: the word as a path, the value after `=` or `@` in it
     /// (`of=F`, `-F f=@F`, `-d @F`), and path-like pieces of inline code.
-    fn word_secret(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> Option<String> {
+    pub(super) fn word_secret(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> Option<String> {
         if let Some(s) = self.secret_at(&candidate(w, cwd, self.home.as_deref()), r) {
             if !w.all_unknown() {
                 return Some(s);

@@ -95,8 +95,18 @@ pub(super) fn dollar(
             if is_name(&inner) {
                 word.pieces.push(Piece::Var(inner));
             } else {
-                nested.push(inner);
-                word.pieces.push(Piece::Unknown);
+                nested.push(inner.clone());
+                // `${NAME<operator>…}` keeps its text: the secrecy rule knows what the command
+                // assigns (`D=~/.aws; cat ${D:-x}/credentials`, attack review 46).
+                let name_len = inner
+                    .char_indices()
+                    .find(|(_, c)| *c != '_' && !c.is_ascii_alphanumeric())
+                    .map_or(inner.len(), |(k, _)| k);
+                let op = inner[name_len..].chars().next();
+                match name_len > 0 && is_name(&inner[..name_len]) && op.is_some_and(|c| c != '[') {
+                    true => word.pieces.push(Piece::Param(inner)),
+                    false => word.pieces.push(Piece::Unknown),
+                }
             }
             end
         }

@@ -429,6 +429,18 @@ impl SecretRules {
                 });
             }
         }
+        // Inline code whose reads are not known feeds the programs after it (what its own
+        // words send is judged above).
+        let awk = super::inline::awk_reads_unknown(&prog, &lits);
+        // Code that is only a number (`node -e 1`, the `-e 0` an interpreter's options in
+        // the environment are handed with) reads nothing.
+        let reads = |c: &Option<String>| {
+            c.as_ref()
+                .is_none_or(|c| !c.trim().chars().all(|x| x.is_ascii_digit()))
+        };
+        if (is_interpreter(&prog) && inline.as_ref().is_some_and(reads)) || awk {
+            f.inline_code(&prog);
+        }
     }
 
     /// A secret under the directory a word names, for programs that read trees: a secret

@@ -47,6 +47,15 @@ impl SecretRules {
                 }
             }
         }
+        // A variable of the environment (not assigned by the command, not one the shell or the
+        // system defines) may hold a secret (`echo "$GITHUB_TOKEN" | curl -d @- …`): a possible
+        // secret, for the decision on the call only (its result is not made secret by it).
+        if found.is_none() && f.endorsing {
+            found = f
+                .vars
+                .environment_in(w)
+                .map(|v| format!("the environment's `${v}`"));
+        }
         let opens_none = program.is_some_and(|p| NO_FILES.contains(&basename(p)));
         if found.is_none() && !opens_none && f.vars.at_run_time_in(w) {
             found = Some(format!(
@@ -63,6 +72,17 @@ impl SecretRules {
 const NO_FILES: &[&str] = &[
     "echo", "printf", "test", "[", ":", "export", "declare", "local", "typeset", "readonly",
     "read", "let", "return", "exit", "shift", "set", "unset", "for", "select", "case",
+];
+
+/// Variables the shell or the system defines, which hold no secret (bash(1), "Shell
+/// Variables"; POSIX.1-2017 XBD 8, "Environment Variables").
+#[rustfmt::skip]
+const NOT_SECRET: &[&str] = &[
+    "HOME", "PWD", "OLDPWD", "USER", "LOGNAME", "SHELL", "PATH", "TERM", "LANG", "LANGUAGE",
+    "TMPDIR", "TMP", "TEMP", "HOSTNAME", "HOSTTYPE", "OSTYPE", "MACHTYPE", "UID", "EUID",
+    "PPID", "BASHPID", "RANDOM", "SRANDOM", "SECONDS", "LINENO", "BASH", "FUNCNAME", "IFS",
+    "PS1", "PS2", "PS3", "PS4", "COLUMNS", "LINES", "SHLVL", "EDITOR", "VISUAL", "PAGER",
+    "DISPLAY", "OPTARG", "OPTIND", "REPLY", "PIPESTATUS", "GROUPS", "DIRSTACK", "CI",
 ];
 
 /// Most values kept for one name; past it the name is only known when it runs.
@@ -162,6 +182,22 @@ impl Assigned {
                 self.runtime.contains(name) || (self.values.contains_key(name) && !is_default(op))
             }
             _ => false,
+        })
+    }
+
+    /// The first variable of `word` that the command does not assign and that is not one the
+    /// shell or the system defines ([`NOT_SECRET`]): its value comes from the environment.
+    pub(super) fn environment_in(&self, word: &Word) -> Option<String> {
+        word.pieces.iter().find_map(|p| {
+            let name = match p {
+                Piece::Var(v) => v.as_str(),
+                Piece::Param(t) => param(t).0,
+                _ => return None,
+            };
+            let defined = NOT_SECRET.contains(&name)
+                || ["LC_", "XDG_", "BASH_"].iter().any(|x| name.starts_with(x));
+            let assigned = self.values.contains_key(name) || self.runtime.contains(name);
+            (!defined && !assigned).then(|| name.to_string())
         })
     }
 

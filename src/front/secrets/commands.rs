@@ -279,10 +279,12 @@ impl SecretRules {
             // environment, a file or an earlier statement the agent writes) is code the agent
             // may choose: judged after the endorsed text as code nobody can see (attack
             // review 45: `export CMD='sh x.sh'; bash run.sh`).
-            let named_by_variable = prog_word
-                .pieces
-                .iter()
-                .any(|p| matches!(p, Piece::Var(v) if !v.chars().all(|c| c.is_ascii_digit())));
+            // So is one a command substitution computes (`$(cat .buildcmd)`, attack review 46).
+            let named_by_variable = prog_word.pieces.iter().any(|p| match p {
+                Piece::Var(v) => v.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic()),
+                Piece::Unknown | Piece::Param(_) => true,
+                _ => false,
+            });
             if f.endorsed > 0 && named_by_variable {
                 f.deferred.push((
                     super::scripts::Script::Unknown,
@@ -314,7 +316,7 @@ impl SecretRules {
             match &inline {
                 Some(Some(code)) => self.shell(code, cwd, depth + 1, f, r),
                 // Code that is only known when it runs may run anything.
-                Some(None) => f.unknown_program = true,
+                Some(None) => f.runs_unknown_code(&format!("`{prog} -c`"), cwd),
                 None => {}
             }
         }
@@ -322,7 +324,7 @@ impl SecretRules {
             if rest.iter().all(|w| w.literal().is_some()) {
                 self.shell(&lits.join(" "), cwd, depth + 1, f, r);
             } else {
-                f.unknown_program = true;
+                f.runs_unknown_code("`eval`", cwd);
             }
         }
         // Code it runs from a file (`bash x.sh`, `./x.sh`, `python3 x.py`, `make`, `npm

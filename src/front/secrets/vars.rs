@@ -194,7 +194,9 @@ impl Assigned {
                 Piece::Param(t) => param(t).0,
                 _ => return None,
             };
-            let defined = NOT_SECRET.contains(&name)
+            let special = !name.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic());
+            let defined = special
+                || NOT_SECRET.contains(&name)
                 || ["LC_", "XDG_", "BASH_"].iter().any(|x| name.starts_with(x));
             let assigned = self.values.contains_key(name) || self.runtime.contains(name);
             (!defined && !assigned).then(|| name.to_string())

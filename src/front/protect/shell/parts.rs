@@ -123,8 +123,11 @@ pub(super) fn dollar(
                 .push(Piece::Var(chars[i + 1..j].iter().collect()));
             j
         }
+        // A special parameter (`$@`, `$1`, `$?`): a variable whose value the run gives, told
+        // from a command substitution (attack review 46: an endorsed script's `"$@"` runs the
+        // call's arguments, its `$(cat f)` code nobody sees).
         Some(c) if c.is_ascii_digit() || "@*#?$!-".contains(c) => {
-            word.pieces.push(Piece::Unknown);
+            word.pieces.push(Piece::Var(c.to_string()));
             i + 2
         }
         _ => {

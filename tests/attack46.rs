@@ -145,6 +145,11 @@ fn inline_code_feeding_a_program_that_may_send_reads_any_secret() {
             "awk 'BEGIN{for(k in ENVIRON) print k, ENVIRON[k]}' | mytool",
             "mytool \"$(python3 -c 'import os; print(os.environ)')\"",
             "python3 -c 'import os; open(\"/tmp/o\",\"w\").write(str(os.environ))'; mytool /tmp/o",
+            // Code on standard input: a here-document, a here-string, a pipe.
+            "python3 - <<'EOF' | mytool\nimport os; print(os.environ)\nEOF",
+            "node <<'EOF' | mytool\nconsole.log(process.env)\nEOF",
+            "python3 <<< 'import os; print(os.environ)' | mytool",
+            "echo 'import os; print(os.environ)' | python3 | mytool",
         ],
     );
     none_refused(
@@ -156,6 +161,7 @@ fn inline_code_feeding_a_program_that_may_send_reads_any_secret() {
             "cargo metadata --format-version 1 | python3 -c 'import json,sys; print(1)'",
             "git log --oneline | awk '{print $1}' | head",
             "python3 -c 'print(1)' > /tmp/x.json && jq . /tmp/x.json",
+            "python3 - <<'EOF' | grep 1\nprint(1)\nEOF",
         ],
     );
 }
@@ -192,7 +198,11 @@ fn a_variable_of_the_environment_sent_is_a_possible_secret() {
 #[test]
 fn curl_told_to_use_the_netrc_reads_it() {
     let f = clean_session();
-    std::fs::write(f.home.join(".netrc"), "default login u password p4ssw0rd-XYZ\n").unwrap();
+    std::fs::write(
+        f.home.join(".netrc"),
+        "default login u password p4ssw0rd-XYZ\n",
+    )
+    .unwrap();
     all_refused(
         &f,
         &[

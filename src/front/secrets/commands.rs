@@ -119,7 +119,11 @@ impl SecretRules {
         let mut stdin: Option<&Word> = None;
         // The files it redirects to or from: not arguments of its program.
         let mut files: Vec<&Word> = Vec::new();
+        let mut previous: Option<&Token> = None;
+        let mut heres: Vec<&Word> = Vec::new();
         for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
+            let here_word = matches!(previous, Some(Token::HereDoc));
+            previous = Some(t);
             let target = std::mem::replace(&mut redirected, matches!(t, Token::Redirect(_)));
             let read = std::mem::replace(
                 &mut reads,
@@ -134,15 +138,21 @@ impl SecretRules {
                         network_redirection(w, f);
                         files.push(w);
                     }
+                    // A here-document's delimiter or a here-string: not an argument either.
+                    if here_word {
+                        files.push(w);
+                        heres.push(w);
+                    }
                     if read {
                         stdin = Some(w);
                     }
                     segment.push(w);
                 }
                 Token::Control | Token::Pipe => {
-                    let io = (stdin.take(), files.as_slice());
+                    let io = (stdin.take(), files.as_slice(), heres.as_slice());
                     self.segment(&segment, io, Some(&here), depth, f, r);
                     files.clear();
+                    heres.clear();
                     if let Some(to) = self.cd(&segment, &here, &f.vars) {
                         here = to;
                         if !dirs.contains(&here) {
@@ -189,7 +199,7 @@ impl SecretRules {
     fn segment(
         &self,
         words: &[&Word],
-        (stdin, files): (Option<&Word>, &[&Word]),
+        (stdin, files, heres): (Option<&Word>, &[&Word], &[&Word]),
         cwd: Option<&Path>,
         depth: usize,
         f: &mut Facts,
@@ -307,11 +317,21 @@ impl SecretRules {
             f.strangers.push(prog.clone());
         }
         // Inline code, its options read as the program reads them (§13.3, "Options").
-        let inline = invocation(&prog, &rest.iter().map(|w| w.literal()).collect::<Vec<_>>())
-            .and_then(|inv| match inv.program {
-                Program::Inline(code) => Some(code),
-                _ => None,
-            });
+        let args: Vec<Option<String>> = rest
+            .iter()
+            .filter(|w| !files.iter().any(|t| std::ptr::eq(*t, **w)))
+            .map(|w| w.literal())
+            .collect();
+        let inv = invocation(&prog, &args);
+        // Code it reads on standard input (a here-document, `echo CODE | python3`) or from an
+        // option only known when it runs: inline code too, for what it reads (§16.2).
+        let stdin_code = inv
+            .as_ref()
+            .is_some_and(|i| matches!(i.program, Program::Stdin | Program::Unknown));
+        let inline = inv.and_then(|inv| match inv.program {
+            Program::Inline(code) => Some(code),
+            _ => None,
+        });
         if SHELLS.contains(&prog.as_str()) {
             match &inline {
                 Some(Some(code)) => self.shell(code, cwd, depth + 1, f, r),
@@ -329,7 +349,16 @@ impl SecretRules {
         }
         // Code it runs from a file (`bash x.sh`, `./x.sh`, `python3 x.py`, `make`, `npm
         // test`): the file's text as it is now, analysed as the code it is.
-        self.scripts((words, stdin), i, cwd, depth, f, r);
+        // (A here-document's delimiter or a here-string is not a script's name.)
+        let run: Vec<&Word> = words
+            .iter()
+            .copied()
+            .filter(|w| !heres.iter().any(|h| std::ptr::eq(*h, *w)))
+            .collect();
+        let at = program_index(&run);
+        if at < run.len() {
+            self.scripts((&run, stdin), at, cwd, depth, f, r);
+        }
         // Commands another program runs from its arguments (`git -c alias.x='!CMD' x`,
         // `find -exec`, tar's and ssh's command options): the sink rules' reading of them
         // (`carried_commands`, `spec/hooks.md` §17.1), analysed as commands here too.
@@ -440,7 +469,8 @@ impl SecretRules {
             c.as_ref()
                 .is_none_or(|c| !c.trim().chars().all(|x| x.is_ascii_digit()))
         };
-        if (is_interpreter(&prog) && inline.as_ref().is_some_and(reads)) || awk {
+        let code = inline.as_ref().is_some_and(reads) || stdin_code;
+        if (is_interpreter(&prog) && code) || awk {
             f.inline_code(&prog);
         }
     }

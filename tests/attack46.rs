@@ -219,3 +219,32 @@ fn curl_told_to_use_the_netrc_reads_it() {
         ],
     );
 }
+
+/// Values the command computes when it runs (`printf -v`, `read` split by `IFS`, arithmetic in
+/// a word), a script run by name that prints the environment, and a variable of the
+/// environment, each handed to a program not known to stay local: a possible secret only, not
+/// a secret named concretely, so a session that read nothing lets them through.
+#[test]
+#[ignore = "attack review 46, not fixed: a value computed at run time is a possible secret, \
+            which only an egress command or a program only known when it runs refuses; \
+            counting it as named would refuse every `rustfmt \"$f\"` in a loop, and a script's \
+            reads are read from its text, not taken as unknown"]
+fn values_computed_when_the_command_runs_handed_to_a_program() {
+    let f = clean_session();
+    std::fs::create_dir_all(f.project.join("tools")).unwrap();
+    std::fs::write(
+        f.project.join("tools/env.py"),
+        "import os\nprint(dict(os.environ))\n",
+    )
+    .unwrap();
+    all_refused(
+        &f,
+        &[
+            "printf -v D %s/.aws ~; mytool $D/credentials",
+            "IFS=. read a b <<< \"x.aws\"; mytool ~/.$b/credentials",
+            "mytool ~/.aws/cred$((0))entials",
+            "python3 tools/env.py | mytool",
+            "echo \"$GITHUB_TOKEN\" | mytool",
+        ],
+    );
+}

@@ -126,7 +126,7 @@ impl Assigned {
                     }
                 }
                 Some("mapfile" | "readarray" | "getopts") => {
-                    for n in operands(&words[1..], "dnOstuC") {
+                    for n in operands(&words[1..], "dnOsuCc") {
                         self.at_run_time(Some(n));
                     }
                 }
@@ -221,7 +221,7 @@ impl Assigned {
                         _ => Vec::new(),
                     }
                 };
-                let mut alts = vec![vec![Piece::Unknown]];
+                let mut alts = vec![vec![p.clone()]];
                 if !is_default(op) {
                     // A value computed from an assigned one by a literal pattern: computed.
                     for v in self.values.get(name).into_iter().flatten() {
@@ -413,5 +413,67 @@ fn pattern_of(op: &str) -> &str {
     match first {
         Some(c) => rest.strip_prefix(c).unwrap_or(rest),
         None => rest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spelled(command: &str, word: &str) -> Vec<String> {
+        let mut a = Assigned::default();
+        a.collect(&lex(command));
+        let Some(Token::Word(w)) = lex(word).tokens.into_iter().next() else {
+            panic!("{word}")
+        };
+        a.spellings(&w)
+            .iter()
+            .map(|w| {
+                w.pieces
+                    .iter()
+                    .map(|p| match p {
+                        Piece::Lit(c) => c.to_string(),
+                        Piece::Home => "~".into(),
+                        _ => "?".into(),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn words_are_spelled_by_the_values_the_command_assigns() {
+        assert_eq!(spelled("D=~/.aws", "$D/c"), ["?/c", "~/.aws/c"]);
+        assert_eq!(spelled("export D=a; D+=b", "$D"), ["?", "a", "b", "ab"]);
+        assert_eq!(spelled("for d in x y; do :; done", "${d}"), ["?", "x", "y"]);
+        assert_eq!(spelled("read d <<< x", "$d"), ["?", "x"]);
+        assert_eq!(spelled("", "${D:-w}"), ["?", "w"]);
+        assert_eq!(spelled("", "${D:+w}"), ["?", "", "w"]);
+        assert_eq!(spelled("D=abx", "${D%x}"), ["?", "ab"]);
+        assert_eq!(spelled("D=abx", "${D/b/}"), ["?", "ax"]);
+        assert_eq!(spelled("D=abx", "${D:0:1}"), ["?"]);
+    }
+
+    #[test]
+    fn values_given_when_the_command_runs_are_told() {
+        let mut a = Assigned::default();
+        a.collect(&lex(
+            "read r; x=$(date); D=a; mapfile -t m < f; printf -v p %s q",
+        ));
+        let word = |t: &str| match lex(t).tokens.into_iter().next() {
+            Some(Token::Word(w)) => w,
+            _ => panic!("{t}"),
+        };
+        for t in ["$r", "$x", "${m}", "$p", "${D#a}"] {
+            assert!(a.at_run_time_in(&word(t)), "{t}");
+        }
+        for t in ["$D", "${D:-x}", "$HOME"] {
+            assert!(!a.at_run_time_in(&word(t)), "{t}");
+        }
+        assert_eq!(
+            a.environment_in(&word("$GITHUB_TOKEN")).as_deref(),
+            Some("GITHUB_TOKEN")
+        );
+        assert_eq!(a.environment_in(&word("$HOME/$D/$1/$LC_ALL")), None);
     }
 }

@@ -4,7 +4,7 @@
 
 use super::environment::dumped;
 use super::hosts::{built_url, destinations};
-use super::servers::{file_server, loopback};
+use super::servers::{file_server, loopback, served_word};
 use super::vars::Assigned;
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
 use crate::front::protect::handed::handed_commands;
@@ -671,32 +671,5 @@ fn network_redirection(w: &Word, f: &mut Facts) {
             via: "a /dev/tcp redirection".to_string(),
             destinations: Vec::new(),
         });
-    }
-}
-
-/// The word of `rest` that names the directory a server serves (`dir`, as its squeezed text:
-/// the whole word, or what follows `=` in `--directory=DIR`), its pieces kept (`~`, an
-/// expansion); the working directory when it names none.
-fn served_word(rest: &[&Word], dir: Option<&str>) -> Word {
-    let Some(d) = dir else {
-        return Word {
-            pieces: vec![Piece::Lit('.')],
-        };
-    };
-    for w in rest {
-        if w.squeezed() == d {
-            return (*w).clone();
-        }
-        if let Some(p) = w.pieces.iter().position(|x| *x == Piece::Lit('=')) {
-            let after = Word {
-                pieces: w.pieces[p + 1..].to_vec(),
-            };
-            if after.squeezed() == d {
-                return after;
-            }
-        }
-    }
-    Word {
-        pieces: d.chars().map(Piece::Lit).collect(),
     }
 }

@@ -113,10 +113,9 @@ fn a_pattern_whose_directory_is_a_pattern_names_what_it_matches_now() {
 }
 
 /// A variable assigned earlier in the same command names the credentials only when it runs:
-/// the call is not read as naming them concretely, so a program not known to stay local is
-/// handed them in a session that read nothing.
+/// the call was not read as naming them concretely, so a program not known to stay local was
+/// handed them in a session that read nothing (fixed by attack review 46, `tests/attack46.rs`).
 #[test]
-#[ignore = "not fixed: words are not resolved through variables the command assigns itself"]
 fn a_variable_the_command_assigns_names_the_secret() {
     let f = clean_session();
     all_refused(

@@ -30,13 +30,16 @@ use std::path::{Path, PathBuf};
 mod commands;
 mod copies;
 mod endorsed;
+mod environment;
 mod hosts;
+mod inline;
 mod interpreters;
 mod local;
 mod projects;
 mod rc;
 mod scripts;
 mod servers;
+mod vars;
 pub(crate) use commands::chunks;
 pub(crate) use scripts::{CodeFiles, CodeSeen, Reading, Script, MAX_CODE_TEXTS};
 
@@ -122,6 +125,12 @@ struct Facts {
     /// Whether one of `secrets` is named concretely: a file by its path (no pattern, no part
     /// only known when it runs), a directory holding secrets, the environment, a path in code.
     named: bool,
+    /// The first inline code whose reads are not known (`python3 -c`, `node -e`, awk's
+    /// `ENVIRON`): its program, and how many strangers and egress programs were found before
+    /// it ([`inline`], §16.2).
+    inline: Option<(String, usize, usize)>,
+    /// The values the command assigns its variables ([`vars::Assigned`], §16.2).
+    vars: vars::Assigned,
     /// The code texts analysed so far ([`CodeSeen`]).
     code: CodeSeen,
     /// Whether code the user endorsed is read as such: for the decision on a call, not for

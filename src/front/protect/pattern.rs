@@ -79,7 +79,7 @@ pub fn candidate_with(
                     None => pats.push(Pat::Any),
                 }
             }
-            Piece::Unknown => pats.push(Pat::Any),
+            Piece::Unknown | Piece::Param(_) => pats.push(Pat::Any),
         }
     }
     if pats.first() != Some(&Pat::Ch('/')) && pats.first() != Some(&Pat::Any) {

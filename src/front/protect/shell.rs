@@ -57,8 +57,13 @@ pub enum Piece {
     /// An unquoted `~` at the start of a word (the home directory when followed by `/` or the
     /// end of the word; another user's otherwise, which is [`Piece::Unknown`]).
     Home,
-    /// `$NAME` or `${NAME}` (a simple parameter).
+    /// `$NAME` or `${NAME}` (a simple parameter), or a special parameter (`$@`, `$1`, `$?`:
+    /// its one character).
     Var(String),
+    /// `${NAME<operator>…}` (`${D:-x}`, `${D%/*}`): its text between the braces. Any
+    /// characters, as [`Piece::Unknown`], to every reading but the secrecy rule's, which knows
+    /// the values the command assigns (`spec/hooks.md` §16.2).
+    Param(String),
     /// An expansion whose value is unknown: command substitution, arithmetic, special
     /// parameters, `${…}` with operators, brace expansion, process substitution.
     Unknown,

@@ -2,8 +2,10 @@
 //! §16.2): its simple commands, their file words, trees and inline code, through quotes,
 //! variables and `cd`.
 
+use super::environment::dumped;
 use super::hosts::{built_url, destinations};
-use super::servers::{file_server, loopback};
+use super::servers::{file_server, loopback, served_word};
+use super::vars::Assigned;
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
 use crate::front::protect::handed::handed_commands;
 use crate::front::protect::invocation::{invocation, Program};
@@ -12,7 +14,7 @@ use crate::front::protect::pattern::{
 };
 use crate::front::protect::percent::file_url_paths;
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
-use crate::front::protect::simple::{basename, is_assignment, program_index, wrapper_dir};
+use crate::front::protect::simple::{basename, program_index, wrapper_dir};
 use crate::front::protect::{MAX_NESTING, SHELLS};
 use crate::front::sinks::command::carried_commands;
 use serde_json::{Map, Value};
@@ -61,6 +63,8 @@ impl SecretRules {
             return;
         }
         let lexed = lex(text);
+        // The values its assignments give, before any of its words is read (§16.2).
+        f.vars.collect(&lexed);
         for n in &lexed.nested {
             self.shell(n, cwd, depth + 1, f, r);
         }
@@ -113,7 +117,13 @@ impl SecretRules {
         let mut reads = false;
         // The file standard input is redirected from (`< FILE`; §16.2, a shell's program).
         let mut stdin: Option<&Word> = None;
+        // The files it redirects to or from: not arguments of its program.
+        let mut files: Vec<&Word> = Vec::new();
+        let mut previous: Option<&Token> = None;
+        let mut heres: Vec<&Word> = Vec::new();
         for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
+            let here_word = matches!(previous, Some(Token::HereDoc));
+            previous = Some(t);
             let target = std::mem::replace(&mut redirected, matches!(t, Token::Redirect(_)));
             let read = std::mem::replace(
                 &mut reads,
@@ -126,6 +136,12 @@ impl SecretRules {
                 Token::Word(w) => {
                     if target {
                         network_redirection(w, f);
+                        files.push(w);
+                    }
+                    // A here-document's delimiter or a here-string: not an argument either.
+                    if here_word {
+                        files.push(w);
+                        heres.push(w);
                     }
                     if read {
                         stdin = Some(w);
@@ -133,8 +149,11 @@ impl SecretRules {
                     segment.push(w);
                 }
                 Token::Control | Token::Pipe => {
-                    self.segment(&segment, stdin.take(), Some(&here), depth, f, r);
-                    if let Some(to) = self.cd(&segment, &here) {
+                    let io = (stdin.take(), files.as_slice(), heres.as_slice());
+                    self.segment(&segment, io, Some(&here), depth, f, r);
+                    files.clear();
+                    heres.clear();
+                    if let Some(to) = self.cd(&segment, &here, &f.vars) {
                         here = to;
                         if !dirs.contains(&here) {
                             dirs.push(here.clone());
@@ -154,7 +173,7 @@ impl SecretRules {
 
     /// Where a `cd`/`pushd` simple command moves to (`None`: it is not one). `cd` alone is
     /// home; a target that cannot be known is [`UNKNOWN_CWD`].
-    pub(super) fn cd(&self, words: &[&Word], here: &Path) -> Option<PathBuf> {
+    pub(super) fn cd(&self, words: &[&Word], here: &Path, vars: &Assigned) -> Option<PathBuf> {
         let first = words.first()?.literal()?;
         if first != "cd" && first != "pushd" {
             return None;
@@ -167,10 +186,12 @@ impl SecretRules {
                 .home
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD)),
-            Some(w) => match candidate(w, Some(here), self.home.as_deref()) {
-                Candidate::Path(p) => p,
-                Candidate::Pattern(_) => PathBuf::from(UNKNOWN_CWD),
-            },
+            // The target as the command's own assignments spell it, if one is a path.
+            Some(w) => vars
+                .spellings(w)
+                .iter()
+                .find_map(|s| candidate(s, Some(here), self.home.as_deref()).path())
+                .unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD)),
         })
     }
 
@@ -178,7 +199,7 @@ impl SecretRules {
     fn segment(
         &self,
         words: &[&Word],
-        stdin: Option<&Word>,
+        (stdin, files, heres): (Option<&Word>, &[&Word], &[&Word]),
         cwd: Option<&Path>,
         depth: usize,
         f: &mut Facts,
@@ -210,16 +231,9 @@ impl SecretRules {
             w.literal()
                 .is_some_and(|l| TREE_READERS.contains(&basename(&l)))
         });
+        let program = words.get(program_index(words)).and_then(|w| w.literal());
         for w in words {
-            if let Some(s) = self.word_secret(w, cwd, r) {
-                f.named |= self.concrete(w, cwd, r);
-                f.secrets.push(s);
-            } else if tree {
-                if let Some(s) = self.tree_secret(w, cwd) {
-                    f.named = true;
-                    f.secrets.push(s);
-                }
-            }
+            self.word_read(w, (tree, program.as_deref()), cwd, f, r);
         }
         // bash's network redirections (`> /dev/tcp/HOST/PORT`, `exec 3<>/dev/udp/…`): the
         // shell itself sends, whatever the program; a part known only when it runs may name
@@ -241,19 +255,16 @@ impl SecretRules {
                 });
             }
         }
-        // An environment dump, before wrappers are skipped (`env` alone is one).
-        let all: Vec<String> = words.iter().map(|w| w.squeezed()).collect();
-        if let Some((first, args)) = all.split_first() {
-            let first = basename(first);
-            if self
-                .policy
-                .environment_commands
-                .iter()
-                .any(|e| env_dump(e, first, args))
-            {
-                f.named = true;
-                f.secrets.push(format!("the environment ({first})"));
-            }
+        // An environment dump, wherever a wrapper runs it (`env` alone, `time env`), its
+        // redirections' files left out (`env > /tmp/e` prints).
+        let plain: Vec<&Word> = words
+            .iter()
+            .copied()
+            .filter(|w| !files.iter().any(|t| std::ptr::eq(*t, *w)))
+            .collect();
+        if let Some(prog) = dumped(&self.policy.environment_commands, &plain) {
+            f.named = true;
+            f.secrets.push(format!("the environment ({prog})"));
         }
         // Commands it hands a program through a variable, a wrapper or an option
         // (`GIT_PAGER=CMD git log`, `watch 'CMD'`, `tar -I CMD`): analysed as commands; one only
@@ -278,10 +289,12 @@ impl SecretRules {
             // environment, a file or an earlier statement the agent writes) is code the agent
             // may choose: judged after the endorsed text as code nobody can see (attack
             // review 45: `export CMD='sh x.sh'; bash run.sh`).
-            let named_by_variable = prog_word
-                .pieces
-                .iter()
-                .any(|p| matches!(p, Piece::Var(v) if !v.chars().all(|c| c.is_ascii_digit())));
+            // So is one a command substitution computes (`$(cat .buildcmd)`, attack review 46).
+            let named_by_variable = prog_word.pieces.iter().any(|p| match p {
+                Piece::Var(v) => v.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic()),
+                Piece::Unknown | Piece::Param(_) => true,
+                _ => false,
+            });
             if f.endorsed > 0 && named_by_variable {
                 f.deferred.push((
                     super::scripts::Script::Unknown,
@@ -303,27 +316,27 @@ impl SecretRules {
         {
             f.strangers.push(prog.clone());
         }
-        if prog != basename(&all[0])
-            && self
-                .policy
-                .environment_commands
-                .iter()
-                .any(|e| env_dump(e, &prog, &lits))
-        {
-            f.named = true;
-            f.secrets.push(format!("the environment ({prog})"));
-        }
         // Inline code, its options read as the program reads them (§13.3, "Options").
-        let inline = invocation(&prog, &rest.iter().map(|w| w.literal()).collect::<Vec<_>>())
-            .and_then(|inv| match inv.program {
-                Program::Inline(code) => Some(code),
-                _ => None,
-            });
+        let args: Vec<Option<String>> = rest
+            .iter()
+            .filter(|w| !files.iter().any(|t| std::ptr::eq(*t, **w)))
+            .map(|w| w.literal())
+            .collect();
+        let inv = invocation(&prog, &args);
+        // Code it reads on standard input (a here-document, `echo CODE | python3`) or from an
+        // option only known when it runs: inline code too, for what it reads (§16.2).
+        let stdin_code = inv
+            .as_ref()
+            .is_some_and(|i| matches!(i.program, Program::Stdin | Program::Unknown));
+        let inline = inv.and_then(|inv| match inv.program {
+            Program::Inline(code) => Some(code),
+            _ => None,
+        });
         if SHELLS.contains(&prog.as_str()) {
             match &inline {
                 Some(Some(code)) => self.shell(code, cwd, depth + 1, f, r),
                 // Code that is only known when it runs may run anything.
-                Some(None) => f.unknown_program = true,
+                Some(None) => f.runs_unknown_code(&format!("`{prog} -c`"), cwd),
                 None => {}
             }
         }
@@ -331,12 +344,21 @@ impl SecretRules {
             if rest.iter().all(|w| w.literal().is_some()) {
                 self.shell(&lits.join(" "), cwd, depth + 1, f, r);
             } else {
-                f.unknown_program = true;
+                f.runs_unknown_code("`eval`", cwd);
             }
         }
         // Code it runs from a file (`bash x.sh`, `./x.sh`, `python3 x.py`, `make`, `npm
         // test`): the file's text as it is now, analysed as the code it is.
-        self.scripts((words, stdin), i, cwd, depth, f, r);
+        // (A here-document's delimiter or a here-string is not a script's name.)
+        let run: Vec<&Word> = words
+            .iter()
+            .copied()
+            .filter(|w| !heres.iter().any(|h| std::ptr::eq(*h, *w)))
+            .collect();
+        let at = program_index(&run);
+        if at < run.len() {
+            self.scripts((&run, stdin), at, cwd, depth, f, r);
+        }
         // Commands another program runs from its arguments (`git -c alias.x='!CMD' x`,
         // `find -exec`, tar's and ssh's command options): the sink rules' reading of them
         // (`carried_commands`, `spec/hooks.md` §17.1), analysed as commands here too.
@@ -438,12 +460,25 @@ impl SecretRules {
                 });
             }
         }
+        // Inline code whose reads are not known feeds the programs after it (what its own
+        // words send is judged above).
+        let awk = super::inline::awk_reads_unknown(&prog, &lits);
+        // Code that is only a number (`node -e 1`, the `-e 0` an interpreter's options in
+        // the environment are handed with) reads nothing.
+        let reads = |c: &Option<String>| {
+            c.as_ref()
+                .is_none_or(|c| !c.trim().chars().all(|x| x.is_ascii_digit()))
+        };
+        let code = inline.as_ref().is_some_and(reads) || stdin_code;
+        if (is_interpreter(&prog) && code) || awk {
+            f.inline_code(&prog);
+        }
     }
 
     /// A secret under the directory a word names, for programs that read trees: a secret
     /// glob anchored at `/` or `~/` under it, or a file there that a glob without a
     /// directory names exactly (`.env`) and that exists.
-    fn tree_secret(&self, w: &Word, cwd: Option<&Path>) -> Option<String> {
+    pub(super) fn tree_secret(&self, w: &Word, cwd: Option<&Path>) -> Option<String> {
         let Candidate::Path(dir) = candidate(w, cwd, self.home.as_deref()) else {
             return None;
         };
@@ -474,7 +509,7 @@ impl SecretRules {
     /// `=` or `@` (`-F f=@.env`), with no part only known when it runs (`$HOME` and `~` are the
     /// home directory), or as a pattern in a literal directory that matches a secret file there
     /// now (`~/.aws/cred*`).
-    fn concrete(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> bool {
+    pub(super) fn concrete(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> bool {
         let home = self.home.as_deref();
         let names = |w: &Word| match candidate(w, cwd, home) {
             Candidate::Path(_) => true,
@@ -500,7 +535,7 @@ impl SecretRules {
 
     /// The secret a word names: the word as a path, the value after `=` or `@` in it
     /// (`of=F`, `-F f=@F`, `-d @F`), and path-like pieces of inline code.
-    fn word_secret(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> Option<String> {
+    pub(super) fn word_secret(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> Option<String> {
         if let Some(s) = self.secret_at(&candidate(w, cwd, self.home.as_deref()), r) {
             if !w.all_unknown() {
                 return Some(s);
@@ -591,21 +626,6 @@ pub(crate) fn is_interpreter(prog: &str) -> bool {
         || INTERPRETERS.contains(&prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'))
 }
 
-/// Whether `prog args…` is the environment dump `dump` (`env`, `export -p`): its words
-/// exactly, then nothing but assignments (`env FOO=1` prints too; `env FOO=1 cargo test` runs
-/// a command, `set -e` sets an option); `printenv` with any variable names.
-fn env_dump(dump: &str, prog: &str, args: &[String]) -> bool {
-    let words: Vec<&str> = dump.split_whitespace().collect();
-    if words.first() != Some(&prog) || args.len() + 1 < words.len() {
-        return false;
-    }
-    if !args.iter().zip(&words[1..]).all(|(a, w)| a == w) {
-        return false;
-    }
-    let extra = &args[words.len() - 1..];
-    prog == "printenv" || extra.iter().all(|a| is_assignment(a))
-}
-
 /// Whether the command `prog args…` starts with the words of `prefix`; options between the
 /// program and a subcommand are skipped (`git -C d push`).
 fn prefix_matches(prefix: &str, prog: &str, args: &[String]) -> bool {
@@ -651,32 +671,5 @@ fn network_redirection(w: &Word, f: &mut Facts) {
             via: "a /dev/tcp redirection".to_string(),
             destinations: Vec::new(),
         });
-    }
-}
-
-/// The word of `rest` that names the directory a server serves (`dir`, as its squeezed text:
-/// the whole word, or what follows `=` in `--directory=DIR`), its pieces kept (`~`, an
-/// expansion); the working directory when it names none.
-fn served_word(rest: &[&Word], dir: Option<&str>) -> Word {
-    let Some(d) = dir else {
-        return Word {
-            pieces: vec![Piece::Lit('.')],
-        };
-    };
-    for w in rest {
-        if w.squeezed() == d {
-            return (*w).clone();
-        }
-        if let Some(p) = w.pieces.iter().position(|x| *x == Piece::Lit('=')) {
-            let after = Word {
-                pieces: w.pieces[p + 1..].to_vec(),
-            };
-            if after.squeezed() == d {
-                return after;
-            }
-        }
-    }
-    Word {
-        pieces: d.chars().map(Piece::Lit).collect(),
     }
 }

@@ -24,6 +24,20 @@ use super::{Facts, SecretRules};
 use crate::front::protect::pattern::Resolver;
 use std::path::Path;
 
+impl Facts {
+    /// Code only known when it runs, run by `how` (`eval "$X"`, `sh -c "$(cat f)"`) in `cwd`:
+    /// a program that cannot be named, and in endorsed text code nobody can see, judged after
+    /// the text as not endorsed (attack review 46: an endorsed script's `eval "$(cat f)"` ran
+    /// the agent's file, exit 0).
+    pub(super) fn runs_unknown_code(&mut self, how: &str, cwd: Option<&Path>) {
+        self.unknown_program = true;
+        if self.endorsed > 0 {
+            self.deferred
+                .push((Script::Unknown, cwd.map(Path::to_path_buf), how.to_string()));
+        }
+    }
+}
+
 impl SecretRules {
     /// Whether `text` is a code text the policy endorses (its SHA-256 is in
     /// `secrets.endorsed_code`).
@@ -53,7 +67,7 @@ impl SecretRules {
         if !f.endorsing || !self.is_endorsed(text) {
             return false;
         }
-        let (secrets, named) = (f.secrets.len(), f.named);
+        let (secrets, named, inline) = (f.secrets.len(), f.named, f.inline.clone());
         let deferred = f.deferred.len();
         if let Script::Shell(code) = script {
             f.endorsed += 1;
@@ -64,6 +78,7 @@ impl SecretRules {
         // vouched for (the agent chose its arguments and may have read a secret).
         f.secrets.truncate(secrets);
         f.named = named;
+        f.inline = inline;
         // The files of code it runs are judged as what they are.
         let runs: Vec<_> = f.deferred.drain(deferred..).collect();
         for (code, dir, prog) in runs {

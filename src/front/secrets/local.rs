@@ -47,7 +47,11 @@ impl SecretRules {
         cwd: Option<&Path>,
     ) -> CallReading {
         let mut facts = self.shell_call(tool, args, cwd, true);
-        let reads = self.read_with(tool, args, cwd, facts.as_ref());
+        let mut reads = self.read_with(tool, args, cwd, facts.as_ref());
+        // Inline code whose reads are not known, feeding a program after it that may send.
+        if let Some(what) = facts.as_mut().and_then(super::inline::fed) {
+            reads.get_or_insert(what);
+        }
         let strangers = facts.as_ref().map(strangers).unwrap_or_default();
         // A call that names a secret itself may hand it to any program it runs.
         if let Some(f) = facts.as_mut().filter(|f| f.named) {

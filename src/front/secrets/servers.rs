@@ -10,6 +10,7 @@
 //! default) and the address it listens on. A server bound to a loopback address sends only to
 //! this machine; any other listens for the network, an unnamed destination.
 
+use crate::front::protect::shell::{Piece, Word};
 /// A file server: the directory it serves (`None`: the working directory) and the address
 /// it binds (`None`: every interface).
 #[derive(Debug, PartialEq, Eq)]
@@ -145,6 +146,33 @@ pub(super) fn file_server(prog: &str, args: &[String]) -> Option<Served> {
 pub(super) fn loopback(addr: &str) -> bool {
     let a = addr.trim_matches(['[', ']']);
     a == "localhost" || a == "::1" || a.starts_with("127.")
+}
+
+/// The word of `rest` that names the directory a server serves (`dir`, as its squeezed text:
+/// the whole word, or what follows `=` in `--directory=DIR`), its pieces kept (`~`, an
+/// expansion); the working directory when it names none.
+pub(super) fn served_word(rest: &[&Word], dir: Option<&str>) -> Word {
+    let Some(d) = dir else {
+        return Word {
+            pieces: vec![Piece::Lit('.')],
+        };
+    };
+    for w in rest {
+        if w.squeezed() == d {
+            return (*w).clone();
+        }
+        if let Some(p) = w.pieces.iter().position(|x| *x == Piece::Lit('=')) {
+            let after = Word {
+                pieces: w.pieces[p + 1..].to_vec(),
+            };
+            if after.squeezed() == d {
+                return after;
+            }
+        }
+    }
+    Word {
+        pieces: d.chars().map(Piece::Lit).collect(),
+    }
 }
 
 #[cfg(test)]

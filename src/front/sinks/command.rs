@@ -257,7 +257,10 @@ impl Analysis<'_> {
             _ => {}
         }
         for w in code {
-            if w.pieces.iter().any(|p| matches!(p, Piece::Unknown)) {
+            if w.pieces
+                .iter()
+                .any(|p| matches!(p, Piece::Unknown | Piece::Param(_)))
+            {
                 f.runs("runs code that is only known when it runs (a wrapper's -c)".into());
                 continue;
             }
@@ -477,7 +480,7 @@ impl Analysis<'_> {
 /// other expansion, or a variable other than `HOME`/`PWD` not assigned in the command.
 fn is_unknown(p: &Piece, vars: &HashMap<String, String>) -> bool {
     match p {
-        Piece::Unknown => true,
+        Piece::Unknown | Piece::Param(_) => true,
         Piece::Var(v) => v != "HOME" && v != "PWD" && !vars.contains_key(v),
         _ => false,
     }

@@ -272,7 +272,13 @@ fn shell_text(pieces: &[Piece]) -> String {
             Piece::Star => out.push('*'),
             Piece::One => out.push('?'),
             Piece::Home => out.push('~'),
-            Piece::Var(v) => out.push_str(&format!("${{{v}}}")),
+            Piece::Var(v)
+                if !v.starts_with(|c: char| {
+                    c.is_ascii_digit() || !c.is_alphanumeric() && c != '_'
+                }) =>
+            {
+                out.push_str(&format!("${{{v}}}"))
+            }
             _ => out.push_str("${__memlineage_unknown}"),
         }
     }

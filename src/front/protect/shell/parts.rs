@@ -95,8 +95,18 @@ pub(super) fn dollar(
             if is_name(&inner) {
                 word.pieces.push(Piece::Var(inner));
             } else {
-                nested.push(inner);
-                word.pieces.push(Piece::Unknown);
+                nested.push(inner.clone());
+                // `${NAME<operator>…}` keeps its text: the secrecy rule knows what the command
+                // assigns (`D=~/.aws; cat ${D:-x}/credentials`, attack review 46).
+                let name_len = inner
+                    .char_indices()
+                    .find(|(_, c)| *c != '_' && !c.is_ascii_alphanumeric())
+                    .map_or(inner.len(), |(k, _)| k);
+                let op = inner[name_len..].chars().next();
+                match name_len > 0 && is_name(&inner[..name_len]) && op.is_some_and(|c| c != '[') {
+                    true => word.pieces.push(Piece::Param(inner)),
+                    false => word.pieces.push(Piece::Unknown),
+                }
             }
             end
         }
@@ -113,8 +123,11 @@ pub(super) fn dollar(
                 .push(Piece::Var(chars[i + 1..j].iter().collect()));
             j
         }
+        // A special parameter (`$@`, `$1`, `$?`): a variable whose value the run gives, told
+        // from a command substitution (attack review 46: an endorsed script's `"$@"` runs the
+        // call's arguments, its `$(cat f)` code nobody sees).
         Some(c) if c.is_ascii_digit() || "@*#?$!-".contains(c) => {
-            word.pieces.push(Piece::Unknown);
+            word.pieces.push(Piece::Var(c.to_string()));
             i + 2
         }
         _ => {

@@ -270,3 +270,135 @@ fn a_forged_or_stale_snapshot_is_not_used() {
     // And the real one still gives the same answer.
     check(&stored);
 }
+
+/// Attack review 48: the snapshot binds its size and the effects chain, not which entries lie
+/// below its size. Under an older seal (replayed: it verifies) the rows after it are verified
+/// from their signed bytes, and their positions are only bound by a tag they may drop (and by
+/// a signed checkpoint, when one covers them). A store-only attacker who swaps a memory of the
+/// flagged page, appended after the snapshot, with a page below the snapshot's size, keeping
+/// every row with effects in place, must not free the memory: the snapshot is only used when
+/// the handle's seal covers it (the rows below it are then the key holder's, by their tags).
+#[test]
+fn a_row_moved_below_the_snapshot_under_an_older_seal_stays_quarantined() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.ledger");
+    let (mut l, k) = create(&path);
+    let text = b"advisory target";
+    let e = ProvEntry::new(k.tool.key_id(), Kind::ToolResult, &text[..]);
+    let bad = l.append(e, &k.tool, text).unwrap();
+    let older_seal = l.store().meta("label_seal").unwrap().unwrap();
+    let text = b"a page";
+    let e = ProvEntry::new(k.tool.key_id(), Kind::ToolResult, &text[..]);
+    let page = l.append(e, &k.tool, text).unwrap();
+    l.flag(bad.id, Reach::All, &k.user, "advisory").unwrap();
+    let snapshot = l.store().meta(META).unwrap().unwrap();
+    let text = b"memory of the flagged page";
+    let e = ProvEntry::new(k.agent.key_id(), Kind::Summary, &text[..]).with_parents(vec![Parent {
+        id: bad.id,
+        weight: Weight::ONE,
+    }]);
+    let memory = l.append(e, &k.agent, text).unwrap();
+    // The memory came after the snapshot, which is still the stored one.
+    assert_eq!(l.store().meta(META).unwrap().unwrap(), snapshot);
+    assert!(l.is_quarantined(&memory.id));
+    drop(l);
+    assert!(page.index < memory.index);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute_batch("DELETE FROM checkpoints").unwrap();
+    db.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'label_seal'",
+        [&older_seal],
+    )
+    .unwrap();
+    // Swap the two rows (through a free index), without their tags.
+    let (p, m) = (page.index as i64, memory.index as i64);
+    db.execute(
+        "UPDATE entries SET idx = 1000000, tag = NULL WHERE idx = ?1",
+        [p],
+    )
+    .unwrap();
+    db.execute(
+        "UPDATE entries SET idx = ?1, tag = NULL WHERE idx = ?2",
+        [p, m],
+    )
+    .unwrap();
+    db.execute("UPDATE entries SET idx = ?1 WHERE idx = 1000000", [m])
+        .unwrap();
+    drop(db);
+    // Without the snapshot, the full rescan quarantines the memory at its new place.
+    let stored = SqliteStore::open(&path)
+        .unwrap()
+        .meta(META)
+        .unwrap()
+        .unwrap();
+    SqliteStore::open(&path)
+        .unwrap()
+        .set_meta(META, "none")
+        .unwrap();
+    let without = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    assert!(without.is_quarantined(&memory.id), "the rescan frees it");
+    drop(without);
+    SqliteStore::open(&path)
+        .unwrap()
+        .set_meta(META, &stored)
+        .unwrap();
+    let with = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    assert!(with.is_quarantined(&bad.id));
+    assert!(
+        with.is_quarantined(&memory.id),
+        "the memory of the flagged page moved below the snapshot is freed"
+    );
+}
+
+/// Attack review 48, left open: the snapshot binds its size and the effects chain, not the
+/// ledger. A copy of the ledger file that the key holder kept writing to (a fork: a backup
+/// restored, a migration whose source stayed in use) has the same rows with effects at the
+/// same indexes; a snapshot one fork stored opens in the other, whose entries below its size
+/// are others. A memory of the flagged page written to one fork only is then freed there by
+/// the other's snapshot (the spec's rollback class, `spec/lineage.md` §5.3).
+#[test]
+#[ignore = "attack review 48: a snapshot from a fork of the ledger (same key, same rows with effects) frees an entry only the other fork holds"]
+fn a_snapshot_from_a_fork_of_the_ledger_frees_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.ledger");
+    let (bad, _, _) = flagged_early(&path, 2);
+    let fork = dir.path().join("fork.ledger");
+    std::fs::copy(&path, &fork).unwrap();
+    let k = keys();
+    let pages = |l: &mut Ledger<SqliteStore>, what: &str| {
+        for i in 0..300 {
+            let text = format!("{what} {i}");
+            let e = ProvEntry::new(k.tool.key_id(), Kind::ToolResult, text.as_bytes());
+            l.append(e, &k.tool, text.as_bytes()).unwrap();
+        }
+    };
+    // The original goes on with pages and stores a snapshot past them.
+    let mut a = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    pages(&mut a, "later page");
+    drop(a);
+    // The fork gets a memory of the flagged page, then as many pages.
+    let mut b = Ledger::open(SqliteStore::open(&fork).unwrap(), signer()).unwrap();
+    let text = b"the fork's memory of the flagged page";
+    let e = ProvEntry::new(k.agent.key_id(), Kind::Summary, &text[..]).with_parents(vec![Parent {
+        id: bad,
+        weight: Weight::ONE,
+    }]);
+    let memory = b.append(e, &k.agent, text).unwrap().id;
+    pages(&mut b, "fork page");
+    assert!(b.is_quarantined(&memory));
+    drop(b);
+    let theirs = SqliteStore::open(&path)
+        .unwrap()
+        .meta(META)
+        .unwrap()
+        .unwrap();
+    SqliteStore::open(&fork)
+        .unwrap()
+        .set_meta(META, &theirs)
+        .unwrap();
+    let l = Ledger::open(SqliteStore::open(&fork).unwrap(), signer()).unwrap();
+    assert!(
+        l.is_quarantined(&memory),
+        "the other fork's snapshot freed the memory"
+    );
+}

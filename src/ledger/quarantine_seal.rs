@@ -110,8 +110,17 @@ impl SealKey {
 impl<S: Store> Ledger<S> {
     /// Where a quarantine rescan that would feed the entries after leaf `from` can start
     /// instead: after restoring the stored snapshot, when one opens under the seal key, was
-    /// taken under this handle's whole effects chain, and covers more than `from` does. Returns
-    /// the leaf after which to feed entries (`None`: nothing to feed).
+    /// taken under this handle's whole effects chain, lies within the handle's seal, and
+    /// covers more than `from` does. Returns the leaf after which to feed entries (`None`:
+    /// nothing to feed).
+    ///
+    /// Within the seal: the snapshot binds its size and chain, not which entries lie below its
+    /// size. Rows below the seal carry row tags binding each id to its index, so the entries
+    /// the handle believes below `s` are the ones the key holder had. Beyond the seal (an older
+    /// seal replayed, or none) a row's position is only bound when it keeps its tag or a signed
+    /// checkpoint covers it: a store-only attacker could move an entry appended after the
+    /// snapshot below its size, where it is neither in the snapshot nor fed (attack review 48).
+    /// The rescan, which feeds every entry in the order the handle believes, runs instead.
     pub(super) fn resume_quarantine(&mut self, from: u64) -> Option<u64> {
         let stored = match self.store.meta(META_QUARANTINE) {
             Ok(Some(v)) => v,
@@ -120,7 +129,11 @@ impl<S: Store> Ledger<S> {
         let Some(s) = self.seal_key.open_snapshot(&stored) else {
             return Some(from);
         };
-        if s.effects != self.effects || s.size > self.size || s.size <= from.saturating_add(1) {
+        if s.effects != self.effects
+            || s.size > self.size
+            || s.size > self.sealed
+            || s.size <= from.saturating_add(1)
+        {
             return Some(from);
         }
         self.state.quarantine_mut().restore(&s.reached);

@@ -350,14 +350,13 @@ fn a_row_moved_below_the_snapshot_under_an_older_seal_stays_quarantined() {
     );
 }
 
-/// Attack review 48, left open: the snapshot binds its size and the effects chain, not the
-/// ledger. A copy of the ledger file that the key holder kept writing to (a fork: a backup
-/// restored, a migration whose source stayed in use) has the same rows with effects at the
-/// same indexes; a snapshot one fork stored opens in the other, whose entries below its size
-/// are others. A memory of the flagged page written to one fork only is then freed there by
-/// the other's snapshot (the spec's rollback class, `spec/lineage.md` §5.3).
+/// Attack review 48: a snapshot bound only to its size and the effects chain opened in a
+/// copy of the ledger file that the key holder kept writing to (a fork: a backup restored, a
+/// migration whose source stayed in use), which has the same rows with effects at the same
+/// indexes but other entries below the snapshot's size: a memory of the flagged page written
+/// to one fork only was freed there by the other's snapshot. The tag now binds the entry at
+/// the snapshot's last leaf, as the opener believes it (below its seal, by its row tag).
 #[test]
-#[ignore = "attack review 48: a snapshot from a fork of the ledger (same key, same rows with effects) frees an entry only the other fork holds"]
 fn a_snapshot_from_a_fork_of_the_ledger_frees_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("q.ledger");

@@ -401,3 +401,92 @@ fn a_snapshot_from_a_fork_of_the_ledger_frees_nothing() {
         "the other fork's snapshot freed the memory"
     );
 }
+
+/// Attack review 48 (held): two handles on one file, each appending in turn past the snapshot
+/// interval (memories over strong and weak edges of a page one flags, pages, a strong flag, a
+/// release by the other handle), each catching up with the other's rows: every snapshot
+/// either stores, replayed, gives the full rescan's set, as does an open with the last one.
+#[test]
+fn snapshots_stored_by_two_handles_in_turn_give_the_full_rescans_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.ledger");
+    let (mut a, k) = create(&path);
+    let mut b = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    let mut ids = Vec::new();
+    let mut saved = Vec::new();
+    let mut flags = Vec::new();
+    for n in 0..700usize {
+        let l = if n % 3 == 0 { &mut a } else { &mut b };
+        l.refresh().unwrap();
+        let text = format!("entry {n}");
+        let id = if n % 5 == 0 || ids.is_empty() {
+            let e = ProvEntry::new(k.tool.key_id(), Kind::ToolResult, text.as_bytes());
+            l.append(e, &k.tool, text.as_bytes()).unwrap().id
+        } else {
+            let mut ps = vec![
+                Parent {
+                    id: ids[(n * 7) % ids.len()],
+                    weight: Weight::ONE,
+                },
+                Parent {
+                    id: ids[(n * 13) % ids.len()],
+                    weight: Weight::new(100_000).unwrap(),
+                },
+            ];
+            ps.sort_by_key(|p| p.id);
+            ps.dedup_by_key(|p| p.id);
+            let e =
+                ProvEntry::new(k.agent.key_id(), Kind::Summary, text.as_bytes()).with_parents(ps);
+            l.append(e, &k.agent, text.as_bytes()).unwrap().id
+        };
+        ids.push(id);
+        match n {
+            40 => flags.push(l.flag(ids[3], Reach::All, &k.user, "a").unwrap().id),
+            300 => flags.push(l.flag(ids[10], Reach::Strong, &k.user, "b").unwrap().id),
+            450 => {
+                let f = flags.remove(0);
+                l.release(f, &k.user, "cleared").unwrap();
+            }
+            _ => {}
+        }
+        if let Ok(Some(v)) = l.store().meta(META) {
+            if saved.last() != Some(&v) {
+                saved.push(v);
+            }
+        }
+    }
+    drop((a, b));
+    assert!(saved.len() > 3, "{} snapshots", saved.len());
+    let (got, want) = quarantined(&path, &ids);
+    assert!(want.iter().any(|q| *q) && want.iter().any(|q| !*q));
+    assert_eq!(got, want);
+    // The last snapshot is used (the open reads fewer entries than the rescan).
+    let reads = || {
+        let l = Ledger::open(Faulty::new(SqliteStore::open(&path).unwrap()), signer()).unwrap();
+        l.store().reads().1
+    };
+    let last = SqliteStore::open(&path)
+        .unwrap()
+        .meta(META)
+        .unwrap()
+        .unwrap();
+    let with = reads();
+    SqliteStore::open(&path)
+        .unwrap()
+        .set_meta(META, "none")
+        .unwrap();
+    assert!(with < reads(), "the last snapshot was not used");
+    SqliteStore::open(&path)
+        .unwrap()
+        .set_meta(META, &last)
+        .unwrap();
+    for old in saved {
+        SqliteStore::open(&path)
+            .unwrap()
+            .set_meta(META, &old)
+            .unwrap();
+        let with = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+        let replayed: Vec<bool> = ids.iter().map(|id| with.is_quarantined(id)).collect();
+        assert_eq!(replayed, want, "an older snapshot replayed: {old}");
+    }
+}

@@ -158,6 +158,17 @@ fn the_epoch_moves_when_stored_bytes_change_or_go_and_not_when_entries_are_added
         "UPDATE entries SET label = label".to_string(),
         "UPDATE entries SET content_hash = NULL WHERE idx = 3".to_string(),
         "DELETE FROM entries WHERE idx = 9".to_string(),
+        // Attack review 48: the other statements that rewrite rows (an upsert's update, a
+        // data-modifying CTE) fire the statement triggers too, column list included.
+        "INSERT INTO entries SELECT * FROM entries WHERE idx = 2 \
+         ON CONFLICT (idx) DO UPDATE SET cose = excluded.cose"
+            .to_string(),
+        "INSERT INTO content SELECT * FROM content \
+         ON CONFLICT (hash) DO UPDATE SET bytes = excluded.bytes"
+            .to_string(),
+        "WITH u AS (UPDATE entries SET kind = kind WHERE idx = 4 RETURNING 1) \
+         SELECT count(*) FROM u"
+            .to_string(),
         "TRUNCATE content".to_string(),
     ] {
         psql(&url, &name, &sql);

@@ -22,6 +22,7 @@ use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, We
 use memlineage::retrieve::Outcome;
 use memlineage::store::{PgStore, Store, StoreError};
 use memlineage::Ledger;
+use pg_support::psql;
 
 fn log() -> LogSigner {
     LogSigner::new("test.example/pg-epoch", WriterKey::for_label("pge/log")).unwrap()
@@ -37,20 +38,6 @@ fn tool() -> WriterKey {
 
 fn agent() -> WriterKey {
     WriterKey::for_label("pge/agent")
-}
-
-/// Runs `sql` with `psql` (stopping at the first error), as a store-only attacker or an
-/// operator would.
-fn psql(url: &str, schema: &str, sql: &str) {
-    let sql = format!("SET search_path TO \"{schema}\"; {sql}");
-    pg_support::run_ok(std::process::Command::new("psql").args([
-        url,
-        "-q",
-        "-v",
-        "ON_ERROR_STOP=1",
-        "-c",
-        &sql,
-    ]));
 }
 
 /// A fresh ledger: a user's prompt, three pages of a tool, and the agent's

@@ -22,6 +22,7 @@ use memlineage::record::{EntryId, Kind, Parent, ProvEntry, Role, SignedEntry, We
 use memlineage::retrieve::Outcome;
 use memlineage::store::{PgStore, Store, StoreError};
 use memlineage::Ledger;
+use pg_support::psql;
 
 fn log() -> LogSigner {
     LogSigner::new("test.example/pg-epoch", WriterKey::for_label("pge/log")).unwrap()
@@ -37,20 +38,6 @@ fn tool() -> WriterKey {
 
 fn agent() -> WriterKey {
     WriterKey::for_label("pge/agent")
-}
-
-/// Runs `sql` with `psql` (stopping at the first error), as a store-only attacker or an
-/// operator would.
-fn psql(url: &str, schema: &str, sql: &str) {
-    let sql = format!("SET search_path TO \"{schema}\"; {sql}");
-    pg_support::run_ok(std::process::Command::new("psql").args([
-        url,
-        "-q",
-        "-v",
-        "ON_ERROR_STOP=1",
-        "-c",
-        &sql,
-    ]));
 }
 
 /// A fresh ledger: a user's prompt, three pages of a tool, and the agent's
@@ -158,6 +145,17 @@ fn the_epoch_moves_when_stored_bytes_change_or_go_and_not_when_entries_are_added
         "UPDATE entries SET label = label".to_string(),
         "UPDATE entries SET content_hash = NULL WHERE idx = 3".to_string(),
         "DELETE FROM entries WHERE idx = 9".to_string(),
+        // Attack review 48: the other statements that rewrite rows (an upsert's update, a
+        // data-modifying CTE) fire the statement triggers too, column list included.
+        "INSERT INTO entries SELECT * FROM entries WHERE idx = 2 \
+         ON CONFLICT (idx) DO UPDATE SET cose = excluded.cose"
+            .to_string(),
+        "INSERT INTO content SELECT * FROM content \
+         ON CONFLICT (hash) DO UPDATE SET bytes = excluded.bytes"
+            .to_string(),
+        "WITH u AS (UPDATE entries SET kind = kind WHERE idx = 4 RETURNING 1) \
+         SELECT count(*) FROM u"
+            .to_string(),
         "TRUNCATE content".to_string(),
     ] {
         psql(&url, &name, &sql);

@@ -270,3 +270,246 @@ fn a_forged_or_stale_snapshot_is_not_used() {
     // And the real one still gives the same answer.
     check(&stored);
 }
+
+/// Attack review 48: the snapshot binds its size and the effects chain, not which entries lie
+/// below its size. Under an older seal (replayed: it verifies) the rows after it are verified
+/// from their signed bytes, and their positions are only bound by a tag they may drop (and by
+/// a signed checkpoint, when one covers them). A store-only attacker who swaps a memory of the
+/// flagged page, appended after the snapshot, with a page below the snapshot's size, keeping
+/// every row with effects in place, must not free the memory: the snapshot is only used when
+/// the handle's seal covers it (the rows below it are then the key holder's, by their tags).
+#[test]
+fn a_row_moved_below_the_snapshot_under_an_older_seal_stays_quarantined() {
+    swap_a_memory_below_the_snapshot(true);
+}
+
+/// The same swap under the current seal (held before the fix too): the page moved after the
+/// snapshot's size carries no tag for its place, so the feed fails and every entry it cannot
+/// place, the memory among them (its row does not verify either), counts as quarantined.
+#[test]
+fn a_row_moved_below_the_snapshot_under_the_seal_stays_quarantined() {
+    swap_a_memory_below_the_snapshot(false);
+}
+
+/// Swaps a memory of a flagged page, appended after the stored snapshot, with a page below the
+/// snapshot's size (tags dropped, checkpoints deleted), under an older seal (`older`) or the
+/// current one; the memory must stay quarantined with and without the snapshot.
+fn swap_a_memory_below_the_snapshot(older: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.ledger");
+    let (mut l, k) = create(&path);
+    let text = b"advisory target";
+    let e = ProvEntry::new(k.tool.key_id(), Kind::ToolResult, &text[..]);
+    let bad = l.append(e, &k.tool, text).unwrap();
+    let older_seal = l.store().meta("label_seal").unwrap().unwrap();
+    let text = b"a page";
+    let e = ProvEntry::new(k.tool.key_id(), Kind::ToolResult, &text[..]);
+    let page = l.append(e, &k.tool, text).unwrap();
+    l.flag(bad.id, Reach::All, &k.user, "advisory").unwrap();
+    let snapshot = l.store().meta(META).unwrap().unwrap();
+    let text = b"memory of the flagged page";
+    let e = ProvEntry::new(k.agent.key_id(), Kind::Summary, &text[..]).with_parents(vec![Parent {
+        id: bad.id,
+        weight: Weight::ONE,
+    }]);
+    let memory = l.append(e, &k.agent, text).unwrap();
+    // The memory came after the snapshot, which is still the stored one.
+    assert_eq!(l.store().meta(META).unwrap().unwrap(), snapshot);
+    assert!(l.is_quarantined(&memory.id));
+    drop(l);
+    assert!(page.index < memory.index);
+    let db = rusqlite::Connection::open(&path).unwrap();
+    db.execute_batch("DELETE FROM checkpoints").unwrap();
+    if older {
+        db.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'label_seal'",
+            [&older_seal],
+        )
+        .unwrap();
+    }
+    // Swap the two rows (through a free index), without their tags.
+    let (p, m) = (page.index as i64, memory.index as i64);
+    db.execute(
+        "UPDATE entries SET idx = 1000000, tag = NULL WHERE idx = ?1",
+        [p],
+    )
+    .unwrap();
+    db.execute(
+        "UPDATE entries SET idx = ?1, tag = NULL WHERE idx = ?2",
+        [p, m],
+    )
+    .unwrap();
+    db.execute("UPDATE entries SET idx = ?1 WHERE idx = 1000000", [m])
+        .unwrap();
+    drop(db);
+    // Without the snapshot, the full rescan quarantines the memory at its new place.
+    let stored = SqliteStore::open(&path)
+        .unwrap()
+        .meta(META)
+        .unwrap()
+        .unwrap();
+    SqliteStore::open(&path)
+        .unwrap()
+        .set_meta(META, "none")
+        .unwrap();
+    // Freed: an open that counts the memory not quarantined (one that refuses the store,
+    // fail closed, frees nothing).
+    let freed = |path: &Path| match Ledger::open(SqliteStore::open(path).unwrap(), signer()) {
+        Ok(l) => !(l.is_quarantined(&bad.id) && l.is_quarantined(&memory.id)),
+        Err(_) => false,
+    };
+    assert!(!freed(&path), "the rescan frees it");
+    SqliteStore::open(&path)
+        .unwrap()
+        .set_meta(META, &stored)
+        .unwrap();
+    assert!(
+        !freed(&path),
+        "the memory of the flagged page moved below the snapshot is freed"
+    );
+    if older {
+        // Under the older seal the store is read (the moved rows verify from their bytes).
+        assert!(Ledger::open(SqliteStore::open(&path).unwrap(), signer()).is_ok());
+    }
+}
+
+/// Attack review 48: a snapshot bound only to its size and the effects chain opened in a
+/// copy of the ledger file that the key holder kept writing to (a fork: a backup restored, a
+/// migration whose source stayed in use), which has the same rows with effects at the same
+/// indexes but other entries below the snapshot's size: a memory of the flagged page written
+/// to one fork only was freed there by the other's snapshot. The tag now binds the entry at
+/// the snapshot's last leaf, as the opener believes it (below its seal, by its row tag).
+#[test]
+fn a_snapshot_from_a_fork_of_the_ledger_frees_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.ledger");
+    let (bad, _, _) = flagged_early(&path, 2);
+    let fork = dir.path().join("fork.ledger");
+    std::fs::copy(&path, &fork).unwrap();
+    let k = keys();
+    let pages = |l: &mut Ledger<SqliteStore>, what: &str| {
+        for i in 0..300 {
+            let text = format!("{what} {i}");
+            let e = ProvEntry::new(k.tool.key_id(), Kind::ToolResult, text.as_bytes());
+            l.append(e, &k.tool, text.as_bytes()).unwrap();
+        }
+    };
+    // The original goes on with pages and stores a snapshot past them.
+    let mut a = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    pages(&mut a, "later page");
+    drop(a);
+    // The fork gets a memory of the flagged page, then as many pages.
+    let mut b = Ledger::open(SqliteStore::open(&fork).unwrap(), signer()).unwrap();
+    let text = b"the fork's memory of the flagged page";
+    let e = ProvEntry::new(k.agent.key_id(), Kind::Summary, &text[..]).with_parents(vec![Parent {
+        id: bad,
+        weight: Weight::ONE,
+    }]);
+    let memory = b.append(e, &k.agent, text).unwrap().id;
+    pages(&mut b, "fork page");
+    assert!(b.is_quarantined(&memory));
+    drop(b);
+    let theirs = SqliteStore::open(&path)
+        .unwrap()
+        .meta(META)
+        .unwrap()
+        .unwrap();
+    SqliteStore::open(&fork)
+        .unwrap()
+        .set_meta(META, &theirs)
+        .unwrap();
+    let l = Ledger::open(SqliteStore::open(&fork).unwrap(), signer()).unwrap();
+    assert!(
+        l.is_quarantined(&memory),
+        "the other fork's snapshot freed the memory"
+    );
+}
+
+/// Attack review 48 (held): two handles on one file, each appending in turn past the snapshot
+/// interval (memories over strong and weak edges of a page one flags, pages, a strong flag, a
+/// release by the other handle), each catching up with the other's rows: every snapshot
+/// either stores, replayed, gives the full rescan's set, as does an open with the last one.
+#[test]
+fn snapshots_stored_by_two_handles_in_turn_give_the_full_rescans_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.ledger");
+    let (mut a, k) = create(&path);
+    let mut b = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+    let mut ids = Vec::new();
+    let mut saved = Vec::new();
+    let mut flags = Vec::new();
+    for n in 0..700usize {
+        let l = if n % 3 == 0 { &mut a } else { &mut b };
+        l.refresh().unwrap();
+        let text = format!("entry {n}");
+        let id = if n % 5 == 0 || ids.is_empty() {
+            let e = ProvEntry::new(k.tool.key_id(), Kind::ToolResult, text.as_bytes());
+            l.append(e, &k.tool, text.as_bytes()).unwrap().id
+        } else {
+            let mut ps = vec![
+                Parent {
+                    id: ids[(n * 7) % ids.len()],
+                    weight: Weight::ONE,
+                },
+                Parent {
+                    id: ids[(n * 13) % ids.len()],
+                    weight: Weight::new(100_000).unwrap(),
+                },
+            ];
+            ps.sort_by_key(|p| p.id);
+            ps.dedup_by_key(|p| p.id);
+            let e =
+                ProvEntry::new(k.agent.key_id(), Kind::Summary, text.as_bytes()).with_parents(ps);
+            l.append(e, &k.agent, text.as_bytes()).unwrap().id
+        };
+        ids.push(id);
+        match n {
+            40 => flags.push(l.flag(ids[3], Reach::All, &k.user, "a").unwrap().id),
+            300 => flags.push(l.flag(ids[10], Reach::Strong, &k.user, "b").unwrap().id),
+            450 => {
+                let f = flags.remove(0);
+                l.release(f, &k.user, "cleared").unwrap();
+            }
+            _ => {}
+        }
+        if let Ok(Some(v)) = l.store().meta(META) {
+            if saved.last() != Some(&v) {
+                saved.push(v);
+            }
+        }
+    }
+    drop((a, b));
+    assert!(saved.len() > 3, "{} snapshots", saved.len());
+    let (got, want) = quarantined(&path, &ids);
+    assert!(want.iter().any(|q| *q) && want.iter().any(|q| !*q));
+    assert_eq!(got, want);
+    // The last snapshot is used (the open reads fewer entries than the rescan).
+    let reads = || {
+        let l = Ledger::open(Faulty::new(SqliteStore::open(&path).unwrap()), signer()).unwrap();
+        l.store().reads().1
+    };
+    let last = SqliteStore::open(&path)
+        .unwrap()
+        .meta(META)
+        .unwrap()
+        .unwrap();
+    let with = reads();
+    SqliteStore::open(&path)
+        .unwrap()
+        .set_meta(META, "none")
+        .unwrap();
+    assert!(with < reads(), "the last snapshot was not used");
+    SqliteStore::open(&path)
+        .unwrap()
+        .set_meta(META, &last)
+        .unwrap();
+    for old in saved {
+        SqliteStore::open(&path)
+            .unwrap()
+            .set_meta(META, &old)
+            .unwrap();
+        let with = Ledger::open(SqliteStore::open(&path).unwrap(), signer()).unwrap();
+        let replayed: Vec<bool> = ids.iter().map(|id| with.is_quarantined(id)).collect();
+        assert_eq!(replayed, want, "an older snapshot replayed: {old}");
+    }
+}

@@ -303,7 +303,9 @@ impl<S: Store> Ledger<S> {
         }
         // A snapshot of the quarantined set for the next open (`spec/lineage.md` §5.3): the
         // batch is stored whether or not it can be written.
-        let _ = self.save_quarantine();
+        if let Some(last) = prepared.items.last() {
+            let _ = self.save_quarantine(last.entry.id());
+        }
         Ok(out)
     }
 

@@ -6,12 +6,15 @@
 //! ```text
 //! m    = number of quarantined entries; (id_i, bits_i) sorted by id, bits 1 (all), 2 (strong), 3
 //! tag  = HMAC-SHA-256(K, "memlineage/quarantine-seal@v1" || u64be(s) || u64be(n) || e_n
-//!                        || u64be(m) || id_1 || bits_1 || … || id_m || bits_m)
+//!                        || last || u64be(m) || id_1 || bits_1 || … || id_m || bits_m)
 //! meta["quarantine_seal"] = "v1 <s> <n> <hex e_n> <m> <hex of id_1 || bits_1 || …> <hex tag>"
 //! ```
 //!
 //! with `K`, `n` and `e_n` those of the label seal (`seal.rs`): the effects chain over the rows
-//! with effects among the first `s` entries. The quarantined set is a function of the log's
+//! with effects among the first `s` entries; `last` the id of the entry at leaf `s - 1`, not
+//! stored: the opener puts in the id it believes there (a row below its seal whose tag
+//! verifies), so that a snapshot of a fork of the ledger (a copy the key holder kept writing
+//! to: same rows with effects, other entries) does not open in the other fork. The quarantined set is a function of the log's
 //! entries and its flags and releases, which are rows with effects; so a snapshot whose chain
 //! is the handle's whole chain was taken under the very flags and releases the handle has, and
 //! feeding it the entries from `s` on gives what feeding every entry after the earliest source
@@ -38,16 +41,25 @@ const SNAPSHOT_EVERY: u64 = 256;
 pub(crate) struct Snapshot {
     pub(crate) size: u64,
     pub(crate) effects: Chain,
+    /// The entry at leaf `size - 1` (bound by the tag, not stored).
+    pub(crate) last: EntryId,
     /// Quarantined entries and their reach bits, sorted by id.
     pub(crate) reached: Vec<(EntryId, u8)>,
 }
 
 impl SealKey {
-    fn snapshot_mac(&self, size: u64, effects: &Chain, reached: &[u8]) -> SealStream {
+    fn snapshot_mac(
+        &self,
+        size: u64,
+        effects: &Chain,
+        last: &EntryId,
+        reached: &[u8],
+    ) -> SealStream {
         let mut m = self.stream(DOMAIN);
         m.update(&size.to_be_bytes());
         m.update(&effects.count.to_be_bytes());
         m.update(&effects.head);
+        m.update(&last.0);
         m.update(&((reached.len() / 33) as u64).to_be_bytes());
         m.update(reached);
         m
@@ -60,7 +72,9 @@ impl SealKey {
             records.extend_from_slice(&id.0);
             records.push(*bits);
         }
-        let tag = self.snapshot_mac(s.size, &s.effects, &records).finish();
+        let tag = self
+            .snapshot_mac(s.size, &s.effects, &s.last, &records)
+            .finish();
         format!(
             "v1 {} {} {} {} {} {}",
             s.size,
@@ -72,9 +86,14 @@ impl SealKey {
         )
     }
 
-    /// Parses and verifies a stored snapshot; `None` when it is malformed or its tag does not
-    /// verify (compared in constant time).
-    pub(crate) fn open_snapshot(&self, stored: &str) -> Option<Snapshot> {
+    /// Parses and verifies a stored snapshot, with `last_of(s)` the id the opener believes at
+    /// leaf `s - 1`; `None` when it is malformed, the opener believes no entry there, or its
+    /// tag does not verify (compared in constant time).
+    pub(crate) fn open_snapshot(
+        &self,
+        stored: &str,
+        last_of: impl FnOnce(u64) -> Option<EntryId>,
+    ) -> Option<Snapshot> {
         let ["v1", size, count, head, m, records, tag] = fields(stored)? else {
             return None;
         };
@@ -88,7 +107,11 @@ impl SealKey {
             return None;
         }
         let effects = Chain { count, head };
-        if !self.snapshot_mac(size, &effects, &records).verifies(&tag) {
+        let last = last_of(size)?;
+        if !self
+            .snapshot_mac(size, &effects, &last, &records)
+            .verifies(&tag)
+        {
             return None;
         }
         let mut reached = Vec::with_capacity(m);
@@ -102,6 +125,7 @@ impl SealKey {
         Some(Snapshot {
             size,
             effects,
+            last,
             reached,
         })
     }
@@ -110,17 +134,33 @@ impl SealKey {
 impl<S: Store> Ledger<S> {
     /// Where a quarantine rescan that would feed the entries after leaf `from` can start
     /// instead: after restoring the stored snapshot, when one opens under the seal key, was
-    /// taken under this handle's whole effects chain, and covers more than `from` does. Returns
-    /// the leaf after which to feed entries (`None`: nothing to feed).
+    /// taken under this handle's whole effects chain, lies within the handle's seal, and
+    /// covers more than `from` does. Returns the leaf after which to feed entries (`None`:
+    /// nothing to feed).
+    ///
+    /// Within the seal: the snapshot binds its size and chain, not which entries lie below its
+    /// size. Rows below the seal carry row tags binding each id to its index, so the entries
+    /// the handle believes below `s` are the ones the key holder had. Beyond the seal (an older
+    /// seal replayed, or none) a row's position is only bound when it keeps its tag or a signed
+    /// checkpoint covers it: a store-only attacker could move an entry appended after the
+    /// snapshot below its size, where it is neither in the snapshot nor fed (attack review 48).
+    /// The rescan, which feeds every entry in the order the handle believes, runs instead.
     pub(super) fn resume_quarantine(&mut self, from: u64) -> Option<u64> {
         let stored = match self.store.meta(META_QUARANTINE) {
             Ok(Some(v)) => v,
             _ => return Some(from),
         };
-        let Some(s) = self.seal_key.open_snapshot(&stored) else {
+        let Some(s) = self
+            .seal_key
+            .open_snapshot(&stored, |size| self.sealed_id(size.checked_sub(1)?))
+        else {
             return Some(from);
         };
-        if s.effects != self.effects || s.size > self.size || s.size <= from.saturating_add(1) {
+        if s.effects != self.effects
+            || s.size > self.size
+            || s.size > self.sealed
+            || s.size <= from.saturating_add(1)
+        {
             return Some(from);
         }
         self.state.quarantine_mut().restore(&s.reached);
@@ -128,10 +168,21 @@ impl<S: Store> Ledger<S> {
         (s.size < self.size).then(|| s.size - 1)
     }
 
+    /// The id of the entry at leaf `index` when it lies below this handle's seal and its row
+    /// tag verifies; `None` otherwise (or when it cannot be read).
+    fn sealed_id(&self, index: u64) -> Option<EntryId> {
+        if index >= self.sealed {
+            return None;
+        }
+        let m = self.store.meta_at(index).ok()??;
+        (m.index == index && self.seal_key.verifies(&m)).then_some(m.id)
+    }
+
     /// Stores a snapshot of the quarantined set when a flag is active, no rescan is pending,
     /// and the last one this handle knows of was taken under other effects or more than
     /// [`SNAPSHOT_EVERY`] entries ago. A failed write changes nothing but the next open's cost.
-    pub(super) fn save_quarantine(&mut self) -> Result<(), LedgerError> {
+    /// `last` is the entry at leaf `size - 1` (the batch's last).
+    pub(super) fn save_quarantine(&mut self, last: EntryId) -> Result<(), LedgerError> {
         let q = self.state.quarantine();
         if !q.is_active() || self.pending_rescan.is_some() {
             return Ok(());
@@ -144,6 +195,7 @@ impl<S: Store> Ledger<S> {
         let s = Snapshot {
             size: self.size,
             effects: self.effects,
+            last,
             reached: q.reached_bits(),
         };
         self.store
@@ -169,6 +221,7 @@ mod tests {
         Snapshot {
             size: 12,
             effects,
+            last: EntryId([5; 32]),
             reached: vec![(EntryId([1; 32]), 1), (EntryId([2; 32]), 3)],
         }
     }
@@ -178,8 +231,16 @@ mod tests {
         let k = key("q-a");
         let s = snapshot();
         let stored = k.seal_snapshot(&s);
-        assert_eq!(k.open_snapshot(&stored), Some(s.clone()));
-        assert_eq!(key("q-b").open_snapshot(&stored), None, "another log's key");
+        let last = |_| Some(EntryId([5; 32]));
+        assert_eq!(k.open_snapshot(&stored, last), Some(s.clone()));
+        assert_eq!(
+            key("q-b").open_snapshot(&stored, last),
+            None,
+            "another log's key"
+        );
+        // Another entry believed at leaf s - 1 (a fork's), or none.
+        assert_eq!(k.open_snapshot(&stored, |_| Some(EntryId([6; 32]))), None);
+        assert_eq!(k.open_snapshot(&stored, |_| None), None);
         // Every single-character change (hex digit, number, separator) is refused or, where the
         // text still parses, fails its tag.
         for (i, c) in stored.char_indices() {
@@ -189,12 +250,12 @@ mod tests {
                 }
                 let mut edited = stored.clone();
                 edited.replace_range(i..i + c.len_utf8(), &r.to_string());
-                assert_eq!(k.open_snapshot(&edited), None, "{edited}");
+                assert_eq!(k.open_snapshot(&edited, last), None, "{edited}");
             }
         }
         // A truncated value, nothing, a part more.
-        assert_eq!(k.open_snapshot(&stored[..stored.len() - 2]), None);
-        assert_eq!(k.open_snapshot(""), None);
-        assert_eq!(k.open_snapshot(&format!("{stored} extra")), None);
+        assert_eq!(k.open_snapshot(&stored[..stored.len() - 2], last), None);
+        assert_eq!(k.open_snapshot("", last), None);
+        assert_eq!(k.open_snapshot(&format!("{stored} extra"), last), None);
     }
 }

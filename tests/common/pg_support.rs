@@ -35,3 +35,18 @@ pub fn run_ok(cmd: &mut std::process::Command) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Runs `sql` in ledger schema `schema` with `psql` (stopping at the first error), as a
+/// store-only attacker or an operator would.
+#[allow(dead_code)] // not every test file that includes this module runs SQL
+pub fn psql(url: &str, schema: &str, sql: &str) {
+    let sql = format!("SET search_path TO \"{schema}\"; {sql}");
+    run_ok(std::process::Command::new("psql").args([
+        url,
+        "-q",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-c",
+        &sql,
+    ]));
+}

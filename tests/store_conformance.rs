@@ -7,7 +7,8 @@ use memlineage::record::{EntryId, Hash32, Kind};
 #[cfg(feature = "postgres")]
 use memlineage::store::PgStore;
 use memlineage::store::{
-    EntryMeta, MemoryStore, NewEntry, SqliteStore, Store, StoreError, FIRST_EFFECT_KIND, MAX_INDEX,
+    EntryMeta, MemoryStore, NewEntry, RowWalk, SqliteStore, Store, StoreError, FIRST_EFFECT_KIND,
+    MAX_INDEX,
 };
 use sha2::{Digest, Sha256};
 use std::cell::Cell;
@@ -1254,6 +1255,31 @@ impl Model {
             assert_eq!(s.meta_at(m.index).unwrap(), Some(*m), "meta_at {}", m.index);
             assert_eq!(s.meta_of(&m.id).unwrap(), Some(*m), "meta_of {}", m.index);
         }
+        // Rows with their bytes in one read, from several places and of several lengths; a
+        // read past the end is shorter, never padded.
+        let row = |m: &EntryMeta| (*m, self.entries[m.index as usize].cose.clone());
+        for from in [0, 1, half, size.saturating_sub(1), size, u64::MAX] {
+            for limit in [0, 1, 3, 64, usize::MAX] {
+                let start = usize::try_from(from).unwrap_or(usize::MAX).min(metas.len());
+                let want: Vec<(EntryMeta, Vec<u8>)> =
+                    metas[start..].iter().take(limit).map(row).collect();
+                assert_eq!(
+                    s.rows_from(from, limit).unwrap(),
+                    want,
+                    "rows_from({from}, {limit})"
+                );
+            }
+        }
+        let walked: Vec<(EntryMeta, Vec<u8>)> =
+            RowWalk::new(s, 0, size).collect::<Result<_, _>>().unwrap();
+        assert_eq!(walked, metas.iter().map(row).collect::<Vec<_>>(), "RowWalk");
+        assert!(
+            matches!(
+                RowWalk::new(s, 0, size + 1).last(),
+                Some(Err(StoreError::Corrupt { .. }))
+            ),
+            "a walk past the end is an error"
+        );
         assert_eq!(s.meta_at(size).unwrap(), None, "meta_at past the end");
         assert_eq!(s.meta_at(u64::MAX).unwrap(), None);
         assert_eq!(s.meta_of(&EntryId([0xee; 32])).unwrap(), None);
@@ -1369,6 +1395,7 @@ fn read_everything<S: Store>(s: &S, model: &Model) -> Result<(), StoreError> {
         s.entry_bytes(i)?;
     }
     s.metas_from(0)?;
+    RowWalk::new(s, 0, size).try_for_each(|r| r.map(drop))?;
     let all: Vec<u64> = (0..tlog_tiles::stored_hash_count(size)).collect();
     s.read_hashes(&all)?;
     for e in &model.entries {

@@ -8,7 +8,7 @@ use crate::lineage::quarantine::{Quarantine, Reach};
 #[cfg(doc)]
 use crate::lineage::{admission::AdmissionError, lease::LeaseError, quarantine::QuarantineError};
 use crate::record::{parse_unverified, EntryId, Kind, Parent, ProvEntry, WriterKey};
-use crate::store::{Store, StoreError};
+use crate::store::{RowWalk, Store};
 
 impl<S: Store> Ledger<S> {
     /// Brings the quarantined set up to date by feeding it every entry after leaf `from`
@@ -16,15 +16,10 @@ impl<S: Store> Ledger<S> {
     pub(super) fn rescan_quarantine(&mut self, from: u64) -> Result<(), LedgerError> {
         self.pending_rescan = Some(from);
         let (store, key, index, sealed) = (&self.store, &self.seal_key, &self.index, self.sealed);
-        let mut metas = store.metas_from(from.saturating_add(1))?;
-        metas.retain(|m| m.index < self.size);
-        let entries = metas.into_iter().map(|m| {
+        let rows = RowWalk::new(store, from.saturating_add(1), self.size);
+        let entries = rows.map(|row| {
+            let (m, bytes) = row?;
             let i = m.index;
-            let bytes = store
-                .entry_bytes(i)?
-                .ok_or(LedgerError::Store(StoreError::Corrupt {
-                    reason: format!("entry {i} missing"),
-                }))?;
             let e = parse_unverified(&bytes)?;
             // The parents are read unverified, so the bytes must be the sealed entry's: its
             // leaf hash is the id of a row this handle believes at `i` (else the rescan fails,

@@ -10,6 +10,7 @@
 
 mod copy;
 mod memory;
+mod walk;
 #[cfg(feature = "postgres")]
 mod pg_catalog;
 #[cfg(feature = "postgres")]
@@ -31,6 +32,7 @@ pub use postgres::{
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SqliteStore, StoredEntry};
+pub use walk::RowWalk;
 
 use crate::lineage::Label;
 use crate::record::{EntryId, Hash32, Kind};
@@ -213,6 +215,34 @@ pub trait Store {
     /// # Errors
     /// I/O errors; [`StoreError::Corrupt`] when a stored kind or label code is unknown.
     fn metas_from(&self, from: u64) -> Result<Vec<EntryMeta>, StoreError>;
+
+    /// Up to `limit` entry rows from leaf `from` on, in index order, each with its stored
+    /// (unverified) COSE bytes: what a reader that walks the log in order takes (the quarantine
+    /// rescan of `spec/lineage.md` §5.3), in one query per call on SQLite and PostgreSQL
+    /// instead of two per entry. Fewer than `limit` rows means the store holds no more
+    /// (PostgreSQL: no more integrated ones). The default reads [`Store::meta_at`] and
+    /// [`Store::entry_bytes`] one index at a time. [`RowWalk`] walks a range with it.
+    ///
+    /// # Errors
+    /// I/O errors; [`StoreError::Corrupt`] when indexes do not run contiguously from `from`, a
+    /// row has no bytes, or a stored code or tag is malformed.
+    fn rows_from(&self, from: u64, limit: usize) -> Result<Vec<(EntryMeta, Vec<u8>)>, StoreError> {
+        let mut out = Vec::new();
+        let mut index = from;
+        while out.len() < limit && index <= MAX_INDEX {
+            let Some(meta) = self.meta_at(index)? else {
+                break;
+            };
+            let bytes = self
+                .entry_bytes(index)?
+                .ok_or_else(|| StoreError::Corrupt {
+                    reason: format!("entry {index}: a row without bytes"),
+                })?;
+            out.push((meta, bytes));
+            index += 1;
+        }
+        Ok(out)
+    }
 
     /// Metadata of the entry at `index`, if stored (one indexed lookup).
     ///

@@ -268,6 +268,25 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
+    /// One query in index order (the primary key); checks that indexes run contiguously.
+    fn rows_from(&self, from: u64, limit: usize) -> Result<Vec<(EntryMeta, Vec<u8>)>, StoreError> {
+        let Ok(from_i) = i64::try_from(from) else {
+            return Ok(Vec::new());
+        };
+        let limit_i = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT idx, id, kind, label, tag, cose FROM entries \
+             WHERE idx >= ?1 ORDER BY idx LIMIT ?2",
+        )?;
+        let mut rows = stmt.query([from_i, limit_i])?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            let meta = meta_row(row, from + out.len() as u64)?;
+            out.push((meta, blob(row.get_ref(5)?, "entries.cose")?.to_vec()));
+        }
+        Ok(out)
+    }
+
     fn meta_at(&self, index: u64) -> Result<Option<EntryMeta>, StoreError> {
         let Ok(idx) = i64::try_from(index) else {
             return Ok(None);

@@ -14,7 +14,7 @@ use memlineage::log::{
     prove_consistency, tree_root, verify_cosigned, CheckpointState, ForkError, LogVerifier, Update,
     VerifiedCheckpoint, WitnessPolicy, WitnessVerifier,
 };
-use memlineage::store::{SqliteStore, Store};
+use memlineage::store::{RowWalk, SqliteStore, Store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -295,12 +295,7 @@ fn audit_ledger(
         )?
     };
     // Second pass (parse only): what the log's active flags quarantine.
-    let bytes = (0..size).map(|i| {
-        store
-            .entry_bytes(i)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("entry {i} missing"))
-    });
+    let bytes = RowWalk::new(&store, 0, size).map(|row| row.map(|(_, bytes)| bytes));
     reach_quarantine(&mut report, bytes, policy)?;
     if report.entries != size {
         return Err(format!("read {} entries of {size}", report.entries).into());

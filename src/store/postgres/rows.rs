@@ -52,6 +52,36 @@ impl Store for PgStore {
         self.metas_where("", from, true)
     }
 
+    /// One query in index order, integrated rows only; checks that indexes run contiguously.
+    fn rows_from(&self, from: u64, limit: usize) -> Result<Vec<(EntryMeta, Vec<u8>)>, StoreError> {
+        let Ok(from_i) = i64::try_from(from) else {
+            return Ok(Vec::new());
+        };
+        let limit_i = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.call(move |c| async move {
+            let rows = c
+                .query(
+                    "SELECT idx, id, kind, label, tag, cose FROM entries \
+                     WHERE idx >= $1 AND idx < (SELECT size FROM tree_state) \
+                     ORDER BY idx LIMIT $2",
+                    &[&from_i, &limit_i],
+                )
+                .await?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                let m = meta_row(&r)?;
+                let want = from + out.len() as u64;
+                if m.index != want {
+                    return Err(StoreError::Corrupt {
+                        reason: format!("entries: index {} where {want} was expected", m.index),
+                    });
+                }
+                out.push((m, r.try_get::<_, Vec<u8>>(5)?));
+            }
+            Ok(out)
+        })
+    }
+
     /// An integrated entry by index.
     fn meta_at(&self, index: u64) -> Result<Option<EntryMeta>, StoreError> {
         let Ok(idx) = i64::try_from(index) else {

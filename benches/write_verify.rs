@@ -467,6 +467,8 @@ fn audit(c: &mut Criterion, fx: &mut Fixture) {
         .map(|m| AuditItem {
             cose: store.entry_bytes(m.index).expect("read").expect("entry"),
             stored_label: Some(m.label),
+            stored_kind: Some(m.kind),
+            stored_id: Some(m.id),
             content: store.content_at(m.index).expect("read"),
         })
         .collect();

@@ -15,7 +15,7 @@ use crate::lineage::state::{Content, Known, LineageState};
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
 use crate::record::{
-    decode_on_all_cores, parse_unverified, EntryId, KeyId, Parent, RecordError, SignedEntry,
+    decode_on_all_cores, parse_unverified, EntryId, KeyId, Kind, Parent, RecordError, SignedEntry,
 };
 use std::collections::HashMap;
 
@@ -76,14 +76,20 @@ pub struct AuditFailure {
     pub problem: Problem,
 }
 
-/// One entry as an auditor reads it: its bytes, the label its store claims (if any), and its
-/// stored content (if available; redacted content is simply absent).
+/// One entry as an auditor reads it: its bytes, what its store's row claims of it (label, kind,
+/// id; `None` where the source keeps no such column), and its stored content (if available;
+/// redacted content is simply absent).
 #[derive(Debug, Clone, Default)]
 pub struct AuditItem {
     /// COSE_Sign1 bytes.
     pub cose: Vec<u8>,
     /// The label the store claims.
     pub stored_label: Option<Label>,
+    /// The kind the store's row claims (`spec/storage.md` §4.1: the `kind` column a ledger
+    /// opens from).
+    pub stored_kind: Option<Kind>,
+    /// The id the store's row claims (the `id` column a ledger looks entries up by).
+    pub stored_id: Option<EntryId>,
     /// The content stored beside the entry.
     pub content: Option<Vec<u8>>,
 }
@@ -93,7 +99,7 @@ impl From<(Vec<u8>, Option<Label>)> for AuditItem {
         AuditItem {
             cose,
             stored_label,
-            content: None,
+            ..AuditItem::default()
         }
     }
 }
@@ -116,6 +122,23 @@ pub enum Problem {
         stored: Label,
         /// What the log implies.
         recomputed: Label,
+    },
+    /// The kind stored in the entry's row differs from the signed one: a ledger opens from
+    /// the kind column (which rows have effects) and refuses such a row (`spec/lineage.md`
+    /// §5.1); the audit names it.
+    #[error("stored kind {} differs from the signed kind {}", .stored.name(), .signed.name())]
+    KindMismatch {
+        /// What the store's row claimed.
+        stored: Kind,
+        /// What the signed bytes say.
+        signed: Kind,
+    },
+    /// The id stored in the entry's row is not the leaf hash of its bytes (the failure's id):
+    /// a ledger looks entries up by that column and refuses the row.
+    #[error("stored id {stored} is not the leaf hash of the entry's bytes")]
+    IdMismatch {
+        /// What the store's row claimed.
+        stored: EntryId,
     },
 }
 
@@ -361,6 +384,24 @@ where
                     Err(_) => (false, None, Vec::new()),
                 };
                 secrecy.admit(id, source, verified, &parents);
+            }
+            // What the row claims besides the label, against the bytes (step 6).
+            if let Some(stored) = item.stored_id.filter(|s| *s != id) {
+                report.failures.push(AuditFailure {
+                    index,
+                    id,
+                    problem: Problem::IdMismatch { stored },
+                });
+            }
+            if let Ok((_, s)) = &admitted {
+                let signed = s.entry().kind;
+                if let Some(stored) = item.stored_kind.filter(|k| *k != signed) {
+                    report.failures.push(AuditFailure {
+                        index,
+                        id,
+                        problem: Problem::KindMismatch { stored, signed },
+                    });
+                }
             }
             let admitted = admitted.map(|(a, _)| a);
             match admitted {

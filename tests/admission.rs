@@ -85,8 +85,8 @@ fn audit_verdict(path: &std::path::Path, (s, content): &Offer) -> Problem {
     let extra = duplicate.then(|| {
         Ok(AuditItem {
             cose: s.cose().to_vec(),
-            stored_label: None,
             content: Some(content.clone()),
+            ..Default::default()
         })
     });
     let items = store.audit_items().chain(extra);

@@ -422,13 +422,10 @@ fn verify_reports_a_flag_cut_out_when_the_side_file_signs_the_longer_tree() {
 
 /// A store-only attacker turns the `kind` column of a flag's row into one without effects (the
 /// signed bytes untouched). The ledger refuses to open the store (the seal's effects chain), so
-/// `prove --label` makes no proof from it; `memlineage verify` recomputes everything from the
-/// signed bytes, finds the flag, and says OK, where `spec/lineage.md` §5.1 says it names the
-/// rows a refused open refuses (attack review 44).
+/// `prove --label` makes no proof from it; `memlineage verify` recomputed everything from the
+/// signed bytes, found the flag, and said OK (attack review 44), where `spec/lineage.md` §5.2
+/// step 6 has it name what the row claims against the bytes: it now fails naming the row.
 #[test]
-#[ignore = "attack review 44, not fixed: the audit compares the stored label column with the \
-            recomputed one but not the kind column (memlineage::audit::AuditItem carries no \
-            stored kind: a public API change); no label is affected, the open refuses"]
 fn verify_names_a_row_whose_kind_column_was_changed() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
@@ -440,5 +437,33 @@ fn verify_names_a_row_whose_kind_column_was_changed() {
     .unwrap();
     drop(c);
     fails(&run(&["prove", "l.db", &id, "--label", "-o", "p"], d, None));
-    fails(&run(&["verify", "l.db"], d, None));
+    let out = run(&["verify", "l.db"], d, None);
+    fails(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("stored kind tool_result differs from the signed kind quarantine"),
+        "{stderr}"
+    );
+}
+
+/// The same for the `id` column of an entry's row (a ledger looks entries up by it): verify
+/// names the row whose stored id is not its bytes' leaf hash.
+#[test]
+fn verify_names_a_row_whose_id_column_was_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (_, c) = flagged_ledger(d);
+    c.execute("UPDATE entries SET id = zeroblob(32) WHERE idx = 1", [])
+        .unwrap();
+    drop(c);
+    let out = run(&["verify", "l.db"], d, None);
+    fails(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "stored id {} is not the leaf hash of the entry's bytes",
+            "00".repeat(32)
+        )),
+        "{stderr}"
+    );
 }

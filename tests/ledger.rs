@@ -858,8 +858,8 @@ fn content_tampering_is_caught_by_retrieval_and_audit() {
     let items = (0..l.len()).map(|i| {
         Ok::<_, String>(memlineage::audit::AuditItem {
             cose: store.entry_bytes(i).unwrap().unwrap(),
-            stored_label: None,
             content: store.content_at(i).unwrap(),
+            ..Default::default()
         })
     });
     let r = audit(items, &v, c.note(), l.label_policy(), v.key_id()).unwrap();
@@ -1056,6 +1056,8 @@ fn sqlite_range_reads_equal_single_reads() {
             Ok(memlineage::audit::AuditItem {
                 cose,
                 stored_label: Some(meta.label),
+                stored_kind: Some(meta.kind),
+                stored_id: Some(meta.id),
                 content,
             })
         })

@@ -187,6 +187,8 @@ impl SqliteStore {
                 Ok(AuditItem {
                     cose,
                     stored_label: Some(meta.label),
+                    stored_kind: Some(meta.kind),
+                    stored_id: Some(meta.id),
                     content,
                 })
             })

@@ -66,6 +66,8 @@ pub fn audit_with_content<S: Store>(l: &mut Ledger<S>, with_content: bool) -> Au
         Ok::<_, String>(AuditItem {
             cose: store.entry_bytes(i).unwrap().unwrap(),
             stored_label: None,
+            stored_kind: None,
+            stored_id: None,
             content: if with_content {
                 store.content_at(i).unwrap()
             } else {

@@ -39,6 +39,7 @@ mod projects;
 mod rc;
 mod scripts;
 mod servers;
+mod stores;
 mod vars;
 pub(crate) use commands::chunks;
 pub(crate) use scripts::{CodeFiles, CodeSeen, Reading, Script, MAX_CODE_TEXTS};

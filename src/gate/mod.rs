@@ -156,6 +156,10 @@ pub struct Secrets {
     pub written_by_others: BTreeSet<String>,
     /// Commands that print the environment (`env`, `printenv`): their output is secret.
     pub environment_commands: Vec<String>,
+    /// Command prefixes (words; options between them skipped; a program word ending in `*`
+    /// matches by its beginning) that print what a credential store holds (`gh auth token`,
+    /// `git credential fill`, `pass`): their output is secret (`spec/hooks.md` §16.1).
+    pub secret_commands: Vec<String>,
     /// Command prefixes (words) that send data off the machine (`curl`, `git push`).
     pub egress_commands: Vec<String>,
     /// Command prefixes (words) the policy's owner declares keep data on the machine, beside
@@ -179,7 +183,10 @@ pub struct Secrets {
 impl Secrets {
     /// Whether the policy has a secrecy rule at all.
     pub fn is_empty(&self) -> bool {
-        self.paths.is_empty() && self.tools.is_empty() && self.environment_commands.is_empty()
+        self.paths.is_empty()
+            && self.tools.is_empty()
+            && self.environment_commands.is_empty()
+            && self.secret_commands.is_empty()
     }
 }
 

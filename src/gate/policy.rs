@@ -313,6 +313,8 @@ struct RawSecrets {
     #[serde(default)]
     environment_commands: Vec<String>,
     #[serde(default)]
+    secret_commands: Vec<String>,
+    #[serde(default)]
     egress_commands: Vec<String>,
     #[serde(default)]
     local_commands: Vec<String>,
@@ -349,6 +351,7 @@ impl RawSecrets {
                 .map(|t| principal_stem(t))
                 .collect(),
             environment_commands: self.environment_commands,
+            secret_commands: self.secret_commands,
             egress_commands: self.egress_commands,
             local_commands: self.local_commands,
             egress_tools: self.egress_tools,

@@ -5,6 +5,7 @@
 use super::environment::dumped;
 use super::hosts::{built_url, destinations};
 use super::servers::{file_server, loopback, served_word};
+use super::stores::printed;
 use super::vars::Assigned;
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
 use crate::front::protect::handed::handed_commands;
@@ -265,6 +266,16 @@ impl SecretRules {
         if let Some(prog) = dumped(&self.policy.environment_commands, &plain) {
             f.named = true;
             f.secrets.push(format!("the environment ({prog})"));
+        }
+        // A credential store's contents printed by its program (`gh auth token`), after
+        // wrappers; its redirections' files left out.
+        let at = program_index(&plain);
+        if let Some(prog) = plain.get(at).and_then(|w| w.literal()) {
+            let args: Vec<String> = plain[at + 1..].iter().map(|w| w.squeezed()).collect();
+            if let Some(entry) = printed(&self.policy.secret_commands, basename(&prog), &args) {
+                f.named = true;
+                f.secrets.push(format!("what `{entry}` prints"));
+            }
         }
         // Commands it hands a program through a variable, a wrapper or an option
         // (`GIT_PAGER=CMD git log`, `watch 'CMD'`, `tar -I CMD`): analysed as commands; one only

@@ -7,9 +7,13 @@
 //!   run by such an upstream (a write of the signing key, refused in every session); an upstream
 //!   result `"text": IBAN, "text": "ok"` was recorded as `ok` and handed to the client with the
 //!   IBAN, so the payment to that IBAN was unsourced and forwarded.
+//! - A command of thousands of wrappers (`env env … ls`) cost the analysis the square of its
+//!   words: one `ledger_gate_check` held the server, and the key-file lock every hook waits
+//!   for, for over a minute.
 
 use serde_json::{json, Value};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 #[path = "common/cli_support.rs"]
 mod cli_support;
@@ -155,4 +159,39 @@ fn an_upstream_answer_naming_a_member_twice_is_never_passed_on_unrecorded() {
     let read: Value = serde_json::from_str(&read).unwrap();
     assert_eq!(read["id"], 1, "{read}");
     assert!(read.get("error").is_some(), "{read}");
+}
+
+/// A command of thousands of wrappers is analysed in time: before, `wrapper_dir` counted the
+/// program's index again for every word (5,000 `env` took over a minute in a debug build, with
+/// the key-file lock held).
+#[test]
+fn a_command_of_many_wrappers_is_answered_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    cli_support::ok(&cli_support::run(&["init", "l.db"], d, None));
+    let mut g = Raw::spawn(d, &["mcp", "l.db"]);
+    g.send(INIT);
+    assert_eq!(g.answer()["id"], 0);
+    g.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let started = Instant::now();
+    for (id, command) in [
+        (1, "env ".repeat(6000) + "ls"),
+        (2, "{ ".repeat(6000) + "ls"),
+    ] {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "ledger_gate_check", "arguments": {"tool": "Bash", "args": {"command": command}}}});
+        g.send(&call.to_string());
+        let a = g.answer();
+        assert_eq!(a["id"], id, "{a}");
+        assert!(
+            a["result"]["structuredContent"]["decision"].is_string(),
+            "{a}"
+        );
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(30),
+        "two gate checks took {took:?}"
+    );
+    assert!(g.close().success());
 }

@@ -610,9 +610,17 @@ fn the_agent_cannot_touch_the_guards_files_nor_smuggle_arguments_past_the_decisi
             "{why}"
         );
     }
-    // A call with a member twice and a number written oddly: forwarded as parsed and decided
-    // (one `name`, the last, as every JSON parser of the peers reads it), not as written.
-    g.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_money","name":"ledger_explain","arguments":{"id":"x","n":1.50e1}}}"#);
+    // A call with a member twice: no message (peers read either member; attack review 49),
+    // refused and never forwarded. Before, it was decided and forwarded as parsed (the last).
+    g.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_money","name":"ledger_explain","arguments":{"id":"x"}}}"#);
+    let a = g.answer();
+    assert_eq!(
+        (a["id"].clone(), a["error"]["code"].clone()),
+        (json!(3), json!(-32600)),
+        "{a}"
+    );
+    // A number written oddly: forwarded as parsed and decided, not as written.
+    g.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ledger_explain","arguments":{"id":"x","n":1.50e1}}}"#);
     assert_eq!(g.answer()["result"]["content"][0]["text"], "ok");
     assert!(g.close().success());
     let log = std::fs::read_to_string(d.join("echo.log")).unwrap();

@@ -130,7 +130,10 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
     let mut dir = None;
     let mut flags: &[&str] = &[];
     let mut k = 0;
-    while k < program_index(words) {
+    // Computed once: per word it made every wrapper of `env env … env` cost the whole list
+    // again (attack review 49: 5,000 wrappers held the MCP server's lock for a minute).
+    let program = program_index(words);
+    while k < program {
         let w = words[k];
         k += 1;
         let Some(l) = w.literal() else {

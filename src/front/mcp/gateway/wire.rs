@@ -108,6 +108,21 @@ pub fn parse(line: &[u8]) -> Line {
         }
         _ => return bad(None, INVALID_REQUEST, "a message is a JSON object".into()),
     };
+    // The line is passed on as written, so its reader must read what the gateway read: a
+    // member named twice is the last one here (`serde_json`) and may be the first one there,
+    // and the gateway would decide or record another message than the one the peer runs or
+    // shows its model (attack review 49: `"method": "tools/call", "method": "ping"` ran
+    // undecided; a result's `"text"` named twice was recorded as the last and shown as the
+    // first). Such a line is no message of either reading.
+    if crate::front::unique_json::parse_unique(&text).is_none() {
+        let id = match m.get("id") {
+            Some(Value::String(s)) if s.len() <= MAX_ID_BYTES => Some(Value::String(s.clone())),
+            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(Value::Number(n.clone())),
+            _ => None,
+        };
+        let why = "an object of the message names a member twice, which readers read differently";
+        return bad(id, INVALID_REQUEST, why.into());
+    }
     match envelope(m) {
         Ok(msg) => Line::Message(msg, text),
         Err((id, code, why)) => bad(id, code, why),
@@ -275,6 +290,26 @@ mod tests {
         );
         let answer = parse(br#"{"jsonrpc":"2.0","id":"q","params":1,"method":"m"}"#).answer();
         assert_eq!(answer.unwrap()["id"], "q");
+    }
+
+    #[test]
+    fn a_member_named_twice_anywhere_is_no_message() {
+        assert_eq!(
+            bad(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","method":"ping"}"#),
+            (Some(json!(7)), INVALID_REQUEST)
+        );
+        assert_eq!(
+            bad(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#),
+            (Some(json!(2)), INVALID_REQUEST)
+        );
+        assert_eq!(
+            bad(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"a","t\u0065xt":"b"}]}}"#),
+            (Some(json!(3)), INVALID_REQUEST)
+        );
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":3,"result":{"a":{"x":1},"b":{"x":1}}}"#),
+            Line::Message(..)
+        ));
     }
 
     #[test]

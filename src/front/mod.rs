@@ -510,6 +510,8 @@ impl<S: Store, K: Keys> Front<S, K> {
         }
         // The parameters with something to match and no source (`spec/hooks.md` §15.1).
         let mut composed: Vec<String> = Vec::new();
+        // Those of them naming where the call goes (an IBAN, a URL, an e-mail address or host).
+        let mut destinations: Vec<String> = Vec::new();
         // The same call with every read each value matches, statements or not, and the
         // statements that made the difference (`spec/hooks.md` §4.4).
         let mut unstated = call.clone();
@@ -547,6 +549,10 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
             if matchable && ids.is_empty() {
                 composed.push(name.clone());
+                let names = |v: &Value| v.as_str().is_some_and(matching::names_a_destination);
+                if values.iter().any(names) {
+                    destinations.push(name.clone());
+                }
             }
             matched.push((name.clone(), values));
             found.args.push((name.clone(), ids.clone()));
@@ -580,9 +586,12 @@ impl<S: Store, K: Keys> Front<S, K> {
                 ),
             })
         } else {
-            // Composed: nothing of the call is copied from what the session read (§15.1).
+            // Composed: nothing of the call is copied from what the session read, or an
+            // argument naming where it goes is not (§15.1): a copied argument beside it does
+            // not make the destination the user's (attack review 49: a word of the prompt in a
+            // parameter the tool does not take took a decoded IBAN out of the ask).
             if found.args.iter().any(|(_, ids)| !ids.is_empty()) {
-                composed.clear();
+                composed.retain(|name| destinations.contains(name));
             }
             // The cited entries as well, for what they taint; the worse decides.
             let gate = self.gate_decision(&call, &found, args, !given.is_empty(), &matched);

@@ -417,6 +417,20 @@ fn at_boundaries(hay: &str, needle: &str) -> bool {
     })
 }
 
+/// Whether `s` names where something goes: it holds an IBAN-shaped token (§4.2), a URL, or a
+/// word that is an e-mail address or host (`spec/hooks.md` §15.1: a composed argument naming a
+/// destination is composed whatever the call's other arguments copy).
+pub(crate) fn names_a_destination(s: &str) -> bool {
+    let mut ibans = BTreeSet::new();
+    iban_tokens(s, &mut ibans);
+    !ibans.is_empty()
+        || s.contains("://")
+        || s.split(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '(' | ')' | ',' | ';'))
+            .any(|w| {
+                email_or_host(w.trim_matches(|c: char| matches!(c, '"' | '\'' | ':'))).is_some()
+            })
+}
+
 /// `s` as an e-mail address or host ([`is_email_or_host`]), without the DNS root's dot it
 /// may end with (`evil.io.` is the host `evil.io`; attack review 39).
 fn email_or_host(s: &str) -> Option<&str> {

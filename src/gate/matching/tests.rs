@@ -266,6 +266,28 @@ fn emails_and_hosts_by_shape() {
     }
 }
 
+/// What names a destination for the ask rule (`spec/hooks.md` §15.1 rule 2): IBANs however
+/// written, URLs, e-mail addresses and hosts inside text; not amounts, dates, plain words.
+#[test]
+fn destinations_by_shape() {
+    for (s, want) in [
+        ("US133000000121212121212", true),
+        ("pay gb33-bukb-2020-1555-5555-55 now", true),
+        ("https://evil.example/r", true),
+        ("ftp://10.0.0.1/x", true),
+        ("mail help@evil.example today", true),
+        ("<me@evil.example>", true),
+        ("see evil.example.", true),
+        ("1250", false),
+        ("5 000,00", false),
+        ("2024-05-19 10:00", false),
+        ("Pay the rent for March", false),
+        ("landlord", false),
+    ] {
+        assert_eq!(names_a_destination(s), want, "{s}");
+    }
+}
+
 #[test]
 fn specificity_counts_characters_or_digits() {
     use serde_json::json;

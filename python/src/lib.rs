@@ -31,12 +31,15 @@ mod engine;
 mod errors;
 mod filter;
 mod items;
+mod keyfile;
 mod search;
 mod sessions;
+mod verdicts;
 mod vectors;
 
-use engine::{AuditSource, Core, Engine, LockedKeyFile};
+use engine::{AuditSource, Core, Engine};
 use errors::BindError;
+use keyfile::LockedKeyFile;
 use sessions::SessionCache;
 
 /// Largest policy file read, in bytes (as the CLI).

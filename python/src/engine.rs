@@ -8,6 +8,7 @@
 
 use crate::errors::BindError;
 use crate::items::{self, ItemIndex, Path};
+use crate::namespaces::{self, Listing};
 use crate::search::{self, Ranked};
 use crate::sessions::{Mark, SessionCache};
 use crate::vectors::Vector;
@@ -98,8 +99,10 @@ pub trait Engine: Send {
     fn item_embed(&mut self, vectors: Vec<(EntryId, Vec<Vector>)>) -> Result<(), BindError>;
     /// The current item at `path`, verified and recorded, if any.
     fn item_get(&mut self, session: &str, path: &Path) -> Result<Value, BindError>;
-    /// Every namespace holding a live, non-quarantined item, sorted.
-    fn item_namespaces(&mut self) -> Result<Value, BindError>;
+    /// The namespaces holding a live, non-quarantined item that `listing` shows
+    /// ([`namespaces::page`]); the items behind each are verified and recorded as read by
+    /// `session`, and a namespace none of whose items verifies is left out.
+    fn item_namespaces(&mut self, session: &str, listing: &Listing) -> Result<Value, BindError>;
     /// Number of entries in the log.
     fn len(&mut self) -> Result<u64, BindError>;
 }
@@ -639,15 +642,35 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         })
     }
 
-    fn item_namespaces(&mut self) -> Result<Value, BindError> {
-        let _held = self.enter()?;
-        self.items.scan(self.front.ledger())?;
-        let mut out: Vec<Vec<String>> = live(&self.items, self.front.ledger())
-            .map(|(p, _)| p.0.clone())
-            .collect();
-        out.sort();
-        out.dedup();
-        Ok(json!(out))
+    fn item_namespaces(&mut self, session: &str, listing: &Listing) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            c.items.scan(c.front.ledger())?;
+            let items = live(&c.items, c.front.ledger()).map(|(p, x)| (p, x.entry));
+            let page = namespaces::page(items, listing);
+            // A namespace is text its items' writers chose: shown only with those items read
+            // (attack review 50),
+            // each verified as a `get` verifies it (a version this handle verified that the
+            // session already read is not verified again, as a warm `get`).
+            let ids: Vec<EntryId> = page.iter().flat_map(|(_, es)| es.iter().copied()).collect();
+            let (known, fresh): (Vec<EntryId>, Vec<EntryId>) = ids
+                .into_iter()
+                .partition(|e| c.warm.contains(e) && s.has_read(e));
+            let mut read: HashSet<EntryId> = known.into_iter().collect();
+            for item in c.items_read(s, &fresh)?.as_array().into_iter().flatten() {
+                if let Some(id) = item["entry_id"]
+                    .as_str()
+                    .and_then(|i| EntryId::from_hex(i).ok())
+                {
+                    read.insert(id);
+                }
+            }
+            let shown: Vec<Vec<String>> = page
+                .into_iter()
+                .filter(|(_, es)| es.iter().all(|e| read.contains(e)))
+                .map(|(ns, _)| ns)
+                .collect();
+            Ok(json!(shown))
+        })
     }
 
     fn len(&mut self) -> Result<u64, BindError> {

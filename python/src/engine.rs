@@ -262,7 +262,9 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
         entries: &[EntryId],
     ) -> Result<Value, BindError> {
         self.items.scan(self.front.ledger())?;
-        let out = self.front.retrieve(session, entries)?;
+        // Written to the ledger too: the session's file is not the only place that knows the
+        // read (attack review 50).
+        let out = self.front.retrieve_recorded(session, entries)?;
         let mut items = Vec::new();
         for o in out {
             let Outcome::Verified(r) = o else { continue };

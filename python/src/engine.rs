@@ -328,7 +328,12 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
     }
 
     fn mark_unrecorded(&mut self, session: &str) -> Result<u64, BindError> {
-        self.with_session(session, |_, s| {
+        self.with_session(session, |c, s| {
+            // In the ledger too, when it takes it: the count lives only in the session's file
+            // (attack review 50). A ledger that cannot take it leaves the count alone.
+            let _ = c
+                .front
+                .record_unrecorded(s, "a tool output of this session");
             s.unrecorded = s.unrecorded.saturating_add(1);
             Ok(s.unrecorded)
         })

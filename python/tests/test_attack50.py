@@ -398,13 +398,11 @@ def test_ttl_is_refused_not_ignored(ledger):
         store.put(("x",), "k", {"a": 1}, ttl=1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (spec/python.md §9): the count of outputs the node could not record lives only "
-    "in the session's file; the ledger, which could not take the output, may not take a mark "
-    "either. README's store-only table lists it ('only its unrecorded count is lost').",
-)
-def test_deleting_the_session_files_keeps_the_count_of_unrecorded_outputs(ledger_path):
+def test_deleting_the_session_files_keeps_an_unrecorded_output_refusing(ledger_path):
+    """Worked before review 50: the count of outputs the node could not record lived only in
+    the session's file; deleting it made the session's payments allowed again. The mark is
+    now also an unseen-history entry in the ledger (when the ledger takes it), which holds
+    every value."""
     import shutil
 
     ledger = Ledger.create(ledger_path)

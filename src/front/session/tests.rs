@@ -200,3 +200,26 @@ fn a_recorded_retrieval_is_read_again_without_the_record() {
     );
     assert!(!again.reads.contains(&unknown));
 }
+
+/// An output that could not be recorded, marked with `Front::record_unrecorded`, still refuses
+/// the session's sensitive calls once its record is lost (attack review 50: the count lived
+/// only in the record).
+#[test]
+fn an_unrecorded_output_marked_in_the_ledger_outlives_the_record() {
+    use crate::front::Verdict;
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = front(&dir.path().join("l.db"), true);
+    let mut a = Session::new("A");
+    f.record_prompt(&mut a, "pay my ACME bill").unwrap();
+    f.record_unrecorded(&mut a, "a tool output").unwrap();
+    assert!(f.session_sealed(&a));
+    let mut again = Session::new("A");
+    f.catch_up(&mut again).unwrap();
+    let args = serde_json::json!({"recipient": "ZZ77-ACCOUNT-1"});
+    let serde_json::Value::Object(args) = args else {
+        unreachable!()
+    };
+    let none = std::collections::HashMap::new();
+    let c = f.check(&again, "send_money", &args, &none).unwrap();
+    assert!(matches!(c.verdict, Verdict::Deny(_)), "{:?}", c.verdict);
+}

@@ -353,7 +353,8 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
 
     fn retrieve(&mut self, session: &str, ids: &[EntryId]) -> Result<Value, BindError> {
         self.with_session(session, |c, s| {
-            let out = c.front.retrieve(s, ids)?;
+            // Receipted in the ledger, as the store's reads (attack review 50).
+            let out = c.front.retrieve_recorded(s, ids)?;
             Ok(Value::Array(
                 out.into_iter()
                     .map(|o| match o {

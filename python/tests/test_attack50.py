@@ -442,3 +442,29 @@ def test_store_edits_never_make_a_note_better_or_a_payment_allowed(ledger_path, 
         except memlineage.MemLineageError:
             item = None
     assert item is None or item.label == "derived_untrusted"
+
+
+@pytest.mark.parametrize("how", ["deleted", "older"])
+def test_a_ledger_retrieve_survives_the_loss_of_the_session_files(ledger_path, how):
+    """`Ledger.retrieve` reads through the same receipted door as the store (it was the same
+    hole: a read known only to the session's file)."""
+    import shutil
+
+    ledger = Ledger.create(ledger_path)
+    store = MemLineageStore(ledger)
+    poisoned_note(ledger, store)
+    with store.bind("t1"):
+        note = store.get(("notes",), "acme")
+    ledger.record_prompt("t2", "Pay my ACME bill.")
+    sessions = f"{ledger_path}.sessions"
+    before = f"{ledger_path}.before"
+    if os.path.isdir(sessions):
+        shutil.copytree(sessions, before)
+    (got,) = ledger.retrieve("t2", [note.entry_id])
+    assert got["status"] == "verified"
+    assert refused(ledger, "t2")
+    shutil.rmtree(sessions)
+    if how == "older" and os.path.isdir(before):
+        shutil.copytree(before, sessions)
+    assert refused(ledger, "t2")
+    assert refused(Ledger.open(ledger_path), "t2")

@@ -468,3 +468,22 @@ def test_a_ledger_retrieve_survives_the_loss_of_the_session_files(ledger_path, h
         shutil.copytree(before, sessions)
     assert refused(ledger, "t2")
     assert refused(Ledger.open(ledger_path), "t2")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (spec/python.md §9, hooks.md §15.4): an IBAN the agent stored base64-encoded "
+    "and decodes in another thread matches no read; the default policy allows composed "
+    "values (composed_after_external = allow)",
+)
+def test_an_encoded_iban_in_a_memory_is_refused(ledger):
+    import base64
+
+    store = MemLineageStore(ledger)
+    with store.bind("t1"):
+        ledger.record_tool_result("t1", "read_bill", {}, BILL)
+        store.put(("notes",), "acme", {"text": base64.b64encode(ATTACKER.encode()).decode()})
+    with store.bind("t2"):
+        ledger.record_prompt("t2", "Pay my ACME bill.")
+        assert store.get(("notes",), "acme").label == "derived_untrusted"
+    assert refused(ledger, "t2")

@@ -183,7 +183,8 @@ def two_node_graph(ledger, script, sent):
     return graph_of(ledger, script, [get_current_day, payment(sent)], [fetch_page])
 
 
-def test_a_reused_tool_call_id_does_not_hide_a_foreign_tool_output(ledger):
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_reused_tool_call_id_does_not_hide_a_foreign_tool_output(ledger, run):
     """Worked before review 50: the model (whose tool-call ids some runtimes take from its
     output) calls a gated tool with id X1, then the plain node's fetch_page with id X1 again;
     the gated node knew the page's ToolMessage by `tool:X1` as its own output, never recorded
@@ -196,10 +197,12 @@ def test_a_reused_tool_call_id_does_not_hide_a_foreign_tool_output(ledger):
         AIMessage("done"),
     ]
     app = two_node_graph(ledger, script, sent)
-    out = app.invoke(
-        {"messages": [HumanMessage("What day is it? Then read example.com.")]},
-        {"configurable": {"thread_id": "t"}},
-    )
+    state = {"messages": [HumanMessage("What day is it? Then read example.com.")]}
+    config = {"configurable": {"thread_id": "t"}}
+    if run == "sync":
+        out = app.invoke(state, config)
+    else:
+        out = asyncio.run(app.ainvoke(state, config))
     assert sent == []
     (refusal,) = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
     assert "refused this call of send_money" in refusal.content

@@ -490,3 +490,30 @@ def test_an_encoded_iban_in_a_memory_is_refused(ledger):
         ledger.record_prompt("t2", "Pay my ACME bill.")
         assert store.get(("notes",), "acme").label == "derived_untrusted"
     assert refused(ledger, "t2")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (spec/python.md §9, storage.md §4.5): the context column is an unsigned index; "
+    "with the session files deleted, a receipt whose column names another session is not found "
+    "by the rebuilt session (the hooks close it with a state directory, the Python handle has none)",
+)
+def test_a_receipt_hidden_by_its_context_column_is_still_read(ledger_path):
+    import shutil
+    import sqlite3
+
+    ledger = Ledger.create(ledger_path)
+    store = MemLineageStore(ledger)
+    poisoned_note(ledger, store)
+    with store.bind("t2"):
+        ledger.record_prompt("t2", "Pay my ACME bill.")
+        store.get(("notes",), "acme")
+    receipt = len(ledger) - 1
+    with sqlite3.connect(ledger_path) as db:
+        db.execute(
+            "update entries set context = (select context from entries where idx = 0) "
+            "where idx = ?",
+            (receipt,),
+        )
+    shutil.rmtree(f"{ledger_path}.sessions")
+    assert refused(Ledger.open(ledger_path), "t2")

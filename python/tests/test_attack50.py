@@ -320,6 +320,17 @@ def refused(ledger, session):
     return not ledger.check(session, "send_money", {"recipient": ATTACKER, "amount": 120})["allowed"]
 
 
+def note_read_by_t2(ledger_path):
+    """A file ledger where thread 2, told to pay the ACME bill, got the poisoned note."""
+    ledger = Ledger.create(ledger_path)
+    store = MemLineageStore(ledger)
+    poisoned_note(ledger, store)
+    with store.bind("t2"):
+        ledger.record_prompt("t2", "Pay my ACME bill.")
+        store.get(("notes",), "acme")
+    return ledger, store
+
+
 def test_a_deleted_note_still_taints_and_a_re_put_keeps_its_lineage(ledger):
     """Deletes stop justifying, never tainting: thread 2 reads the note and deletes it; thread
     3 reads it, deletes it and puts the same text back under the same key."""
@@ -422,12 +433,7 @@ def test_store_edits_never_make_a_note_better_or_a_payment_allowed(ledger_path, 
 
     import memlineage
 
-    ledger = Ledger.create(ledger_path)
-    store = MemLineageStore(ledger)
-    poisoned_note(ledger, store)
-    with store.bind("t2"):
-        ledger.record_prompt("t2", "Pay my ACME bill.")
-        store.get(("notes",), "acme")
+    ledger, store = note_read_by_t2(ledger_path)
     with sqlite3.connect(ledger_path) as db:
         db.execute(edit)
     with store.bind("t3"):
@@ -502,12 +508,7 @@ def test_a_receipt_hidden_by_its_context_column_is_still_read(ledger_path):
     import shutil
     import sqlite3
 
-    ledger = Ledger.create(ledger_path)
-    store = MemLineageStore(ledger)
-    poisoned_note(ledger, store)
-    with store.bind("t2"):
-        ledger.record_prompt("t2", "Pay my ACME bill.")
-        store.get(("notes",), "acme")
+    ledger, store = note_read_by_t2(ledger_path)
     receipt = len(ledger) - 1
     with sqlite3.connect(ledger_path) as db:
         db.execute(

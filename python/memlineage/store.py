@@ -24,7 +24,6 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
-from langgraph.store.memory import _does_match
 
 from . import Ledger
 from .index import SemanticIndex, Vectors
@@ -100,7 +99,8 @@ class MemLineageStore(BaseStore):
     record those returned as read by the session. ``search`` filters by namespace prefix and
     ``filter`` as ``InMemoryStore`` does and, with an ``index`` and a ``query``, ranks by
     cosine similarity (``item.score``); only the page returned is verified.
-    ``list_namespaces`` lists namespaces holding a live, non-quarantined item.
+    ``list_namespaces`` lists namespaces holding a live, non-quarantined item and records the
+    items behind each namespace listed as read by the session.
 
     ``index`` is LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``): values are
     embedded at ``put`` as ``InMemoryStore`` embeds them (spec/python.md §2.5). The vectors
@@ -286,7 +286,7 @@ class MemLineageStore(BaseStore):
             elif isinstance(op, SearchOp):
                 out.append(self._search(op, session, queries, embed))
             elif isinstance(op, ListNamespacesOp):
-                out.append(self._list_namespaces(op))
+                out.append(self._list_namespaces(op, session))
             elif isinstance(op, PutOp):
                 out.append(None)
             else:
@@ -327,15 +327,15 @@ class MemLineageStore(BaseStore):
             "embedding; search again"
         )
 
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = sorted(tuple(ns) for ns in self.ledger.item_namespaces())
-        if op.match_conditions:
-            namespaces = [
-                ns for ns in namespaces if all(_does_match(c, ns) for c in op.match_conditions)
-            ]
-        if op.max_depth is not None:
-            namespaces = sorted({ns[: op.max_depth] for ns in namespaces})
-        return namespaces[op.offset : op.offset + op.limit]
+    def _list_namespaces(self, op: ListNamespacesOp, session: str) -> list[tuple[str, ...]]:
+        # Listed in Rust, where the items behind each namespace shown are verified and recorded
+        # as read by the session: a namespace is text its items' writers chose (attack review
+        # 50: a listing that recorded nothing showed an injected IBAN as unsourced).
+        conditions = [(c.match_type, list(c.path)) for c in op.match_conditions or ()]
+        listed = self.ledger.item_namespaces(
+            session, conditions, op.max_depth, op.limit, op.offset
+        )
+        return [tuple(ns) for ns in listed]
 
 
 def _query_texts(ops: list[Op]) -> list[str]:

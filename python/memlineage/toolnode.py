@@ -47,11 +47,21 @@ def _artifact_text(artifact: Any) -> str:
 
 
 def _message_key(m: BaseMessage) -> str:
+    """How the node knows a message it recorded or produced: by its id (a ``ToolMessage`` by its
+    ``tool_call_id``) together with a hash of its type, content and artifact, else by the hash
+    alone. The id alone is not enough (attack review 50): a model whose runtime takes tool-call
+    ids from its output can reuse an id the node already answered, and another node's
+    ``ToolMessage`` under that id (an injected web page) passed as the node's own output and
+    was never recorded. A message whose content changed under the same id is recorded again."""
+    text = _text(m.content)
+    artifact = getattr(m, "artifact", None) if isinstance(m, ToolMessage) else None
+    if artifact is not None:
+        text = f"{text}\0{_artifact_text(artifact)}"
+    digest = hashlib.sha256(f"{m.type}\0{text}".encode()).hexdigest()
     if isinstance(m, ToolMessage) and m.tool_call_id:
-        return f"tool:{m.tool_call_id}"
+        return f"tool:{m.tool_call_id}:{digest}"
     if m.id:
-        return f"id:{m.id}"
-    digest = hashlib.sha256(f"{m.type}\0{_text(m.content)}".encode()).hexdigest()
+        return f"id:{m.id}:{digest}"
     return f"hash:{digest}"
 
 
@@ -190,19 +200,26 @@ class GatedToolNode(ToolNode):
         if verdict.get("decision") == "ask" and self._on_ask is not None:
             if self._on_ask(verdict) is True:
                 return session, None
-        seen.add(f"tool:{call_id}")
-        return session, ToolMessage(
+        refusal = ToolMessage(
             content=refusal_text(verdict),
             name=name,
             tool_call_id=call_id,
             status="error",
             artifact={"memlineage": verdict},
         )
+        with self._sync_lock:
+            seen.add(_message_key(refusal))
+        return session, refusal
 
     def _after(self, session: str, request: Any, result: Any) -> Any:
         call = request.tool_call
-        self._seen.setdefault(session, set()).add(f"tool:{call['id']}")
-        return self._record(session, call["name"], call.get("args") or {}, result)
+        out = self._record(session, call["name"], call.get("args") or {}, result)
+        # The messages as they reach the state (with any note appended): the node's own
+        # output, recorded above, is not recorded again as another node's.
+        with self._sync_lock:
+            seen = self._seen.setdefault(session, set())
+            seen.update(_message_key(m) for m in _tool_messages(out) or [])
+        return out
 
     def _sync(self, session: str, seen: set[str], state: Any) -> None:
         """Records the conversation's prompts and foreign tool outputs not recorded yet."""
@@ -233,7 +250,11 @@ class GatedToolNode(ToolNode):
                     self._ledger.record_prompt(session, _text(m.content))
             elif isinstance(m, ToolMessage):
                 tool, args = tools_of.get(m.tool_call_id, (m.name or "unknown", {}))
-                self._ledger.record_tool_result(session, tool or "unknown", args, _text(m.content))
+                tool = tool or "unknown"
+                self._ledger.record_tool_result(session, tool, args, _text(m.content))
+                # Its artifact reaches the state too, as for the node's own outputs (§4 step 5).
+                if m.artifact is not None:
+                    self._ledger.record_tool_result(session, tool, args, _artifact_text(m.artifact))
             seen.add(key)
 
     def _record(self, session: str, name: str, args: dict, result: Any) -> Any:

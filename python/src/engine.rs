@@ -8,16 +8,17 @@
 
 use crate::errors::BindError;
 use crate::items::{self, ItemIndex, Path};
+use crate::namespaces::{self, Listing};
 use crate::search::{self, Ranked};
 use crate::sessions::{Mark, SessionCache};
 use crate::vectors::Vector;
+use crate::verdicts;
 use memlineage::audit::{audit, reach_quarantine};
 use memlineage::forensics::receipt::{receipt, Cause};
-use memlineage::front::{session_context, Front, FrontError, Keys, Refusal, Session, Verdict};
-use memlineage::gate::DenyReason;
+use memlineage::front::{session_context, Front, Keys, Session};
 use memlineage::lineage::quarantine::Reach;
 use memlineage::log::LogVerifier;
-use memlineage::record::{EntryId, Kind, Parent, Role, Weight};
+use memlineage::record::{EntryId, Kind, Parent, Weight};
 use memlineage::retrieve::Outcome;
 use memlineage::store::Store;
 use serde_json::{json, Map, Value};
@@ -98,8 +99,10 @@ pub trait Engine: Send {
     fn item_embed(&mut self, vectors: Vec<(EntryId, Vec<Vector>)>) -> Result<(), BindError>;
     /// The current item at `path`, verified and recorded, if any.
     fn item_get(&mut self, session: &str, path: &Path) -> Result<Value, BindError>;
-    /// Every namespace holding a live, non-quarantined item, sorted.
-    fn item_namespaces(&mut self) -> Result<Value, BindError>;
+    /// The namespaces holding a live, non-quarantined item that `listing` shows
+    /// ([`namespaces::page`]); the items behind each are verified and recorded as read by
+    /// `session`, and a namespace none of whose items verifies is left out.
+    fn item_namespaces(&mut self, session: &str, listing: &Listing) -> Result<Value, BindError>;
     /// Number of entries in the log.
     fn len(&mut self) -> Result<u64, BindError>;
 }
@@ -259,7 +262,9 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
         entries: &[EntryId],
     ) -> Result<Value, BindError> {
         self.items.scan(self.front.ledger())?;
-        let out = self.front.retrieve(session, entries)?;
+        // Written to the ledger too: the session's file is not the only place that knows the
+        // read (attack review 50).
+        let out = self.front.retrieve_recorded(session, entries)?;
         let mut items = Vec::new();
         for o in out {
             let Outcome::Verified(r) = o else { continue };
@@ -279,6 +284,17 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
         }
         Ok(Value::Array(items))
     }
+}
+
+/// The live items of `items` in `InMemoryStore`'s order: current versions neither quarantined
+/// nor tombstoned (what `search` and `list_namespaces` show).
+fn live<'a, S: Store>(
+    items: &'a ItemIndex,
+    l: &'a memlineage::Ledger<S>,
+) -> impl Iterator<Item = (&'a Path, &'a items::Slot)> {
+    items
+        .in_order()
+        .filter(|(_, x)| !l.is_quarantined(&x.entry) && !l.is_tombstoned(&x.entry))
 }
 
 /// A label as the policy files spell it: `trusted`, `derived_trusted`, `derived_untrusted`,
@@ -312,7 +328,12 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
     }
 
     fn mark_unrecorded(&mut self, session: &str) -> Result<u64, BindError> {
-        self.with_session(session, |_, s| {
+        self.with_session(session, |c, s| {
+            // In the ledger too, when it takes it: the count lives only in the session's file
+            // (attack review 50). A ledger that cannot take it leaves the count alone.
+            let _ = c
+                .front
+                .record_unrecorded(s, "a tool output of this session");
             s.unrecorded = s.unrecorded.saturating_add(1);
             Ok(s.unrecorded)
         })
@@ -332,7 +353,8 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
 
     fn retrieve(&mut self, session: &str, ids: &[EntryId]) -> Result<Value, BindError> {
         self.with_session(session, |c, s| {
-            let out = c.front.retrieve(s, ids)?;
+            // Receipted in the ledger, as the store's reads (attack review 50).
+            let out = c.front.retrieve_recorded(s, ids)?;
             Ok(Value::Array(
                 out.into_iter()
                     .map(|o| match o {
@@ -364,76 +386,8 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
     ) -> Result<Value, BindError> {
         self.with_session(session, |c, s| {
             let checked = c.front.check(s, tool, args, &HashMap::new())?;
-            let sources: Map<String, Value> = checked
-                .call
-                .args
-                .iter()
-                .map(|(name, ids)| {
-                    let ids: Vec<String> = ids.iter().map(EntryId::to_string).collect();
-                    (name.clone(), json!(ids))
-                })
-                .collect();
-            let mut out = json!({
-                "tool": checked.call.tool,
-                "sensitive": checked.sensitive,
-                "allowed": checked.verdict.is_allow(),
-                "decision": match &checked.verdict {
-                    Verdict::Allow => "allow",
-                    Verdict::Ask(_) => "ask",
-                    Verdict::Deny(_) => "deny",
-                },
-                "classified": c.front.classifies(tool),
-                "sources": sources,
-                "reason": Value::Null, "param": Value::Null, "entry": Value::Null,
-                "deny": Value::Null, "path": [],
-            });
-            if let Verdict::Ask(r) = &checked.verdict {
-                out["reason"] = json!(format!("memlineage: ask {r}"));
-                out["param"] = json!(r.param);
-                out["entry"] = json!(r.read.to_string());
-                out["path"] = json!([c.hop(&r.read)]);
-            }
-            if let Verdict::Deny(r) = &checked.verdict {
-                out["reason"] = json!(r.to_string());
-                match r {
-                    Refusal::Gate(d) => {
-                        out["param"] = json!(d.param);
-                        out["entry"] = json!(d.entry.map(|e| e.to_string()));
-                        out["deny"] = json!(match d.reason {
-                            DenyReason::Untrusted { .. } => "untrusted",
-                            DenyReason::UnknownEntry => "unknown_entry",
-                            DenyReason::Tombstoned => "tombstoned",
-                            DenyReason::Quarantined => "quarantined",
-                            DenyReason::Unsourced => "unsourced",
-                            DenyReason::UntrustedOrigin { .. } => "untrusted_origin",
-                        });
-                        let mut path = d.path.clone();
-                        if path.is_empty() {
-                            path.extend(d.entry);
-                        }
-                        out["path"] = Value::Array(path.iter().map(|h| c.hop(h)).collect());
-                    }
-                    Refusal::Unrecorded { .. } => out["deny"] = json!("unrecorded"),
-                    Refusal::Unreadable { .. } => out["deny"] = json!("unreadable"),
-                    Refusal::Protected { .. } => out["deny"] = json!("protected"),
-                    Refusal::Composed(r) => {
-                        out["deny"] = json!("composed");
-                        out["param"] = json!(r.param);
-                        out["entry"] = json!(r.read.to_string());
-                    }
-                    Refusal::Stated(r) => {
-                        out["deny"] = json!("stated_and_untrusted");
-                        out["param"] = json!(r.param);
-                        out["entry"] = json!(r.read.to_string());
-                    }
-                    Refusal::UnseenStart { .. } => out["deny"] = json!("unseen_start"),
-                    Refusal::Secret { entry, .. } => {
-                        out["deny"] = json!("secret");
-                        out["entry"] = json!(entry.map(|e| e.to_string()));
-                    }
-                }
-            }
-            Ok(out)
+            let classified = c.front.classifies(tool);
+            Ok(verdicts::render(&checked, classified, |h| c.hop(h)))
         })
     }
 
@@ -638,12 +592,7 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
     ) -> Result<Value, BindError> {
         self.with_session(session, |c, s| {
             c.items.scan(c.front.ledger())?;
-            let l = c.front.ledger();
-            let live = c
-                .items
-                .in_order()
-                .filter(|(_, x)| !l.is_quarantined(&x.entry) && !l.is_tombstoned(&x.entry));
-            let page = match search::rank(live, req)? {
+            let page = match search::rank(live(&c.items, c.front.ledger()), req)? {
                 Ranked::Unembedded(ids) => {
                     let values: Vec<Value> = ids
                         .iter()
@@ -701,70 +650,39 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
         })
     }
 
-    fn item_namespaces(&mut self) -> Result<Value, BindError> {
-        let _held = self.enter()?;
-        self.items.scan(self.front.ledger())?;
-        let l = self.front.ledger();
-        let mut out: Vec<Vec<String>> = self
-            .items
-            .in_order()
-            .filter(|(_, s)| !l.is_quarantined(&s.entry) && !l.is_tombstoned(&s.entry))
-            .map(|(p, _)| p.0.clone())
-            .collect();
-        out.sort();
-        out.dedup();
-        Ok(json!(out))
+    fn item_namespaces(&mut self, session: &str, listing: &Listing) -> Result<Value, BindError> {
+        self.with_session(session, |c, s| {
+            c.items.scan(c.front.ledger())?;
+            let items = live(&c.items, c.front.ledger()).map(|(p, x)| (p, x.entry));
+            let page = namespaces::page(items, listing);
+            // A namespace is text its items' writers chose: shown only with those items read
+            // (attack review 50),
+            // each verified as a `get` verifies it (a version this handle verified that the
+            // session already read is not verified again, as a warm `get`).
+            let ids: Vec<EntryId> = page.iter().flat_map(|(_, es)| es.iter().copied()).collect();
+            let (known, fresh): (Vec<EntryId>, Vec<EntryId>) = ids
+                .into_iter()
+                .partition(|e| c.warm.contains(e) && s.has_read(e));
+            let mut read: HashSet<EntryId> = known.into_iter().collect();
+            for item in c.items_read(s, &fresh)?.as_array().into_iter().flatten() {
+                if let Some(id) = item["entry_id"]
+                    .as_str()
+                    .and_then(|i| EntryId::from_hex(i).ok())
+                {
+                    read.insert(id);
+                }
+            }
+            let shown: Vec<Vec<String>> = page
+                .into_iter()
+                .filter(|(_, es)| es.iter().all(|e| read.contains(e)))
+                .map(|(ns, _)| ns)
+                .collect();
+            Ok(json!(shown))
+        })
     }
 
     fn len(&mut self) -> Result<u64, BindError> {
         let _held = self.enter()?;
         Ok(self.front.ledger().len())
-    }
-}
-
-/// Keys in the ledger's key file (`LEDGER.key`), read afresh for a principal not seen yet and
-/// saved as soon as one is added, so that a long-lived process shares the file with the hooks
-/// and the CLI (the caller holds the key-file lock).
-#[derive(Debug)]
-pub struct LockedKeyFile {
-    path: PathBuf,
-    cache: HashMap<String, (Role, [u8; 32])>,
-}
-
-impl LockedKeyFile {
-    /// The key file at `path`.
-    pub fn new(path: PathBuf) -> Self {
-        LockedKeyFile {
-            path,
-            cache: HashMap::new(),
-        }
-    }
-}
-
-impl Keys for LockedKeyFile {
-    fn key(
-        &mut self,
-        name: &str,
-        role: Role,
-    ) -> Result<(memlineage::record::WriterKey, bool), FrontError> {
-        use memlineage::front::keystore::{KeyStore, KeyStoreError};
-        use memlineage::record::WriterKey;
-        match self.cache.get(name) {
-            Some((r, _)) if *r != role => {
-                return Err(KeyStoreError::RoleMismatch {
-                    name: name.to_string(),
-                }
-                .into())
-            }
-            Some((_, seed)) => return Ok((WriterKey::from_seed(seed), false)),
-            None => {}
-        }
-        let mut ks = KeyStore::load(&self.path)?;
-        let (k, _, created) = ks.principal(name, Some(role))?;
-        if created {
-            ks.save(&self.path)?;
-        }
-        self.cache.insert(name.to_string(), (role, k.seed()));
-        Ok((k, created))
     }
 }

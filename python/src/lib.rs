@@ -31,12 +31,16 @@ mod engine;
 mod errors;
 mod filter;
 mod items;
+mod keyfile;
+mod namespaces;
 mod search;
 mod sessions;
+mod verdicts;
 mod vectors;
 
-use engine::{AuditSource, Core, Engine, LockedKeyFile};
+use engine::{AuditSource, Core, Engine};
 use errors::BindError;
+use keyfile::LockedKeyFile;
 use sessions::SessionCache;
 
 /// Largest policy file read, in bytes (as the CLI).
@@ -513,9 +517,33 @@ impl PyLedger {
         self.run(py, |e| e.item_embed(out))
     }
 
-    /// Every namespace holding a live, non-quarantined item, sorted.
-    fn item_namespaces(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.run_json(py, |e| e.item_namespaces())
+    /// The namespaces holding a live, non-quarantined item that match every condition of
+    /// `conditions` (`(match_type, path)` pairs, `"prefix"` or `"suffix"`, `*` matching any
+    /// label), cut to `max_depth` labels, sorted, deduplicated, `offset..offset + limit`: as
+    /// `InMemoryStore.list_namespaces`. The items behind each namespace listed are verified
+    /// and recorded as read by `session` (a namespace is text its items' writers chose); a
+    /// namespace one of whose items fails verification is left out.
+    #[pyo3(signature = (session, conditions = Vec::new(), max_depth = None, limit = 100, offset = 0))]
+    fn item_namespaces(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        conditions: Vec<(String, Vec<String>)>,
+        max_depth: Option<usize>,
+        limit: usize,
+        offset: usize,
+    ) -> PyResult<Py<PyAny>> {
+        let conditions = conditions
+            .into_iter()
+            .map(|(kind, path)| Ok((namespaces::MatchType::parse(&kind)?, path)))
+            .collect::<Result<Vec<_>, BindError>>()?;
+        let listing = namespaces::Listing {
+            conditions,
+            max_depth,
+            limit,
+            offset,
+        };
+        self.run_json(py, |e| e.item_namespaces(session, &listing))
     }
 }
 

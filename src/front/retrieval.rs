@@ -69,6 +69,64 @@ impl<S: Store, K: Keys> Front<S, K> {
         Ok(shown)
     }
 
+    /// [`Front::retrieve`] whose retrieval is also written to the ledger: a context entry of
+    /// the agent principal for the session naming the verified entries, so that a session
+    /// rebuilt from the ledger ([`Front::catch_up`]) reads them again, as
+    /// [`Front::read_retrieved_view`] writes its receipt. For a front whose reads of existing
+    /// entries no entry written for the session holds (the Python store's `get`, `search` and
+    /// `list_namespaces`): before attack review 50 the session's record was the only place
+    /// that knew them, and a store-only attacker who deleted it (or put back the copy from
+    /// before the read) dropped the read, and the payment it tainted was allowed.
+    ///
+    /// # Errors
+    /// When no checkpoint can be produced, or the receipt cannot be written (then nothing is
+    /// read).
+    pub fn retrieve_recorded(
+        &mut self,
+        session: &mut Session,
+        ids: &[EntryId],
+    ) -> Result<Vec<Outcome>, FrontError> {
+        let intact = self.session_sealed(session);
+        let out = self.ledger.retrieve(ids)?;
+        let verified: Vec<EntryId> = out
+            .iter()
+            .filter_map(|o| match o {
+                Outcome::Verified(r) => Some(r.id),
+                _ => None,
+            })
+            .collect();
+        self.write_receipts(session, &verified)?;
+        for o in &out {
+            if let Outcome::Verified(r) = o {
+                session.read(r.id);
+                if let Some(t) = &r.text {
+                    self.index_mut().insert(r.id, haystack_of(&r.writer, t));
+                }
+            }
+        }
+        self.reseal(session, intact);
+        Ok(out)
+    }
+
+    /// Writes context entries of the agent for `session` whose parents are `ids` (at most
+    /// `MAX_PARENTS` each): what [`Front::catch_up`] reads back as the session's reads.
+    fn write_receipts(&mut self, session: &mut Session, ids: &[EntryId]) -> Result<(), FrontError> {
+        let receipts: Vec<Spec> = ids
+            .chunks(crate::record::MAX_PARENTS)
+            .map(|chunk| {
+                let parents = chunk
+                    .iter()
+                    .map(|id| (Ref::Entry(*id), Weight::ONE))
+                    .collect();
+                Spec::new(&self.agent, Role::Agent, Kind::Context, "").with_parents(parents)
+            })
+            .collect();
+        if !receipts.is_empty() {
+            self.write_batch(session, receipts)?;
+        }
+        Ok(())
+    }
+
     /// Reads a tool output that is nothing but a view of verified entries — the result of the
     /// memlineage MCP server's `ledger_retrieve` (`spec/mcp.md` §2.2), as the agent received it
     /// (`output`: the JSON object, or a text or content blocks holding it) — as those entries
@@ -128,22 +186,7 @@ impl<S: Store, K: Keys> Front<S, K> {
             }
         }
         let intact = self.session_sealed(session);
-        // The retrieval is recorded in the ledger as a context entry of the agent naming what
-        // was shown, so that the session's record is not the only place that knows it
-        // (`Front::catch_up` reads it back; spec/hooks.md §6).
-        let receipts: Vec<Spec> = ids
-            .chunks(crate::record::MAX_PARENTS)
-            .map(|chunk| {
-                let parents = chunk
-                    .iter()
-                    .map(|id| (Ref::Entry(*id), Weight::ONE))
-                    .collect();
-                Spec::new(&self.agent, Role::Agent, Kind::Context, "").with_parents(parents)
-            })
-            .collect();
-        if !receipts.is_empty() {
-            self.write_batch(session, receipts)?;
-        }
+        self.write_receipts(session, &ids)?;
         for o in got {
             if let Outcome::Verified(r) = o {
                 session.read(r.id);

@@ -86,15 +86,51 @@ impl<S: Store, K: Keys> Front<S, K> {
                  before memlineage's hooks saw it"
             ),
         };
+        self.write_unseen(session, intact, &why)?;
+        Ok(())
+    }
+
+    /// Writes, for an output of `session` that could not be recorded (`spec/hooks.md` §5), an
+    /// unseen-history entry ([`UNSEEN_HISTORY`], External) saying so, and adds it to the
+    /// reads, where it holds every value: what the session read is no longer known. The
+    /// caller counts the output in [`Session::unrecorded`] too, and that count refuses every
+    /// sensitive call; but it lives only in the session's record, and a store-only attacker
+    /// who deleted the record made the session's calls allowed again (attack review 50). The
+    /// entry is in the ledger, where [`Front::catch_up`] finds it again. Returns its id.
+    ///
+    /// # Errors
+    /// Keys and ledger failures (the ledger that could not take the output may not take this
+    /// either): nothing is written then and the session is unchanged.
+    pub fn record_unrecorded(
+        &mut self,
+        session: &mut Session,
+        why: &str,
+    ) -> Result<EntryId, FrontError> {
+        let intact = self.session_sealed(session);
+        self.write_unseen(
+            session,
+            intact,
+            &format!("an output could not be recorded: {why}"),
+        )
+    }
+
+    /// Writes an unseen-history entry saying `why`, adds it to the reads (the session's
+    /// `unseen` entry unless it has one) and reseals the session if it was `intact`.
+    fn write_unseen(
+        &mut self,
+        session: &mut Session,
+        intact: bool,
+        why: &str,
+    ) -> Result<EntryId, FrontError> {
         let text = format!("memlineage/unseen-history@v1: {why}");
         let a = self.write(
             session,
             Spec::new(UNSEEN_HISTORY, Role::External, Kind::Context, &text),
         )?;
         session.read(a.id);
-        session.unseen = Some(a.id);
+        session.unseen.get_or_insert(a.id);
         self.reseal(session, intact);
-        Ok(())
+        Ok(a.id)
     }
 
     /// Whether `session` has not been seen from its start and no unseen-history entry stands

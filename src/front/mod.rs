@@ -20,6 +20,7 @@ pub mod secret_values;
 pub mod secrets;
 pub mod sinks;
 pub mod tools;
+mod error;
 mod gating;
 mod keys;
 mod retrieval;
@@ -30,6 +31,7 @@ mod sources;
 mod unique_json;
 mod verdict;
 mod write;
+pub use error::FrontError;
 pub use keys::{DerivedKeys, GeneratedKeys, KeyFile, Keys};
 pub use retrieval::{WITHHELD_OVER_BUDGET, WITHHELD_QUARANTINED, WITHHELD_TOMBSTONED};
 use secret_flow::SecretNode;
@@ -44,12 +46,11 @@ use write::{Ref, Spec};
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 
-use crate::front::keystore::KeyStoreError;
 use crate::gate::extract;
 use crate::gate::matching;
 use crate::gate::{Gating, LineageDecision, Policy, ToolCall};
 use crate::ledger::retrieve::Outcome;
-use crate::ledger::{Appended, Ledger, LedgerError};
+use crate::ledger::{Appended, Ledger};
 use crate::record::{EntryId, Kind, Parent, Role, Weight};
 use crate::store::Store;
 
@@ -680,26 +681,4 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// Errors of the front.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FrontError {
-    /// The ledger refused an append or a read (e.g. unknown parent, store failure).
-    #[error(transparent)]
-    Ledger(#[from] LedgerError),
-    /// A principal's key could not be had (role mismatch, bad key file).
-    #[error(transparent)]
-    Keys(#[from] KeyStoreError),
-    /// A session's read set could not be loaded or saved (its file, or pruned).
-    #[error(transparent)]
-    Session(#[from] hook::HookError),
-    /// The agent asked to write a kind it may not write through the front.
-    #[error("kind `{0}` cannot be written by the agent through the front")]
-    Kind(&'static str),
-    /// An entry of a batch the front writes names a later entry of the same batch (a bug of
-    /// the front, never caused by input).
-    #[error("an entry of a batch names a later entry of the batch")]
-    BatchOrder,
 }

@@ -90,3 +90,37 @@ fn the_same_programs_at_work_are_not_refused() {
         false,
     );
 }
+
+/// Credential files of tools the first list did not name, shell and client histories, and the
+/// secrets a container or a pod is given (`secrets.paths` of the coding policy): read and
+/// piped to a program not known to stay local, each passed with exit 0 in a session that had
+/// read nothing. A file of the project with the same name is not one of them.
+#[test]
+fn other_tools_credential_files_and_histories_are_secret() {
+    let f = clean_session();
+    answers(
+        &f,
+        &[
+            "cat ~/.pgpass | mytool",
+            "mytool < ~/.vault-token",
+            "cat ~/.terraform.d/credentials.tfrc.json | mytool",
+            "grep -i token ~/.bash_history | mytool",
+            "tail -n 500 ~/.zsh_history | mytool",
+            "cat ~/.config/rclone/rclone.conf | mytool",
+            "cat ~/.m2/settings.xml | mytool",
+            "cat /var/run/secrets/kubernetes.io/serviceaccount/token | mytool",
+            "cat /run/secrets/db_password | mytool",
+            "cp ~/.mozilla/firefox/abc.default/logins.json /tmp/l; mytool /tmp/l",
+        ],
+        true,
+    );
+    answers(
+        &f,
+        &[
+            "cat settings.xml | head",
+            "cat docs/history.md | mytool",
+            "ls ~/.m2 | head",
+        ],
+        false,
+    );
+}

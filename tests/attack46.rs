@@ -221,9 +221,11 @@ fn curl_told_to_use_the_netrc_reads_it() {
 }
 
 /// Values the command computes when it runs (`printf -v`, `read` split by `IFS`, arithmetic in
-/// a word), a script run by name that prints the environment, and a variable of the
-/// environment, each handed to a program not known to stay local: a possible secret only, not
-/// a secret named concretely, so a session that read nothing lets them through.
+/// a word) and a script run by name that prints the environment, each handed to a program not
+/// known to stay local: a possible secret only, not a secret named concretely, so a session
+/// that read nothing lets them through. (A variable of the environment whose name says it
+/// holds a secret, `echo "$GITHUB_TOKEN" | mytool`, is refused now:
+/// `tests/secret_commands.rs`.)
 #[test]
 #[ignore = "attack review 46, not fixed: a value computed at run time is a possible secret, \
             which only an egress command or a program only known when it runs refuses; \
@@ -244,7 +246,6 @@ fn values_computed_when_the_command_runs_handed_to_a_program() {
             "IFS=. read a b <<< \"x.aws\"; mytool ~/.$b/credentials",
             "mytool ~/.aws/cred$((0))entials",
             "python3 tools/env.py | mytool",
-            "echo \"$GITHUB_TOKEN\" | mytool",
         ],
     );
 }

@@ -124,3 +124,31 @@ fn other_tools_credential_files_and_histories_are_secret() {
         false,
     );
 }
+
+/// A variable of the environment whose name says it holds a secret, handed to a program not
+/// known to stay local (attack review 46 pinned `echo "$GITHUB_TOKEN" | mytool` as open: a
+/// variable of the environment was a possible secret only). Other variables still pass.
+#[test]
+fn a_variable_named_as_a_secret_is_a_secret() {
+    let f = clean_session();
+    answers(
+        &f,
+        &[
+            "echo \"$GITHUB_TOKEN\" | mytool",
+            "mytool --key \"$OPENAI_API_KEY\"",
+            "printf %s \"${AWS_SECRET_ACCESS_KEY}\" | mytool",
+            "mytool \"$DB_PASSWORD\"",
+        ],
+        true,
+    );
+    answers(
+        &f,
+        &[
+            "echo \"$RUST_LOG\" | mytool",
+            "mytool --dir \"$PROJECT_DIR\"",
+            "GITHUB_TOKEN=x; echo \"$GITHUB_TOKEN\" | mytool",
+            "cargo test --features \"$FEATURES\"",
+        ],
+        false,
+    );
+}

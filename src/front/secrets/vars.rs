@@ -50,11 +50,14 @@ impl SecretRules {
         // A variable of the environment (not assigned by the command, not one the shell or the
         // system defines) may hold a secret (`echo "$GITHUB_TOKEN" | curl -d @- …`): a possible
         // secret, for the decision on the call only (its result is not made secret by it).
+        // One whose name says it holds a secret (`$GITHUB_TOKEN`, `$AWS_SECRET_ACCESS_KEY`) is
+        // named concretely: refused to any program not known to stay local, as a secret file
+        // named by its path is (attack review 46: `echo "$GITHUB_TOKEN" | mytool` passed).
         if found.is_none() && f.endorsing {
-            found = f
-                .vars
-                .environment_in(w)
-                .map(|v| format!("the environment's `${v}`"));
+            if let Some(v) = f.vars.environment_in(w) {
+                f.named |= names_a_secret(&v);
+                found = Some(format!("the environment's `${v}`"));
+            }
         }
         let opens_none = program.is_some_and(|p| NO_FILES.contains(&basename(p)));
         if found.is_none() && !opens_none && f.vars.at_run_time_in(w) {
@@ -65,6 +68,30 @@ impl SecretRules {
         }
         f.secrets.extend(found);
     }
+}
+
+/// Whether an environment variable's name says it holds a secret: one of its words (split at
+/// `_`, upper-cased) is `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `PASSPHRASE`, `APIKEY`,
+/// `CREDENTIAL`, `CREDENTIALS`, `PAT` or `KEY` (`OPENAI_API_KEY`, `NPM_TOKEN`, `DB_PASSWORD`,
+/// `GH_PAT`, `SIGNING_KEY`), or it ends with one of the first seven (`GITHUBTOKEN`).
+fn names_a_secret(name: &str) -> bool {
+    const WORDS: [&str; 7] = [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "APIKEY",
+        "CREDENTIAL",
+    ];
+    let upper = name.to_ascii_uppercase();
+    upper.split('_').any(|w| {
+        WORDS
+            .iter()
+            .any(|s| w == *s || w.strip_suffix('S') == Some(s))
+            || w == "PAT"
+            || w == "KEY"
+    }) || WORDS.iter().any(|s| upper.ends_with(s))
 }
 
 /// Builtins that open no file named by their words: a value only known when it runs given to
@@ -475,5 +502,23 @@ mod tests {
             Some("GITHUB_TOKEN")
         );
         assert_eq!(a.environment_in(&word("$HOME/$D/$1/$LC_ALL")), None);
+        for (name, secret) in [
+            ("GITHUB_TOKEN", true),
+            ("AWS_SECRET_ACCESS_KEY", true),
+            ("OPENAI_API_KEY", true),
+            ("DB_PASSWORD", true),
+            ("GH_PAT", true),
+            ("GITHUBTOKEN", true),
+            ("api_tokens", true),
+            ("GOOGLE_APPLICATION_CREDENTIALS", true),
+            ("RUST_LOG", false),
+            ("KEYBOARD_LAYOUT", false),
+            ("SSH_AUTH_SOCK", false),
+            ("PATH", false),
+            ("PWD", false),
+            ("MONKEY", false),
+        ] {
+            assert_eq!(names_a_secret(name), secret, "{name}");
+        }
     }
 }

@@ -5,7 +5,7 @@
 use super::unique_json::parse_unique;
 use super::write::{Ref, Spec};
 use super::{haystack_of, Front, FrontError, Keys, Session};
-use crate::ledger::retrieve::Outcome;
+use crate::ledger::retrieve::{Outcome, Retrieved};
 use crate::record::{EntryId, Kind, Role, Weight};
 use crate::store::Store;
 use serde_json::Value;
@@ -54,10 +54,7 @@ impl<S: Store, K: Keys> Front<S, K> {
                     let fits = size <= left;
                     if fits {
                         left -= size;
-                        session.read(r.id);
-                        if let Some(t) = &r.text {
-                            self.index_mut().insert(r.id, haystack_of(&r.writer, t));
-                        }
+                        self.read_shown(session, r);
                     }
                     fits
                 }
@@ -98,14 +95,20 @@ impl<S: Store, K: Keys> Front<S, K> {
         self.write_receipts(session, &verified)?;
         for o in &out {
             if let Outcome::Verified(r) = o {
-                session.read(r.id);
-                if let Some(t) = &r.text {
-                    self.index_mut().insert(r.id, haystack_of(&r.writer, t));
-                }
+                self.read_shown(session, r);
             }
         }
         self.reseal(session, intact);
         Ok(out)
+    }
+
+    /// Adds the verified entry `r` to the session's reads and its text to this front's index
+    /// of read texts: what every retrieval the agent is shown does with an entry it shows.
+    fn read_shown(&mut self, session: &mut Session, r: &Retrieved) {
+        session.read(r.id);
+        if let Some(t) = &r.text {
+            self.index_mut().insert(r.id, haystack_of(&r.writer, t));
+        }
     }
 
     /// Writes context entries of the agent for `session` whose parents are `ids` (at most
@@ -189,10 +192,7 @@ impl<S: Store, K: Keys> Front<S, K> {
         self.write_receipts(session, &ids)?;
         for o in got {
             if let Outcome::Verified(r) = o {
-                session.read(r.id);
-                if let Some(t) = &r.text {
-                    self.index_mut().insert(r.id, haystack_of(&r.writer, t));
-                }
+                self.read_shown(session, &r);
             }
         }
         self.reseal(session, intact);

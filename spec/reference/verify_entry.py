@@ -136,7 +136,8 @@ def read_head(data: bytes, pos: int) -> tuple[int, int, int]:
 
 
 def scan(data: bytes) -> None:
-    """§6.1: one well-formed item with deterministic heads, bounded nesting, nothing after it."""
+    """§6.1: one well-formed item with deterministic heads, UTF-8 text, bounded nesting, nothing
+    after it."""
     pos, stack, remaining = 0, [], 1  # stack: items left at each enclosing level
     while True:
         major, arg, pos = read_head(data, pos)
@@ -145,6 +146,11 @@ def scan(data: bytes) -> None:
         if major in (2, 3):
             if arg > left:
                 raise Reject("Truncated", "string longer than the input")
+            if major == 3:
+                try:
+                    data[pos:pos + arg].decode("utf-8")
+                except UnicodeDecodeError:
+                    raise Reject("Malformed", "text string is not valid UTF-8") from None
             pos += arg
         elif major == 4:
             children = arg
@@ -201,7 +207,7 @@ def decode_one(data: bytes) -> Any:
     scan(data)
     try:
         return decoder(io.BytesIO(data)).decode()
-    except Exception as e:  # after the scan: invalid UTF-8 in a text string
+    except Exception as e:  # defence in depth: the scan found every class cbor2 knows
         raise Reject("Malformed", str(e)) from None
 
 

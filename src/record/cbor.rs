@@ -10,20 +10,20 @@
 //!
 //! Decoding is strict: one item, no trailing bytes, keys strictly ascending, no unknown keys,
 //! and the bytes must equal the re-encoding of what was decoded ("decode, re-encode, compare"),
-//! which rejects non-shortest heads and indefinite lengths.
+//! which rejects non-shortest heads and indefinite lengths. The fields are read straight from
+//! the bytes by `reader.rs` after the scan of `scan.rs`, with no value tree; the earlier
+//! decoder, which let ciborium build a [`ciborium::Value`] first, is kept in `oracle.rs` (tests
+//! only) and the two are compared on random and mutated entries.
 
 use super::fields::{
     K_ATTRIBUTION, K_BINDING, K_CONTENT, K_CONTEXT, K_KIND, K_PARENTS, K_SOURCE, K_TARGET, K_TIME,
     K_VERSION, K_WRITER,
 };
+use super::reader::Reader;
 use super::{
     Attribution, EntryId, Hash32, KeyBinding, KeyId, Kind, Parent, ProvEntry, RecordError, Role,
     Weight, MAX_ENTRY_BYTES,
 };
-use ciborium::Value;
-
-/// Nesting limit for ciborium; the scan already bounded depth at `scan::MAX_DEPTH`.
-const RECURSION_LIMIT: usize = super::scan::MAX_DEPTH + 2;
 
 /// The deterministic CBOR payload of `entry` (`spec/record.md` §3).
 ///
@@ -38,8 +38,8 @@ pub fn encode_payload(entry: &ProvEntry) -> Vec<u8> {
 /// # Errors
 /// A [`RecordError`] naming the first problem. Does not panic on any input.
 pub fn decode_payload(bytes: &[u8]) -> Result<ProvEntry, RecordError> {
-    let value = decode_value(bytes)?;
-    let entry = payload_from_value(value)?;
+    check_item(bytes)?;
+    let entry = payload_from(bytes)?;
     entry.check()?;
     if encode_payload(&entry) != bytes {
         return Err(RecordError::NonCanonical);
@@ -47,141 +47,66 @@ pub fn decode_payload(bytes: &[u8]) -> Result<ProvEntry, RecordError> {
     Ok(entry)
 }
 
-/// Decodes exactly one CBOR item from `bytes`: size-bounded, then scanned (bounded depth, no
-/// indefinite lengths, shortest heads, no floats or simple values, no trailing bytes), then
-/// handed to ciborium.
-pub(crate) fn decode_value(bytes: &[u8]) -> Result<Value, RecordError> {
+/// Checks that `bytes` are exactly one CBOR item the typed readers may read: size-bounded,
+/// then scanned (bounded depth, no indefinite lengths, shortest heads, UTF-8 text, no floats
+/// or simple values, no trailing bytes; `scan.rs`).
+pub(crate) fn check_item(bytes: &[u8]) -> Result<(), RecordError> {
     if bytes.len() > MAX_ENTRY_BYTES {
         return Err(RecordError::TooLarge {
             got: bytes.len(),
             max: MAX_ENTRY_BYTES,
         });
     }
-    super::scan::scan_item(bytes)?;
-    let mut rest = bytes;
-    let value: Value = ciborium::de::from_reader_with_recursion_limit(&mut rest, RECURSION_LIMIT)
-        .map_err(|e| RecordError::Malformed {
-        reason: e.to_string(),
-    })?;
-    if !rest.is_empty() {
-        return Err(RecordError::TrailingBytes(rest.len()));
-    }
-    Ok(value)
+    super::scan::scan_item(bytes)
 }
 
-/// Reads a map with unsigned keys, requiring strictly ascending keys.
-pub(crate) fn strict_map(v: Value, field: &'static str) -> Result<Vec<(u64, Value)>, RecordError> {
-    let Value::Map(pairs) = v else {
-        return Err(RecordError::WrongType {
-            field,
-            want: "a map",
-        });
-    };
-    let mut out: Vec<(u64, Value)> = Vec::with_capacity(pairs.len());
-    for (k, v) in pairs {
-        let key = match k {
-            Value::Integer(i) => u64::try_from(i).map_err(|_| RecordError::UnknownField {
-                key: format!("{i:?}"),
-            })?,
-            other => {
-                return Err(RecordError::UnknownField {
-                    key: format!("{other:?}"),
-                })
-            }
-        };
-        if let Some((prev, _)) = out.last() {
-            if key == *prev {
-                return Err(RecordError::DuplicateKey(key));
-            }
-            if key < *prev {
-                return Err(RecordError::UnsortedKeys);
-            }
-        }
-        out.push((key, v));
-    }
-    Ok(out)
+/// The offsets of a map's values by key, in key order, from a map with unsigned keys in
+/// strictly ascending order (`spec/record.md` §6.3 step 3).
+fn strict_map(r: &mut Reader<'_>, field: &'static str) -> Result<Vec<(u64, usize)>, RecordError> {
+    let n = r.map(field)?;
+    r.keys(n)
 }
 
-pub(crate) fn as_u64(v: Value, field: &'static str) -> Result<u64, RecordError> {
-    match v {
-        Value::Integer(i) => u64::try_from(i).map_err(|_| RecordError::WrongType {
-            field,
-            want: "an unsigned integer",
-        }),
-        _ => Err(RecordError::WrongType {
-            field,
-            want: "an unsigned integer",
-        }),
-    }
-}
-
-pub(crate) fn as_bytes32(v: Value, field: &'static str) -> Result<[u8; 32], RecordError> {
-    match v {
-        Value::Bytes(b) => b.try_into().map_err(|_| RecordError::WrongType {
-            field,
-            want: "a 32-byte byte string",
-        }),
-        _ => Err(RecordError::WrongType {
-            field,
-            want: "a 32-byte byte string",
-        }),
-    }
-}
-
-fn parents_from(v: Value) -> Result<Vec<Parent>, RecordError> {
-    let Value::Array(items) = v else {
-        return Err(RecordError::WrongType {
-            field: "parents",
-            want: "an array",
-        });
-    };
-    if items.len() > super::MAX_PARENTS {
+fn parents_from(mut r: Reader<'_>) -> Result<Vec<Parent>, RecordError> {
+    let n = r.array("parents", "an array")?;
+    if n > super::MAX_PARENTS as u64 {
         return Err(RecordError::TooManyParents {
-            got: items.len(),
+            got: usize::try_from(n).unwrap_or(usize::MAX),
             max: super::MAX_PARENTS,
         });
     }
-    items
-        .into_iter()
-        .map(|item| {
-            let want = RecordError::WrongType {
-                field: "parents",
-                want: "an array of [id, weight] pairs",
-            };
-            let Value::Array(pair) = item else {
-                return Err(want);
-            };
-            let [id, w]: [Value; 2] = pair.try_into().map_err(|_| want)?;
+    (0..n)
+        .map(|_| {
+            const PAIR: &str = "an array of [id, weight] pairs";
+            if r.array("parents", PAIR)? != 2 {
+                return Err(RecordError::WrongType {
+                    field: "parents",
+                    want: PAIR,
+                });
+            }
             Ok(Parent {
-                id: EntryId(as_bytes32(id, "parents")?),
-                weight: Weight::new(as_u64(w, "parents")?)?,
+                id: EntryId(r.bytes32("parents")?),
+                weight: Weight::new(r.uint("parents")?)?,
             })
         })
         .collect()
 }
 
-fn binding_from(v: Value) -> Result<KeyBinding, RecordError> {
+fn binding_from(bytes: &[u8], mut r: Reader<'_>) -> Result<KeyBinding, RecordError> {
     let mut key = None;
     let mut role = None;
     let mut name = None;
-    for (k, v) in strict_map(v, "binding")? {
+    for (k, at) in strict_map(&mut r, "binding")? {
+        let mut v = Reader::at(bytes, at);
         match k {
-            1 => key = Some(KeyId(as_bytes32(v, "binding.key")?)),
+            1 => key = Some(KeyId(v.bytes32("binding.key")?)),
             2 => {
-                let code = as_u64(v, "binding.role")?;
+                let code = v.uint("binding.role")?;
                 role = Some(
                     Role::from_code(code).ok_or(RecordError::UnknownCode { what: "role", code })?,
                 );
             }
-            3 => match v {
-                Value::Text(s) => name = Some(s),
-                _ => {
-                    return Err(RecordError::WrongType {
-                        field: "binding.name",
-                        want: "a text string",
-                    })
-                }
-            },
+            3 => name = Some(v.text("binding.name")?.to_owned()),
             other => {
                 return Err(RecordError::UnknownField {
                     key: format!("binding.{other}"),
@@ -196,52 +121,49 @@ fn binding_from(v: Value) -> Result<KeyBinding, RecordError> {
     })
 }
 
-fn payload_from_value(v: Value) -> Result<ProvEntry, RecordError> {
-    let mut fields: [Option<Value>; 11] = Default::default();
-    for (k, v) in strict_map(v, "payload")? {
+/// The payload's fields read in key order from bytes [`check_item`] accepted; the encoding is
+/// compared by the caller.
+fn payload_from(bytes: &[u8]) -> Result<ProvEntry, RecordError> {
+    let mut fields: [Option<usize>; 11] = [None; 11];
+    let mut r = Reader::at(bytes, 0);
+    for (k, at) in strict_map(&mut r, "payload")? {
         let slot = fields
             .get_mut(k as usize)
             .filter(|_| k <= K_BINDING)
             .ok_or_else(|| RecordError::UnknownField { key: k.to_string() })?;
-        *slot = Some(v);
+        *slot = Some(at);
     }
-    let mut take = |k: u64, name: &'static str| {
+    let field = |k: u64, name: &'static str| {
         fields[k as usize]
-            .take()
+            .map(|at| Reader::at(bytes, at))
             .ok_or(RecordError::MissingField(name))
     };
-    let version = as_u64(take(K_VERSION, "version")?, "version")?;
+    let version = field(K_VERSION, "version")?.uint("version")?;
     if version != super::FORMAT_VERSION {
         return Err(RecordError::Version { got: version });
     }
-    let writer = KeyId(as_bytes32(take(K_WRITER, "writer")?, "writer")?);
-    let kind_code = as_u64(take(K_KIND, "kind")?, "kind")?;
+    let writer = KeyId(field(K_WRITER, "writer")?.bytes32("writer")?);
+    let kind_code = field(K_KIND, "kind")?.uint("kind")?;
     let kind = Kind::from_code(kind_code).ok_or(RecordError::UnknownCode {
         what: "kind",
         code: kind_code,
     })?;
-    let content_hash = Hash32(as_bytes32(
-        take(K_CONTENT, "content_hash")?,
-        "content_hash",
-    )?);
-    let source_hash = Hash32(as_bytes32(take(K_SOURCE, "source_hash")?, "source_hash")?);
-    let context_hash = Hash32(as_bytes32(
-        take(K_CONTEXT, "context_hash")?,
-        "context_hash",
-    )?);
-    let parents = parents_from(take(K_PARENTS, "parents")?)?;
-    let time_ms = as_u64(take(K_TIME, "time")?, "time")?;
-    let a_code = as_u64(take(K_ATTRIBUTION, "attribution")?, "attribution")?;
+    let content_hash = Hash32(field(K_CONTENT, "content_hash")?.bytes32("content_hash")?);
+    let source_hash = Hash32(field(K_SOURCE, "source_hash")?.bytes32("source_hash")?);
+    let context_hash = Hash32(field(K_CONTEXT, "context_hash")?.bytes32("context_hash")?);
+    let parents = parents_from(field(K_PARENTS, "parents")?)?;
+    let time_ms = field(K_TIME, "time")?.uint("time")?;
+    let a_code = field(K_ATTRIBUTION, "attribution")?.uint("attribution")?;
     let attribution = Attribution::from_code(a_code).ok_or(RecordError::UnknownCode {
         what: "attribution",
         code: a_code,
     })?;
-    let target = match take(K_TARGET, "target") {
-        Ok(v) => Some(EntryId(as_bytes32(v, "target")?)),
+    let target = match field(K_TARGET, "target") {
+        Ok(mut v) => Some(EntryId(v.bytes32("target")?)),
         Err(_) => None,
     };
-    let binding = match take(K_BINDING, "binding") {
-        Ok(v) => Some(binding_from(v)?),
+    let binding = match field(K_BINDING, "binding") {
+        Ok(v) => Some(binding_from(bytes, v)?),
         Err(_) => None,
     };
     Ok(ProvEntry {

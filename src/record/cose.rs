@@ -8,20 +8,11 @@
 //! Signatures are checked by [`super::verify`] (`spec/record.md` §2.3: canonical encodings, no
 //! small-order `A` or `R`, `S < L`, the cofactored equation), one at a time or in a batch.
 
-use super::cbor::{as_bytes32, decode_value, strict_map};
-use super::encode;
+use super::cbor::check_item;
+use super::encode::{self, PROTECTED_PREFIX, TAG_COSE_SIGN1};
+use super::reader::Reader;
 use super::verify::{self, Batch, PublicKey};
 use super::{EntryId, KeyId, ProvEntry, RecordError, WriterKey};
-use ciborium::Value;
-
-/// COSE header label `alg` (RFC 9052 §3.1).
-const HDR_ALG: u64 = 1;
-/// COSE header label `kid` (RFC 9052 §3.1).
-const HDR_KID: u64 = 4;
-/// COSE algorithm EdDSA (RFC 9053 §2.2).
-const ALG_EDDSA: i64 = -8;
-/// CBOR tag for COSE_Sign1 (RFC 9052 §2).
-const TAG_COSE_SIGN1: u64 = 18;
 
 /// A decoded, signature-checked entry: the only way to hold one is [`SignedEntry::sign`] or
 /// [`SignedEntry::decode`], so a value of this type always has valid, canonical bytes.
@@ -215,65 +206,61 @@ pub fn sig_structure(protected: &[u8], payload: &[u8]) -> Vec<u8> {
 
 type Parsed = (ProvEntry, Vec<u8>, Vec<u8>, [u8; 64]);
 
-/// Structural decoding without the signature check.
+/// Structural decoding without the signature check: the envelope is scanned
+/// (`cbor::check_item`), its four items read in place (`reader.rs`), the payload decoded by
+/// [`super::decode_payload`], and the bytes compared with the envelope re-encoded from what was
+/// read.
 fn parse(bytes: &[u8]) -> Result<Parsed, RecordError> {
-    let Value::Tag(TAG_COSE_SIGN1, inner) = decode_value(bytes)? else {
+    check_item(bytes)?;
+    let mut r = Reader::at(bytes, 0);
+    if r.tag()? != Some(TAG_COSE_SIGN1) {
         return Err(RecordError::WrongTag);
-    };
-    let Value::Array(items) = *inner else {
-        return Err(RecordError::WrongType {
-            field: "COSE_Sign1",
-            want: "an array of 4 items",
-        });
-    };
-    let [protected, unprotected, payload, signature]: [Value; 4] =
-        items.try_into().map_err(|_| RecordError::WrongType {
-            field: "COSE_Sign1",
-            want: "an array of 4 items",
-        })?;
-    let (Value::Bytes(protected), Value::Bytes(payload), Value::Bytes(signature)) =
-        (protected, payload, signature)
-    else {
-        return Err(RecordError::WrongType {
-            field: "COSE_Sign1",
-            want: "byte strings for protected, payload and signature",
-        });
-    };
-    match unprotected {
-        Value::Map(m) if m.is_empty() => {}
-        _ => return Err(RecordError::UnprotectedHeader),
     }
-    let kid = parse_protected(&protected)?;
+    const FOUR: &str = "an array of 4 items";
+    if r.array("COSE_Sign1", FOUR)? != 4 {
+        return Err(RecordError::WrongType {
+            field: "COSE_Sign1",
+            want: FOUR,
+        });
+    }
+    // Each item's offset; the types are checked in the order the format states them (byte
+    // strings first, then the empty unprotected header).
+    let mut at = [0usize; 4];
+    for slot in &mut at {
+        *slot = r.pos();
+        r.skip()?;
+    }
+    const BSTRS: &str = "byte strings for protected, payload and signature";
+    let bstr = |i: usize| Reader::at(bytes, at[i]).bytes("COSE_Sign1", BSTRS);
+    let (protected, payload, signature) = (bstr(0)?, bstr(2)?, bstr(3)?);
+    if Reader::at(bytes, at[1]).map("unprotected") != Ok(0) {
+        return Err(RecordError::UnprotectedHeader);
+    }
+    let kid = parse_protected(protected)?;
     let signature: [u8; 64] = signature.try_into().map_err(|_| RecordError::WrongType {
         field: "signature",
         want: "a 64-byte byte string",
     })?;
-    let entry = super::decode_payload(&payload)?;
+    let entry = super::decode_payload(payload)?;
     if entry.writer != kid {
         return Err(RecordError::WriterMismatch);
     }
-    if encode::envelope(&protected, &payload, &signature) != bytes {
+    if encode::envelope(protected, payload, &signature) != bytes {
         return Err(RecordError::NonCanonical);
     }
-    Ok((entry, protected, payload, signature))
+    Ok((entry, protected.to_vec(), payload.to_vec(), signature))
 }
 
+/// The `kid` of a protected header that is exactly `{1: -8, 4: kid}` in deterministic CBOR
+/// (`a2 01 27 04 58 20 ‖ kid`): the only encoding [`encode::protected`] writes, so any other
+/// bytes, whatever they decode to, are [`RecordError::BadProtectedHeader`].
 fn parse_protected(protected: &[u8]) -> Result<KeyId, RecordError> {
-    let map = strict_map(
-        decode_value(protected).map_err(|_| RecordError::BadProtectedHeader)?,
-        "protected",
-    )
-    .map_err(|_| RecordError::BadProtectedHeader)?;
-    let [(HDR_ALG, alg), (HDR_KID, kid)]: [(u64, Value); 2] = map
-        .try_into()
-        .map_err(|_| RecordError::BadProtectedHeader)?
-    else {
-        return Err(RecordError::BadProtectedHeader);
-    };
-    if alg != Value::Integer(ALG_EDDSA.into()) {
-        return Err(RecordError::BadProtectedHeader);
-    }
-    let kid = KeyId(as_bytes32(kid, "kid").map_err(|_| RecordError::BadProtectedHeader)?);
+    let kid: [u8; 32] = protected
+        .get(PROTECTED_PREFIX.len()..)
+        .filter(|_| protected.starts_with(&PROTECTED_PREFIX))
+        .and_then(|kid| kid.try_into().ok())
+        .ok_or(RecordError::BadProtectedHeader)?;
+    let kid = KeyId(kid);
     if encode::protected(&kid)[..] != protected[..] {
         return Err(RecordError::BadProtectedHeader);
     }

@@ -22,21 +22,21 @@ use super::{KeyId, ProvEntry};
 use std::ops::Range;
 
 /// CBOR major type 0: unsigned integer (RFC 8949 §3.1).
-const MAJOR_UINT: u8 = 0;
+pub(super) const MAJOR_UINT: u8 = 0;
 /// Major type 2: byte string.
-const MAJOR_BYTES: u8 = 2;
+pub(super) const MAJOR_BYTES: u8 = 2;
 /// Major type 3: text string.
-const MAJOR_TEXT: u8 = 3;
+pub(super) const MAJOR_TEXT: u8 = 3;
 /// Major type 4: array.
-const MAJOR_ARRAY: u8 = 4;
+pub(super) const MAJOR_ARRAY: u8 = 4;
 /// Major type 5: map.
-const MAJOR_MAP: u8 = 5;
+pub(super) const MAJOR_MAP: u8 = 5;
 /// Major type 6: tag.
-const MAJOR_TAG: u8 = 6;
+pub(super) const MAJOR_TAG: u8 = 6;
 
 /// The protected header `{1: -8, 4: h'<32 bytes>'}` before the kid: map(2), key 1 (`alg`),
 /// -8 (EdDSA, RFC 9053 §2.2), key 4 (`kid`), bstr head of length 32.
-const PROTECTED_PREFIX: [u8; 6] = [0xa2, 0x01, 0x27, 0x04, 0x58, 0x20];
+pub(super) const PROTECTED_PREFIX: [u8; 6] = [0xa2, 0x01, 0x27, 0x04, 0x58, 0x20];
 
 /// Length of the protected header: prefix plus the 32-byte kid.
 pub(crate) const PROTECTED_LEN: usize = PROTECTED_PREFIX.len() + 32;
@@ -45,7 +45,7 @@ pub(crate) const PROTECTED_LEN: usize = PROTECTED_PREFIX.len() + 32;
 const SIG_STRUCTURE_PREFIX: &[u8] = b"\x84\x6aSignature1";
 
 /// CBOR tag of COSE_Sign1 (RFC 9052 §2).
-const TAG_COSE_SIGN1: u64 = 18;
+pub(super) const TAG_COSE_SIGN1: u64 = 18;
 
 /// Appends a head of major type `major` with argument `n` in shortest form
 /// (RFC 8949 §3 and §4.2.1).
@@ -204,7 +204,7 @@ pub(crate) fn envelope(protected: &[u8], payload: &[u8], signature: &[u8; 64]) -
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::oracle;
     use super::super::{
         Attribution, EntryId, Hash32, KeyBinding, KeyId, Kind, Parent, ProvEntry, Role,
@@ -279,7 +279,7 @@ mod tests {
     /// Makes `e` pass [`ProvEntry::check`] while keeping its random field values where the
     /// rules allow: version 1, parents sorted and unique, the kind's own field only, a
     /// binding of a real key with a name of at most `MAX_NAME_BYTES`.
-    fn make_valid(mut e: ProvEntry, writer: &WriterKey) -> ProvEntry {
+    pub(in crate::record) fn make_valid(mut e: ProvEntry, writer: &WriterKey) -> ProvEntry {
         e.version = super::super::FORMAT_VERSION;
         e.writer = writer.key_id();
         e.parents.sort();
@@ -311,7 +311,7 @@ mod tests {
     }
 
     /// Any field values, valid or not: the encoders must agree on everything they are given.
-    fn entry() -> impl Strategy<Value = ProvEntry> {
+    pub(in crate::record) fn entry() -> impl Strategy<Value = ProvEntry> {
         let kind = prop::sample::select(KINDS.to_vec());
         let attribution = prop::sample::select(vec![
             Attribution::Coarse,

@@ -12,6 +12,9 @@ mod idmap;
 mod keys;
 #[cfg(test)]
 mod oracle;
+#[cfg(test)]
+mod oracle_decode;
+mod reader;
 mod scan;
 mod verify;
 
@@ -589,8 +592,8 @@ pub enum RecordError {
     /// A map key the format does not define.
     #[error("unknown field {key}")]
     UnknownField {
-        /// The key: in decimal (a key binding's prefixed with `binding.`), or in its CBOR debug
-        /// form when it is not an unsigned integer.
+        /// The key: in decimal (a key binding's prefixed with `binding.`; a negative integer
+        /// key too), or its CBOR major type when it is neither.
         key: String,
     },
     /// A required field is absent.

@@ -74,7 +74,7 @@ fn bytes32(b: &[u8; 32]) -> Value {
     Value::Bytes(b.to_vec())
 }
 
-fn payload_value(e: &ProvEntry) -> Value {
+pub(crate) fn payload_value(e: &ProvEntry) -> Value {
     let parents = e
         .parents
         .iter()

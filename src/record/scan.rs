@@ -8,8 +8,8 @@
 //! arguments not in their shortest form ([`RecordError::NonShortest`]), floats
 //! ([`RecordError::Float`]), simple values ([`RecordError::UnsupportedSimple`]), nesting deeper
 //! than the format needs ([`RecordError::TooDeep`]), reserved additional-information values
-//! 28..=30 and stray breaks ([`RecordError::Malformed`]), and bytes after the item
-//! ([`RecordError::TrailingBytes`]). Map key order and duplicates are checked by the typed
+//! 28..=30, stray breaks and text strings that are not UTF-8 ([`RecordError::Malformed`],
+//! RFC 8949 §3.1 major type 3), and bytes after the item ([`RecordError::TrailingBytes`]). Map key order and duplicates are checked by the typed
 //! decoder, which knows the keys are unsigned integers.
 
 use super::RecordError;
@@ -31,6 +31,15 @@ pub(crate) fn scan_item(bytes: &[u8]) -> Result<(), RecordError> {
     }
 }
 
+/// Scans one item at the start of `bytes` and returns its length in bytes (what follows it is
+/// not read).
+///
+/// # Errors
+/// As [`scan_item`], but for trailing bytes. Does not panic.
+pub(super) fn item_len(bytes: &[u8]) -> Result<usize, RecordError> {
+    scan_prefix(bytes)
+}
+
 /// Scans one item at the start of `bytes` and returns its length in bytes.
 fn scan_prefix(bytes: &[u8]) -> Result<usize, RecordError> {
     let mut pos = 0usize;
@@ -48,7 +57,14 @@ fn scan_prefix(bytes: &[u8]) -> Result<usize, RecordError> {
                     return Err(RecordError::Truncated);
                 }
                 // arg <= left <= usize::MAX, checked just above.
-                pos += head.arg as usize;
+                let end = pos + head.arg as usize;
+                let content = bytes.get(pos..end).ok_or(RecordError::Truncated)?;
+                if head.major == 3 && std::str::from_utf8(content).is_err() {
+                    return Err(RecordError::Malformed {
+                        reason: "text string is not valid UTF-8".into(),
+                    });
+                }
+                pos = end;
                 0
             }
             4 => head.arg,
@@ -80,13 +96,15 @@ fn scan_prefix(bytes: &[u8]) -> Result<usize, RecordError> {
     }
 }
 
-struct Head {
-    major: u8,
-    arg: u64,
-    len: usize,
+/// One CBOR head (RFC 8949 §3): major type, argument, and its length in bytes.
+pub(super) struct Head {
+    pub(super) major: u8,
+    pub(super) arg: u64,
+    pub(super) len: usize,
 }
 
-fn read_head(bytes: &[u8], pos: usize) -> Result<Head, RecordError> {
+/// The head at offset `pos` of `bytes`, checked as [`scan_item`] checks every head.
+pub(super) fn read_head(bytes: &[u8], pos: usize) -> Result<Head, RecordError> {
     let &initial = bytes.get(pos).ok_or(RecordError::Truncated)?;
     let (major, minor) = (initial >> 5, initial & 0x1f);
     if major == 7 {
@@ -196,5 +214,13 @@ mod tests {
         );
         let ok = [vec![0x81; MAX_DEPTH - 2], vec![0x00]].concat();
         assert_eq!(scan_item(&ok), Ok(()));
+        // Text must be UTF-8; byte strings may hold anything.
+        assert_eq!(scan_item(&[0x62, 0xc3, 0xa9]), Ok(()));
+        assert!(matches!(
+            scan_item(&[0x82, 0x62, 0xc3, 0x28, 0x00]),
+            Err(RecordError::Malformed { .. })
+        ));
+        assert_eq!(scan_item(&[0x42, 0xc3, 0x28]), Ok(()));
+        assert_eq!(item_len(&[0x82, 0x01, 0x02, 0xff, 0xff]), Ok(3));
     }
 }

@@ -469,6 +469,7 @@ fn audit(c: &mut Criterion, fx: &mut Fixture) {
             stored_label: Some(m.label),
             stored_kind: Some(m.kind),
             stored_id: Some(m.id),
+            stored_context: None,
             content: store.content_at(m.index).expect("read"),
         })
         .collect();

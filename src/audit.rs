@@ -15,7 +15,8 @@ use crate::lineage::state::{Content, Known, LineageState};
 use crate::lineage::{Label, LabelPolicy};
 use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
 use crate::record::{
-    decode_on_all_cores, parse_unverified, EntryId, KeyId, Kind, Parent, RecordError, SignedEntry,
+    decode_on_all_cores, parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, RecordError,
+    SignedEntry,
 };
 use std::collections::HashMap;
 
@@ -90,6 +91,10 @@ pub struct AuditItem {
     pub stored_kind: Option<Kind>,
     /// The id the store's row claims (the `id` column a ledger looks entries up by).
     pub stored_id: Option<EntryId>,
+    /// The context hash the store's row claims (the `context` column of the context index,
+    /// `spec/storage.md` §4.5); `None` where the row has none (a candidate of every lookup) or
+    /// the source keeps no such column.
+    pub stored_context: Option<Hash32>,
     /// The content stored beside the entry.
     pub content: Option<Vec<u8>>,
 }
@@ -139,6 +144,16 @@ pub enum Problem {
     IdMismatch {
         /// What the store's row claimed.
         stored: EntryId,
+    },
+    /// The context hash stored in the entry's row differs from the signed one: the context
+    /// index (`spec/storage.md` §4.5) no longer finds the entry for its session, which a
+    /// store-only attacker uses to hide a session's read (attack review 52).
+    #[error("stored context {stored} differs from the signed context {signed}")]
+    ContextMismatch {
+        /// What the store's row claimed.
+        stored: Hash32,
+        /// What the signed bytes say.
+        signed: Hash32,
     },
 }
 
@@ -400,6 +415,14 @@ where
                         index,
                         id,
                         problem: Problem::KindMismatch { stored, signed },
+                    });
+                }
+                let signed = s.entry().context_hash;
+                if let Some(stored) = item.stored_context.filter(|c| *c != signed) {
+                    report.failures.push(AuditFailure {
+                        index,
+                        id,
+                        problem: Problem::ContextMismatch { stored, signed },
                     });
                 }
             }

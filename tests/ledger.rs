@@ -1058,6 +1058,7 @@ fn sqlite_range_reads_equal_single_reads() {
                 stored_label: Some(meta.label),
                 stored_kind: Some(meta.kind),
                 stored_id: Some(meta.id),
+                stored_context: None,
                 content,
             })
         })

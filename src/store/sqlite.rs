@@ -134,6 +134,17 @@ impl SqliteStore {
     /// I/O errors; [`StoreError::Corrupt`] when indexes do not run contiguously from `from` or a
     /// stored code is unknown.
     pub fn entries_from(&self, from: u64, limit: usize) -> Result<Vec<StoredEntry>, StoreError> {
+        let rows = self.audit_rows_from(from, limit)?;
+        Ok(rows.into_iter().map(|(entry, _)| entry).collect())
+    }
+
+    /// [`SqliteStore::entries_from`] with each row's `context` column (`None` when NULL), which
+    /// the audit compares with the signed context hash (`spec/storage.md` §4.5).
+    fn audit_rows_from(
+        &self,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<(StoredEntry, Option<Hash32>)>, StoreError> {
         let (Ok(from_i), Ok(limit_i)) = (i64::try_from(from), i64::try_from(limit)) else {
             return Ok(Vec::new());
         };
@@ -142,8 +153,8 @@ impl SqliteStore {
         // is none; a row with NULL bytes reads as 0, which `blob` refuses as `content_at` does.
         let mut stmt = self.conn.prepare_cached(
             "SELECT e.idx, e.id, e.kind, e.label, e.tag, e.cose, \
-             (SELECT ifnull(c.bytes, 0) FROM content c WHERE c.hash = e.content_hash LIMIT 1) \
-             FROM entries e WHERE e.idx >= ?1 ORDER BY e.idx LIMIT ?2",
+             (SELECT ifnull(c.bytes, 0) FROM content c WHERE c.hash = e.content_hash LIMIT 1), \
+             e.context FROM entries e WHERE e.idx >= ?1 ORDER BY e.idx LIMIT ?2",
         )?;
         let mut rows = stmt.query([from_i, limit_i])?;
         let mut out = Vec::new();
@@ -151,16 +162,21 @@ impl SqliteStore {
             let meta = meta_row(row, from + out.len() as u64)?;
             let cose = blob(row.get_ref(5)?, "entries.cose")?.to_vec();
             let content = match row.get_ref(6)? {
-                rusqlite::types::ValueRef::Null => None,
+                ValueRef::Null => None,
                 v => Some(blob(v, "content.bytes")?.to_vec()),
             };
-            out.push((meta, cose, content));
+            let context = match row.get_ref(7)? {
+                ValueRef::Null => None,
+                v => Some(Hash32(blob32(v, "entries.context")?)),
+            };
+            out.push(((meta, cose, content), context));
         }
         Ok(out)
     }
 
     /// This ledger's entries as [`AuditItem`]s for [`crate::audit::audit`], in index order,
-    /// read [`AUDIT_CHUNK`] at a time with [`SqliteStore::entries_from`] (one query per chunk;
+    /// read [`AUDIT_CHUNK`] at a time as [`SqliteStore::entries_from`] reads them, each with its
+    /// `context` column (one query per chunk;
     /// the audit reads the next chunk while the pool checks the signatures of this one). A read
     /// error is the last item. The store reads for the audit; the audit never opens a store.
     pub fn audit_items(&self) -> impl Iterator<Item = Result<AuditItem, StoreError>> + '_ {
@@ -172,7 +188,7 @@ impl SqliteStore {
                 return None;
             }
             if buffered.len() == 0 {
-                match self.entries_from(next, AUDIT_CHUNK) {
+                match self.audit_rows_from(next, AUDIT_CHUNK) {
                     Ok(rows) => {
                         next += rows.len() as u64;
                         buffered = rows.into_iter();
@@ -183,12 +199,13 @@ impl SqliteStore {
                     }
                 }
             }
-            buffered.next().map(|(meta, cose, content)| {
+            buffered.next().map(|((meta, cose, content), context)| {
                 Ok(AuditItem {
                     cose,
                     stored_label: Some(meta.label),
                     stored_kind: Some(meta.kind),
                     stored_id: Some(meta.id),
+                    stored_context: context,
                     content,
                 })
             })

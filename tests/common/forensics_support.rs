@@ -68,6 +68,7 @@ pub fn audit_with_content<S: Store>(l: &mut Ledger<S>, with_content: bool) -> Au
             stored_label: None,
             stored_kind: None,
             stored_id: None,
+            stored_context: None,
             content: if with_content {
                 store.content_at(i).unwrap()
             } else {

@@ -7,12 +7,21 @@
 //!   state directory). The spec says `memlineage verify`, which reads every row, is where such
 //!   an edit shows; it read neither the column nor anything but the label, kind and id, and
 //!   said OK.
+//! - A session whose record is gone (deleted beside the ledger, without the hooks' state
+//!   directory) takes its reads from the context index, which lists the rows the store holds:
+//!   a row deleted from the middle of the log (no effects, so the seal does not see it) was
+//!   simply not a candidate, and the injected bill disappeared from the session. Catch-up of a
+//!   session with a record reads every index and counts a missing one as a read that holds
+//!   every value; the lookup of a session without one did not.
 
 use std::path::Path;
 
 #[path = "common/cli_support.rs"]
 mod cli_support;
+#[path = "common/recorded.rs"]
+mod recorded;
 use cli_support::{fails, ok, run};
+use recorded::Recorded;
 
 fn ledger_with_one_prompt(d: &Path) -> rusqlite::Connection {
     ok(&run(&["init", "l.db"], d, None));
@@ -49,4 +58,52 @@ fn verify_names_a_row_whose_context_column_was_rewritten() {
         .unwrap();
     drop(c);
     ok(&run(&["verify", "l.db"], d, None));
+}
+
+/// The injected session's record deleted and the bill's row deleted from the middle of the
+/// log (an entry appended after it, so the tree keeps its size and the seal its chain): the
+/// in-process hook (what runs when the resident server is not up: the attacker removes its
+/// socket and it exits) rebuilt the session from the context index, found no bill, and both
+/// payments were allowed, exit 0.
+#[test]
+fn a_row_deleted_under_a_deleted_session_record_still_taints_the_session() {
+    let r = Recorded::new();
+    let line = br#"{"writer":"alice","role":"user","kind":"prompt","content":"later"}"#;
+    ok(&run(&["append", "l.db"], r.dir.path(), Some(line)));
+    r.assert_payments_refused_in_process("the bill recorded");
+    let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
+    let record = r.path(&format!("l.db.sessions/{session}.json"));
+    std::fs::remove_file(&record).unwrap();
+    r.assert_payments_refused_in_process("the record deleted");
+    // That load saved the record it rebuilt (with the bill): deleted again below.
+    let c = rusqlite::Connection::open(r.path("l.db")).unwrap();
+    let (bill, size): (i64, i64) = c
+        .query_row(
+            "SELECT (SELECT idx FROM entries WHERE kind = 1), (SELECT max(idx) + 1 FROM entries)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert!(bill + 1 < size, "the bill is not the last entry");
+    c.execute("DELETE FROM entries WHERE idx = ?1", [bill])
+        .unwrap();
+    drop(c);
+    std::fs::remove_file(&record).unwrap();
+    r.assert_payments_refused_in_process("the record and the bill's row deleted");
+    // Every row of the session deleted: the lookup finds nothing and the session looks new,
+    // but it holds no start marker either, so its sensitive calls stay refused (`spec/hooks.md`
+    // §3.1).
+    let c = rusqlite::Connection::open(r.path("l.db")).unwrap();
+    let context: Vec<u8> = c
+        .query_row(
+            "SELECT context FROM entries WHERE kind = 0 AND idx < ?1",
+            [bill],
+            |row| row.get(0),
+        )
+        .unwrap();
+    c.execute("DELETE FROM entries WHERE context = ?1", [context])
+        .unwrap();
+    drop(c);
+    let _ = std::fs::remove_file(&record);
+    r.assert_payments_refused_in_process("every row of the session deleted");
 }

@@ -62,10 +62,13 @@ impl<S: Store, K: Keys> Front<S, K> {
     /// added as a read that cannot be shown not to hold any value (fail closed).
     ///
     /// Cost: one verified read per entry the record has not seen; with no record, one per
-    /// entry of the session (and per row stored without a context hash).
+    /// entry of the session (and per row stored without a context hash), and, when the ledger
+    /// holds any, a count of the store's rows.
     ///
     /// # Errors
-    /// Ledger failures other than an entry that does not verify.
+    /// Ledger failures other than an entry that does not verify; with no record, a store
+    /// whose rows do not chain ([`crate::Ledger::check_rows_chain`]: a deleted row may have
+    /// been one of the session's reads).
     pub fn catch_up(&mut self, session: &mut Session) -> Result<(), FrontError> {
         let len = self.ledger.len();
         if session.seen >= len && !session.is_fresh() {
@@ -74,7 +77,15 @@ impl<S: Store, K: Keys> Front<S, K> {
         let intact = self.session_sealed(session);
         let want = session_context(&session.id);
         if session.is_fresh() {
-            for (index, e) in self.ledger.context_entries(&want, len)? {
+            let found = self.ledger.context_entries(&want, len)?;
+            // The lookup lists the rows the store holds: a row deleted from the middle of the
+            // log (no effects, so the seal does not see it) is no candidate, where the walk
+            // below counts it as a read. A session the ledger holds entries of is rebuilt only
+            // from a store whose rows chain (attack review 52; O(n), once per rebuilt record).
+            if !found.is_empty() {
+                self.ledger.check_rows_chain()?;
+            }
+            for (index, e) in found {
                 self.take_read(session, index, e);
             }
         } else {

@@ -71,6 +71,7 @@ fn a_row_deleted_under_a_deleted_session_record_still_taints_the_session() {
     let line = br#"{"writer":"alice","role":"user","kind":"prompt","content":"later"}"#;
     ok(&run(&["append", "l.db"], r.dir.path(), Some(line)));
     r.assert_payments_refused_in_process("the bill recorded");
+    r.assert_payments_refused("the bill recorded, served");
     let session = hex::encode(memlineage::record::Hash32::digest(b"9a7e33f2-claude-injected").0);
     let record = r.path(&format!("l.db.sessions/{session}.json"));
     std::fs::remove_file(&record).unwrap();
@@ -90,6 +91,9 @@ fn a_row_deleted_under_a_deleted_session_record_still_taints_the_session() {
     drop(c);
     std::fs::remove_file(&record).unwrap();
     r.assert_payments_refused_in_process("the record and the bill's row deleted");
+    // Through a resident server that counted the rows before they were deleted too.
+    let _ = std::fs::remove_file(&record);
+    r.assert_payments_refused("the record and the bill's row deleted, served");
     // Every row of the session deleted: the lookup finds nothing and the session looks new,
     // but it holds no start marker either, so its sensitive calls stay refused (`spec/hooks.md`
     // §3.1).

@@ -8,21 +8,6 @@ impl Store for PgStore {
         self.call(|c| async move { tree_size(&c).await })
     }
 
-    /// The integrated rows, counted by the server (the default read every row's metadata into
-    /// memory: about 80 bytes an entry, 800 MB at 10 million). Indexes are unique and not
-    /// negative, so the count is the tree size exactly when no row below it is missing.
-    fn entry_count(&self) -> Result<u64, StoreError> {
-        self.call(|c| async move {
-            let row = c
-                .query_one(
-                    "SELECT count(*) FROM entries WHERE idx < (SELECT size FROM tree_state)",
-                    &[],
-                )
-                .await?;
-            to_u64(row.try_get(0)?, "count(entries)")
-        })
-    }
-
     /// Checks, stores and integrates a numbered, hashed batch in one transaction (locking
     /// `sequencer` then `tree_state`). Besides the checks every store makes, the given tree
     /// hashes must be the RFC 6962 hashes of the ids ([`StoreError::WrongHashes`]).

@@ -5,14 +5,15 @@
 //!   context index (`spec/storage.md` §4.5): rewriting it hides the row from the lookup of its
 //!   session, which is the open gap of `gate.md` §7 (with the session's record deleted, and no
 //!   state directory). The spec says `memlineage verify`, which reads every row, is where such
-//!   an edit shows; it read neither the column nor anything but the label, kind and id, and
-//!   said OK.
+//!   an edit shows; it compared the row's label, kind and id columns with the signed bytes,
+//!   not this one, and said OK.
 //! - A session whose record is gone (deleted beside the ledger, without the hooks' state
 //!   directory) takes its reads from the context index, which lists the rows the store holds:
 //!   a row deleted from the middle of the log (no effects, so the seal does not see it) was
 //!   simply not a candidate, and the injected bill disappeared from the session. Catch-up of a
 //!   session with a record reads every index and counts a missing one as a read that holds
-//!   every value; the lookup of a session without one did not.
+//!   every value; the lookup of a session without one did not. Both payments were allowed,
+//!   exit 0, in process and through a resident server that had counted the rows before.
 
 use std::path::Path;
 

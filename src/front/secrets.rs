@@ -31,6 +31,7 @@ mod commands;
 mod copies;
 mod endorsed;
 mod environment;
+mod form;
 mod hosts;
 mod inline;
 mod interpreters;

@@ -3,6 +3,7 @@
 //! variables and `cd`.
 
 use super::environment::dumped;
+use super::form::handed_files;
 use super::hosts::{built_url, destinations};
 use super::servers::{file_server, loopback, served_word};
 use super::stores::printed;
@@ -516,8 +517,8 @@ impl SecretRules {
         None
     }
 
-    /// Whether `w`, which names a secret, names it concretely: as a path, or after its last
-    /// `=` or `@` (`-F f=@.env`), with no part only known when it runs (`$HOME` and `~` are the
+    /// Whether `w`, which names a secret, names it concretely: as a path, or after `=`, `@`
+    /// or `<` (`-F f=@.env`, [`handed_files`]), with no part only known when it runs (`$HOME` and `~` are the
     /// home directory), or as a pattern in a literal directory that matches a secret file there
     /// now (`~/.aws/cred*`).
     pub(super) fn concrete(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> bool {
@@ -530,39 +531,23 @@ impl SecretRules {
                     .any(|e| self.secret_at(&Candidate::Path(e), r).is_some())
             }),
         };
-        names(w)
-            || ['=', '@'].iter().any(|cut| {
-                w.pieces
-                    .iter()
-                    .rposition(|x| *x == Piece::Lit(*cut))
-                    .is_some_and(|p| {
-                        p + 1 < w.pieces.len()
-                            && names(&Word {
-                                pieces: w.pieces[p + 1..].to_vec(),
-                            })
-                    })
-            })
+        names(w) || handed_files(w).iter().any(names)
     }
 
-    /// The secret a word names: the word as a path, the value after `=` or `@` in it
-    /// (`of=F`, `-F f=@F`, `-d @F`), and path-like pieces of inline code.
+    /// The secret a word names: the word as a path, the value after `=`, `@` or `<` in it
+    /// (`of=F`, `-F f=@F`, `-d @F`, [`handed_files`]), and path-like pieces of inline code.
     pub(super) fn word_secret(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> Option<String> {
         if let Some(s) = self.secret_at(&candidate(w, cwd, self.home.as_deref()), r) {
             if !w.all_unknown() {
                 return Some(s);
             }
         }
-        // The pieces after the last `=` or `@`, expansions kept (`f=@"$HOME"/.aws/…`).
-        for cut in ['=', '@'] {
-            if let Some(p) = w.pieces.iter().rposition(|x| *x == Piece::Lit(cut)) {
-                let rest = Word {
-                    pieces: w.pieces[p + 1..].to_vec(),
-                };
-                if !rest.pieces.is_empty() && !rest.all_unknown() {
-                    if let Some(s) = self.secret_at(&candidate(&rest, cwd, self.home.as_deref()), r)
-                    {
-                        return Some(s);
-                    }
+        // The pieces after `=`, `@` or `<`, expansions kept (`f=@"$HOME"/.aws/…`), and the
+        // files of a form field (`f=@.env;type=text/plain`).
+        for rest in handed_files(w) {
+            if !rest.all_unknown() {
+                if let Some(s) = self.secret_at(&candidate(&rest, cwd, self.home.as_deref()), r) {
+                    return Some(s);
                 }
             }
         }

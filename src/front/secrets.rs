@@ -36,9 +36,11 @@ mod hosts;
 mod inline;
 mod interpreters;
 mod local;
+mod moves;
 mod projects;
 mod rc;
 mod scripts;
+mod searches;
 mod servers;
 mod stores;
 mod vars;
@@ -277,6 +279,9 @@ impl SecretRules {
             let r = Resolver::default();
             for s in strings {
                 if let Some(found) = self.secret_str(s, Some(cwd), &r) {
+                    return Some(found);
+                }
+                if let Some(found) = self.searched_secret(&bare, s, cwd) {
                     return Some(found);
                 }
             }

@@ -318,6 +318,7 @@ impl SecretRules {
         };
         let prog = basename(&prog).to_string();
         let rest = &words[i + 1..];
+        f.egress.extend(self.moved_away(&prog, rest, files, cwd, r));
         let lits: Vec<String> = rest.iter().map(|w| w.squeezed()).collect();
         if !super::local::is_local(&prog_word.literal().unwrap_or_default(), &lits)
             && !self
@@ -501,20 +502,26 @@ impl SecretRules {
         {
             return None;
         }
+        if let Some(found) = self.anchored_under(&dir) {
+            return Some(found);
+        }
+        self.secret.iter().find_map(|(name, _, _)| {
+            let plain = !name.contains(['/', '*', '?']);
+            (plain && dir.join(name).is_file()).then(|| dir.join(name).display().to_string())
+        })
+    }
+
+    /// A secret glob anchored at `/` or `~/` that lies under the directory `dir`.
+    pub(super) fn anchored_under(&self, dir: &Path) -> Option<String> {
         let mut under: Vec<Pat> = dir.to_string_lossy().chars().map(Pat::Ch).collect();
         under.push(Pat::Ch('/'));
         under.push(Pat::Any);
-        for (name, g, _) in &self.secret {
-            let anchored = name.starts_with('/') || name.starts_with("~/");
-            if anchored && overlaps(g, &under) {
-                return Some(format!("{} (under {})", name, dir.display()));
-            }
-            let plain = !name.contains(['/', '*', '?']);
-            if plain && dir.join(name).is_file() {
-                return Some(dir.join(name).display().to_string());
-            }
-        }
-        None
+        self.secret
+            .iter()
+            .find(|(name, g, _)| {
+                (name.starts_with('/') || name.starts_with("~/")) && overlaps(g, &under)
+            })
+            .map(|(name, _, _)| format!("{} (under {})", name, dir.display()))
     }
 
     /// Whether `w`, which names a secret, names it concretely: as a path, or after `=`, `@`

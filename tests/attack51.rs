@@ -285,6 +285,7 @@ fn a_secret_moved_to_an_innocent_name_is_refused() {
             "git mv .env docs/notes.txt",
             "mv .env \"docs/$N.txt\"",
             "mv .env --target-directory=docs",
+            "mv ~/.aws docs/cfg",
         ],
     );
     none_refused(

@@ -318,7 +318,10 @@ impl SecretRules {
         };
         let prog = basename(&prog).to_string();
         let rest = &words[i + 1..];
-        f.egress.extend(self.moved_away(&prog, rest, files, cwd, r));
+        if let Some((moved, secret)) = self.moved_away(&prog, rest, files, cwd, r) {
+            f.egress.push(moved);
+            f.secrets.push(secret);
+        }
         let lits: Vec<String> = rest.iter().map(|w| w.squeezed()).collect();
         if !super::local::is_local(&prog_word.literal().unwrap_or_default(), &lits)
             && !self

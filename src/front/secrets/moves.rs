@@ -13,9 +13,9 @@ use std::path::Path;
 
 impl SecretRules {
     /// The send of `mv` (or `git mv`) with arguments `rest` (after the program word; `files`,
-    /// its redirections' files, left out) when a source it moves names a secret and where it
-    /// lands does not: a destination only known when it runs, or `--target-directory=DIR`,
-    /// counts as such a name.
+    /// its redirections' files, left out) when a source it moves names a secret, or is a
+    /// directory under which an anchored secret glob lies, and where it lands does not: a destination only known when it runs, or `--target-directory=DIR`,
+    /// counts as such a name. With the send, the secret it moves (which the call reads).
     pub(super) fn moved_away(
         &self,
         prog: &str,
@@ -23,7 +23,7 @@ impl SecretRules {
         files: &[&Word],
         cwd: Option<&Path>,
         r: &Resolver,
-    ) -> Option<Egress> {
+    ) -> Option<(Egress, String)> {
         let rest: Vec<&Word> = rest
             .iter()
             .copied()
@@ -37,7 +37,13 @@ impl SecretRules {
         let (sources, dest, into_dir) = operands(args)?;
         let home = self.home.as_deref();
         for s in sources {
-            let Some(secret) = self.word_secret(s, cwd, r) else {
+            // A directory under which a secret glob anchored at `/` or `~/` lies
+            // (`mv ~/.config/gh docs/gh`: its files' names say nothing there).
+            let tree = match candidate(s, cwd, home) {
+                Candidate::Path(p) if p.is_dir() => self.anchored_under(&p),
+                _ => None,
+            };
+            let Some(secret) = self.word_secret(s, cwd, r).or(tree.clone()) else {
                 continue;
             };
             let landing = dest.and_then(|d| match candidate(d, cwd, home) {
@@ -48,12 +54,19 @@ impl SecretRules {
                 Candidate::Path(p) => Some(p),
                 Candidate::Pattern(_) => None,
             });
-            let kept = landing.is_some_and(|p| self.secret_at(&Candidate::Path(p), r).is_some());
+            let kept = landing.is_some_and(|p| {
+                (tree.is_some() && self.anchored_under(&p).is_some())
+                    || self.secret_at(&Candidate::Path(p), r).is_some()
+            });
             if !kept {
-                return Some(Egress {
-                    via: format!("`{prog}` of {secret} to a name no secret glob matches"),
-                    destinations: Vec::new(),
-                });
+                let via = format!("`{prog}` of {secret} to a name no secret glob matches");
+                return Some((
+                    Egress {
+                        via,
+                        destinations: Vec::new(),
+                    },
+                    secret,
+                ));
             }
         }
         None

@@ -4,12 +4,13 @@
 //! longer secret by its path, and the next session, which read no secret, sent it with exit 0
 //! (attack review 38). What the file holds decides, whoever wrote it and when.
 
-use super::commands::UNKNOWN_CWD;
+use super::commands::{chunks, UNKNOWN_CWD};
 use super::form::handed_files;
 use super::scripts::read_text;
 use super::SecretRules;
 use crate::front::protect::pattern::{candidate, entries_matched, matches, Candidate};
-use crate::front::protect::shell::{command_text, is_shell_tool, lex, Token};
+use crate::front::protect::percent::file_url_paths;
+use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use crate::front::secret_values::{carried, specific_tokens};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
@@ -87,6 +88,7 @@ impl SecretRules {
             let Token::Word(w) = t else { continue };
             let mut words = vec![w.clone()];
             words.extend(handed_files(w));
+            self.coded_files(w, cwd, out);
             // A directory sends the files under it (`rsync -a docs/ host:`, `tar cf - docs`),
             // a pattern the files it matches now (`cat docs/*`): attack review 51, each sent a
             // copy made earlier with exit 0 while only a file a word named was searched.
@@ -105,6 +107,39 @@ impl SecretRules {
                         }
                         true
                     });
+                }
+            }
+        }
+    }
+
+    /// The existing files a word names inside it (attack review 51: each sent a copy with
+    /// exit 0 in a session that had read nothing): path-like pieces of inline code (`python3
+    /// -c '…open("docs/notes.txt")…'`, whose interpreter sends it itself), a `file:` URL's
+    /// path, and the value glued to a short option (`-idocs/notes.txt`). Files only: a piece
+    /// of code is no directory to walk.
+    fn coded_files(&self, w: &Word, cwd: &Path, out: &mut Vec<PathBuf>) {
+        let text = w.squeezed();
+        let mut texts: Vec<String> = chunks(&text)
+            .filter(|p| *p != text)
+            .map(str::to_string)
+            .collect();
+        texts.extend(file_url_paths(&text));
+        let glued = matches!(w.pieces.as_slice(), [Piece::Lit('-'), Piece::Lit(c), _, ..] if c.is_ascii_alphabetic());
+        let mut words: Vec<Word> = Vec::new();
+        if glued {
+            words.push(Word {
+                pieces: w.pieces[2..].to_vec(),
+            });
+        }
+        for t in &texts {
+            if let Some(Token::Word(x)) = lex(t).tokens.first() {
+                words.push(x.clone());
+            }
+        }
+        for x in words {
+            if let Candidate::Path(p) = candidate(&x, Some(cwd), self.home.as_deref()) {
+                if out.len() < MAX_SENT_FILES && p.is_file() && !out.contains(&p) {
+                    out.push(p);
                 }
             }
         }

@@ -4,42 +4,13 @@
 //! itself, and inline interpreter code whose reads nobody knows. Each with ordinary work that
 //! must still pass.
 
+#[path = "common/clean_session.rs"]
+mod clean_session;
 #[path = "common/cli_support.rs"]
 mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
-use installed_hook::{bash, fixture, open_session, plant_aws_credentials, Answer, Fixture};
-
-fn clean_session() -> Fixture {
-    let f = fixture();
-    plant_aws_credentials(&f);
-    std::fs::write(f.project.join(".env"), "TOKEN=abcdef123456XYZ\n").unwrap();
-    open_session(&f, "clean", false);
-    f
-}
-
-/// Each of `commands` is refused in session `clean` by the secrecy rule (§16).
-fn all_refused(f: &Fixture, commands: &[&str]) {
-    let mut wrong = Vec::new();
-    for c in commands {
-        let got = bash(f, "clean", c);
-        if !matches!(&got, Answer::Deny(why) if why.contains("§16")) {
-            wrong.push(format!("{c}: {got:?}"));
-        }
-    }
-    assert!(wrong.is_empty(), "{wrong:#?}");
-}
-
-fn none_refused(f: &Fixture, commands: &[&str]) {
-    let mut wrong = Vec::new();
-    for c in commands {
-        let got = bash(f, "clean", c);
-        if matches!(got, Answer::Deny(_)) {
-            wrong.push(format!("{c}: {got:?}"));
-        }
-    }
-    assert!(wrong.is_empty(), "{wrong:#?}");
-}
+use clean_session::{all_refused, clean_session, none_refused};
 
 /// `env` is a wrapper too, so behind another (`time env`, `{ env; }`) it ran no program and
 /// printed nothing by the old reading; its options (`-0`, `-u X`), bash's `export`, `declare

@@ -31,13 +31,16 @@ mod commands;
 mod copies;
 mod endorsed;
 mod environment;
+mod form;
 mod hosts;
 mod inline;
 mod interpreters;
 mod local;
+mod moves;
 mod projects;
 mod rc;
 mod scripts;
+mod searches;
 mod servers;
 mod stores;
 mod vars;
@@ -276,6 +279,9 @@ impl SecretRules {
             let r = Resolver::default();
             for s in strings {
                 if let Some(found) = self.secret_str(s, Some(cwd), &r) {
+                    return Some(found);
+                }
+                if let Some(found) = self.searched_secret(&bare, s, cwd) {
                     return Some(found);
                 }
             }

@@ -162,8 +162,8 @@ impl<'a> Reader<'a> {
 
     /// The unsigned integer keys of a map of `n` pairs with the offset of each value, in
     /// order. Fails, at the first pair that breaks it, with [`RecordError::UnknownField`] for a
-    /// key that is not an unsigned integer (named after `prefix`), [`RecordError::DuplicateKey`]
-    /// or [`RecordError::UnsortedKeys`] (RFC 8949 §4.2.1: keys in bytewise order, which for
+    /// key that is not an unsigned integer, [`RecordError::DuplicateKey`] or
+    /// [`RecordError::UnsortedKeys`] (RFC 8949 §4.2.1: keys in bytewise order, which for
     /// unsigned integers in shortest form is numeric order).
     pub(super) fn keys(&mut self, n: u64) -> Result<Vec<(u64, usize)>, RecordError> {
         // Every pair takes at least two bytes: the scan bounded `n` by the input's length.

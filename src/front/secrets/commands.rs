@@ -3,6 +3,7 @@
 //! variables and `cd`.
 
 use super::environment::dumped;
+use super::form::handed_files;
 use super::hosts::{built_url, destinations};
 use super::servers::{file_server, loopback, served_word};
 use super::stores::printed;
@@ -317,6 +318,10 @@ impl SecretRules {
         };
         let prog = basename(&prog).to_string();
         let rest = &words[i + 1..];
+        if let Some((moved, secret)) = self.moved_away(&prog, rest, files, cwd, r) {
+            f.egress.push(moved);
+            f.secrets.push(secret);
+        }
         let lits: Vec<String> = rest.iter().map(|w| w.squeezed()).collect();
         if !super::local::is_local(&prog_word.literal().unwrap_or_default(), &lits)
             && !self
@@ -500,24 +505,30 @@ impl SecretRules {
         {
             return None;
         }
+        if let Some(found) = self.anchored_under(&dir) {
+            return Some(found);
+        }
+        self.secret.iter().find_map(|(name, _, _)| {
+            let plain = !name.contains(['/', '*', '?']);
+            (plain && dir.join(name).is_file()).then(|| dir.join(name).display().to_string())
+        })
+    }
+
+    /// A secret glob anchored at `/` or `~/` that lies under the directory `dir`.
+    pub(super) fn anchored_under(&self, dir: &Path) -> Option<String> {
         let mut under: Vec<Pat> = dir.to_string_lossy().chars().map(Pat::Ch).collect();
         under.push(Pat::Ch('/'));
         under.push(Pat::Any);
-        for (name, g, _) in &self.secret {
-            let anchored = name.starts_with('/') || name.starts_with("~/");
-            if anchored && overlaps(g, &under) {
-                return Some(format!("{} (under {})", name, dir.display()));
-            }
-            let plain = !name.contains(['/', '*', '?']);
-            if plain && dir.join(name).is_file() {
-                return Some(dir.join(name).display().to_string());
-            }
-        }
-        None
+        self.secret
+            .iter()
+            .find(|(name, g, _)| {
+                (name.starts_with('/') || name.starts_with("~/")) && overlaps(g, &under)
+            })
+            .map(|(name, _, _)| format!("{} (under {})", name, dir.display()))
     }
 
-    /// Whether `w`, which names a secret, names it concretely: as a path, or after its last
-    /// `=` or `@` (`-F f=@.env`), with no part only known when it runs (`$HOME` and `~` are the
+    /// Whether `w`, which names a secret, names it concretely: as a path, or after `=`, `@`
+    /// or `<` (`-F f=@.env`, [`handed_files`]), with no part only known when it runs (`$HOME` and `~` are the
     /// home directory), or as a pattern in a literal directory that matches a secret file there
     /// now (`~/.aws/cred*`).
     pub(super) fn concrete(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> bool {
@@ -530,39 +541,23 @@ impl SecretRules {
                     .any(|e| self.secret_at(&Candidate::Path(e), r).is_some())
             }),
         };
-        names(w)
-            || ['=', '@'].iter().any(|cut| {
-                w.pieces
-                    .iter()
-                    .rposition(|x| *x == Piece::Lit(*cut))
-                    .is_some_and(|p| {
-                        p + 1 < w.pieces.len()
-                            && names(&Word {
-                                pieces: w.pieces[p + 1..].to_vec(),
-                            })
-                    })
-            })
+        names(w) || handed_files(w).iter().any(names)
     }
 
-    /// The secret a word names: the word as a path, the value after `=` or `@` in it
-    /// (`of=F`, `-F f=@F`, `-d @F`), and path-like pieces of inline code.
+    /// The secret a word names: the word as a path, the value after `=`, `@` or `<` in it
+    /// (`of=F`, `-F f=@F`, `-d @F`, [`handed_files`]), and path-like pieces of inline code.
     pub(super) fn word_secret(&self, w: &Word, cwd: Option<&Path>, r: &Resolver) -> Option<String> {
         if let Some(s) = self.secret_at(&candidate(w, cwd, self.home.as_deref()), r) {
             if !w.all_unknown() {
                 return Some(s);
             }
         }
-        // The pieces after the last `=` or `@`, expansions kept (`f=@"$HOME"/.aws/…`).
-        for cut in ['=', '@'] {
-            if let Some(p) = w.pieces.iter().rposition(|x| *x == Piece::Lit(cut)) {
-                let rest = Word {
-                    pieces: w.pieces[p + 1..].to_vec(),
-                };
-                if !rest.pieces.is_empty() && !rest.all_unknown() {
-                    if let Some(s) = self.secret_at(&candidate(&rest, cwd, self.home.as_deref()), r)
-                    {
-                        return Some(s);
-                    }
+        // The pieces after `=`, `@` or `<`, expansions kept (`f=@"$HOME"/.aws/…`), and the
+        // files of a form field (`f=@.env;type=text/plain`).
+        for rest in handed_files(w) {
+            if !rest.all_unknown() {
+                if let Some(s) = self.secret_at(&candidate(&rest, cwd, self.home.as_deref()), r) {
+                    return Some(s);
                 }
             }
         }

@@ -4,10 +4,12 @@
 //! longer secret by its path, and the next session, which read no secret, sent it with exit 0
 //! (attack review 38). What the file holds decides, whoever wrote it and when.
 
-use super::commands::UNKNOWN_CWD;
+use super::commands::{chunks, UNKNOWN_CWD};
+use super::form::handed_files;
 use super::scripts::read_text;
 use super::SecretRules;
-use crate::front::protect::pattern::{candidate, matches, Candidate};
+use crate::front::protect::pattern::{candidate, entries_matched, matches, Candidate};
+use crate::front::protect::percent::file_url_paths;
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use crate::front::secret_values::{carried, specific_tokens};
 use serde_json::{Map, Value};
@@ -20,6 +22,10 @@ const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// At most this many files a command names are searched, this many bytes each.
 const MAX_SENT_FILES: usize = 32;
 const MAX_SENT_BYTES: u64 = 1 << 20;
+/// How deep under a directory a command names its files are searched, and at most how many
+/// entries a pattern it names lists.
+const TREE_DEPTH: usize = 4;
+const MAX_LISTED: usize = 4096;
 
 impl SecretRules {
     /// The first file the shell call names (as a word, or after `=` or `@`: `-F f=@F`, `-d
@@ -81,18 +87,59 @@ impl SecretRules {
         for t in &lexed.tokens {
             let Token::Word(w) = t else { continue };
             let mut words = vec![w.clone()];
-            for cut in ['=', '@'] {
-                if let Some(p) = w.pieces.iter().rposition(|x| *x == Piece::Lit(cut)) {
-                    words.push(Word {
-                        pieces: w.pieces[p + 1..].to_vec(),
+            words.extend(handed_files(w));
+            self.coded_files(w, cwd, out);
+            // A directory sends the files under it (`rsync -a docs/ host:`, `tar cf - docs`),
+            // a pattern the files it matches now (`cat docs/*`): attack review 51, each sent a
+            // copy made earlier with exit 0 while only a file a word named was searched.
+            for w in words {
+                let found = match candidate(&w, Some(cwd), self.home.as_deref()) {
+                    Candidate::Path(p) => vec![p],
+                    Candidate::Pattern(p) => entries_matched(&p, MAX_LISTED).unwrap_or_default(),
+                };
+                for p in found {
+                    walk(&p, TREE_DEPTH, &mut |file| {
+                        if out.len() >= MAX_SENT_FILES {
+                            return false;
+                        }
+                        if !out.iter().any(|o| o == file) {
+                            out.push(file.to_path_buf());
+                        }
+                        true
                     });
                 }
             }
-            for w in words {
-                if let Candidate::Path(p) = candidate(&w, Some(cwd), self.home.as_deref()) {
-                    if p.is_file() && !out.contains(&p) {
-                        out.push(p);
-                    }
+        }
+    }
+
+    /// The existing files a word names inside it (attack review 51: each sent a copy with
+    /// exit 0 in a session that had read nothing): path-like pieces of inline code (`python3
+    /// -c '…open("docs/notes.txt")…'`, whose interpreter sends it itself), a `file:` URL's
+    /// path, and the value glued to a short option (`-idocs/notes.txt`). Files only: a piece
+    /// of code is no directory to walk.
+    fn coded_files(&self, w: &Word, cwd: &Path, out: &mut Vec<PathBuf>) {
+        let text = w.squeezed();
+        let mut texts: Vec<String> = chunks(&text)
+            .filter(|p| *p != text)
+            .map(str::to_string)
+            .collect();
+        texts.extend(file_url_paths(&text));
+        let glued = matches!(w.pieces.as_slice(), [Piece::Lit('-'), Piece::Lit(c), _, ..] if c.is_ascii_alphabetic());
+        let mut words: Vec<Word> = Vec::new();
+        if glued {
+            words.push(Word {
+                pieces: w.pieces[2..].to_vec(),
+            });
+        }
+        for t in &texts {
+            if let Some(Token::Word(x)) = lex(t).tokens.first() {
+                words.push(x.clone());
+            }
+        }
+        for x in words {
+            if let Candidate::Path(p) = candidate(&x, Some(cwd), self.home.as_deref()) {
+                if out.len() < MAX_SENT_FILES && p.is_file() && !out.contains(&p) {
+                    out.push(p);
                 }
             }
         }

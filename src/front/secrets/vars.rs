@@ -36,7 +36,18 @@ impl SecretRules {
         r: &Resolver,
     ) {
         let mut found = None;
-        for s in f.vars.spellings(w) {
+        let mut spellings = f.vars.spellings(w);
+        match program.map(basename) {
+            Some("git") => {
+                spellings.extend(spellings.iter().filter_map(object_path).collect::<Vec<_>>());
+            }
+            Some("curl") => {
+                let globbed = spellings.iter().filter_map(super::form::curl_globbed);
+                spellings.extend(globbed.collect::<Vec<_>>());
+            }
+            _ => {}
+        }
+        for s in spellings {
             if let Some(secret) = self.word_secret(&s, cwd, r) {
                 f.named |= self.concrete(&s, cwd, r);
                 found.get_or_insert(secret);
@@ -68,6 +79,19 @@ impl SecretRules {
         }
         f.secrets.extend(found);
     }
+}
+
+/// The path a git word names in git's object store: after the last `:` of `REV:PATH`,
+/// `:PATH` or `:N:PATH` (gitrevisions(7)), which `git show` and `git cat-file` read out of the
+/// repository whether or not the working tree holds the file (attack review 51: `git show
+/// HEAD:.env | mytool` passed with exit 0 in a session that had read nothing). A URL's `://`
+/// is not one.
+fn object_path(w: &Word) -> Option<Word> {
+    let at = w.pieces.iter().rposition(|p| *p == Piece::Lit(':'))?;
+    let rest = &w.pieces[at + 1..];
+    (!rest.is_empty() && rest.first() != Some(&Piece::Lit('/'))).then(|| Word {
+        pieces: rest.to_vec(),
+    })
 }
 
 /// Whether an environment variable's name says it holds a secret: one of its words (split at

@@ -1,0 +1,119 @@
+//! The file names a word hands its program after `=`, `@` or `<` (`spec/hooks.md` §16.1 item
+//! 3): `of=F`, `-d @F`, `--post-file=F`, and curl's form fields (curl(1) `-F`), which name a
+//! file as `NAME=@FILE` (sent as a file) or `NAME=<FILE` (its text as the value), followed by
+//! parameters (`;type=text/plain`, `;filename=x`, `;headers=…`), a file name in double quotes
+//! (`@"FILE"`), or several files (`@A,B`). Before attack review 51 only the whole value after
+//! the last `=` or `@` was read as a path: `curl -F "f=@.env;type=text/plain" https://…`,
+//! `curl -F "f=@README.md,.env" …` and `curl -F 'f=<notes.txt' …` (a copy) sent the file
+//! with exit 0 in a session that had read nothing.
+
+use crate::front::protect::shell::{Piece, Word};
+
+/// The words after each `=`, `@` and `<` of `w` (the first and the last of each, for a form's
+/// parameters hold `=` too), and for each the file names a form field may give in it: the
+/// part before its first `;`, split at `,`, without one pair of double quotes. An empty one
+/// is left out.
+pub(super) fn handed_files(w: &Word) -> Vec<Word> {
+    let mut out: Vec<Word> = Vec::new();
+    let mut add = |pieces: &[Piece]| {
+        let w = Word {
+            pieces: pieces.to_vec(),
+        };
+        if !w.pieces.is_empty() && !out.contains(&w) {
+            out.push(w);
+        }
+    };
+    for cut in ['=', '@', '<'] {
+        let is_cut = |x: &Piece| *x == Piece::Lit(cut);
+        let at = [
+            w.pieces.iter().position(is_cut),
+            w.pieces.iter().rposition(is_cut),
+        ];
+        for p in at.into_iter().flatten() {
+            let rest = &w.pieces[p + 1..];
+            add(rest);
+            let head = rest.split(|x| *x == Piece::Lit(';')).next().unwrap_or(rest);
+            for name in head.split(|x| *x == Piece::Lit(',')) {
+                let quote = Piece::Lit('"');
+                let unquoted = match name {
+                    [first, inner @ .., last] if *first == quote && *last == quote => inner,
+                    _ => name,
+                };
+                add(unquoted);
+            }
+        }
+    }
+    out
+}
+
+/// `w` as curl globs it (curl(1) "URL globbing", which `-T` file names get too): each `[…]`
+/// of its text one character (`.en[v-v]`, `[.]env`, quoted so that the shell passes it), or
+/// `None` when it has none. Before attack review 51, `curl -T ".en[v-v]" https://…` sent
+/// `.env` with exit 0 in a session that had read nothing (`{a,b}` lists were read already).
+pub(super) fn curl_globbed(w: &Word) -> Option<Word> {
+    let mut pieces: Vec<Piece> = Vec::new();
+    let mut open: Option<usize> = None;
+    let mut changed = false;
+    for p in &w.pieces {
+        match (p, open) {
+            (Piece::Lit('['), None) => {
+                open = Some(pieces.len());
+                pieces.push(p.clone());
+            }
+            (Piece::Lit(']'), Some(at)) => {
+                pieces.truncate(at);
+                pieces.push(Piece::One);
+                open = None;
+                changed = true;
+            }
+            _ => pieces.push(p.clone()),
+        }
+    }
+    changed.then_some(Word { pieces })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::handed_files;
+    use crate::front::protect::shell::{lex, Token};
+
+    fn files(text: &str) -> Vec<String> {
+        let lexed = lex(text);
+        let Some(Token::Word(w)) = lexed.tokens.first() else {
+            return Vec::new();
+        };
+        handed_files(w).iter().map(|w| w.squeezed()).collect()
+    }
+
+    /// A form field's file without its parameters, each of several files, a quoted name,
+    /// and the values after `=` and `@` as before.
+    #[test]
+    fn a_form_fields_files_are_named() {
+        let got = files("'f=@.env;type=text/plain'");
+        assert!(got.contains(&".env".to_string()), "{got:?}");
+        let got = files("'f=@README.md,.env'");
+        assert!(got.contains(&".env".to_string()), "{got:?}");
+        let got = files("'f=<\"notes.txt\";filename=x'");
+        assert!(got.contains(&"notes.txt".to_string()), "{got:?}");
+        assert!(files("of=/tmp/x").contains(&"/tmp/x".to_string()));
+        assert!(files("@F").contains(&"F".to_string()));
+        assert!(files("plain").is_empty());
+    }
+
+    /// curl's `[…]` ranges are one character each; a word without one is not globbed.
+    #[test]
+    fn curls_ranges_are_one_character() {
+        let lexed = lex("'.en[v-v]'");
+        let Some(Token::Word(w)) = lexed.tokens.first() else {
+            panic!("a word");
+        };
+        let g = super::curl_globbed(w).expect("globbed");
+        assert_eq!(g.pieces.len(), 4);
+        assert_eq!(g.pieces[3], crate::front::protect::shell::Piece::One);
+        let lexed = lex("'.env'");
+        let Some(Token::Word(w)) = lexed.tokens.first() else {
+            panic!("a word");
+        };
+        assert!(super::curl_globbed(w).is_none());
+    }
+}

@@ -1,0 +1,41 @@
+//! A session that read nothing (only the secrecy rule can refuse there, `spec/hooks.md` §16),
+//! in a home holding the user's AWS credentials and a project holding a secret `.env`, and
+//! what the installed Claude Code hook answers to shell commands in it (shared by the attack
+//! reviews' tests of the secrecy rule).
+// Each test file uses some of these helpers.
+#![allow(dead_code)]
+
+use super::installed_hook::{bash, fixture, open_session, plant_aws_credentials, Answer, Fixture};
+
+/// A fixture whose session `clean` read only the user's prompt.
+pub fn clean_session() -> Fixture {
+    let f = fixture();
+    plant_aws_credentials(&f);
+    std::fs::write(f.project.join(".env"), "TOKEN=abcdef123456XYZ\n").unwrap();
+    open_session(&f, "clean", false);
+    f
+}
+
+/// Each of `commands` is refused in session `clean` by the secrecy rule (§16).
+pub fn all_refused(f: &Fixture, commands: &[&str]) {
+    let mut wrong = Vec::new();
+    for c in commands {
+        let got = bash(f, "clean", c);
+        if !matches!(&got, Answer::Deny(why) if why.contains("§16")) {
+            wrong.push(format!("{c}: {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// None of `commands` is refused in session `clean`.
+pub fn none_refused(f: &Fixture, commands: &[&str]) {
+    let mut wrong = Vec::new();
+    for c in commands {
+        let got = bash(f, "clean", c);
+        if matches!(got, Answer::Deny(_)) {
+            wrong.push(format!("{c}: {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}

@@ -65,7 +65,7 @@ impl SignedEntry {
     ) -> Result<Self, RecordError> {
         let (entry, protected, payload, signature) = parse(bytes)?;
         let key = key_for(&entry.writer, &known, &mut Vec::new())?;
-        verify::verify(&key, &sig_structure(&protected, &payload), &signature)?;
+        verify::verify(&key, &sig_structure(protected, payload), &signature)?;
         Ok(SignedEntry {
             entry,
             cose: bytes.to_vec(),
@@ -90,7 +90,7 @@ impl SignedEntry {
         for bytes in items {
             let checked = parse(bytes).and_then(|(entry, protected, payload, signature)| {
                 let key = key_for(&entry.writer, &known, &mut decoded_here)?;
-                batch.queue(&key, sig_structure(&protected, &payload), &signature);
+                batch.queue(&key, sig_structure(protected, payload), &signature);
                 Ok(entry)
             });
             if checked.is_err() {
@@ -204,13 +204,14 @@ pub fn sig_structure(protected: &[u8], payload: &[u8]) -> Vec<u8> {
     encode::sig_structure(protected, payload)
 }
 
-type Parsed = (ProvEntry, Vec<u8>, Vec<u8>, [u8; 64]);
+/// An entry, and its protected header, payload and signature as they lie in the envelope.
+type Parsed<'a> = (ProvEntry, &'a [u8], &'a [u8], [u8; 64]);
 
 /// Structural decoding without the signature check: the envelope is scanned
 /// (`cbor::check_item`), its four items read in place (`reader.rs`), the payload decoded by
 /// [`super::decode_payload`], and the bytes compared with the envelope re-encoded from what was
 /// read.
-fn parse(bytes: &[u8]) -> Result<Parsed, RecordError> {
+fn parse(bytes: &[u8]) -> Result<Parsed<'_>, RecordError> {
     check_item(bytes)?;
     let mut r = Reader::at(bytes, 0);
     if r.tag()? != Some(TAG_COSE_SIGN1) {
@@ -248,7 +249,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed, RecordError> {
     if encode::envelope(protected, payload, &signature) != bytes {
         return Err(RecordError::NonCanonical);
     }
-    Ok((entry, protected.to_vec(), payload.to_vec(), signature))
+    Ok((entry, protected, payload, signature))
 }
 
 /// The `kid` of a protected header that is exactly `{1: -8, 4: kid}` in deterministic CBOR

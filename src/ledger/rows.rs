@@ -30,7 +30,8 @@ pub enum RowsError {
     /// deleted (or inserted) without the key. Untrusted input (the store) triggers it.
     #[error(
         "the store holds {rows} entry rows for a log of {size}: rows were deleted without the \
-         key (run `memlineage verify`); refusing to write into it"
+         key (run `memlineage verify`); refusing to write into it or to rebuild a session from \
+         it"
     )]
     Deleted {
         /// Rows counted.

@@ -13,7 +13,7 @@ use crate::lineage::quarantine::Quarantine;
 use crate::lineage::secrecy::{Secrecy, SecretSources};
 use crate::lineage::state::{Content, Known, LineageState};
 use crate::lineage::{Label, LabelPolicy};
-use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, VerifiedCheckpoint};
+use crate::log::{hashes_to_store, tree_root, LogError, LogVerifier, RootHash, VerifiedCheckpoint};
 use crate::record::{
     decode_on_all_cores, parse_unverified, EntryId, Hash32, KeyId, Kind, Parent, RecordError,
     SignedEntry,
@@ -47,6 +47,11 @@ pub struct AuditReport {
     /// What the checkpoint signs about the effects index, `None` when it signs nothing
     /// (a checkpoint signed before the index existed, or by a PostgreSQL integrator).
     pub signed_index: Option<IndexCommitment>,
+    /// The RFC 6962 root (§2.1) of every entry this pass read, all `entries` of them, past the
+    /// checkpoint too: [`reach_quarantine`] requires its entries to have the same root, so that
+    /// the quarantine it reports is computed from the bytes this pass verified, not from a
+    /// store changed between the two reads.
+    pub read_root: RootHash,
 }
 
 impl AuditReport {
@@ -210,6 +215,19 @@ pub enum AuditError {
     /// The checkpoint's effects-index line is malformed (only the log key can sign one).
     #[error(transparent)]
     IndexLine(#[from] IndexLineError),
+    /// The second pass ([`reach_quarantine`]) read other entries than the first: the store
+    /// changed while it was audited (by a writer, or by someone editing it without the key).
+    /// The quarantine it computed is not reported.
+    #[error(
+        "the second pass read {got} entries whose tree differs from the {want} the audit \
+         verified: the store changed during the audit; run it again"
+    )]
+    ReadChanged {
+        /// Entries the second pass read.
+        got: u64,
+        /// Entries the first pass read.
+        want: u64,
+    },
 }
 
 /// Receives progress of a running [`audit`], e.g. to draw a progress bar. The audit library
@@ -342,6 +360,7 @@ where
         secrecy: sources.map(|_| Secrecy::default()),
         effects_index: None,
         signed_index,
+        read_root: RootHash([0; 32]),
     };
     let mut root_at_checkpoint = None;
     let mut items = entries.into_iter();
@@ -477,6 +496,7 @@ where
         });
     };
     report.root_matches = root == report.checkpoint.root();
+    report.read_root = tree_root(report.entries, &tree)?;
     Ok(report)
 }
 
@@ -534,11 +554,16 @@ impl Known for Recomputed {
 
 /// Second audit pass: which entries the report's active flags quarantine
 /// (`spec/forensics.md` §2.3). `entries` are the same COSE bytes, in log order, from leaf 0;
-/// they are parsed strictly but their signatures are not verified again (the first pass did).
+/// they are parsed strictly but their signatures are not verified again (the first pass did):
+/// instead their RFC 6962 tree must be the first pass's ([`AuditReport::read_root`]), so bytes
+/// changed, dropped or added between the two reads are an error, not another quarantine.
+/// Cost: one more tree of the log in memory (64 bytes per entry), as the first pass.
 ///
 /// # Errors
 /// [`AuditError::Source`] for a read error; [`Problem`]-class decode errors are reported as
-/// [`AuditError::Source`] too (the first pass named the entry).
+/// [`AuditError::Source`] too (the first pass named the entry); [`AuditError::ReadChanged`]
+/// when the entries are not those the first pass read (the report's quarantine is then left
+/// as the first pass found it: the flags, without their reach).
 pub fn reach_quarantine<I, T, E>(
     report: &mut AuditReport,
     entries: I,
@@ -555,15 +580,31 @@ where
             &policy,
         );
     }
+    // The tree of what this pass reads, to be compared with the first pass's.
+    let mut tree: Vec<[u8; 32]> = Vec::new();
+    let mut read = 0u64;
     let parsed = entries.into_iter().map(|item| {
         let bytes = item.map_err(|e| AuditError::Source {
             detail: e.to_string(),
         })?;
         let bytes = bytes.as_ref();
+        let id = EntryId::of_cose(bytes);
+        let hashes = hashes_to_store(read, &id, &tree)?;
+        tree.extend_from_slice(&hashes);
+        read += 1;
         let e = parse_unverified(bytes).map_err(|e| AuditError::Source {
             detail: e.to_string(),
         })?;
-        Ok((EntryId::of_cose(bytes), e.parents))
+        Ok::<_, AuditError>((id, e.parents))
     });
-    report.quarantine.rebuild(parsed, &policy)
+    let mut quarantine = report.quarantine.clone();
+    quarantine.rebuild(parsed, &policy)?;
+    if read != report.entries || tree_root(read, &tree)? != report.read_root {
+        return Err(AuditError::ReadChanged {
+            got: read,
+            want: report.entries,
+        });
+    }
+    report.quarantine = quarantine;
+    Ok(())
 }

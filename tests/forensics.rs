@@ -7,7 +7,7 @@ mod forensics_support;
 #[path = "common/ledger_support.rs"]
 mod ledger_support;
 
-use memlineage::audit::{audit, AuditReport, Problem};
+use memlineage::audit::{audit, reach_quarantine, AuditError, AuditItem, AuditReport, Problem};
 use memlineage::forensics::heal::{heal, HealOutcome, NotHealed};
 use memlineage::forensics::receipt::{receipt, Cause};
 use memlineage::forensics::repair::{
@@ -217,6 +217,62 @@ fn an_offline_audit_and_a_reopened_ledger_reach_the_same_quarantine() {
     b.refresh().unwrap();
     assert!(b.is_quarantined(&s.weak));
     assert_eq!(b.quarantine().entries(), a.quarantine().entries());
+}
+
+/// The audit's second pass (the flags' reach) reads the log again: bytes changed, dropped or
+/// added between the two reads are refused (`AuditError::ReadChanged`), not used to compute
+/// another quarantine than the verified log's (attack review 52 noticed the second read was
+/// not tied to the first).
+#[test]
+fn the_second_pass_reads_only_the_entries_the_first_verified() {
+    let (mut l, k) = world(MemoryStore::default());
+    let s = scene(&mut l, &k);
+    l.flag(s.forum, Reach::Strong, &k.user, "advisory").unwrap();
+    let live = l.quarantine().entries();
+    let c = l.checkpoint().unwrap();
+    let v = l.verifier().unwrap();
+    let bytes: Vec<Vec<u8>> = (0..l.len())
+        .map(|i| l.store().entry_bytes(i).unwrap().unwrap())
+        .collect();
+    let first = || {
+        let items = bytes
+            .iter()
+            .map(|b| Ok::<_, String>(AuditItem::from((b.clone(), None))));
+        audit(items, &v, c.note(), l.label_policy(), v.key_id()).unwrap()
+    };
+    let second = |entries: Vec<Vec<u8>>| {
+        let mut report = first();
+        let before = report.quarantine.entries();
+        let out = reach_quarantine(
+            &mut report,
+            entries.into_iter().map(Ok::<_, String>),
+            l.label_policy(),
+        );
+        (out, report.quarantine.entries(), before)
+    };
+    let (out, reached, _) = second(bytes.clone());
+    assert!(out.is_ok(), "{out:?}");
+    assert_eq!(reached, live);
+    let n = bytes.len();
+    let mut swapped = bytes.clone();
+    swapped.swap(n - 2, n - 3);
+    let mut shorter = bytes.clone();
+    shorter.pop();
+    let mut longer = bytes.clone();
+    longer.push(bytes[1].clone());
+    for (name, entries) in [
+        ("swapped", swapped),
+        ("shorter", shorter),
+        ("longer", longer),
+    ] {
+        let (out, reached, before) = second(entries);
+        assert!(
+            matches!(out, Err(AuditError::ReadChanged { .. })),
+            "{name}: {out:?}"
+        );
+        // What the second pass computed from those bytes is not reported.
+        assert_eq!(reached, before, "{name}");
+    }
 }
 
 #[test]

@@ -74,6 +74,10 @@ pub enum Resource {
     /// The separated guard's root directory (`spec/hooks.md` §14.4): the socket, the layout
     /// and the files the guard user owns.
     GuardRoot,
+    /// The gateway's configuration file (`memlineage mcp proxy --config`, `spec/mcp.md` §6.5),
+    /// which names the ledger, policy, state directory, session and upstream servers the
+    /// gateway starts with.
+    GatewayConfig,
 }
 
 impl std::fmt::Display for Resource {
@@ -90,6 +94,7 @@ impl std::fmt::Display for Resource {
             Resource::AgentSettings => "the agent's hook settings",
             Resource::HookServer => "the hook server",
             Resource::GuardRoot => "the separated guard's directory",
+            Resource::GatewayConfig => "the gateway's configuration",
         })
     }
 }
@@ -301,6 +306,21 @@ impl Protected {
             children(&d, what, &mut self.concrete);
             self.names
                 .push((d.to_string_lossy().to_lowercase(), what, d.clone()));
+        }
+        self
+    }
+
+    /// These resources and the file `file` as `what`, guarded as the policy file is: the file
+    /// (through its links), and its name in any text of a call (a file the guard reads its
+    /// own configuration from, such as the gateway's `--config`, `spec/mcp.md` §6.5).
+    pub fn with_file(mut self, file: &Path, what: Resource) -> Self {
+        for f in variants(&absolute(file)) {
+            self.items.push((Item::Exact(f.clone()), what));
+            self.concrete.push((f.clone(), what));
+            if let Some(n) = f.file_name() {
+                self.names
+                    .push((n.to_string_lossy().to_lowercase(), what, f.clone()));
+            }
         }
         self
     }

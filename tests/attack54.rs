@@ -175,3 +175,77 @@ fn the_gateways_own_configuration_file_is_protected() {
     let log = std::fs::read_to_string(d.join("echo.log")).unwrap_or_default();
     assert!(!log.contains("tools/call"), "forwarded: {log}");
 }
+
+/// A file tool that moves or deletes (an MCP filesystem server's `move_file`, a
+/// `delete_directory`) given a directory that holds a protected file other than the key —
+/// the state directory's parent (the session records with their unrecorded counts, and the
+/// pin), the policy's directory — takes those files away, as `mv`/`rm -r` of the directory
+/// would in a shell, which is refused. Before attack review 54 only a directory holding the
+/// key refused such a call: `mcp__fs__move_file {source: <state dir's parent>}` passed the
+/// screen (spec/hooks.md §13.2 rule 2 said any protected file).
+#[test]
+fn a_file_tool_that_moves_a_directory_holding_a_protected_file_is_refused() {
+    use memlineage::front::protect::Protected;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for sub in ["led", "pol", "st/state/sessions", "project"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    std::fs::write(d.join("led/agent.ledger"), b"x").unwrap();
+    std::fs::write(d.join("led/agent.ledger.key"), b"k").unwrap();
+    std::fs::write(d.join("pol/rules.toml"), b"").unwrap();
+    std::fs::write(d.join("st/state/pin.json"), b"{}").unwrap();
+    std::fs::write(d.join("st/state/sessions/s.json"), b"{}").unwrap();
+    let p = Protected::for_ledger(
+        &d.join("led/agent.ledger"),
+        Some(&d.join("pol/rules.toml")),
+        Some(&d.join("st/state")),
+        None,
+        None,
+    );
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let refused = [
+        (
+            "mcp__fs__move_file",
+            json!({"source": s(&d.join("st")), "destination": "/tmp/x"}),
+        ),
+        (
+            "mcp__fs__move_file",
+            json!({"source": s(&d.join("pol")), "destination": "/tmp/y"}),
+        ),
+        (
+            "mcp__fs__delete_directory",
+            json!({"path": s(&d.join("st"))}),
+        ),
+        (
+            "mcp__files__rename",
+            json!({"from": s(&d.join("pol")), "to": "/tmp/z"}),
+        ),
+        ("mcp__fs__remove_tree", json!({"path": s(&d.join("st"))})),
+        (
+            "mcp__fs__renameFile",
+            json!({"oldPath": s(&d.join("pol")), "newPath": "/tmp/w"}),
+        ),
+    ];
+    for (tool, a) in refused {
+        let t = p.touch(tool, &args(&a), Some(&d.join("project")));
+        assert!(t.is_some(), "{tool} {a}: passed the screen");
+    }
+    // Reading or listing such a directory, or moving one that holds no protected file, is
+    // not refused.
+    let passed = [
+        ("mcp__fs__list_directory", json!({"path": s(&d.join("st"))})),
+        (
+            "mcp__fs__directory_tree",
+            json!({"path": s(&d.join("pol"))}),
+        ),
+        (
+            "mcp__fs__move_file",
+            json!({"source": s(&d.join("project")), "destination": "/tmp/p"}),
+        ),
+    ];
+    for (tool, a) in passed {
+        let t = p.touch(tool, &args(&a), Some(&d.join("project")));
+        assert!(t.is_none(), "{tool} {a}: {t:?}");
+    }
+}

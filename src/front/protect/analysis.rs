@@ -140,6 +140,13 @@ impl Ctx<'_> {
     /// the kernel opens it, which a tool that does not normalise paths itself does too (a `..`
     /// after a symbolic link, `/proc/self/cwd`).
     pub(super) fn path_str(&self, s: &str, how: &'static str) -> Option<Touch> {
+        self.path_str_held(s, how, true)
+    }
+
+    /// [`Ctx::path_str`], a directory counting when it holds the signing key (`secrets`) or,
+    /// when not `secrets`, any protected file (for a tool that moves or deletes what it is
+    /// given).
+    pub(super) fn path_str_held(&self, s: &str, how: &'static str, secrets: bool) -> Option<Touch> {
         let lit = |t: &str| t.chars().map(Piece::Lit).collect::<Vec<_>>();
         let pieces = match s.strip_prefix("~/") {
             Some(rest) if self.p.home.is_some() => {
@@ -164,7 +171,7 @@ impl Ctx<'_> {
                 how,
             });
         }
-        self.holds(&p, true)
+        self.holds(&p, secrets)
     }
 
     /// A protected path that `pat` matches, or a protected directory too large to list

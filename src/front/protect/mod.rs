@@ -396,7 +396,9 @@ impl Protected {
                 }
             }
         }
-        // Every other string that could be a path.
+        // Every other string that could be a path; a directory holding any protected file is
+        // one for a tool that moves or deletes what it is given, as for `mv`/`rm` in a shell.
+        let destroys = programs::destroys_by_name(bare);
         for (key, s) in &leaves {
             if key.as_deref().is_some_and(is_content_key)
                 || (shell_tool && key.as_deref().is_some_and(|k| k == "command" || k == "cmd"))
@@ -406,7 +408,7 @@ impl Protected {
             if s.is_empty() || s.len() > MAX_PATH_CHARS || s.contains('\n') || s.contains("://") {
                 continue;
             }
-            if let Some(t) = ctx.path_str(s, "names") {
+            if let Some(t) = ctx.path_str_held(s, "names", !destroys) {
                 return Some(t);
             }
         }

@@ -99,11 +99,14 @@ pub(super) const DESTROY_PROGRAMS: &[&str] = &[
 
 /// Words of a tool's name (split at `_`, `-`, `.` and lower-to-upper case changes, compared in
 /// lower case) that say it moves, deletes or re-owns what it is given, as
-/// [`DESTROY_PROGRAMS`] do in a shell: a directory that holds any protected file is protected
-/// from such a tool (`mcp__fs__move_file`, `delete_directory`, `renameFile`; attack review 54).
+/// [`DESTROY_PROGRAMS`] do in a shell, or rewrites a working tree, as the [`GIT_TREE`]
+/// subcommands do: a directory that holds any protected file is protected from such a tool
+/// (`mcp__fs__move_file`, `delete_directory`, `renameFile`, `mcp__git__git_checkout`; attack
+/// review 54).
 pub(super) const DESTROY_TOOL_WORDS: &[&str] = &[
     "move", "mv", "rename", "delete", "del", "remove", "rm", "rmdir", "unlink", "trash", "erase",
-    "purge", "destroy", "wipe", "shred", "chmod", "chown", "mount",
+    "purge", "destroy", "wipe", "shred", "chmod", "chown", "mount", "stash", "reset", "restore",
+    "checkout", "clean", "switch",
 ];
 
 /// Whether the tool named `bare` (without its `mcp__<server>__` prefix) moves, deletes or

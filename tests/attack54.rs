@@ -231,6 +231,16 @@ fn a_file_tool_that_moves_a_directory_holding_a_protected_file_is_refused() {
         let t = p.touch(tool, &args(&a), Some(&d.join("project")));
         assert!(t.is_some(), "{tool} {a}: passed the screen");
     }
+    // Where the working directory is not known (a gateway installed without `--cwd`), a
+    // relative directory may be any directory: moving `st` or `state` may move the records.
+    for rel in ["st", "st/state", "./st/", "state/sessions"] {
+        let a = json!({"source": rel, "destination": "/tmp/r"});
+        let t = p.touch("mcp__fs__move_file", &args(&a), None);
+        assert!(
+            t.is_some(),
+            "{rel} with an unknown working directory: passed the screen"
+        );
+    }
     // Reading or listing such a directory, or moving one that holds no protected file, is
     // not refused.
     let passed = [

@@ -259,3 +259,37 @@ fn a_file_tool_that_moves_a_directory_holding_a_protected_file_is_refused() {
         assert!(t.is_none(), "{tool} {a}: {t:?}");
     }
 }
+
+/// A program named `memlineage` written where the user's shell finds it before the real one
+/// (`~/.local/bin` before `~/.cargo/bin`): the user's own `memlineage verify`, `receipt` and
+/// `release` then run the agent's program, which can print `OK` for any ledger. The hooks run
+/// the binary by its absolute path, and the screen protects that path; a file of the same
+/// name elsewhere is no resource of the guard, and the user's `PATH` is the user's.
+#[test]
+#[ignore = "attack review 54, not fixed: a program of the same name earlier in the user's PATH \
+            (written, copied into a directory, or installed by cargo install --root) cannot be \
+            told from an ordinary file by the screen; run memlineage by its absolute path"]
+fn a_program_named_memlineage_earlier_in_path_is_refused() {
+    use memlineage::front::protect::Protected;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join(".cargo/bin")).unwrap();
+    std::fs::write(d.join(".cargo/bin/memlineage"), b"").unwrap();
+    let p = Protected::for_ledger(
+        &d.join("agent.ledger"),
+        None,
+        None,
+        Some(&d.join(".cargo/bin/memlineage")),
+        Some(d),
+    );
+    let shadow = d
+        .join(".local/bin/memlineage")
+        .to_str()
+        .unwrap()
+        .to_string();
+    let call = args(&json!({"file_path": shadow, "content": "#!/bin/sh\necho OK\n"}));
+    assert!(
+        p.touch("Write", &call, Some(d)).is_some(),
+        "Write {shadow}: passed"
+    );
+}

@@ -222,6 +222,12 @@ fn a_file_tool_that_moves_a_directory_holding_a_protected_file_is_refused() {
             json!({"from": s(&d.join("pol")), "to": "/tmp/z"}),
         ),
         ("mcp__fs__remove_tree", json!({"path": s(&d.join("st"))})),
+        // A `file:` URL of the directory (before attack review 54 no URL was read as a path).
+        (
+            "mcp__fs__move_file",
+            json!({"source": format!("file://{}", s(&d.join("st"))),
+                                      "destination": "/tmp/u"}),
+        ),
         (
             "mcp__fs__renameFile",
             json!({"oldPath": s(&d.join("pol")), "newPath": "/tmp/w"}),

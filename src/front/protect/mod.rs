@@ -405,11 +405,19 @@ impl Protected {
             {
                 continue;
             }
-            if s.is_empty() || s.len() > MAX_PATH_CHARS || s.contains('\n') || s.contains("://") {
+            if s.is_empty() || s.len() > MAX_PATH_CHARS || s.contains('\n') {
                 continue;
             }
-            if let Some(t) = ctx.path_str_held(s, "names", !destroys) {
-                return Some(t);
+            // A `file:` URL names the local path it decodes to (a file server may take one);
+            // other URLs name no local path.
+            let paths = match s.contains("://") {
+                true => percent::file_url_paths(s),
+                false => vec![s.clone()],
+            };
+            for path in &paths {
+                if let Some(t) = ctx.path_str_held(path, "names", !destroys) {
+                    return Some(t);
+                }
             }
         }
         // Search tools without a path search their working directory.

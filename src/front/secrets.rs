@@ -43,6 +43,7 @@ mod scripts;
 mod searches;
 mod servers;
 mod stores;
+mod uploads;
 mod vars;
 pub(crate) use commands::chunks;
 pub(crate) use scripts::{CodeFiles, CodeSeen, Reading, Script, MAX_CODE_TEXTS};

@@ -458,6 +458,21 @@ impl SecretRules {
                 destinations: bind.map(|b| b.to_lowercase()).into_iter().collect(),
             });
         }
+        // A program that packs a directory and uploads it (`uploads`): the directories it is
+        // given, and the working directory for a publisher or a deployer, are read as a
+        // recursive reader's are, and named concretely (§16.2, "Uploads").
+        if let Some(up) = super::uploads::upload(&prog, &lits) {
+            let here = Word {
+                pieces: vec![Piece::Lit('.')],
+            };
+            let packed = rest.iter().copied().chain(up.packs_cwd.then_some(&here));
+            for w in packed {
+                if let Some(s) = self.tree_secret(w, cwd) {
+                    f.named = true;
+                    f.secrets.push(format!("{s}, which `{}` uploads", up.via));
+                }
+            }
+        }
         // A URL whose text the run completes: a network name built from data, sent by
         // whatever program is given it (`hosts::built_url`).
         for w in words {

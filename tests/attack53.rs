@@ -7,6 +7,9 @@
 //!   build whose context goes to a daemon that may be remote and into an image that is pushed
 //!   (`docker build .`), a bucket sync (`aws s3 sync . s3://…`, `rclone copy . r:`) — sent the
 //!   project's `.env` (or a home directory's keys) while no word of the call named it;
+//! - a secret copied to the clipboard (`cat .env | xclip`, `pbcopy < .env`): the clipboard is
+//!   a copy no file search sees (a later session's `xclip -o | curl …` names nothing), which
+//!   every program of the desktop reads and clipboard sharing sends to other devices;
 //!
 //! Each with ordinary work that must still pass.
 
@@ -69,6 +72,32 @@ fn a_program_that_uploads_a_directory_sends_the_secrets_under_it() {
             "npm pack --dry-run",
             "cargo package --list",
             "docker build --help",
+        ],
+    );
+}
+
+/// A secret copied to the clipboard: `xclip`, `wl-copy` and `pbcopy` were on the list of
+/// programs known to keep data local (`xsel` was not). Before, each passed with exit 0.
+#[test]
+fn a_secret_copied_to_the_clipboard_is_sent() {
+    let f = clean_session();
+    all_refused(
+        &f,
+        &[
+            "cat .env | xclip",
+            "xclip -selection clipboard < .env",
+            "xclip -i ~/.aws/credentials",
+            "wl-copy < ~/.aws/credentials",
+            "cat ~/.aws/credentials | wl-copy",
+            "pbcopy < .env",
+        ],
+    );
+    none_refused(
+        &f,
+        &[
+            "git rev-parse HEAD | xclip",
+            "echo hello | wl-copy",
+            "cat README.md | pbcopy",
         ],
     );
 }

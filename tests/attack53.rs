@@ -21,7 +21,7 @@ mod clean_session;
 mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
-use clean_session::{all_refused, clean_session, none_refused};
+use clean_session::{all_refused, clean_session, none_refused, plant_files};
 
 /// A program that packs a directory and uploads it sends every file under it: the working
 /// directory for a publisher or a deployer, the directories it is given otherwise. Before,
@@ -109,27 +109,27 @@ fn a_secret_copied_to_the_clipboard_is_sent() {
 #[test]
 fn credential_files_the_policy_missed_are_secret() {
     let f = clean_session();
-    for (at, text) in [
-        ("prod.tfvars", "db_password = \"Sup3rS3cretPw9\"\n"),
-        (
-            "infra/terraform.tfvars.json",
-            "{\"db_password\": \"Sup3rS3cretPw9\"}\n",
-        ),
-        (".dev.vars", "API_TOKEN=cf_abcdef1234567890\n"),
-        ("public/.htpasswd", "admin:$apr1$abc$def\n"),
-        (
-            "wp-config.php",
-            "define('DB_PASSWORD', 'Sup3rS3cretPw9');\n",
-        ),
-        (".vault_pass", "Sup3rS3cretPw9\n"),
-        ("android/app/release.keystore", "KEYSTORE"),
-        ("release.jks", "KEYSTORE"),
-    ] {
-        let file = f.project.join(at);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
-    for at in [
+    plant_files(
+        &f.project,
+        &[
+            ("prod.tfvars", "db_password = \"Sup3rS3cretPw9\"\n"),
+            (
+                "infra/terraform.tfvars.json",
+                "{\"db_password\": \"Sup3rS3cretPw9\"}\n",
+            ),
+            (".dev.vars", "API_TOKEN=cf_abcdef1234567890\n"),
+            ("public/.htpasswd", "admin:$apr1$abc$def\n"),
+            (
+                "wp-config.php",
+                "define('DB_PASSWORD', 'Sup3rS3cretPw9');\n",
+            ),
+            (".vault_pass", "Sup3rS3cretPw9\n"),
+            ("android/app/release.keystore", "KEYSTORE"),
+            ("release.jks", "KEYSTORE"),
+        ],
+    );
+    let token = "token = abcdef1234567890\n";
+    let home: Vec<(&str, &str)> = [
         ".config/solana/id.json",
         ".oci/config",
         ".aliyun/config.json",
@@ -146,11 +146,11 @@ fn credential_files_the_policy_missed_are_secret() {
         ".authinfo",
         ".rediscli_history",
         ".local/share/atuin/history.db",
-    ] {
-        let file = f.home.join(at);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, "token = abcdef1234567890\n").unwrap();
-    }
+    ]
+    .into_iter()
+    .map(|at| (at, token))
+    .collect();
+    plant_files(&f.home, &home);
     all_refused(
         &f,
         &[

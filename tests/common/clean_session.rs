@@ -16,6 +16,15 @@ pub fn clean_session() -> Fixture {
     f
 }
 
+/// Writes each `(path, text)` of `files` under `root`, making its directories.
+pub fn plant_files(root: &std::path::Path, files: &[(&str, &str)]) {
+    for (at, text) in files {
+        let file = root.join(at);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+}
+
 /// Each of `commands` is refused in session `clean` by the secrecy rule (§16).
 pub fn all_refused(f: &Fixture, commands: &[&str]) {
     let mut wrong = Vec::new();

@@ -39,6 +39,7 @@ mod local;
 mod moves;
 mod projects;
 mod rc;
+mod remotes;
 mod scripts;
 mod searches;
 mod servers;

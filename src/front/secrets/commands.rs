@@ -268,15 +268,17 @@ impl SecretRules {
             f.named = true;
             f.secrets.push(format!("the environment ({prog})"));
         }
-        // A credential store's contents printed by its program (`gh auth token`), after
-        // wrappers; its redirections' files left out.
+        // A credential store's contents printed by its program (`gh auth token`), or git's
+        // configuration's (`remotes`), after wrappers; its redirections' files left out.
         let at = program_index(&plain);
         if let Some(prog) = plain.get(at).and_then(|w| w.literal()) {
             let args: Vec<String> = plain[at + 1..].iter().map(|w| w.squeezed()).collect();
-            if let Some(entry) = printed(&self.policy.secret_commands, basename(&prog), &args) {
-                f.named = true;
-                f.secrets.push(format!("what `{entry}` prints"));
-            }
+            let home = self.home.as_deref();
+            let found = printed(&self.policy.secret_commands, basename(&prog), &args)
+                .map(|e| format!("what `{e}` prints"))
+                .or_else(|| super::remotes::credential_printed(basename(&prog), &args, cwd, home));
+            f.named |= found.is_some();
+            f.secrets.extend(found);
         }
         // Commands it hands a program through a variable, a wrapper or an option
         // (`GIT_PAGER=CMD git log`, `watch 'CMD'`, `tar -I CMD`): analysed as commands; one only

@@ -202,13 +202,8 @@ fn credential_files_the_policy_missed_are_secret() {
 #[test]
 fn git_printing_a_credential_of_its_configuration_reads_it() {
     let f = clean_session();
-    std::fs::create_dir_all(f.project.join(".git")).unwrap();
-    std::fs::create_dir_all(f.project.join("src")).unwrap();
-    std::fs::write(
-        f.project.join(".git/config"),
-        "[remote \"origin\"]\n\turl = https://x-access-token:ghs_abcdef1234567890@github.com/u/p.git\n",
-    )
-    .unwrap();
+    let token = "[remote \"origin\"]\n\turl = https://x-access-token:ghs_abcdef1234567890@github.com/u/p.git\n";
+    plant_files(&f.project, &[(".git/config", token), ("src/lib.rs", "")]);
     all_refused(
         &f,
         &[
@@ -237,11 +232,8 @@ fn git_printing_a_credential_of_its_configuration_reads_it() {
         ],
     );
     // A remote without credentials in its URL prints nothing secret.
-    std::fs::write(
-        f.project.join(".git/config"),
-        "[remote \"origin\"]\n\turl = https://github.com/u/p.git\n[remote \"b\"]\n\turl = git@github.com:u/p.git\n",
-    )
-    .unwrap();
+    let plain = "[remote \"origin\"]\n\turl = https://github.com/u/p.git\n[remote \"b\"]\n\turl = git@github.com:u/p.git\n";
+    plant_files(&f.project, &[(".git/config", plain)]);
     none_refused(
         &f,
         &[

@@ -24,8 +24,8 @@ mod clean_session;
 mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
-use clean_session::{all_refused, clean_session, none_refused, plant_files};
-use installed_hook::{post_tool_use, pre_tool_use, Answer};
+use clean_session::{all_refused, clean_session, none_refused, plant_files, read_env};
+use installed_hook::{pre_tool_use, Answer};
 use serde_json::json;
 
 /// A program that packs a directory and uploads it sends every file under it: the working
@@ -254,14 +254,7 @@ fn git_printing_a_credential_of_its_configuration_reads_it() {
 #[test]
 fn money_and_invitation_sinks_are_egress() {
     let f = clean_session();
-    let env = f.project.join(".env");
-    post_tool_use(
-        &f,
-        "clean",
-        "Read",
-        json!({"file_path": env}),
-        json!({"type": "text", "file": {"filePath": env, "content": "TOKEN=abcdef123456XYZ\n"}}),
-    );
+    read_env(&f);
     let b64 = "YWJjZGVmMTIzNDU2WFla";
     let iban = "DE89370400440532013000";
     for (tool, input) in [

@@ -32,6 +32,7 @@ mod copies;
 mod endorsed;
 mod environment;
 mod form;
+mod forwarded;
 mod hosts;
 mod inline;
 mod interpreters;

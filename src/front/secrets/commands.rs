@@ -268,15 +268,16 @@ impl SecretRules {
             f.named = true;
             f.secrets.push(format!("the environment ({prog})"));
         }
-        // A credential store's contents printed by its program (`gh auth token`), or git's
-        // configuration's (`remotes`), after wrappers; its redirections' files left out.
+        // What a credential store's program prints (`gh auth token`), git's configuration's
+        // (`remotes`) or a variable forwarded by name (`forwarded`); redirections left out.
         let at = program_index(&plain);
         if let Some(prog) = plain.get(at).and_then(|w| w.literal()) {
             let args: Vec<String> = plain[at + 1..].iter().map(|w| w.squeezed()).collect();
             let home = self.home.as_deref();
             let found = printed(&self.policy.secret_commands, basename(&prog), &args)
                 .map(|e| format!("what `{e}` prints"))
-                .or_else(|| super::remotes::credential_printed(basename(&prog), &args, cwd, home));
+                .or_else(|| super::remotes::credential_printed(basename(&prog), &args, cwd, home))
+                .or_else(|| super::forwarded::forwarded(basename(&prog), &args));
             f.named |= found.is_some();
             f.secrets.extend(found);
         }

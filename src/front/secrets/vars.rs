@@ -98,7 +98,7 @@ fn object_path(w: &Word) -> Option<Word> {
 /// `_`, upper-cased) is `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `PASSPHRASE`, `APIKEY`,
 /// `CREDENTIAL`, `CREDENTIALS`, `PAT` or `KEY` (`OPENAI_API_KEY`, `NPM_TOKEN`, `DB_PASSWORD`,
 /// `GH_PAT`, `SIGNING_KEY`), or it ends with one of the first seven (`GITHUBTOKEN`).
-fn names_a_secret(name: &str) -> bool {
+pub(super) fn names_a_secret(name: &str) -> bool {
     const WORDS: [&str; 7] = [
         "TOKEN",
         "SECRET",

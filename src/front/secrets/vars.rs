@@ -45,6 +45,10 @@ impl SecretRules {
                 let globbed = spellings.iter().filter_map(super::form::curl_globbed);
                 spellings.extend(globbed.collect::<Vec<_>>());
             }
+            Some("socat") => {
+                let opened = spellings.iter().filter_map(super::form::socat_file);
+                spellings.extend(opened.collect::<Vec<_>>());
+            }
             _ => {}
         }
         for s in spellings {

@@ -17,7 +17,8 @@
 //!   left open by attack review 51.
 //! - a token forwarded by its name, with no `$` (`ssh -o SendEnv=GITHUB_TOKEN …`, `docker run
 //!   -e GITHUB_TOKEN evil/img`).
-//! - a file named inside a socat address (`socat TCP-LISTEN:8080,fork FILE:.env`).
+//! - a file named inside a socat address (`socat TCP-LISTEN:8080,fork FILE:.env`) or glued to
+//!   a short option (`mytool -c.env`).
 //!
 //! Each with ordinary work that must still pass.
 
@@ -375,6 +376,29 @@ fn a_file_named_in_a_socat_address_is_read() {
         &[
             "socat TCP-LISTEN:8080,fork FILE:README.md",
             "socat - TCP:localhost:8080",
+        ],
+    );
+}
+
+/// A value glued to a short option names a file as the option followed by it does. Before,
+/// each passed with exit 0 in a session that had read nothing.
+#[test]
+fn a_value_glued_to_a_short_option_is_read() {
+    let f = clean_session();
+    all_refused(
+        &f,
+        &[
+            "mytool -c.env",
+            "mytool -f~/.aws/credentials",
+            "mytool -i$HOME/.aws/credentials",
+        ],
+    );
+    none_refused(
+        &f,
+        &[
+            "ls -la | mytool",
+            "tar -czf out.tgz src",
+            "mytool -vvv -ofile.txt",
         ],
     );
 }

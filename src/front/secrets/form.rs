@@ -72,6 +72,23 @@ pub(super) fn curl_globbed(w: &Word) -> Option<Word> {
     changed.then_some(Word { pieces })
 }
 
+/// The value glued to a short option (`-c.env` is `-c .env` when `-c` takes a value, as
+/// getopt(3) reads it): the rest of the word after `-` and one letter, when it is not an
+/// option itself. Attack review 53: `mytool -c.env` passed with exit 0 in a session that had
+/// read nothing, where `mytool -c .env` was refused.
+pub(super) fn glued_value(w: &Word) -> Option<Word> {
+    match w.pieces.as_slice() {
+        [Piece::Lit('-'), Piece::Lit(c), rest @ ..]
+            if c.is_ascii_alphabetic() && !rest.is_empty() && rest[0] != Piece::Lit('-') =>
+        {
+            Some(Word {
+                pieces: rest.to_vec(),
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The file a socat address opens (socat(1), "Address Types"): `FILE:`, `OPEN:`, `GOPEN:` or
 /// `CREATE:` (any case), the name up to its first option (`,`). Attack review 53: `socat
 /// TCP-LISTEN:8080,fork FILE:.env` served `.env` to whoever connected, exit 0 in a session

@@ -51,6 +51,10 @@ impl SecretRules {
             }
             _ => {}
         }
+        // A value glued to a short option (`-c.env`, `-f~/.aws/credentials`): getopt(3) reads
+        // the rest of the word as the option's value (attack review 53).
+        let glued = spellings.iter().filter_map(super::form::glued_value);
+        spellings.extend(glued.collect::<Vec<_>>());
         for s in spellings {
             if let Some(secret) = self.word_secret(&s, cwd, r) {
                 f.named |= self.concrete(&s, cwd, r);

@@ -979,7 +979,9 @@ fn an_unreachable_http_upstream_is_answered_without_its_url() {
     let answer = String::from_utf8_lossy(&out.stdout);
     assert!(
         answer.contains("the upstream cannot be reached"),
-        "{answer}"
+        "stdout: {answer}\nstatus: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
     );
     assert!(!answer.contains("s3cret"), "{answer}");
 }

@@ -56,11 +56,10 @@ impl Keys for GeneratedKeys {
                 name: name.to_string(),
             }
             .into()),
-            Some((_, k)) => Ok((WriterKey::from_seed(&k.seed()), false)),
+            Some((_, k)) => Ok((k.clone(), false)),
             None => {
                 let k = WriterKey::generate();
-                self.0
-                    .insert(name.to_string(), (role, WriterKey::from_seed(&k.seed())));
+                self.0.insert(name.to_string(), (role, k.clone()));
                 Ok((k, true))
             }
         }
@@ -75,5 +74,26 @@ pub struct DerivedKeys(pub String);
 impl Keys for DerivedKeys {
     fn key(&mut self, name: &str, _role: Role) -> Result<(WriterKey, bool), FrontError> {
         Ok((WriterKey::for_label(&format!("{}/{name}", self.0)), false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A principal keeps its generated key: the same key (and a usable one) each time its name
+    /// is asked for, `created` only the first time, and another role is refused.
+    #[test]
+    fn generated_keys_are_kept_per_principal() {
+        let mut keys = GeneratedKeys::default();
+        let (first, created) = keys.key("tool:read_file", Role::Tool).unwrap();
+        assert!(created);
+        let (again, created) = keys.key("tool:read_file", Role::Tool).unwrap();
+        assert!(!created);
+        assert_eq!(first.key_id(), again.key_id());
+        assert_eq!(first.sign(b"m"), again.sign(b"m"));
+        let (other, _) = keys.key("tool:fetch", Role::Tool).unwrap();
+        assert_ne!(first.key_id(), other.key_id());
+        assert!(keys.key("tool:read_file", Role::Agent).is_err());
     }
 }

@@ -139,7 +139,10 @@ pub struct KeyBinding {
     pub name: String,
 }
 
-/// A principal's Ed25519 signing key (ed25519-dalek; zeroized on drop).
+/// A principal's Ed25519 signing key (ed25519-dalek; zeroized on drop, each clone too). A clone
+/// copies the secret and its public point: no scalar multiplication, where
+/// [`WriterKey::from_seed`] computes the public key again (RFC 8032 §5.1.5).
+#[derive(Clone)]
 pub struct WriterKey {
     sk: SigningKey,
 }

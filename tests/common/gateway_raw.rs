@@ -162,14 +162,19 @@ impl Raw {
 /// The gateway over a stand-in that answers every `tools/call` with the text `ok`, logging
 /// what it reads to `echo.log`.
 pub fn echo(dir: &Path) -> Raw {
+    let script = echo_script(dir);
+    Raw::start(dir, &[], &script, "echo.log")
+}
+
+/// The stand-in of [`echo`], written to `dir/echo.py`; returns its path.
+pub fn echo_script(dir: &Path) -> String {
     let answer = format!(
         r#"{INIT_ANSWER}
     if msg.get("method") == "tools/call":
         return {{"jsonrpc": "2.0", "id": msg["id"], "result": {{"content": [{{"type": "text", "text": "ok"}}]}}}}
     return None"#
     );
-    let script = stand_in(dir, "echo", &answer);
-    Raw::start(dir, &[], &script, "echo.log")
+    stand_in(dir, "echo", &answer)
 }
 
 pub const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;

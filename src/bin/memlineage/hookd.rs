@@ -373,6 +373,9 @@ pub(crate) struct State {
     /// The separated guard's root, protected besides the ledger's files (`spec/hooks.md`
     /// §14.4).
     guard_root: Option<PathBuf>,
+    /// Files the front was configured from, protected besides the ledger's files (the
+    /// gateway's `--config`, `spec/mcp.md` §6.5).
+    config_files: Vec<PathBuf>,
     /// Whether an opened ledger's rows are counted beside the server's work rather than
     /// before it ([`State::count_rows_beside`]).
     rows_beside: bool,
@@ -396,6 +399,7 @@ impl State {
             policy_id: None,
             key: None,
             guard_root: None,
+            config_files: Vec::new(),
             rows_beside: false,
             rows_refused: false,
             sessions: None,
@@ -419,6 +423,13 @@ impl State {
     /// Protects the separated guard's root `root` too, in every call the front screens.
     pub(crate) fn protect_guard_root(&mut self, root: PathBuf) {
         self.guard_root = Some(root);
+        self.front = None;
+    }
+
+    /// Protects the file `config` this front was configured from too, in every call the
+    /// front screens (the gateway's configuration, `spec/mcp.md` §6.5).
+    pub(crate) fn protect_config(&mut self, config: PathBuf) {
+        self.config_files.push(config);
         self.front = None;
     }
 
@@ -580,6 +591,10 @@ impl State {
             if let Some(root) = &self.guard_root {
                 protected =
                     protected.with_tree(root, memlineage::front::protect::Resource::GuardRoot);
+            }
+            for c in &self.config_files {
+                protected =
+                    protected.with_file(c, memlineage::front::protect::Resource::GatewayConfig);
             }
             front.set_protected(protected);
             self.front = Some(front);

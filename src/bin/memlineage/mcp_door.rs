@@ -24,12 +24,19 @@ pub struct GatewayDoor {
 }
 
 impl GatewayDoor {
-    /// A door over the (absolute) `ledger`, `policy` and `state`.
-    pub fn new(ledger: PathBuf, policy: Option<PathBuf>, state: Option<StateDir>) -> Self {
-        GatewayDoor {
-            server: hookd::State::new(ledger, policy, state.clone()),
-            state,
+    /// A door over the (absolute) `ledger`, `policy` and `state`; `config`, the gateway's
+    /// configuration file when it was started from one, is protected as they are.
+    pub fn new(
+        ledger: PathBuf,
+        policy: Option<PathBuf>,
+        state: Option<StateDir>,
+        config: Option<PathBuf>,
+    ) -> Self {
+        let mut server = hookd::State::new(ledger, policy, state.clone());
+        if let Some(c) = config {
+            server.protect_config(c);
         }
+        GatewayDoor { server, state }
     }
 
     /// Opens the ledger now, so that one that cannot be opened is said at start.

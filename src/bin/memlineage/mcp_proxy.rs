@@ -158,13 +158,17 @@ enum Target {
 /// Runs `memlineage mcp proxy`.
 pub fn run(a: Args) -> Res<ExitCode> {
     let _telemetry = telemetry::init(true);
+    let a_config = a.config.clone();
     let plan = match &a.config {
         Some(c) => from_config(c, &a)?,
         None => from_args(a)?,
     };
     crate::open::check_ledger_file(&plan.ledger)?;
     let (ledger, policy) = hookd::absolute(&plan.ledger, plan.policy.as_deref())?;
-    let mut door = GatewayDoor::new(ledger, policy, plan.state);
+    // The configuration file names the ledger, policy and upstreams of every later start: no
+    // tool call may touch it (attack review 54: a file tool behind this gateway rewrote it).
+    let config = a_config.map(std::path::absolute).transpose()?;
+    let mut door = GatewayDoor::new(ledger, policy, plan.state, config);
     // Opened now, so that a ledger that cannot be opened is said at once (every gated call
     // would be refused); the door opens it again when it changes.
     if let Err(e) = door.open() {

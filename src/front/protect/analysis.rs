@@ -140,6 +140,13 @@ impl Ctx<'_> {
     /// the kernel opens it, which a tool that does not normalise paths itself does too (a `..`
     /// after a symbolic link, `/proc/self/cwd`).
     pub(super) fn path_str(&self, s: &str, how: &'static str) -> Option<Touch> {
+        self.path_str_held(s, how, true)
+    }
+
+    /// [`Ctx::path_str`], a directory counting when it holds the signing key (`secrets`) or,
+    /// when not `secrets`, any protected file (for a tool that moves or deletes what it is
+    /// given).
+    pub(super) fn path_str_held(&self, s: &str, how: &'static str, secrets: bool) -> Option<Touch> {
         let lit = |t: &str| t.chars().map(Piece::Lit).collect::<Vec<_>>();
         let pieces = match s.strip_prefix("~/") {
             Some(rest) if self.p.home.is_some() => {
@@ -154,7 +161,10 @@ impl Ctx<'_> {
         let p = match candidate_with(&word, self.cwd, home, &Default::default()) {
             Candidate::Path(p) => p,
             Candidate::Pattern(pat) => {
-                return self.pattern(&pat).or_else(|| self.linked(&pat, Some(true)))
+                return self
+                    .pattern(&pat)
+                    .or_else(|| self.pattern_holds(&pat, secrets))
+                    .or_else(|| self.linked(&pat, Some(true)));
             }
         };
         if let Some((r, at)) = self.resource_at(&p) {
@@ -164,7 +174,34 @@ impl Ctx<'_> {
                 how,
             });
         }
-        self.holds(&p, true)
+        self.holds(&p, secrets)
+    }
+
+    /// For a mover or destroyer (`secrets` false): a directory that `pat` may name (a
+    /// relative path where the working directory is not known may be any directory) holding a
+    /// protected file, as [`Ctx::holds`] says of a known path. `None` for readers (`secrets`
+    /// true): a pattern that may name the key itself is [`Ctx::pattern`]'s.
+    pub(super) fn pattern_holds(&self, pat: &[pattern::Pat], secrets: bool) -> Option<Touch> {
+        if secrets {
+            return None;
+        }
+        for (path, r) in &self.known() {
+            if !path.exists() {
+                continue;
+            }
+            let mut up = path.parent();
+            while let Some(d) = up {
+                if d.parent().is_some() && matches(pat, &d.to_string_lossy()) {
+                    return Some(Touch {
+                        resource: *r,
+                        path: path.display().to_string(),
+                        how: "may work on a directory holding",
+                    });
+                }
+                up = d.parent();
+            }
+        }
+        None
     }
 
     /// A protected path that `pat` matches, or a protected directory too large to list
@@ -261,7 +298,10 @@ impl Ctx<'_> {
                 }
                 None
             }
-            Candidate::Pattern(pat) => ctx.pattern(&pat).or_else(|| ctx.linked(&pat, tree)),
+            Candidate::Pattern(pat) => ctx
+                .pattern(&pat)
+                .or_else(|| ctx.pattern_holds(&pat, tree != Some(false)))
+                .or_else(|| ctx.linked(&pat, tree)),
         }
         .or_else(|| {
             // `of=PATH`, `--file=PATH`: the value after `=` is a path too.

@@ -74,6 +74,10 @@ pub enum Resource {
     /// The separated guard's root directory (`spec/hooks.md` §14.4): the socket, the layout
     /// and the files the guard user owns.
     GuardRoot,
+    /// The gateway's configuration file (`memlineage mcp proxy --config`, `spec/mcp.md` §6.5),
+    /// which names the ledger, policy, state directory, session and upstream servers the
+    /// gateway starts with.
+    GatewayConfig,
 }
 
 impl std::fmt::Display for Resource {
@@ -90,6 +94,7 @@ impl std::fmt::Display for Resource {
             Resource::AgentSettings => "the agent's hook settings",
             Resource::HookServer => "the hook server",
             Resource::GuardRoot => "the separated guard's directory",
+            Resource::GatewayConfig => "the gateway's configuration",
         })
     }
 }
@@ -305,6 +310,21 @@ impl Protected {
         self
     }
 
+    /// These resources and the file `file` as `what`, guarded as the policy file is: the file
+    /// (through its links), and its name in any text of a call (a file the guard reads its
+    /// own configuration from, such as the gateway's `--config`, `spec/mcp.md` §6.5).
+    pub fn with_file(mut self, file: &Path, what: Resource) -> Self {
+        for f in variants(&absolute(file)) {
+            self.items.push((Item::Exact(f.clone()), what));
+            self.concrete.push((f.clone(), what));
+            if let Some(n) = f.file_name() {
+                self.names
+                    .push((n.to_string_lossy().to_lowercase(), what, f.clone()));
+            }
+        }
+        self
+    }
+
     /// Whether nothing is protected.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
@@ -376,18 +396,28 @@ impl Protected {
                 }
             }
         }
-        // Every other string that could be a path.
+        // Every other string that could be a path; a directory holding any protected file is
+        // one for a tool that moves or deletes what it is given, as for `mv`/`rm` in a shell.
+        let destroys = programs::destroys_by_name(bare);
         for (key, s) in &leaves {
             if key.as_deref().is_some_and(is_content_key)
                 || (shell_tool && key.as_deref().is_some_and(|k| k == "command" || k == "cmd"))
             {
                 continue;
             }
-            if s.is_empty() || s.len() > MAX_PATH_CHARS || s.contains('\n') || s.contains("://") {
+            if s.is_empty() || s.len() > MAX_PATH_CHARS || s.contains('\n') {
                 continue;
             }
-            if let Some(t) = ctx.path_str(s, "names") {
-                return Some(t);
+            // A `file:` URL names the local path it decodes to (a file server may take one);
+            // other URLs name no local path.
+            let paths = match s.contains("://") {
+                true => percent::file_url_paths(s),
+                false => vec![s.clone()],
+            };
+            for path in &paths {
+                if let Some(t) = ctx.path_str_held(path, "names", !destroys) {
+                    return Some(t);
+                }
             }
         }
         // Search tools without a path search their working directory.

@@ -97,6 +97,42 @@ pub(super) const DESTROY_PROGRAMS: &[&str] = &[
     "bindfs", "setfacl", "rsync",
 ];
 
+/// Words of a tool's name (split at `_`, `-`, `.` and lower-to-upper case changes, compared in
+/// lower case) that say it moves, deletes or re-owns what it is given, as
+/// [`DESTROY_PROGRAMS`] do in a shell, or rewrites a working tree, as the [`GIT_TREE`]
+/// subcommands do: a directory that holds any protected file is protected from such a tool
+/// (`mcp__fs__move_file`, `delete_directory`, `renameFile`, `mcp__git__git_checkout`; attack
+/// review 54).
+pub(super) const DESTROY_TOOL_WORDS: &[&str] = &[
+    "move", "mv", "rename", "delete", "del", "remove", "rm", "rmdir", "unlink", "trash", "erase",
+    "purge", "destroy", "wipe", "shred", "chmod", "chown", "mount", "stash", "reset", "restore",
+    "checkout", "clean", "switch",
+];
+
+/// Whether the tool named `bare` (without its `mcp__<server>__` prefix) moves, deletes or
+/// re-owns what it is given, by the words of its name ([`DESTROY_TOOL_WORDS`]).
+pub(super) fn destroys_by_name(bare: &str) -> bool {
+    let mut words: Vec<String> = vec![String::new()];
+    let mut prev_lower = false;
+    for c in bare.chars() {
+        if !c.is_alphanumeric() {
+            words.push(String::new());
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower {
+            words.push(String::new());
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        if let Some(w) = words.last_mut() {
+            w.extend(c.to_lowercase());
+        }
+    }
+    words
+        .iter()
+        .any(|w| DESTROY_TOOL_WORDS.contains(&w.as_str()))
+}
+
 /// Programs that read directories recursively (search, copy, archive): a directory that
 /// holds the signing key is protected from them.
 pub(super) const READ_TREE_PROGRAMS: &[&str] = &[

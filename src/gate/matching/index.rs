@@ -4,14 +4,16 @@
 
 use super::keys::{key, pair_hasher, Clause, Key, KeyHasher, Space};
 use super::{Haystack, Needle};
-use crate::record::EntryId;
+use crate::record::{EntryId, IdMap};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Haystacks by entry id, with an inverted index from each [`Key`] to the haystacks that hold
 /// it. Built incrementally: [`ReadIndex::insert`] indexes one haystack in O(its size). Memory:
-/// the haystacks, plus about 4 bytes per distinct key of each and 40 per id.
+/// the haystacks, plus about 16 bytes per key held by one haystack only (most keys of a tool
+/// output: its numbers, IBANs, dates), 4 bytes per further haystack holding a key, and 40 per
+/// id.
 #[derive(Debug)]
 pub struct ReadIndex {
     /// This index among every index of the process ([`ReadIndex::instance`]).
@@ -24,7 +26,7 @@ pub struct ReadIndex {
     ids: Vec<EntryId>,
     /// The slots of the haystacks that hold each key. May hold a slot whose haystack was
     /// replaced since (an extra candidate, never a missing one).
-    postings: HashMap<Key, Vec<u32>>,
+    postings: Postings,
     /// The slots of haystacks that match every value ([`Haystack::is_everything`]), and
     /// perhaps of some replaced since: candidates of every value.
     everything: Vec<u32>,
@@ -41,7 +43,7 @@ impl Default for ReadIndex {
             slots: HashMap::default(),
             haystacks: Vec::new(),
             ids: Vec::new(),
-            postings: HashMap::new(),
+            postings: Postings::default(),
             everything: Vec::new(),
             longest_word: 0,
         }
@@ -61,14 +63,15 @@ impl ReadIndex {
     }
 
     /// Sets `id`'s haystack (replacing any it had) and indexes it; `false` when an index that
-    /// already holds 2^32 haystacks keeps none more (the id then has none: a source of every
+    /// already holds 2^31 haystacks keeps none more (the id then has none: a source of every
     /// value). An id, once held, is never dropped.
     pub fn insert(&mut self, id: EntryId, haystack: Haystack) -> bool {
         let slot = match self.slots.get(&id) {
             Some(slot) => *slot,
             None => {
-                let Ok(slot) = u32::try_from(self.haystacks.len()) else {
-                    return false;
+                let slot = match u32::try_from(self.haystacks.len()) {
+                    Ok(s) if s < MANY => s,
+                    _ => return false,
                 };
                 self.haystacks.push(Haystack::default());
                 self.ids.push(id);
@@ -78,13 +81,13 @@ impl ReadIndex {
         };
         let (keys, longest) = haystack.keys();
         self.longest_word = self.longest_word.max(longest);
+        let mut posted = true;
         for k in keys {
-            let list = self.postings.entry(k).or_default();
-            if list.last() != Some(&slot) {
-                list.push(slot);
-            }
+            posted &= self.postings.add(k, slot);
         }
-        if haystack.is_everything() {
+        // A key whose holders could not be listed would hide this haystack from the values
+        // that hold it: it is then a candidate of every value instead (fail closed).
+        if haystack.is_everything() || !posted {
             self.everything.push(slot);
         }
         if let Some(h) = self.haystacks.get_mut(slot as usize) {
@@ -210,7 +213,7 @@ impl ReadIndex {
                 Clause::All(keys) => {
                     let rarest = keys
                         .iter()
-                        .map(|k| self.postings.get(k).map_or(&[][..], Vec::as_slice))
+                        .map(|k| self.postings.get(k).unwrap_or(&[]))
                         .min_by_key(|list| list.len());
                     out.add_all(rarest.unwrap_or(&[]));
                 }
@@ -256,7 +259,7 @@ impl ReadIndex {
             // A haystack holding the pair holds its first word (`Haystack::keys`), and a key
             // once posted stays: a first word no haystack holds starts no pair. One look-up
             // then spares the `longest` of its pairs (most prefixes of a value are no word).
-            if !self.postings.contains_key(&key(Space::Word, &normal[..p])) {
+            if self.postings.get(&key(Space::Word, &normal[..p])).is_none() {
                 continue;
             }
             let mut h = pair_hasher(&normal[..p]);
@@ -323,6 +326,73 @@ impl ReadIndex {
         if let Some(list) = self.postings.get(&k) {
             out.add_all(list);
         }
+    }
+}
+
+/// The flag of a [`Postings`] head that names a list of several slots (its other bits are the
+/// list's index) rather than the one slot holding the key; slots are below it.
+const MANY: u32 = 1 << 31;
+
+/// The posting lists of [`ReadIndex`]: for each key, the slots of the haystacks holding it, in
+/// the order they were added, without a slot repeated next to itself. A key held by one
+/// haystack (most keys of a tool output: its numbers, dates, IBANs) is one `u32` beside the
+/// key in the table, with no list allocated; a key held by several has a list in `lists`.
+/// The table is seeded foldhash ([`IdMap`]): keys are hashes of text the agent read, which
+/// its author chose.
+#[derive(Debug, Default)]
+struct Postings {
+    heads: IdMap<Key, u32>,
+    lists: Vec<Vec<u32>>,
+}
+
+impl Postings {
+    /// Adds `slot` (below [`MANY`]) to the holders of `k`; `false` when `k` needs a list and
+    /// 2^31 lists exist already (then `slot` is not added).
+    fn add(&mut self, k: Key, slot: u32) -> bool {
+        use std::collections::hash_map::Entry;
+        match self.heads.entry(k) {
+            Entry::Vacant(e) => {
+                e.insert(slot);
+                true
+            }
+            Entry::Occupied(mut e) => {
+                let head = *e.get();
+                if head & MANY == 0 {
+                    if head == slot {
+                        return true;
+                    }
+                    let Some(i) = u32::try_from(self.lists.len()).ok().filter(|i| *i < MANY) else {
+                        return false;
+                    };
+                    self.lists.push(vec![head, slot]);
+                    *e.get_mut() = MANY | i;
+                    return true;
+                }
+                match self.lists.get_mut((head & !MANY) as usize) {
+                    Some(list) => {
+                        if list.last() != Some(&slot) {
+                            list.push(slot);
+                        }
+                        true
+                    }
+                    None => false,
+                }
+            }
+        }
+    }
+
+    /// The slots holding `k`, or `None` when no haystack was ever indexed with it.
+    fn get(&self, k: &Key) -> Option<&[u32]> {
+        let head = self.heads.get(k)?;
+        if head & MANY == 0 {
+            return Some(std::slice::from_ref(head));
+        }
+        // A head with the flag names a list `add` pushed, and lists are never removed.
+        Some(
+            self.lists
+                .get((head & !MANY) as usize)
+                .map_or(&[], Vec::as_slice),
+        )
     }
 }
 

@@ -189,6 +189,9 @@ struct State {
     /// Tasks (SEP-1686) created by a `tools/call`: their tool and arguments.
     tasks: HashMap<String, (String, Map<String, Value>)>,
     upstream_gone: bool,
+    /// Requests taken from `pending` whose answer is still being written to the client
+    /// ([`Taken`]): the relay does not end before they are written.
+    answering: usize,
     /// Whether the client's `initialize` offered form elicitation: then an asked call is put
     /// to the user.
     client_elicits: bool,
@@ -204,7 +207,7 @@ struct Inner {
     client: tokio::sync::Mutex<Writer>,
     upstream: tokio::sync::Mutex<Option<Writer>>,
     state: Mutex<State>,
-    /// Notified whenever a request leaves the table.
+    /// Notified whenever a request leaves the table or its answer has been written.
     idle: Notify,
     /// A random string in the ids of the gateway's own requests to the client, which no
     /// upstream id can be mistaken for.
@@ -217,6 +220,32 @@ struct Inner {
 
 #[derive(Clone)]
 struct Relay(Arc<Inner>);
+
+/// A request taken from the table to be answered: counted in [`State::answering`] until
+/// dropped (after its answer is written, or when the task writing it ends), so that
+/// [`Relay::drain`] waits for the write.
+struct Taken {
+    pending: Pending,
+    relay: Relay,
+}
+
+impl std::ops::Deref for Taken {
+    type Target = Pending;
+
+    fn deref(&self) -> &Pending {
+        &self.pending
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        {
+            let mut st = self.relay.state();
+            st.answering = st.answering.saturating_sub(1);
+        }
+        self.relay.0.idle.notify_waiters();
+    }
+}
 
 /// 128 random bits in hex.
 fn nonce() -> String {
@@ -291,39 +320,46 @@ impl Relay {
         self.to_client(&answer.to_string()).await;
     }
 
-    /// Removes the request `key` from the table if it is still there; `true` if it was (then
-    /// the caller answers it).
-    fn take(&self, key: &str) -> Option<Pending> {
-        let p = self.state().pending.remove(key);
-        if p.is_some() {
-            self.0.idle.notify_waiters();
+    /// Removes the request `key` from the table if it is still there; `Some` if it was (then
+    /// the caller answers it while it holds the [`Taken`]).
+    fn take(&self, key: &str) -> Option<Taken> {
+        let mut st = self.state();
+        let p = st.pending.remove(key)?;
+        Some(self.answering(&mut st, p))
+    }
+
+    /// `p`, just removed from the table, counted as being answered until the [`Taken`] is
+    /// dropped.
+    fn answering(&self, st: &mut State, p: Pending) -> Taken {
+        st.answering += 1;
+        Taken {
+            pending: p,
+            relay: self.clone(),
         }
-        p
     }
 
     /// [`Relay::take`] of the request `key` only if it is still the request `serial` (not
     /// another the client sent under the same id after cancelling this one).
-    fn take_own(&self, key: &str, serial: u64) -> Option<Pending> {
-        let p = {
-            let mut st = self.state();
-            match st.pending.get(key) {
-                Some(p) if p.serial == serial => st.pending.remove(key),
-                _ => None,
+    fn take_own(&self, key: &str, serial: u64) -> Option<Taken> {
+        let mut st = self.state();
+        match st.pending.get(key) {
+            Some(p) if p.serial == serial => {
+                let p = st.pending.remove(key)?;
+                Some(self.answering(&mut st, p))
             }
-        };
-        if p.is_some() {
-            self.0.idle.notify_waiters();
+            _ => None,
         }
-        p
     }
 
-    /// Waits until no request is in flight, or the upstream is gone.
+    /// Waits until no request is in flight (or the upstream is gone) and every answer taken
+    /// from the table has been written to the client: the caller may then end the process
+    /// without losing an answer another task was writing.
     async fn drain(&self) {
         loop {
             let idle = self.0.idle.notified();
             {
                 let st = self.state();
-                if st.pending.is_empty() || st.upstream_gone {
+                if (st.pending.is_empty() || st.upstream_gone) && st.answering == 0 {
                     return;
                 }
             }
@@ -410,6 +446,102 @@ fn created_task(params: &Value, result: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use tokio::io::AsyncBufReadExt;
+
+    /// A client whose standard input is slow: each write waits `delay` first.
+    struct SlowClient {
+        written: Arc<Mutex<Vec<u8>>>,
+        delay: Option<Pin<Box<tokio::time::Sleep>>>,
+    }
+
+    impl AsyncWrite for SlowClient {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            let delay = self
+                .delay
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(Duration::from_millis(300))));
+            if delay.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.delay = None;
+            self.written.lock().unwrap().extend_from_slice(buf);
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// A door that allows everything.
+    struct Open;
+
+    impl Door for Open {
+        fn answer(&mut self, _: HookEvent, _: &[u8]) -> HookOutcome {
+            HookOutcome {
+                code: 0,
+                stdout: String::new(),
+                stderr: String::new(),
+            }
+        }
+    }
+
+    /// The client sends a request and closes its output at once; the upstream answers it and
+    /// ends when its input closes. The answer reaches the client before the relay returns,
+    /// however long writing it takes (the binary exits when the relay returns: an answer still
+    /// being written by another task was lost, which made `memlineage mcp proxy --url` answer
+    /// nothing now and then under load).
+    #[tokio::test]
+    async fn every_answer_is_written_before_the_relay_ends() {
+        let options = Options {
+            events: Events {
+                server: "t".into(),
+                session: "not-a-gateway-session".into(),
+                cwd: None,
+            },
+            deadline: Duration::from_secs(10),
+            declarations: false,
+        };
+        let (mut client, client_in) = tokio::io::duplex(4096);
+        client
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        drop(client);
+        let (relay_in, upstream_in) = tokio::io::duplex(4096);
+        let (mut upstream_out, relay_out) = tokio::io::duplex(4096);
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(upstream_in).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let v: Value = serde_json::from_str(&line).unwrap();
+                let answer = json!({"jsonrpc": "2.0", "id": v["id"], "result": {}});
+                let _ = upstream_out
+                    .write_all(format!("{answer}\n").as_bytes())
+                    .await;
+            }
+        });
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let client_out = SlowClient {
+            written: written.clone(),
+            delay: None,
+        };
+        let ended = run(options, Open, client_in, client_out, relay_out, relay_in)
+            .await
+            .unwrap();
+        assert!(matches!(ended, Ended::ClientClosed));
+        let text = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        assert!(text.contains("\"id\":7"), "{text:?}");
+    }
 
     #[test]
     fn methods_a_peer_may_read_as_a_call_are_recognised() {

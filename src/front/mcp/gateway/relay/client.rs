@@ -177,7 +177,7 @@ impl Relay {
                 }
             }
         });
-        if self.take_own(&key, serial).is_some() {
+        if let Some(_taken) = self.take_own(&key, serial) {
             let result = json!({
                 "jsonrpc": "2.0",
                 "id": id,
@@ -321,7 +321,7 @@ impl Relay {
         });
     }
 
-    async fn timed_out(&self, p: Pending) {
+    async fn timed_out(&self, p: Taken) {
         let ms = self.0.options.deadline.as_millis();
         let why = match p.phase {
             Phase::Deciding => format!(

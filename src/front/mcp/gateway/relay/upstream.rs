@@ -26,10 +26,13 @@ impl Relay {
     }
 
     async fn upstream_closed(&self) {
-        let gone: Vec<Pending> = {
+        let gone: Vec<Taken> = {
             let mut st = self.state();
             st.upstream_gone = true;
-            st.pending.drain().map(|(_, p)| p).collect()
+            let gone: Vec<Pending> = st.pending.drain().map(|(_, p)| p).collect();
+            gone.into_iter()
+                .map(|p| self.answering(&mut st, p))
+                .collect()
         };
         self.0.idle.notify_waiters();
         for p in gone {
@@ -139,7 +142,8 @@ impl Relay {
             let relay = self.clone();
             tokio::spawn(async move { relay.recorded(recorded, once).await });
         }
-        if self.take(&key).is_some() {
+        // Held until the answer is written: the relay does not end before it is.
+        if let Some(_taken) = self.take(&key) {
             self.to_client(&text).await;
         }
     }

@@ -100,14 +100,28 @@ fn config_files(dir: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf> {
 }
 
 /// Whether the configuration file `f` holds a URL with a user name or password: a
-/// `SCHEME://USERINFO@` whose scheme is not ssh's. A file that cannot be read, or is longer
-/// than [`MAX_CONFIG`], counts as holding one (fail closed).
+/// `SCHEME://USERINFO@` whose scheme is not ssh's. A file that cannot be read, is longer than
+/// [`MAX_CONFIG`] (it is then not read), or includes another file (`[include]`,
+/// `[includeIf …]`: git prints what the included file holds, which is not followed here)
+/// counts as holding one (fail closed).
 fn holds_credential(f: &Path) -> bool {
-    let too_long = std::fs::metadata(f).map_or(true, |m| m.len() > MAX_CONFIG);
+    if std::fs::metadata(f).map_or(true, |m| m.len() > MAX_CONFIG) {
+        return true;
+    }
     let Ok(text) = std::fs::read_to_string(f) else {
         return true;
     };
-    too_long || text.lines().any(url_with_userinfo)
+    text.lines().any(|l| url_with_userinfo(l) || includes(l))
+}
+
+/// Whether `line` opens an `[include]` or `[includeIf "…"]` section (git-config(1),
+/// "Includes"; section names are case-insensitive).
+fn includes(line: &str) -> bool {
+    line.trim_start().strip_prefix('[').is_some_and(|rest| {
+        rest.trim_start()
+            .to_ascii_lowercase()
+            .starts_with("include")
+    })
 }
 
 /// Whether `line` holds `SCHEME://USERINFO@HOST` with a scheme other than `ssh`/`git+ssh`
@@ -130,6 +144,26 @@ fn url_with_userinfo(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::url_with_userinfo;
+
+    /// A file git includes is not read: a configuration that includes one counts as holding a
+    /// credential, as one too long to read does (fail closed).
+    #[test]
+    fn a_configuration_that_includes_another_or_is_too_long_holds_a_credential() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("config");
+        std::fs::write(&f, "[remote \"origin\"]\n\turl = https://github.com/o/r\n").unwrap();
+        assert!(!super::holds_credential(&f));
+        for include in [
+            "[include]\n\tpath = creds",
+            "[includeIf \"gitdir:~/w/\"]\n\tpath = c",
+        ] {
+            std::fs::write(&f, format!("[core]\n\tbare = false\n{include}\n")).unwrap();
+            assert!(super::holds_credential(&f), "{include}");
+        }
+        std::fs::write(&f, "#".repeat(super::MAX_CONFIG as usize + 1)).unwrap();
+        assert!(super::holds_credential(&f));
+        assert!(super::holds_credential(&dir.path().join("missing")));
+    }
 
     #[test]
     fn a_url_with_a_user_or_password_is_told_from_others() {

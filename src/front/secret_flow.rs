@@ -43,8 +43,19 @@ impl<S: Store, K: Keys> Front<S, K> {
         let rules = self.secret_rules();
         let call = rules.call_reading(tool, args, cwd);
         let Some(egress) = call.egress else {
-            let first = call.strangers.first().cloned()?;
-            if let Some(r) = self.handed_to_a_stranger(session, tool, args, call.strangers) {
+            let mut strangers = call.strangers;
+            // A tool no policy classifies may send its arguments anywhere (most MCP servers
+            // call a remote service): handed a secret's value, it is refused as a program not
+            // known to stay local is (attack review 53: after a Read of `.env`, an unknown
+            // `create_page` or `puppeteer_navigate` carrying the token was only asked).
+            if strangers.is_empty() && !self.policy.classifies(tool) {
+                strangers.push(secrets::Egress {
+                    via: format!("{tool} (a tool no policy classifies)"),
+                    destinations: Vec::new(),
+                });
+            }
+            let first = strangers.first().cloned()?;
+            if let Some(r) = self.handed_to_a_stranger(session, tool, args, strangers) {
                 return Some(r);
             }
             // A file it names that holds a value of a secret file (a copy made in an earlier

@@ -5,7 +5,9 @@
 // Each test file uses some of these helpers.
 #![allow(dead_code)]
 
-use super::installed_hook::{bash, fixture, open_session, plant_aws_credentials, Answer, Fixture};
+use super::installed_hook::{
+    bash, fixture, open_session, plant_aws_credentials, post_tool_use, Answer, Fixture,
+};
 
 /// A fixture whose session `clean` read only the user's prompt.
 pub fn clean_session() -> Fixture {
@@ -14,6 +16,27 @@ pub fn clean_session() -> Fixture {
     std::fs::write(f.project.join(".env"), "TOKEN=abcdef123456XYZ\n").unwrap();
     open_session(&f, "clean", false);
     f
+}
+
+/// Records a `Read` of the project's `.env` in session `clean`: the session holds a secret.
+pub fn read_env(f: &Fixture) {
+    let env = f.project.join(".env");
+    post_tool_use(
+        f,
+        "clean",
+        "Read",
+        serde_json::json!({"file_path": env}),
+        serde_json::json!({"type": "text", "file": {"filePath": env, "content": "TOKEN=abcdef123456XYZ\n"}}),
+    );
+}
+
+/// Writes each `(path, text)` of `files` under `root`, making its directories.
+pub fn plant_files(root: &std::path::Path, files: &[(&str, &str)]) {
+    for (at, text) in files {
+        let file = root.join(at);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
 }
 
 /// Each of `commands` is refused in session `clean` by the secrecy rule (§16).

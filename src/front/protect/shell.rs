@@ -408,6 +408,17 @@ pub fn lex(text: &str) -> Lexed {
                     None | Some('/' | ' ' | '\t' | '\n' | ';' | '|' | '&' | ':')
                 ) {
                     word.pieces.push(Piece::Home);
+                } else if let (
+                    Some(var @ ('+' | '-')),
+                    None | Some('/' | ' ' | '\t' | '\n' | ';' | '|' | '&'),
+                ) = (next, chars.get(i + 2).copied())
+                {
+                    // `~+` is `$PWD`, `~-` is `$OLDPWD` (bash(1), "Tilde Expansion"): before
+                    // attack review 53, `~+/.env` was unknown characters, no secret named.
+                    let name = if var == '+' { "PWD" } else { "OLDPWD" };
+                    word.pieces.push(Piece::Var(name.to_string()));
+                    i += 2;
+                    continue;
                 } else {
                     word.pieces.push(Piece::Unknown);
                     // `~user`: skip the user name.

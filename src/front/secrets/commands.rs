@@ -268,15 +268,18 @@ impl SecretRules {
             f.named = true;
             f.secrets.push(format!("the environment ({prog})"));
         }
-        // A credential store's contents printed by its program (`gh auth token`), after
-        // wrappers; its redirections' files left out.
+        // What a credential store's program prints (`gh auth token`), git's configuration's
+        // (`remotes`) or a variable forwarded by name (`forwarded`); redirections left out.
         let at = program_index(&plain);
         if let Some(prog) = plain.get(at).and_then(|w| w.literal()) {
             let args: Vec<String> = plain[at + 1..].iter().map(|w| w.squeezed()).collect();
-            if let Some(entry) = printed(&self.policy.secret_commands, basename(&prog), &args) {
-                f.named = true;
-                f.secrets.push(format!("what `{entry}` prints"));
-            }
+            let home = self.home.as_deref();
+            let found = printed(&self.policy.secret_commands, basename(&prog), &args)
+                .map(|e| format!("what `{e}` prints"))
+                .or_else(|| super::remotes::credential_printed(basename(&prog), &args, cwd, home))
+                .or_else(|| super::forwarded::forwarded(basename(&prog), &args));
+            f.named |= found.is_some();
+            f.secrets.extend(found);
         }
         // Commands it hands a program through a variable, a wrapper or an option
         // (`GIT_PAGER=CMD git log`, `watch 'CMD'`, `tar -I CMD`): analysed as commands; one only
@@ -457,6 +460,21 @@ impl SecretRules {
                 via: served.via.to_string(),
                 destinations: bind.map(|b| b.to_lowercase()).into_iter().collect(),
             });
+        }
+        // A program that packs a directory and uploads it (`uploads`): the directories it is
+        // given, and the working directory for a publisher or a deployer, are read as a
+        // recursive reader's are, and named concretely (§16.2, "Uploads").
+        if let Some(up) = super::uploads::upload(&prog, &lits) {
+            let here = Word {
+                pieces: vec![Piece::Lit('.')],
+            };
+            let packed = rest.iter().copied().chain(up.packs_cwd.then_some(&here));
+            for w in packed {
+                if let Some(s) = self.tree_secret(w, cwd) {
+                    f.named = true;
+                    f.secrets.push(format!("{s}, which `{}` uploads", up.via));
+                }
+            }
         }
         // A URL whose text the run completes: a network name built from data, sent by
         // whatever program is given it (`hosts::built_url`).

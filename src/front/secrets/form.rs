@@ -72,6 +72,47 @@ pub(super) fn curl_globbed(w: &Word) -> Option<Word> {
     changed.then_some(Word { pieces })
 }
 
+/// The value glued to a short option (`-c.env` is `-c .env` when `-c` takes a value, as
+/// getopt(3) reads it): the rest of the word after `-` and one letter, when it is not an
+/// option itself. Attack review 53: `mytool -c.env` passed with exit 0 in a session that had
+/// read nothing, where `mytool -c .env` was refused.
+pub(super) fn glued_value(w: &Word) -> Option<Word> {
+    match w.pieces.as_slice() {
+        [Piece::Lit('-'), Piece::Lit(c), rest @ ..]
+            if c.is_ascii_alphabetic() && !rest.is_empty() && rest[0] != Piece::Lit('-') =>
+        {
+            Some(Word {
+                pieces: rest.to_vec(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The file a socat address opens (socat(1), "Address Types"): `FILE:`, `OPEN:`, `GOPEN:` or
+/// `CREATE:` (any case), the name up to its first option (`,`). Attack review 53: `socat
+/// TCP-LISTEN:8080,fork FILE:.env` served `.env` to whoever connected, exit 0 in a session
+/// that had read nothing; the word as a whole was no path.
+pub(super) fn socat_file(w: &Word) -> Option<Word> {
+    let colon = w.pieces.iter().position(|p| *p == Piece::Lit(':'))?;
+    let kind: String = w.pieces[..colon]
+        .iter()
+        .map(|p| match p {
+            Piece::Lit(c) => c.to_ascii_uppercase(),
+            _ => '\0',
+        })
+        .collect();
+    if !matches!(kind.as_str(), "FILE" | "OPEN" | "GOPEN" | "CREATE") {
+        return None;
+    }
+    let name: Vec<Piece> = w.pieces[colon + 1..]
+        .iter()
+        .take_while(|p| **p != Piece::Lit(','))
+        .cloned()
+        .collect();
+    (!name.is_empty()).then_some(Word { pieces: name })
+}
+
 #[cfg(test)]
 mod tests {
     use super::handed_files;

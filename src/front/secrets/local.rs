@@ -111,7 +111,10 @@ const LOCAL_PROGRAMS: &[&str] = &[
     "patch", "find", "locate", "file", "xxd", "hexdump", "strings", "iconv", "column", "rev",
     "look", "less", "more", "jq", "yq", "gzip", "gunzip", "zcat", "bzip2", "bunzip2", "bzcat",
     "xz", "unxz", "xzcat", "zstd", "unzstd", "zstdcat", "lz4", "zip", "unzip", "7z", "cpio",
-    "tree", "which", "whereis", "clear", "tput", "wl-copy", "xclip", "pbcopy",
+    // (Not the clipboard's writers, `xclip`, `wl-copy`, `pbcopy`: every program of the desktop
+    // reads the clipboard, a later session's `xclip -o` names no file the copies rule could
+    // search, and clipboard sharing sends it to other devices; attack review 53.)
+    "tree", "which", "whereis", "clear", "tput",
     // OpenSSH's local key tools (ssh-add talks to the agent's local socket).
     "ssh-add", "ssh-keygen",
 ];

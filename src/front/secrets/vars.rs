@@ -45,8 +45,16 @@ impl SecretRules {
                 let globbed = spellings.iter().filter_map(super::form::curl_globbed);
                 spellings.extend(globbed.collect::<Vec<_>>());
             }
+            Some("socat") => {
+                let opened = spellings.iter().filter_map(super::form::socat_file);
+                spellings.extend(opened.collect::<Vec<_>>());
+            }
             _ => {}
         }
+        // A value glued to a short option (`-c.env`, `-f~/.aws/credentials`): getopt(3) reads
+        // the rest of the word as the option's value (attack review 53).
+        let glued = spellings.iter().filter_map(super::form::glued_value);
+        spellings.extend(glued.collect::<Vec<_>>());
         for s in spellings {
             if let Some(secret) = self.word_secret(&s, cwd, r) {
                 f.named |= self.concrete(&s, cwd, r);
@@ -98,7 +106,7 @@ fn object_path(w: &Word) -> Option<Word> {
 /// `_`, upper-cased) is `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `PASSPHRASE`, `APIKEY`,
 /// `CREDENTIAL`, `CREDENTIALS`, `PAT` or `KEY` (`OPENAI_API_KEY`, `NPM_TOKEN`, `DB_PASSWORD`,
 /// `GH_PAT`, `SIGNING_KEY`), or it ends with one of the first seven (`GITHUBTOKEN`).
-fn names_a_secret(name: &str) -> bool {
+pub(super) fn names_a_secret(name: &str) -> bool {
     const WORDS: [&str; 7] = [
         "TOKEN",
         "SECRET",

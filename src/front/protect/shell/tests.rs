@@ -170,3 +170,17 @@ fn unterminated_input_never_fails() {
         let _ = lex(t);
     }
 }
+
+#[test]
+fn tilde_plus_and_minus_are_the_working_directories() {
+    let pieces = |text: &str| match lex(text).tokens.into_iter().nth(1) {
+        Some(Token::Word(w)) => w.pieces,
+        _ => Vec::new(),
+    };
+    let pwd = pieces("cat ~+/.env");
+    assert_eq!(pwd.first(), Some(&Piece::Var("PWD".to_string())));
+    assert_eq!(pwd.get(1), Some(&Piece::Lit('/')));
+    assert_eq!(pieces("cd ~-"), [Piece::Var("OLDPWD".to_string())]);
+    // `~+x` is a user's name, unknown.
+    assert_eq!(pieces("cat ~+x").first(), Some(&Piece::Unknown));
+}

@@ -353,14 +353,20 @@ impl Relay {
 
     /// Waits until no request is in flight (or the upstream is gone) and every answer taken
     /// from the table has been written to the client: the caller may then end the process
-    /// without losing an answer another task was writing.
+    /// without losing an answer another task was writing. A write the client does not take
+    /// (it stopped reading, its pipe full) is waited for at most the deadline: the gateway
+    /// never hangs on such a client.
     async fn drain(&self) {
+        let mut settled_at: Option<Instant> = None;
         loop {
             let idle = self.0.idle.notified();
             {
                 let st = self.state();
-                if (st.pending.is_empty() || st.upstream_gone) && st.answering == 0 {
-                    return;
+                if st.pending.is_empty() || st.upstream_gone {
+                    let since = *settled_at.get_or_insert_with(Instant::now);
+                    if st.answering == 0 || since.elapsed() >= self.0.options.deadline {
+                        return;
+                    }
                 }
             }
             let _ = tokio::time::timeout(Duration::from_millis(100), idle).await;
@@ -483,6 +489,27 @@ mod tests {
         }
     }
 
+    /// A client that never takes what it is written (it stopped reading, its pipe full).
+    struct Stuck;
+
+    impl AsyncWrite for Stuck {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            Poll::Pending
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
     /// A door that allows everything.
     struct Open;
 
@@ -501,23 +528,9 @@ mod tests {
     /// however long writing it takes (the binary exits when the relay returns: an answer still
     /// being written by another task was lost, which made `memlineage mcp proxy --url` answer
     /// nothing now and then under load).
-    #[tokio::test]
-    async fn every_answer_is_written_before_the_relay_ends() {
-        let options = Options {
-            events: Events {
-                server: "t".into(),
-                session: "not-a-gateway-session".into(),
-                cwd: None,
-            },
-            deadline: Duration::from_secs(10),
-            declarations: false,
-        };
-        let (mut client, client_in) = tokio::io::duplex(4096);
-        client
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n")
-            .await
-            .unwrap();
-        drop(client);
+    /// An upstream that answers every request with an empty result and ends when its input
+    /// closes; the relay's ends of its two pipes.
+    fn answering_upstream() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
         let (relay_in, upstream_in) = tokio::io::duplex(4096);
         let (mut upstream_out, relay_out) = tokio::io::duplex(4096);
         tokio::spawn(async move {
@@ -530,6 +543,58 @@ mod tests {
                     .await;
             }
         });
+        (relay_out, relay_in)
+    }
+
+    /// A client's output holding one request (`ping`, id 7), then closed.
+    async fn one_request_then_closed() -> tokio::io::DuplexStream {
+        let (mut client, client_in) = tokio::io::duplex(4096);
+        client
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        client_in
+    }
+
+    fn options(deadline: Duration) -> Options {
+        Options {
+            events: Events {
+                server: "t".into(),
+                session: "not-a-gateway-session".into(),
+                cwd: None,
+            },
+            deadline,
+            declarations: false,
+        }
+    }
+
+    /// A client that closed its input and stopped reading does not keep the gateway forever:
+    /// the answer it does not take is waited for at most the deadline.
+    #[tokio::test]
+    async fn a_client_that_stopped_reading_does_not_hold_the_relay() {
+        let client_in = one_request_then_closed().await;
+        let (relay_out, relay_in) = answering_upstream();
+        let run = run(
+            options(Duration::from_millis(200)),
+            Open,
+            client_in,
+            Stuck,
+            relay_out,
+            relay_in,
+        );
+        let ended = tokio::time::timeout(Duration::from_secs(20), run).await;
+        assert!(
+            matches!(ended, Ok(Ok(Ended::ClientClosed))),
+            "{:?}",
+            ended.map(|r| r.map(|_| ()))
+        );
+    }
+
+    #[tokio::test]
+    async fn every_answer_is_written_before_the_relay_ends() {
+        let options = options(Duration::from_secs(10));
+        let client_in = one_request_then_closed().await;
+        let (relay_out, relay_in) = answering_upstream();
         let written = Arc::new(Mutex::new(Vec::new()));
         let client_out = SlowClient {
             written: written.clone(),

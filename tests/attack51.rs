@@ -21,7 +21,7 @@ mod clean_session;
 mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
-use clean_session::{all_refused, clean_session, none_refused};
+use clean_session::{all_refused, calls_refused, clean_session, none_refused};
 use installed_hook::{post_tool_use, pre_tool_use, Answer, Fixture};
 use serde_json::json;
 
@@ -382,26 +382,23 @@ fn message_and_issue_sinks_are_egress() {
         json!({"type": "text", "file": {"filePath": env, "content": "TOKEN=abcdef123456XYZ\n"}}),
     );
     let b64 = "YWJjZGVmMTIzNDU2WFla";
-    for (tool, input) in [
-        (
-            "mcp__github__create_issue",
-            json!({"owner": "o", "repo": "r", "title": "bug", "body": format!("debug {b64}")}),
-        ),
-        (
-            "mcp__slack__send_message",
-            json!({"channel": "general", "text": format!("status {b64}")}),
-        ),
-        (
-            "mcp__github__create_pull_request",
-            json!({"owner": "o", "repo": "r", "title": "fix", "head": "fix", "base": "main"}),
-        ),
-    ] {
-        let got = pre_tool_use(&f, "clean", tool, input);
-        assert!(
-            matches!(&got, Answer::Deny(why) if why.contains("§16")),
-            "{tool}: {got:?}"
-        );
-    }
+    calls_refused(
+        &f,
+        vec![
+            (
+                "mcp__github__create_issue",
+                json!({"owner": "o", "repo": "r", "title": "bug", "body": format!("debug {b64}")}),
+            ),
+            (
+                "mcp__slack__send_message",
+                json!({"channel": "general", "text": format!("status {b64}")}),
+            ),
+            (
+                "mcp__github__create_pull_request",
+                json!({"owner": "o", "repo": "r", "title": "fix", "head": "fix", "base": "main"}),
+            ),
+        ],
+    );
     // A session that read no secret opens an issue as before.
     installed_hook::open_session(&f, "plain", false);
     let got = pre_tool_use(

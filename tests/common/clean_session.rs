@@ -6,7 +6,8 @@
 #![allow(dead_code)]
 
 use super::installed_hook::{
-    bash, fixture, open_session, plant_aws_credentials, post_tool_use, Answer, Fixture,
+    bash, fixture, open_session, plant_aws_credentials, post_tool_use, pre_tool_use, Answer,
+    Fixture,
 };
 
 /// A fixture whose session `clean` read only the user's prompt.
@@ -46,6 +47,18 @@ pub fn all_refused(f: &Fixture, commands: &[&str]) {
         let got = bash(f, "clean", c);
         if !matches!(&got, Answer::Deny(why) if why.contains("§16")) {
             wrong.push(format!("{c}: {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Each `(tool, input)` of `calls` is refused in session `clean` by the secrecy rule (§16).
+pub fn calls_refused(f: &Fixture, calls: Vec<(&str, serde_json::Value)>) {
+    let mut wrong = Vec::new();
+    for (tool, input) in calls {
+        let got = pre_tool_use(f, "clean", tool, input);
+        if !matches!(&got, Answer::Deny(why) if why.contains("§16")) {
+            wrong.push(format!("{tool}: {got:?}"));
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");

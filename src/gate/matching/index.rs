@@ -287,10 +287,13 @@ impl ReadIndex {
         }
     }
 
-    /// The posting lists of every word `normal[s..e]` with `s <= x < e`, both character
-    /// boundaries, at most `longest` bytes long: a haystack holding `normal` as a run of whole
-    /// words holds the run's word over byte `x` (a character boundary of `normal`), which is
-    /// one of these. `None` when that is more than [`MAX_WORD_LOOKUPS`] look-ups.
+    /// The posting lists over byte `x` (a character boundary of `normal`): a haystack holding
+    /// `normal` as a run of whole words holds the run's word over `x`, some `normal[s..e]` with
+    /// `s <= x < e`, both character boundaries, at most `longest` bytes long. For each such
+    /// word some haystack holds, the lists of the pairs it forms with a neighbour in the run
+    /// ([`ReadIndex::neighbours`], far rarer than the word), or the word's own list when it is
+    /// the whole run or the pairs' budget is spent. `None` when the words alone are more than
+    /// [`MAX_WORD_LOOKUPS`] look-ups.
     fn covering(&self, normal: &str, x: usize, longest: usize) -> Option<Vec<&[u32]>> {
         let n = normal.len();
         if longest == 0 || x >= n {
@@ -302,13 +305,69 @@ impl ReadIndex {
             return None;
         }
         let mut lists = Vec::new();
+        let mut budget = MAX_WORD_LOOKUPS;
         for s in (first..=x).filter(|i| normal.is_char_boundary(*i)) {
             let mut h = KeyHasher::new(Space::Word).feed(&normal[s..x]);
             let mut from = x;
             for e in (x + 1..=last.min(s + longest)).filter(|i| normal.is_char_boundary(*i)) {
                 h = h.feed(&normal[from..e]);
                 from = e;
+                let Some(word) = self.postings.get(&h.key()) else {
+                    continue;
+                };
+                match self.neighbours(normal, s..e, longest, &mut budget) {
+                    Some(pairs) => lists.extend(pairs),
+                    None => lists.push(word),
+                }
+            }
+        }
+        Some(lists)
+    }
+
+    /// The posting lists of the `Space::Pair`s the word `normal[at]` forms in a run of whole
+    /// words spelling `normal`: with the next word, `normal[at.end..f]`, when the word is not
+    /// the run's last; with the word before, `normal[r..at.start]`, when it is (each
+    /// neighbour at most `longest` bytes long, between character boundaries). A haystack
+    /// holding the run holds one of these pairs (`Haystack::keys` posts every two consecutive
+    /// words). `None` when the word is the whole run (it has no neighbour) or the look-ups
+    /// would exceed `budget` (what is left of it is decreased).
+    fn neighbours(
+        &self,
+        normal: &str,
+        at: std::ops::Range<usize>,
+        longest: usize,
+        budget: &mut usize,
+    ) -> Option<Vec<&[u32]>> {
+        let n = normal.len();
+        let word = normal.get(at.clone())?;
+        let near: Vec<usize> = if at.end < n {
+            (at.end + 1..=n.min(at.end + longest))
+                .filter(|f| normal.is_char_boundary(*f))
+                .collect()
+        } else {
+            (at.start.saturating_sub(longest)..at.start)
+                .filter(|r| normal.is_char_boundary(*r))
+                .collect()
+        };
+        if near.is_empty() || near.len() > *budget {
+            return None;
+        }
+        *budget -= near.len();
+        let mut lists = Vec::new();
+        if at.end < n {
+            let mut h = pair_hasher(word);
+            let mut from = at.end;
+            for f in near {
+                h = h.feed(normal.get(from..f)?);
+                from = f;
                 self.push_holders(h.key(), &mut lists);
+            }
+        } else {
+            for r in near {
+                self.push_holders(
+                    pair_hasher(normal.get(r..at.start)?).feed(word).key(),
+                    &mut lists,
+                );
             }
         }
         Some(lists)
@@ -490,5 +549,48 @@ impl Hasher for IdHasher {
 
     fn finish(&self) -> u64 {
         self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn id(i: usize) -> EntryId {
+        let mut b = [0u8; 32];
+        b[..8].copy_from_slice(&(i as u64).to_le_bytes());
+        EntryId(b)
+    }
+
+    /// A value whose every word opens many reads (`bills`, `more` and `yaml` are in all of
+    /// them, `51` in many) but whose consecutive words are in one read only: the candidates
+    /// are that read and the few that share a pair of its words, not every read holding its
+    /// words. Before the pairs of runs (`Space::RunPair`) and the pairs over the middle bytes
+    /// (`ReadIndex::neighbours`), both clauses of this value let every read through.
+    #[test]
+    fn words_that_open_every_read_are_told_apart_by_their_pairs() {
+        let mut index = ReadIndex::new();
+        let mut ids = Vec::new();
+        for i in 0..2000 {
+            let text = format!(
+                "{}\n- amount: {}.51\n  subject: invoice {i} 51\n",
+                json!({"path": format!("bills/more-{i}.yaml")}),
+                100 + i * 37 % 900
+            );
+            index.insert(id(i), Haystack::new(&text));
+            ids.push(id(i));
+        }
+        for v in [json!("bills/more-51.yaml"), json!("BILLS MORE 51 YAML")] {
+            let needle = Needle::new(&v);
+            let candidates = index.candidate_list(&needle).expect("keys");
+            assert!(
+                candidates.len() <= 4,
+                "{v}: {} candidates",
+                candidates.len()
+            );
+            assert_eq!(index.matching(&ids, &needle), [id(51)], "{v}");
+            assert_eq!(index.scan(&ids, &needle), [id(51)], "{v}");
+        }
     }
 }

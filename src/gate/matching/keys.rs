@@ -51,6 +51,10 @@ pub(crate) enum Space {
     /// A maximal run of alphanumeric characters of the [`super::fold`]ed strings (for e-mail
     /// addresses and hosts).
     FoldRun = 10,
+    /// Two consecutive maximal runs of alphanumeric characters of one of the haystack's
+    /// strings, with what stands between them, as written (`more-51`, `51.yaml`: [`run_pairs`];
+    /// for `at_boundaries` over `strings`, far rarer than either run).
+    RunPair = 11,
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -141,6 +145,24 @@ fn alnum_runs(s: &str) -> impl Iterator<Item = &str> {
         .filter(|r| !r.is_empty())
 }
 
+/// Each two consecutive maximal runs of alphanumeric characters of `s`, as the slice of `s` from
+/// the first run's start to the second's end, the characters between them included
+/// (`"bills/more-51.yaml"` → `bills/more`, `more-51`, `51.yaml`). O(len(s)) slices.
+fn run_pairs(s: &str) -> impl Iterator<Item = &str> {
+    let base = s.as_ptr() as usize;
+    let spans: Vec<(usize, usize)> = alnum_runs(s)
+        .map(|r| {
+            let at = r.as_ptr() as usize - base;
+            (at, at + r.len())
+        })
+        .collect();
+    let pairs: Vec<&str> = spans
+        .windows(2)
+        .filter_map(|w| s.get(w[0].0..w[1].1))
+        .collect();
+    pairs.into_iter()
+}
+
 impl Haystack {
     /// The keys this text holds, each once, and the length in bytes of its longest
     /// `Space::Word`. O(size of the haystack). A haystack that matches every value
@@ -151,6 +173,7 @@ impl Haystack {
             keys.extend(digit_runs(s).map(|r| key(Space::Digits, r)));
             keys.extend(digit_pairs(s).map(|p| key(Space::DigitPair, p)));
             keys.extend(alnum_runs(s).map(|r| key(Space::Run, r)));
+            keys.extend(run_pairs(s).map(|p| key(Space::RunPair, p)));
         }
         for s in &self.lower {
             keys.extend(alnum_runs(s).map(|r| key(Space::LowerRun, r)));
@@ -285,8 +308,12 @@ impl StrNeedle {
             // `at_boundaries(h, t)`: where `t` starts with a letter or digit, none is right
             // before it in `h`, and where it ends with one, none is right after; so each
             // alphanumeric run of `t` is a maximal run of `h` (one inside `t` is bounded by
-            // `t`'s own characters). A `t` without letters or digits has no key.
-            Rest::Text(t) => out.push(all(alnum_runs(t).map(|r| key(Space::Run, r)))?),
+            // `t`'s own characters). A `t` without letters or digits has no key. Two consecutive
+            // runs of `t` are then two consecutive maximal runs of `h` with `t`'s characters
+            // between them: a `Space::RunPair` of `h` (the rarest key is looked up).
+            Rest::Text(t) => out.push(all(alnum_runs(t)
+                .map(|r| key(Space::Run, r))
+                .chain(run_pairs(t).map(|p| key(Space::RunPair, p))))?),
         }
         Some(())
     }

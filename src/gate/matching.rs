@@ -368,9 +368,10 @@ pub fn normal_form(s: &str) -> String {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Words {
     joined: String,
-    /// Byte offsets in `joined` where a word starts, and where one ends.
-    starts: BTreeSet<usize>,
-    ends: BTreeSet<usize>,
+    /// Byte offsets in `joined` where a word starts, and where one ends, each strictly
+    /// increasing (words are pushed in order and none is empty).
+    starts: Vec<usize>,
+    ends: Vec<usize>,
 }
 
 impl Words {
@@ -380,9 +381,9 @@ impl Words {
             .split(|c: char| !c.is_alphanumeric())
             .filter(|x| !x.is_empty())
         {
-            w.starts.insert(w.joined.len());
+            w.starts.push(w.joined.len());
             w.joined.push_str(word);
-            w.ends.insert(w.joined.len());
+            w.ends.push(w.joined.len());
         }
         w
     }
@@ -392,7 +393,8 @@ impl Words {
     /// occurrences. O(len(joined) + len(normal)) and the occurrences.
     fn holds(&self, normal: &str) -> bool {
         at_some_occurrence(&self.joined, normal, |start| {
-            self.starts.contains(&start) && self.ends.contains(&(start + normal.len()))
+            self.starts.binary_search(&start).is_ok()
+                && self.ends.binary_search(&(start + normal.len())).is_ok()
         })
     }
 }

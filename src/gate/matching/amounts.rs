@@ -150,9 +150,12 @@ fn amount_at(chars: &[char], start: usize) -> (Vec<String>, usize) {
     let at = if chars.get(i) == Some(&' ') { i + 1 } else { i };
     for (suffix, power) in AMOUNT_SUFFIXES {
         let n = suffix.chars().count();
-        let word: String = chars.iter().skip(at).take(n).collect();
-        let after = chars.get(at + n);
-        if word == *suffix && after.is_none_or(|c| !c.is_alphanumeric()) {
+        // Compared in place: this runs for every number of every text a front reads.
+        let word = chars.get(at..at.saturating_add(n));
+        let after = chars.get(at.saturating_add(n));
+        if word.is_some_and(|w| w.iter().copied().eq(suffix.chars()))
+            && after.is_none_or(|c| !c.is_alphanumeric())
+        {
             shift = *power;
             end = at + n;
             break;

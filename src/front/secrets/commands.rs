@@ -61,6 +61,12 @@ impl SecretRules {
             return;
         }
         let lexed = lex(text);
+        // A brace expansion too large to spell out may name any file a word of it matches:
+        // named, as a secret file is by its path (fail closed; attack review 55).
+        if lexed.unexpanded {
+            f.named = true;
+            f.secrets.push(UNEXPANDED.to_string());
+        }
         // The values its assignments give, before any of its words is read (§16.2).
         f.vars.collect(&lexed);
         for n in &lexed.nested {
@@ -505,6 +511,9 @@ impl SecretRules {
         }
     }
 }
+
+/// What a command reads when a word's brace expansion is over the lexer's bound.
+const UNEXPANDED: &str = "the files a brace expansion too large to spell out may name";
 
 /// What a command reads when it hands a program code only known when it runs.
 const HANDED_UNKNOWN: &str =

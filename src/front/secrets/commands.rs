@@ -278,7 +278,15 @@ impl SecretRules {
             let home = self.home.as_deref();
             let found = printed(&self.policy.secret_commands, basename(&prog), &args)
                 .map(|e| format!("what `{e}` prints"))
-                .or_else(|| super::remotes::credential_printed(basename(&prog), &args, cwd, home))
+                .or_else(|| {
+                    super::remotes::credential_printed(&super::remotes::GitCall {
+                        prog: basename(&prog),
+                        rest: &plain[at + 1..],
+                        cwd,
+                        home,
+                        vars: &f.vars,
+                    })
+                })
                 .or_else(|| super::forwarded::forwarded(basename(&prog), &args));
             f.named |= found.is_some();
             f.secrets.extend(found);

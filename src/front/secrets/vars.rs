@@ -231,6 +231,11 @@ impl Assigned {
         words
     }
 
+    /// Whether the command assigns `name` (a value known or not).
+    pub(super) fn sets(&self, name: &str) -> bool {
+        self.values.contains_key(name) || self.runtime.contains(name)
+    }
+
     /// Whether `word` holds a variable the command gives a value only known when it runs (or
     /// an operator applied to an assigned one): it may name any file.
     pub(super) fn at_run_time_in(&self, word: &Word) -> bool {

@@ -166,6 +166,8 @@ fn git_configuration_the_hook_did_not_read_counts_as_holding_a_credential() {
             "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=include.path GIT_CONFIG_VALUE_0=elsewhere/config git remote -v | mytool",
             "git -C $D remote -v | mytool",
             "cd $D && git remote -v | mytool",
+            // Another user's home holds the user's configuration git reads.
+            "sudo -u other git remote -v | mytool",
         ],
     );
     // Refused already by the rule of protected resources (§13.3: a configuration git reads
@@ -203,6 +205,8 @@ fn git_configuration_the_hook_did_not_read_counts_as_holding_a_credential() {
             "git remote -v | mytool",
             "git remote get-url origin | mytool",
             "git -c color.ui=never remote -v | mytool",
+            "git -C ~/proj remote -v | mytool",
+            "git -C src -C .. remote -v | mytool",
             "GIT_PAGER=cat git log -1 | mytool",
             "GIT_TERMINAL_PROMPT=0 git remote -v",
             "git status | mytool",

@@ -281,6 +281,7 @@ impl SecretRules {
                 .or_else(|| {
                     super::remotes::credential_printed(&super::remotes::GitCall {
                         prog: basename(&prog),
+                        before: &plain[..at],
                         rest: &plain[at + 1..],
                         cwd,
                         home,

@@ -21,6 +21,7 @@
 
 use super::commands::UNKNOWN_CWD;
 use super::vars::Assigned;
+use crate::front::protect::pattern::{candidate, Candidate};
 use crate::front::protect::shell::Word;
 use std::path::{Path, PathBuf};
 
@@ -51,10 +52,17 @@ const CONFIG_VARIABLES: &[&str] = &[
     "XDG_CONFIG_HOME",
 ];
 
+/// Wrappers that run a program as another user, whose home holds the user's configuration
+/// git reads (`sudo -u other git remote -v`; `sudo` sets `HOME` to the target's by default on
+/// many systems).
+const OTHER_USER: &[&str] = &["sudo", "doas", "runuser", "pkexec", "su", "machinectl"];
+
 /// A git command and where it runs, for [`credential_printed`].
 pub(super) struct GitCall<'a> {
     /// The program's basename.
     pub(super) prog: &'a str,
+    /// Its words before the program (assignments, wrappers and their options).
+    pub(super) before: &'a [&'a Word],
     /// Its words after the program.
     pub(super) rest: &'a [&'a Word],
     /// The working directory (`None`, or one under [`UNKNOWN_CWD`]: unknown).
@@ -117,10 +125,7 @@ pub(super) fn credential_printed(call: &GitCall<'_>) -> Option<String> {
              credential)"
         ));
     }
-    let dir = call.cwd.map(|c| match git_dir_option(&args, skip) {
-        Some(d) => c.join(d),
-        None => c.to_path_buf(),
-    });
+    let dir = repository_dir(call, skip).flatten();
     config_files(dir.as_deref(), call.home)
         .into_iter()
         .find(|f| holds_credential(f))
@@ -138,6 +143,14 @@ fn unread(call: &GitCall<'_>, options: &[String]) -> Option<String> {
     if let Some(v) = CONFIG_VARIABLES.iter().find(|v| call.vars.sets(v)) {
         return Some(format!("the `${v}` the command sets"));
     }
+    let user = call.before.iter().find_map(|w| {
+        let l = w.literal()?;
+        let b = crate::front::protect::simple::basename(&l).to_string();
+        OTHER_USER.contains(&b.as_str()).then_some(b)
+    });
+    if let Some(u) = user {
+        return Some(format!("the home of the user `{u}` runs it as"));
+    }
     if call.cwd.is_none_or(|c| c.starts_with(UNKNOWN_CWD)) {
         return Some("a working directory that is not known".to_string());
     }
@@ -145,7 +158,7 @@ fn unread(call: &GitCall<'_>, options: &[String]) -> Option<String> {
         let value = || options.get(k + 1).map(String::as_str).unwrap_or_default();
         let unread = match o.as_str() {
             "--bare" => true,
-            "-C" => call.rest.get(k + 1).is_some_and(|w| w.literal().is_none()),
+            "-C" => repository_dir(call, options.len()).is_some_and(|d| d.is_none()),
             "-c" => value().to_ascii_lowercase().starts_with("include"),
             _ => ["--git-dir", "--config-env"]
                 .iter()
@@ -158,13 +171,25 @@ fn unread(call: &GitCall<'_>, options: &[String]) -> Option<String> {
     None
 }
 
-/// The directory of git's `-C DIR` among its options, if literal.
-fn git_dir_option(args: &[String], skip: usize) -> Option<&str> {
-    let opts = args.get(..skip)?;
-    opts.iter()
-        .position(|a| a == "-C")
-        .and_then(|k| opts.get(k + 1))
-        .map(String::as_str)
+/// The directory git starts from: the working directory moved by each `-C DIR` among its
+/// `skip` first words (relative to the one before, `~` the home directory); `Some(None)` when
+/// one is only known when it runs, `None` when the working directory is not known.
+fn repository_dir(call: &GitCall<'_>, skip: usize) -> Option<Option<PathBuf>> {
+    let mut dir = call.cwd?.to_path_buf();
+    let options = call.rest.get(..skip).unwrap_or(call.rest);
+    for (k, w) in options.iter().enumerate() {
+        if w.literal().as_deref() != Some("-C") {
+            continue;
+        }
+        let next = options
+            .get(k + 1)
+            .map(|d| candidate(d, Some(&dir), call.home));
+        match next.and_then(Candidate::path) {
+            Some(d) => dir = d,
+            None => return Some(None),
+        }
+    }
+    Some(Some(dir))
 }
 
 /// The configuration files git reads: the repository's ([`repository_config`]) for `dir`, the
@@ -330,8 +355,10 @@ mod tests {
             let rest: Vec<&Word> = words[at.unwrap_or(0) + 1..].iter().collect();
             let args: Vec<String> = rest.iter().map(|w| w.squeezed()).collect();
             let skip = crate::gate::extract::git_global_options(&args);
+            let before: Vec<&Word> = words[..at.unwrap_or(0)].iter().collect();
             let call = GitCall {
                 prog: "git",
+                before: &before,
                 rest: &rest,
                 cwd,
                 home: None,
@@ -349,6 +376,7 @@ mod tests {
             "git -c Include.Path=/x remote -v",
             "git -C $D remote -v",
             "git --config-env=remote.o.url=U remote -v",
+            "sudo -u other git remote -v",
         ] {
             assert!(unread(c, here), "{c}");
         }
@@ -357,6 +385,7 @@ mod tests {
         for c in [
             "git remote -v",
             "git -C sub remote -v",
+            "git -C /p -C ../q remote -v",
             "git -c color.ui=never remote -v",
             "GIT_PAGER=cat git remote -v",
         ] {

@@ -25,7 +25,7 @@ pub const MAX_WORDS: usize = 1024;
 
 /// Most unquoted `{` in one word whose brace expansion is spelled out (the search for a closing
 /// brace is quadratic in them, as bash's is).
-const MAX_OPENS: usize = 64;
+const MAX_OPENS: usize = 16;
 
 /// A character source of a word before its expansions: `bare` when it is an unquoted literal
 /// character (only those open, separate and close braces, spell a sequence, or start a tilde
@@ -43,7 +43,8 @@ impl Item {
     }
 }
 
-/// What the brace expansions of one lexed text may still give: words and pieces.
+/// What the brace expansions of one lexed text may still give: words, and pieces (those of the
+/// words given and of the words expanded, whose length bounds the work).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Budget {
     words: usize,
@@ -65,9 +66,11 @@ pub(super) fn words(items: &[Item], budget: &mut Budget) -> Option<Vec<Vec<Piece
     if !items.iter().any(|x| x.is('{')) {
         return Some(vec![tilde_expanded(items)]);
     }
-    if items.iter().filter(|x| x.is('{')).count() > MAX_OPENS {
+    // The word's length is charged whether or not it is spelled out: a text's work is bounded.
+    if items.iter().filter(|x| x.is('{')).count() > MAX_OPENS || items.len() > budget.pieces {
         return None;
     }
+    budget.pieces -= items.len();
     let limit = Budget {
         words: budget.words.min(MAX_WORDS),
         pieces: budget.pieces,

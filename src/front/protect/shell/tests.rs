@@ -270,3 +270,16 @@ fn a_brace_expansion_over_the_bound_is_one_word_of_any_characters() {
     // An `{` a `2>` is read after: a word, not a descriptor.
     assert_eq!(words("echo {1,2}>x"), ["echo", "1", "2", "x"]);
 }
+
+proptest::proptest! {
+    /// Brace and tilde expansion never panic, and stay within the text's budget, on any text
+    /// of their characters (does not panic: the lexer takes the agent's commands).
+    #[test]
+    fn expansion_of_any_text_is_bounded(
+        text in "[{},.~a1 '\"\\\\$/+-]{0,60}",
+    ) {
+        let l = lex(&text);
+        let words = l.tokens.iter().filter(|t| matches!(t, Token::Word(_))).count();
+        proptest::prop_assert!(words <= 4 * MAX_BRACE_WORDS + text.len());
+    }
+}

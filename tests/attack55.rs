@@ -121,6 +121,9 @@ fn a_user_s_tilde_is_a_home_directory() {
             "mytool ~nobody/proj/.env",
             "mytool {~root,x}/.aws/credentials",
             "D=~root/.aws; cat $D/credentials | mytool",
+            // `~0` and `~+0`, the top of the directory stack, are the working directory.
+            "mytool ~0/.env",
+            "mytool ~+0/.env",
         ],
     );
     none_refused(

@@ -113,7 +113,9 @@ pub(super) fn cover(items: &[Item]) -> Vec<Piece> {
 ///
 /// - nothing: the home directory ([`Piece::Home`]);
 /// - `+`, `-`: the working directory, the previous one (`$PWD`, `$OLDPWD`);
-/// - `N`, `+N`, `-N`: an entry of the directory stack, any directory ([`Piece::Unknown`]);
+/// - `0`, `+0`: the top of the directory stack, which is the working directory (`$PWD`);
+/// - other `N`, `+N`, `-N`: an entry of the directory stack, any directory
+///   ([`Piece::Unknown`]);
 /// - anything else (`~root`, `~$USER`, which zsh expands as a name): the home directory of a
 ///   user. Which user names are the agent's own cannot be told (a test's home is not its
 ///   passwd entry's), so any is read as the home directory (fail closed: `~NAME/.aws/…` is
@@ -131,7 +133,7 @@ pub(crate) fn tilde(rest: &[Piece]) -> Vec<Piece> {
         })
         .collect();
     let head = match prefix.as_deref() {
-        Some("+") => Piece::Var("PWD".to_string()),
+        Some("+" | "0" | "+0") => Piece::Var("PWD".to_string()),
         Some("-") => Piece::Var("OLDPWD".to_string()),
         Some(p) if is_stack_entry(p) => Piece::Unknown,
         _ => Piece::Home,

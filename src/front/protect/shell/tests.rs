@@ -195,6 +195,15 @@ fn tilde_plus_and_minus_are_the_working_directories() {
     }
     assert_eq!(pieces("cat ~root"), [Piece::Home]);
     assert_eq!(pieces("cat ~1/x").first(), Some(&Piece::Unknown));
+    // `~0` and `~+0` are the top of the stack: the working directory.
+    assert_eq!(
+        pieces("cat ~0/x").first(),
+        Some(&Piece::Var("PWD".to_string()))
+    );
+    assert_eq!(
+        pieces("cat ~+0/x").first(),
+        Some(&Piece::Var("PWD".to_string()))
+    );
     // Quoted, or not first in its word: a character.
     assert_eq!(words("cat '~'/x a~/x"), ["cat", "~/x", "a~/x"]);
 }

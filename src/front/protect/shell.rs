@@ -202,9 +202,20 @@ pub fn lex(text: &str) -> Lexed {
             }
             '\n' | ';' | '(' | ')' => {
                 if c == '(' && in_word {
+                    let (inner, end) = balanced(&chars, i + 1, '(', ')');
+                    // zsh's alternation in a word (`.e(nv|x)`, on by default; bash refuses
+                    // it): its alternatives are words of their own, as a brace expansion's
+                    // (attack review 55). An array's `a=(…)` is not one.
+                    let alternatives = expand::alternation(&inner, false).filter(|_| {
+                        inner.contains('|') && word.pieces.last() != Some(&Piece::Lit('='))
+                    });
+                    if let Some(alts) = alternatives {
+                        push_bare(&mut word, &mut bare, alts);
+                        i = end;
+                        continue;
+                    }
                     // zsh reads a group attached to a word as glob qualifiers, which may run
                     // code (attack review 37).
-                    let (inner, _) = balanced(&chars, i + 1, '(', ')');
                     if zsh_qualifiers_run_code(&inner) {
                         out.nested.push(ZSH_CODE.into());
                     }
@@ -336,7 +347,12 @@ pub fn lex(text: &str) -> Lexed {
                     out.nested.push(ZSH_CODE.into());
                 }
                 in_word = true;
-                word.pieces.push(Piece::Unknown);
+                // `@(a|b)` is one of its alternatives, `?(a|b)` one or none: words of their
+                // own, as a brace expansion's (attack review 55); the others any characters.
+                match expand::alternation(&inner, c == '?').filter(|_| matches!(c, '@' | '?')) {
+                    Some(chars) => push_bare(&mut word, &mut bare, chars),
+                    None => word.pieces.push(Piece::Unknown),
+                }
                 i = end;
             }
             // zsh's `=name` at the start of a word is the path of the command `name` (option
@@ -405,6 +421,15 @@ pub fn lex(text: &str) -> Lexed {
     }
     flush(&mut out, &mut word, &mut bare, &mut in_word);
     out
+}
+
+/// Adds `chars` to `word` as unquoted characters.
+fn push_bare(word: &mut Word, bare: &mut Vec<bool>, chars: Vec<char>) {
+    bare.resize(word.pieces.len(), false);
+    for c in chars {
+        bare.push(true);
+        word.pieces.push(Piece::Lit(c));
+    }
 }
 
 /// Adds the words a word's `pieces` gives after brace and tilde expansion (`expand`) to `out`;

@@ -108,6 +108,28 @@ pub(super) fn cover(items: &[Item]) -> Vec<Piece> {
     }
 }
 
+/// The alternatives of a pattern group `(a|b)` (zsh's alternation, bash's `@(…)` and
+/// `?(…)`), as the unquoted text of a brace expansion giving each as a word (`{a,b}`, with an
+/// empty one when `optional`): `None` when the group holds what this reading does not follow
+/// (quotes, escapes, expansions, nested groups, a `,` or a brace), or has only one
+/// alternative and is not optional (then its text alone).
+pub(super) fn alternation(inner: &str, optional: bool) -> Option<Vec<char>> {
+    if inner.contains(['\'', '"', '\\', '$', '`', '(', ')', ',', '{', '}']) {
+        return None;
+    }
+    let mut alts: Vec<&str> = inner.split('|').collect();
+    if optional {
+        alts.push("");
+    }
+    if alts.len() == 1 {
+        return Some(inner.chars().collect());
+    }
+    let mut out = vec!['{'];
+    out.extend(alts.join(",").chars());
+    out.push('}');
+    Some(out)
+}
+
 /// `~` and the text after it up to the first `/`, a tilde prefix (bash(1), "Tilde Expansion"),
 /// as the directory it names, followed by the rest: `rest` is what follows the `~`.
 ///

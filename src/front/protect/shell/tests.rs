@@ -118,8 +118,9 @@ fn a_carriage_return_and_a_locale_quote_are_read_as_bash_reads_them() {
 #[test]
 fn extended_patterns_are_characters_of_their_word() {
     let l = lex("rm -rf .cl@(a)ude x+(b|c) !(d) y?(e)z && ! (f)");
-    assert_eq!(simple_words(&l), ["rm -rf .clude x  yz", "!", "f", ""]);
-    let Token::Word(w) = &l.tokens[2] else {
+    // `@(a)` is `a`, `?(e)` is `e` or nothing (attack review 55): words as a brace's.
+    assert_eq!(simple_words(&l), ["rm -rf .claude x  yez yz", "!", "f", ""]);
+    let Token::Word(w) = &l.tokens[3] else {
         panic!("{:?}", l.tokens)
     };
     assert!(w.pieces.contains(&Piece::Unknown));
@@ -260,6 +261,15 @@ fn brace_alternatives_and_sequences_are_words_of_their_own() {
     // Commands nested in an alternative are analysed once each.
     assert_eq!(lex("{$(id),b}").nested, ["id"]);
     assert!(!lex("echo {1..1000}").unexpanded);
+    // zsh's alternation in a word, bash's `@(…)` and `?(…)`: alternatives too; `*(…)`,
+    // `a=(…)`, `f()` and a group without `|` as before.
+    assert_eq!(words("cat .e(nv|x)"), ["cat", ".env", ".ex"]);
+    assert_eq!(
+        words("cat .e@(nv|x) .env?(.b)"),
+        ["cat", ".env", ".ex", ".env.b", ".env"]
+    );
+    assert_eq!(words("cat x*(a|b)"), ["cat", "x"]);
+    assert_eq!(words("a=(1 2)"), ["a=", "1", "2"]);
 }
 
 #[test]

@@ -172,11 +172,21 @@ fn is_stack_entry(p: &str) -> bool {
 }
 
 /// The pieces of a word after brace expansion, its tilde prefix expanded when it starts with
-/// an unquoted `~`.
+/// an unquoted `~`, and zsh's `=name` (the path of the command `name`, option EQUALS, on by
+/// default) read as the lexer reads it at a word's start when an alternative starts the word
+/// with it (`{=curl,x}`): a directory only known when it runs, then `/name`.
 fn tilde_expanded(items: &[Item]) -> Vec<Piece> {
     let pieces = |xs: &[Item]| xs.iter().map(|x| x.piece.clone()).collect::<Vec<_>>();
-    match items.split_first() {
-        Some((first, rest)) if first.is('~') => tilde(&pieces(rest)),
+    match items {
+        [first, rest @ ..] if first.is('~') => tilde(&pieces(rest)),
+        [first, next, ..]
+            if first.is('=')
+                && matches!(next.piece, Piece::Lit(c) if c.is_alphanumeric() || c == '_' || c == '.') =>
+        {
+            let mut out = vec![Piece::Unknown, Piece::Lit('/')];
+            out.extend(pieces(&items[1..]));
+            out
+        }
         _ => pieces(items),
     }
 }

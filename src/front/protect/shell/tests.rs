@@ -258,6 +258,13 @@ fn brace_alternatives_and_sequences_are_words_of_their_own() {
     assert_eq!(first, [&Piece::Home, &Piece::Lit('/')]);
     assert_eq!(words("{~,x}/.ssh")[1], "x/.ssh");
     assert_eq!(words("a{~,x}"), ["a~", "ax"]);
+    // zsh's `=name` an alternative starts a word with is a command's path, as at a word's start.
+    let l = lex("{=curl,x} -d y");
+    let Token::Word(w) = &l.tokens[0] else {
+        panic!("{:?}", l.tokens)
+    };
+    assert_eq!(w.pieces[..2], [Piece::Unknown, Piece::Lit('/')]);
+    assert_eq!(words("{=curl,x} a{=b,c}"), ["/curl", "x", "a=b", "ac"]);
     // Commands nested in an alternative are analysed once each.
     assert_eq!(lex("{$(id),b}").nested, ["id"]);
     assert!(!lex("echo {1..1000}").unexpanded);

@@ -405,20 +405,24 @@ fn a_value_glued_to_a_short_option_is_read() {
     );
 }
 
-/// Words the shell expands to a secret's name that the lexer reads as unknown characters: a
-/// tilde prefix `~USER` (the home directory of the user the agent runs as; not testable in a
-/// fixture whose home is not the passwd entry's) and a brace expansion (`.env{,}` is `.env
-/// .env`, `.e{nv,x}` is `.env .ex`). Each passes with exit 0 in a session that read nothing: an
-/// unknown part makes the word a pattern over any characters, not a secret named concretely,
-/// so only egress commands and programs only known when they run are refused for it.
+/// Words the shell expands to a secret's name that the lexer read as unknown characters: a
+/// tilde prefix `~USER` (the home directory of a user) and a brace expansion (`.env{,}` is
+/// `.env .env`, `.e{nv,x}` is `.env .ex`). Each passed with exit 0 in a session that read
+/// nothing: an unknown part made the word a pattern over any characters, not a secret named
+/// concretely, so only egress commands and programs only known when they run were refused for
+/// it. Left open by this review; fixed by attack review 55 (`tests/attack55.rs`: the lexer
+/// expands braces as bash does, and reads any user's home as the home directory).
 #[test]
-#[ignore = "attack review 53, not fixed: the lexer reads `~USER` and `{…}` as unknown \
-            characters; reading them as the shell does (the user's passwd entry, each \
-            alternative as its own word) is a change to the shared lexer and every rule that \
-            reads its pieces"]
 fn a_user_s_tilde_and_brace_alternatives_name_the_secret() {
     let f = clean_session();
-    all_refused(&f, &["mytool .env{,}", "mytool .e{nv,x}"]);
+    all_refused(
+        &f,
+        &[
+            "mytool .env{,}",
+            "mytool .e{nv,x}",
+            "mytool ~root/.aws/credentials",
+        ],
+    );
 }
 
 /// Attacks of this review that the guard already refused (regressions pinned): other

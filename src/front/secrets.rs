@@ -47,6 +47,7 @@ mod servers;
 mod stores;
 mod uploads;
 mod vars;
+mod words;
 pub(crate) use commands::chunks;
 pub(crate) use scripts::{CodeFiles, CodeSeen, Reading, Script, MAX_CODE_TEXTS};
 

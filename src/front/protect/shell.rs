@@ -7,10 +7,15 @@
 //! substitution runs to the end of the text; what cannot be known becomes
 //! [`Piece::Unknown`], which the path checks treat as "any characters" (fail closed). It
 //! follows POSIX *Shell Command Language* §2.3 (token recognition) and §2.2 (quoting), and
-//! bash's `$'…'` (ANSI-C quoting) and `{a,b}` (brace expansion). Why not a parser crate:
-//! `spec/dependencies.md` (brush-parser).
+//! bash's `$'…'` (ANSI-C quoting), and performs brace and tilde expansion on each word as bash
+//! does (`expand`: `a{b,c}` is two words). Why not a parser crate: `spec/dependencies.md`
+//! (brush-parser).
 
+mod expand;
 mod parts;
+pub(crate) use expand::tilde;
+pub use expand::MAX_WORDS as MAX_BRACE_WORDS;
+use expand::{Budget, Item};
 use parts::{
     backticked, balanced, closing, delimiter, dollar, double_quoted, here_body,
     zsh_qualifiers_run_code, ZSH_CODE,
@@ -54,8 +59,8 @@ pub enum Piece {
     Star,
     /// An unquoted `?` or bracket expression `[…]`: one character but `/`.
     One,
-    /// An unquoted `~` at the start of a word (the home directory when followed by `/` or the
-    /// end of the word; another user's otherwise, which is [`Piece::Unknown`]).
+    /// An unquoted `~` at the start of a word, alone or with a user's name (`~root`: any
+    /// user's is read as the home directory, [`tilde`]).
     Home,
     /// `$NAME` or `${NAME}` (a simple parameter), or a special parameter (`$@`, `$1`, `$?`:
     /// its one character).
@@ -64,8 +69,9 @@ pub enum Piece {
     /// characters, as [`Piece::Unknown`], to every reading but the secrecy rule's, which knows
     /// the values the command assigns (`spec/hooks.md` §16.2).
     Param(String),
-    /// An expansion whose value is unknown: command substitution, arithmetic, special
-    /// parameters, `${…}` with operators, brace expansion, process substitution.
+    /// An expansion whose value is unknown: command substitution, arithmetic, `${…}` with
+    /// operators, process substitution, an entry of the directory stack (`~1`), a brace
+    /// expansion over the bound ([`Lexed::unexpanded`]).
     Unknown,
 }
 
@@ -152,6 +158,11 @@ pub struct Lexed {
     pub tokens: Vec<Token>,
     /// The text of each nested command, for separate analysis.
     pub nested: Vec<String>,
+    /// Whether a word's brace expansion was over the bound (more than [`MAX_BRACE_WORDS`]
+    /// words, or more than the text's budget): that word is given once, its braced part as
+    /// any characters ([`Piece::Unknown`]). A rule that tells a file named from a pattern
+    /// reads it as naming any it may match (fail closed).
+    pub unexpanded: bool,
 }
 
 /// Lexes `text` (never fails; see the module docs).
@@ -159,15 +170,19 @@ pub fn lex(text: &str) -> Lexed {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Lexed::default();
     let mut word = Word::default();
+    // Which of `word`'s pieces are unquoted characters (missing ones are not): only those are
+    // brace expansion's and tilde expansion's.
+    let mut bare: Vec<bool> = Vec::new();
+    let mut budget = Budget::default();
     let mut in_word = false;
     let mut i = 0;
     // The delimiters of the here-documents whose bodies start after the next newline, and
     // whether their lines lose leading tabs (`<<-`).
     let mut heredocs: Vec<(String, bool)> = Vec::new();
-    let flush = |out: &mut Lexed, word: &mut Word, in_word: &mut bool| {
-        if *in_word {
-            out.tokens.push(Token::Word(std::mem::take(word)));
-            *in_word = false;
+    let mut flush = |out: &mut Lexed, word: &mut Word, bare: &mut Vec<bool>, in_word: &mut bool| {
+        if std::mem::take(in_word) {
+            let items = std::mem::take(&mut word.pieces);
+            expanded(out, items, std::mem::take(bare), &mut budget);
         }
     };
     while i < chars.len() {
@@ -177,7 +192,7 @@ pub fn lex(text: &str) -> Lexed {
             // Blanks are space and tab only: a carriage return is a character of its word
             // in bash, so `echo a\r#; cmd` runs `cmd` (no comment starts there).
             ' ' | '\t' => {
-                flush(&mut out, &mut word, &mut in_word);
+                flush(&mut out, &mut word, &mut bare, &mut in_word);
                 i += 1;
             }
             '#' if !in_word => {
@@ -187,14 +202,25 @@ pub fn lex(text: &str) -> Lexed {
             }
             '\n' | ';' | '(' | ')' => {
                 if c == '(' && in_word {
+                    let (inner, end) = balanced(&chars, i + 1, '(', ')');
+                    // zsh's alternation in a word (`.e(nv|x)`, on by default; bash refuses
+                    // it): its alternatives are words of their own, as a brace expansion's
+                    // (attack review 55). An array's `a=(…)` is not one.
+                    let alternatives = expand::alternation(&inner, false).filter(|_| {
+                        inner.contains('|') && word.pieces.last() != Some(&Piece::Lit('='))
+                    });
+                    if let Some(alts) = alternatives {
+                        push_bare(&mut word, &mut bare, alts);
+                        i = end;
+                        continue;
+                    }
                     // zsh reads a group attached to a word as glob qualifiers, which may run
                     // code (attack review 37).
-                    let (inner, _) = balanced(&chars, i + 1, '(', ')');
                     if zsh_qualifiers_run_code(&inner) {
                         out.nested.push(ZSH_CODE.into());
                     }
                 }
-                flush(&mut out, &mut word, &mut in_word);
+                flush(&mut out, &mut word, &mut bare, &mut in_word);
                 out.tokens.push(Token::Control);
                 i += 1;
                 // Here-document bodies start on the line after their operators (POSIX
@@ -209,7 +235,7 @@ pub fn lex(text: &str) -> Lexed {
                 }
             }
             '&' | '|' => {
-                flush(&mut out, &mut word, &mut in_word);
+                flush(&mut out, &mut word, &mut bare, &mut in_word);
                 if c == '&' && next == Some('>') {
                     i += if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
                     out.tokens.push(Token::Redirect(Redirect::Writes));
@@ -237,9 +263,10 @@ pub fn lex(text: &str) -> Lexed {
                         .is_some_and(|w| w.chars().all(|d| d.is_ascii_digit()))
                 {
                     word = Word::default();
+                    bare.clear();
                     in_word = false;
                 }
-                flush(&mut out, &mut word, &mut in_word);
+                flush(&mut out, &mut word, &mut bare, &mut in_word);
                 if c == '<' && next == Some('<') {
                     i += 2;
                     match chars.get(i) {
@@ -320,7 +347,12 @@ pub fn lex(text: &str) -> Lexed {
                     out.nested.push(ZSH_CODE.into());
                 }
                 in_word = true;
-                word.pieces.push(Piece::Unknown);
+                // `@(a|b)` is one of its alternatives, `?(a|b)` one or none: words of their
+                // own, as a brace expansion's (attack review 55); the others any characters.
+                match expand::alternation(&inner, c == '?').filter(|_| matches!(c, '@' | '?')) {
+                    Some(chars) => push_bare(&mut word, &mut bare, chars),
+                    None => word.pieces.push(Piece::Unknown),
+                }
                 i = end;
             }
             // zsh's `=name` at the start of a word is the path of the command `name` (option
@@ -376,71 +408,59 @@ pub fn lex(text: &str) -> Lexed {
                     }
                 }
             }
-            '{' => {
-                // Brace expansion (`{a,b}`, `{1..3}`): its values are several words; count
-                // it as unknown characters, keeping the literals for the name scan.
-                let close = chars[i + 1..].iter().position(|&x| x == '}');
-                match close {
-                    Some(n) => {
-                        let inner: String = chars[i + 1..i + 1 + n].iter().collect();
-                        if inner.contains(',') || inner.contains("..") {
-                            in_word = true;
-                            word.pieces.push(Piece::Unknown);
-                            out.nested.push(inner.replace(',', " "));
-                            i += n + 2;
-                        } else {
-                            in_word = true;
-                            word.pieces.push(Piece::Lit('{'));
-                            i += 1;
-                        }
-                    }
-                    None => {
-                        in_word = true;
-                        word.pieces.push(Piece::Lit('{'));
-                        i += 1;
-                    }
-                }
-            }
-            '~' if !in_word => {
-                in_word = true;
-                if matches!(
-                    next,
-                    None | Some('/' | ' ' | '\t' | '\n' | ';' | '|' | '&' | ':')
-                ) {
-                    word.pieces.push(Piece::Home);
-                } else if let (
-                    Some(var @ ('+' | '-')),
-                    None | Some('/' | ' ' | '\t' | '\n' | ';' | '|' | '&'),
-                ) = (next, chars.get(i + 2).copied())
-                {
-                    // `~+` is `$PWD`, `~-` is `$OLDPWD` (bash(1), "Tilde Expansion"): before
-                    // attack review 53, `~+/.env` was unknown characters, no secret named.
-                    let name = if var == '+' { "PWD" } else { "OLDPWD" };
-                    word.pieces.push(Piece::Var(name.to_string()));
-                    i += 2;
-                    continue;
-                } else {
-                    word.pieces.push(Piece::Unknown);
-                    // `~user`: skip the user name.
-                    i += 1;
-                    while i < chars.len()
-                        && (chars[i].is_alphanumeric() || "._-".contains(chars[i]))
-                    {
-                        i += 1;
-                    }
-                    continue;
-                }
-                i += 1;
-            }
+            // An unquoted character: brace expansion's (`{`, `,`, `}`, `..`) and tilde
+            // expansion's (`~`) are read when the word ends (`expanded`).
             _ => {
                 in_word = true;
+                bare.resize(word.pieces.len(), false);
+                bare.push(true);
                 word.pieces.push(Piece::Lit(c));
                 i += 1;
             }
         }
     }
-    flush(&mut out, &mut word, &mut in_word);
+    flush(&mut out, &mut word, &mut bare, &mut in_word);
     out
+}
+
+/// Adds `chars` to `word` as unquoted characters.
+fn push_bare(word: &mut Word, bare: &mut Vec<bool>, chars: Vec<char>) {
+    bare.resize(word.pieces.len(), false);
+    for c in chars {
+        bare.push(true);
+        word.pieces.push(Piece::Lit(c));
+    }
+}
+
+/// Adds the words a word's `pieces` gives after brace and tilde expansion (`expand`) to `out`;
+/// `bare` tells which pieces are unquoted characters.
+fn expanded(out: &mut Lexed, pieces: Vec<Piece>, mut bare: Vec<bool>, budget: &mut Budget) {
+    bare.resize(pieces.len(), false);
+    let opens = |k: usize| match (&pieces[k], bare[k]) {
+        (Piece::Lit('{'), true) => true,
+        (Piece::Lit('~'), true) => k == 0,
+        _ => false,
+    };
+    if !(0..pieces.len()).any(opens) {
+        out.tokens.push(Token::Word(Word { pieces }));
+        return;
+    }
+    let items: Vec<Item> = pieces
+        .into_iter()
+        .zip(bare)
+        .map(|(piece, bare)| Item { piece, bare })
+        .collect();
+    match expand::words(&items, budget) {
+        Some(words) => out
+            .tokens
+            .extend(words.into_iter().map(|pieces| Token::Word(Word { pieces }))),
+        None => {
+            out.unexpanded = true;
+            out.tokens.push(Token::Word(Word {
+                pieces: expand::cover(&items),
+            }));
+        }
+    }
 }
 
 #[cfg(test)]

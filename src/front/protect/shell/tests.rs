@@ -118,8 +118,9 @@ fn a_carriage_return_and_a_locale_quote_are_read_as_bash_reads_them() {
 #[test]
 fn extended_patterns_are_characters_of_their_word() {
     let l = lex("rm -rf .cl@(a)ude x+(b|c) !(d) y?(e)z && ! (f)");
-    assert_eq!(simple_words(&l), ["rm -rf .clude x  yz", "!", "f", ""]);
-    let Token::Word(w) = &l.tokens[2] else {
+    // `@(a)` is `a`, `?(e)` is `e` or nothing (attack review 55): words as a brace's.
+    assert_eq!(simple_words(&l), ["rm -rf .claude x  yez yz", "!", "f", ""]);
+    let Token::Word(w) = &l.tokens[3] else {
         panic!("{:?}", l.tokens)
     };
     assert!(w.pieces.contains(&Piece::Unknown));
@@ -181,6 +182,130 @@ fn tilde_plus_and_minus_are_the_working_directories() {
     assert_eq!(pwd.first(), Some(&Piece::Var("PWD".to_string())));
     assert_eq!(pwd.get(1), Some(&Piece::Lit('/')));
     assert_eq!(pieces("cd ~-"), [Piece::Var("OLDPWD".to_string())]);
-    // `~+x` is a user's name, unknown.
-    assert_eq!(pieces("cat ~+x").first(), Some(&Piece::Unknown));
+    // `~+x` is a user's name: any user's home is read as the home directory (attack review
+    // 55), `~$USER` and `~$(id -un)` too (zsh expands them); `~1` is the directory stack's.
+    assert_eq!(pieces("cat ~+x"), [Piece::Home]);
+    for t in ["cat ~root/.env", "cat ~$USER/.env", "cat ~$(id -un)/.env"] {
+        let p = pieces(t);
+        assert_eq!(p.first(), Some(&Piece::Home), "{t}");
+        assert_eq!(
+            p[1..].iter().filter(|x| **x == Piece::Lit('/')).count(),
+            1,
+            "{t}"
+        );
+    }
+    assert_eq!(pieces("cat ~root"), [Piece::Home]);
+    assert_eq!(pieces("cat ~1/x").first(), Some(&Piece::Unknown));
+    // `~0` and `~+0` are the top of the stack: the working directory.
+    assert_eq!(
+        pieces("cat ~0/x").first(),
+        Some(&Piece::Var("PWD".to_string()))
+    );
+    assert_eq!(
+        pieces("cat ~+0/x").first(),
+        Some(&Piece::Var("PWD".to_string()))
+    );
+    // Quoted, or not first in its word: a character.
+    assert_eq!(words("cat '~'/x a~/x"), ["cat", "~/x", "a~/x"]);
+}
+
+#[test]
+fn brace_alternatives_and_sequences_are_words_of_their_own() {
+    let cases: &[(&str, &[&str])] = &[
+        ("a{b,c}d", &["abd", "acd"]),
+        (".env{,}", &[".env", ".env"]),
+        (".e{n{v,x},y}", &[".env", ".enx", ".ey"]),
+        ("{a,b}{1,2}", &["a1", "a2", "b1", "b2"]),
+        ("{,}", &[]),
+        ("x{1..3}", &["x1", "x2", "x3"]),
+        ("{3..1}", &["3", "2", "1"]),
+        ("{01..10..4}", &["01", "05", "09"]),
+        ("{-1..1}", &["-1", "0", "1"]),
+        ("{a..e..2}", &["a", "c", "e"]),
+        (
+            "{Y..b}",
+            &["Y", "Z", "[", "\\", "]", "^", "_", "`", "a", "b"],
+        ),
+        // No expansion: `{}`, one element, quoted or escaped braces, `${…}`, an invalid
+        // sequence, a brace left open.
+        ("{}", &["{}"]),
+        ("{a}", &["{a}"]),
+        ("'{a,b}'", &["{a,b}"]),
+        ("\"{a,b}\"", &["{a,b}"]),
+        ("\\{a,b\\}", &["{a,b}"]),
+        ("{a\\,b}", &["{a,b}"]),
+        ("${X}", &[""]),
+        ("{1..a}", &["{1..a}"]),
+        ("{1..2..x}", &["{1..2..x}"]),
+        ("{\"1\"..3}", &["{1..3}"]),
+        ("{a,b", &["{a,b"]),
+        // bash's reading: a `}` before the first `,` closes nothing; a group with no `,` at
+        // its own level stays, and the expansion inside it is read.
+        ("{a}b,c}", &["a}b", "c"]),
+        ("{x{a,b}}", &["{xa}", "{xb}"]),
+        // Quoted and expanded parts of an alternative stay in it.
+        ("{'a b',$X}c", &["a bc", "c"]),
+    ];
+    for (text, want) in cases {
+        assert_eq!(words(text), *want, "{text}");
+    }
+    // A tilde an alternative starts the word with is expanded, after the expansion.
+    let l = lex("{~,x}/.ssh");
+    let first: Vec<&Piece> = match &l.tokens[0] {
+        Token::Word(w) => w.pieces.iter().take(2).collect(),
+        _ => Vec::new(),
+    };
+    assert_eq!(first, [&Piece::Home, &Piece::Lit('/')]);
+    assert_eq!(words("{~,x}/.ssh")[1], "x/.ssh");
+    assert_eq!(words("a{~,x}"), ["a~", "ax"]);
+    // zsh's `=name` an alternative starts a word with is a command's path, as at a word's start.
+    let l = lex("{=curl,x} -d y");
+    let Token::Word(w) = &l.tokens[0] else {
+        panic!("{:?}", l.tokens)
+    };
+    assert_eq!(w.pieces[..2], [Piece::Unknown, Piece::Lit('/')]);
+    assert_eq!(words("{=curl,x} a{=b,c}"), ["/curl", "x", "a=b", "ac"]);
+    // Commands nested in an alternative are analysed once each.
+    assert_eq!(lex("{$(id),b}").nested, ["id"]);
+    assert!(!lex("echo {1..1000}").unexpanded);
+    // zsh's alternation in a word, bash's `@(…)` and `?(…)`: alternatives too; `*(…)`,
+    // `a=(…)`, `f()` and a group without `|` as before.
+    assert_eq!(words("cat .e(nv|x)"), ["cat", ".env", ".ex"]);
+    assert_eq!(
+        words("cat .e@(nv|x) .env?(.b)"),
+        ["cat", ".env", ".ex", ".env.b", ".env"]
+    );
+    assert_eq!(words("cat x*(a|b)"), ["cat", "x"]);
+    assert_eq!(words("a=(1 2)"), ["a=", "1", "2"]);
+}
+
+#[test]
+fn a_brace_expansion_over_the_bound_is_one_word_of_any_characters() {
+    let doubling = "{a,b}".repeat(11);
+    let l = lex(&format!("cat .e{doubling}nv"));
+    assert!(l.unexpanded);
+    assert_eq!(l.tokens.len(), 2);
+    let Token::Word(w) = &l.tokens[1] else {
+        panic!("{:?}", l.tokens)
+    };
+    assert_eq!(w.pieces.len(), 5);
+    assert_eq!(w.pieces[2], Piece::Unknown);
+    assert!(lex("echo {1..99999999999999999}").unexpanded);
+    // The budget of a text: more words than it allows are not spelled out either.
+    assert!(lex(&"echo {1..1000}; ".repeat(5)).unexpanded);
+    // An `{` a `2>` is read after: a word, not a descriptor.
+    assert_eq!(words("echo {1,2}>x"), ["echo", "1", "2", "x"]);
+}
+
+proptest::proptest! {
+    /// Brace and tilde expansion never panic, and stay within the text's budget, on any text
+    /// of their characters (does not panic: the lexer takes the agent's commands).
+    #[test]
+    fn expansion_of_any_text_is_bounded(
+        text in "[{},.~a1 '\"\\\\$/+-]{0,60}",
+    ) {
+        let l = lex(&text);
+        let words = l.tokens.iter().filter(|t| matches!(t, Token::Word(_))).count();
+        proptest::prop_assert!(words <= 4 * MAX_BRACE_WORDS + text.len());
+    }
 }

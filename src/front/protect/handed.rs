@@ -78,7 +78,9 @@ enum Shape {
 /// `PS0`–`PS4` are expanded, `$(…)` included), make(1) (`MAKEFLAGS`, `MAKEFILES`), tar(1)
 /// (`TAR_OPTIONS`), zip(1) (`ZIPOPT`), ld.so(8), vim(1) (`EXINIT`, `VIMINIT`), perlrun
 /// (`PERL5OPT`), ruby(1) (`RUBYOPT`), the Node.js CLI (`NODE_OPTIONS`), bash(1) INVOCATION
-/// (`BASH_ENV`, `ENV`).
+/// (`BASH_ENV`, `ENV`), git-config(1) FILES and the XDG Base Directory Specification (`HOME`,
+/// `XDG_CONFIG_HOME`, `XDG_CONFIG_DIRS`), zsh(1) STARTUP/SHUTDOWN FILES (`ZDOTDIR`), Python's
+/// `site` and command line (`PYTHONUSERBASE`, `PYTHONSTARTUP`).
 const VARIABLES: &[(&str, Shape)] = &[
     ("GIT_SSH_COMMAND", Shape::Ssh),
     ("GIT_SSH", Shape::Ssh),
@@ -118,6 +120,16 @@ const VARIABLES: &[(&str, Shape)] = &[
     ("GIT_EXEC_PATH", Shape::Unknown),
     ("GIT_TEMPLATE_DIR", Shape::Unknown),
     ("GIT_DIR", Shape::Unknown),
+    // Where programs find the user's own start-up and configuration files, which can hold
+    // code (a git pager or alias, a shell's rc file, an editor's init, Python's
+    // `usercustomize`): moved to a directory the agent could have written, that code is read
+    // nowhere here (attack review 56).
+    ("HOME", Shape::Unknown),
+    ("XDG_CONFIG_HOME", Shape::Unknown),
+    ("XDG_CONFIG_DIRS", Shape::Unknown),
+    ("ZDOTDIR", Shape::Unknown),
+    ("PYTHONUSERBASE", Shape::Unknown),
+    ("PYTHONSTARTUP", Shape::Unknown),
     ("MAKEFILES", Shape::Unknown),
     ("EXINIT", Shape::Unknown),
     ("VIMINIT", Shape::Unknown),

@@ -29,6 +29,11 @@ fn variables_are_handed_with_the_arguments_their_program_gives() {
     assert_eq!(handed("export GIT_EDITOR=\"$E\"; git commit"), vec![None]);
     assert!(handed("RUST_LOG=debug cargo test").is_empty());
     assert!(handed("GIT_CONFIG_GLOBAL=/dev/null git status").is_empty());
+    // The user's configuration moved where the agent may have written it (attack review 56).
+    assert_eq!(handed("HOME=/tmp/h git log"), vec![None]);
+    assert_eq!(handed("export XDG_CONFIG_HOME=/tmp/x; git log"), vec![None]);
+    assert_eq!(handed("ZDOTDIR=/tmp/z zsh -c true"), vec![None]);
+    assert!(handed("HOME=/dev/null git log").is_empty());
 }
 
 #[test]

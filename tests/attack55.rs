@@ -21,21 +21,9 @@ mod clean_session;
 mod cli_support;
 #[path = "common/installed_hook.rs"]
 mod installed_hook;
-use clean_session::{all_refused, clean_session, none_refused, plant_files};
-use installed_hook::{answer, bash, sh, Answer};
+use clean_session::{all_refused, clean_session, none_refused, plant_files, refused_by_any_rule};
+use installed_hook::{answer, sh, Answer};
 use serde_json::json;
-
-/// Each of `commands` is refused in session `clean`, by whichever rule.
-fn refused(f: &installed_hook::Fixture, commands: &[&str]) {
-    let wrong: Vec<String> = commands
-        .iter()
-        .filter_map(|c| match bash(f, "clean", c) {
-            Answer::Deny(_) => None,
-            got => Some(format!("{c}: {got:?}")),
-        })
-        .collect();
-    assert!(wrong.is_empty(), "{wrong:#?}");
-}
 
 /// Brace alternatives are words of their own (bash(1), "Brace Expansion"), each judged as a
 /// word written out is: before, the word with a brace was a pattern over any characters, so
@@ -96,7 +84,7 @@ fn brace_alternatives_name_the_secret() {
     );
     // zsh's `=name` an alternative starts a word with runs the command `name` (as `=name` does:
     // attack review 37), here the guard's own binary: refused by §13.
-    refused(
+    refused_by_any_rule(
         &f,
         &[
             "{=memlineage,x} hook doctor",
@@ -187,7 +175,7 @@ fn git_configuration_the_hook_did_not_read_counts_as_holding_a_credential() {
     // Refused already by the rule of protected resources (§13.3: a configuration git reads
     // from there may run code; `HOME` and `XDG_CONFIG_HOME` since attack review 56), pinned:
     // the secrecy rule reads them as above too (`remotes.rs`'s unit tests).
-    refused(
+    refused_by_any_rule(
         &f,
         &[
             "HOME=/tmp/h git remote -v | mytool",

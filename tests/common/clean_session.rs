@@ -52,6 +52,18 @@ pub fn all_refused(f: &Fixture, commands: &[&str]) {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// Each of `commands` is refused in session `clean`, by whichever rule (§13 or §16).
+pub fn refused_by_any_rule<S: AsRef<str>>(f: &Fixture, commands: &[S]) {
+    let wrong: Vec<String> = commands
+        .iter()
+        .filter_map(|c| match bash(f, "clean", c.as_ref()) {
+            Answer::Deny(_) => None,
+            got => Some(format!("{}: {got:?}", c.as_ref())),
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 /// Each `(tool, input)` of `calls` is refused in session `clean` by the secrecy rule (§16).
 pub fn calls_refused(f: &Fixture, calls: Vec<(&str, serde_json::Value)>) {
     let mut wrong = Vec::new();

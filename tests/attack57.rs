@@ -1,0 +1,209 @@
+//! Attack review 57: the store-only attacker (who can write every byte of the SQLite file but
+//! holds no key) against what a long-lived handle keeps between two decisions of the same
+//! process: its view of the log (refreshed, not reopened), its warm retrievals, its origin
+//! memory. Each test edits a real ledger file with SQL between two calls of one handle and
+//! requires the second call to refuse as the first did, or as a fresh handle refuses.
+//!
+//! Found by the review: a handle that had not yet seen a flag another process appended and
+//! signed a checkpoint over, refreshed after the attacker cut the flag out of the store (the
+//! seal from before it put back, the flag's row and the checkpoints over it deleted), took
+//! the store as it was and allowed the payment that a fresh handle refused on open
+//! (`LedgerError::BehindSignedCheckpoint`, from the side file). Refresh now checks the store
+//! against the newest signed head it can find, as opening does (`spec/lineage.md` §5.1).
+
+use memlineage::gate::{Policy, ToolCall};
+use memlineage::ledger::{OpenOptions, META_SEAL};
+use memlineage::lineage::quarantine::Reach;
+use memlineage::log::LogSigner;
+use memlineage::record::{EntryId, WriterKey};
+use memlineage::retrieve::Outcome;
+use memlineage::store::{SqliteStore, Store};
+use memlineage::{Ledger, LedgerError};
+use rusqlite::{params, Connection};
+use std::path::PathBuf;
+
+#[path = "common/landlord.rs"]
+mod landlord;
+use landlord::{landlord, pay, Landlord, Principals};
+
+#[path = "common/sqlite_support.rs"]
+mod sqlite_support;
+
+/// The log key of every ledger here.
+fn log() -> LogSigner {
+    let key = WriterKey::for_label("a57/log");
+    LogSigner::new("test.example/attack57", key).unwrap()
+}
+
+/// The landlord ledger of `tests/flat_open_under_store_edits.rs`, unflagged: a prompt, a
+/// forum post and a memo of both that may justify the payment (Derived-Trusted).
+struct Scene {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    p: Principals,
+    post: EntryId,
+    memo: EntryId,
+    call: ToolCall,
+}
+
+impl Scene {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a57.db");
+        let mut l = sqlite_support::sqlite_ledger(&path, log());
+        let p = Principals::new("a57");
+        let Landlord { post, memo, .. } = landlord(&mut l, &p);
+        let call = pay(memo);
+        l.checkpoint().unwrap();
+        assert!(l.gate(&Policy::default(), &call).is_allow(), "unflagged");
+        drop(l);
+        Scene {
+            _dir: dir,
+            path,
+            p,
+            post,
+            memo,
+            call,
+        }
+    }
+
+    /// The label seal the store holds now (what the attacker reads to put back later).
+    fn seal(&self) -> String {
+        let store = SqliteStore::open(&self.path).unwrap();
+        store.meta(META_SEAL).unwrap().unwrap()
+    }
+
+    fn db(&self) -> Connection {
+        Connection::open(&self.path).unwrap()
+    }
+
+    fn open_with(&self, opts: OpenOptions) -> Result<Ledger<SqliteStore>, LedgerError> {
+        Ledger::open_with(SqliteStore::open(&self.path)?, log(), opts)
+    }
+
+    fn open(&self) -> Ledger<SqliteStore> {
+        self.open_with(OpenOptions::default()).unwrap()
+    }
+
+    /// Another process flags the post (reach all) and signs a checkpoint over the flag (in the
+    /// store and the side file); returns the checkpoint's note (what a front pins).
+    fn flag_elsewhere(&self) -> Vec<u8> {
+        let mut w = self.open();
+        w.flag(self.post, Reach::All, &self.p.user, "advisory")
+            .unwrap();
+        assert!(!w.gate(&Policy::default(), &self.call).is_allow());
+        w.checkpoint().unwrap().note().to_vec()
+    }
+
+    /// The store-only attacker cuts everything from leaf `size` on out of the store: rows,
+    /// tree hashes and checkpoints over them, and puts back the seal `seal` it read before.
+    fn cut_from(&self, size: u64, seal: &str) {
+        let db = self.db();
+        let size = i64::try_from(size).unwrap();
+        db.execute("DELETE FROM entries WHERE idx >= ?1", [size])
+            .unwrap();
+        db.execute("DELETE FROM checkpoints WHERE size > ?1", [size])
+            .unwrap();
+        let want = i64::try_from(memlineage::log::stored_hash_index(0, size as u64)).unwrap();
+        db.execute("DELETE FROM tree_hashes WHERE idx >= ?1", [want])
+            .unwrap();
+        let n = db
+            .execute(
+                "UPDATE meta SET value = ?2 WHERE key = ?1",
+                params![META_SEAL, seal],
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+}
+
+/// A long-lived handle that had not seen the flag yet must not take the cut store as current
+/// when a signed head it can find (the side file) covers more than the store holds: a fresh
+/// handle refuses to open it. Failed before the fix: the refresh found nothing new and the
+/// payment was allowed.
+#[test]
+fn a_flag_cut_out_before_a_live_handle_saw_it_is_refused_as_on_open() {
+    let s = Scene::new();
+    let mut reader = s.open();
+    assert!(reader.gate(&Policy::default(), &s.call).is_allow());
+    let size = reader.len();
+    let seal = s.seal();
+    s.flag_elsewhere();
+    s.cut_from(size, &seal);
+    assert!(
+        matches!(
+            s.open_with(OpenOptions::default()),
+            Err(LedgerError::BehindSignedCheckpoint { .. })
+        ),
+        "a fresh handle refuses the cut store"
+    );
+    match reader.refresh() {
+        Err(LedgerError::BehindSignedCheckpoint { signed, stored }) => {
+            assert!(signed > stored, "{signed} {stored}");
+        }
+        Err(e) => panic!("refused for another reason: {e}"),
+        Ok(_) => assert!(
+            !reader.gate(&Policy::default(), &s.call).is_allow(),
+            "the live handle allowed the payment a fresh handle refuses"
+        ),
+    }
+}
+
+/// The same cut with the side file put back too (the attacker writes the whole directory):
+/// nothing in the directory tells the cut from the state before the flag, so only a head kept
+/// outside it refuses it. A handle given that head (the fronts' pin) refuses the store at its
+/// next refresh as it refuses it on open.
+#[test]
+fn a_flag_cut_out_with_the_side_file_put_back_is_refused_by_a_pin_the_handle_learns() {
+    let s = Scene::new();
+    let side = SqliteStore::side_checkpoint_path(&s.path);
+    let old_side = std::fs::read(&side).unwrap();
+    let mut reader = s.open();
+    let size = reader.len();
+    let seal = s.seal();
+    let pin = s.flag_elsewhere();
+    s.cut_from(size, &seal);
+    std::fs::write(&side, &old_side).unwrap();
+    // Byte for byte the state before the flag: a handle without the pin opens it.
+    assert!(s.open().gate(&Policy::default(), &s.call).is_allow());
+    let mut opts = OpenOptions::default();
+    opts.checkpoints = vec![pin.clone()];
+    assert!(matches!(
+        s.open_with(opts),
+        Err(LedgerError::BehindSignedCheckpoint { .. })
+    ));
+    reader.know_checkpoint(&pin).unwrap();
+    assert!(
+        matches!(
+            reader.refresh(),
+            Err(LedgerError::BehindSignedCheckpoint { .. })
+        ),
+        "the live handle took the cut store after learning the pin"
+    );
+}
+
+/// Pinned: a warm retrieval of the memo is not answered after another process quarantined it
+/// and the attacker then rewrote the flag's row (the refresh refuses the row, or applies the
+/// flag from its signed bytes).
+#[test]
+fn a_warm_memo_is_not_shown_after_a_flag_whose_row_was_rewritten() {
+    let s = Scene::new();
+    let mut reader = s.open();
+    assert!(matches!(
+        reader.retrieve(&[s.memo]).unwrap()[0],
+        Outcome::Verified(_)
+    ));
+    s.flag_elsewhere();
+    let db = s.db();
+    db.execute(
+        "UPDATE entries SET tag = NULL, kind = 0 WHERE idx = (SELECT max(idx) FROM entries)",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    if reader.refresh().is_ok() {
+        let out = reader.retrieve(&[s.memo]).unwrap();
+        assert!(!matches!(out[0], Outcome::Verified(_)), "{out:?}");
+        assert!(!reader.gate(&Policy::default(), &s.call).is_allow());
+    }
+}

@@ -173,6 +173,8 @@ fn a_flag_cut_out_with_the_side_file_put_back_is_refused_by_a_pin_the_handle_lea
         Err(LedgerError::BehindSignedCheckpoint { .. })
     ));
     reader.know_checkpoint(&pin).unwrap();
+    // An older head learned after it does not take its place.
+    reader.know_checkpoint(&old_side).unwrap();
     assert!(
         matches!(
             reader.refresh(),

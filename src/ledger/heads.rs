@@ -17,7 +17,12 @@ const MAX_HEADS: usize = 64;
 /// tree size: a refresh reads the heads at every call and checks the signature of a note only
 /// the first time it sees its bytes.
 #[derive(Debug, Default)]
-pub(super) struct Heads(HashMap<Hash32, u64>);
+pub(super) struct Heads {
+    verified: HashMap<Hash32, u64>,
+    /// The notes of `known` given by [`Ledger::know_checkpoint`], with their sizes: the
+    /// largest, and any of its size learned since (a smaller one is dropped from both).
+    learned: Vec<(u64, Vec<u8>)>,
+}
 
 impl<S: Store> Ledger<S> {
     /// Adds `note`, a checkpoint of this log kept where the store's writers cannot reach (a
@@ -27,13 +32,23 @@ impl<S: Store> Ledger<S> {
     /// given the note in [`crate::ledger::OpenOptions::checkpoints`]; and every checkpoint
     /// this handle signs must extend it.
     ///
+    /// A pin only advances to a head that extends it, so a note learned this way replaces the
+    /// smaller ones learned before it (those given on open stay): a server that learns every
+    /// pin of a long life keeps one, not all.
+    ///
     /// # Errors
     /// Checkpoint errors when `note` does not verify under the log key (nothing is added).
     pub fn know_checkpoint(&mut self, note: &[u8]) -> Result<(), LedgerError> {
-        self.signed_size(note)?;
-        if !self.known.iter().any(|k| k == note) {
-            self.known.push(note.to_vec());
+        let size = self.signed_size(note)?;
+        if self.known.iter().any(|k| k == note) {
+            return Ok(());
         }
+        let learned = std::mem::take(&mut self.heads.learned);
+        self.known
+            .retain(|k| !learned.iter().any(|(s, n)| n == k && *s < size));
+        self.heads.learned = learned.into_iter().filter(|(s, _)| *s >= size).collect();
+        self.heads.learned.push((size, note.to_vec()));
+        self.known.push(note.to_vec());
         Ok(())
     }
 
@@ -64,14 +79,14 @@ impl<S: Store> Ledger<S> {
     /// The tree size `note` signs, verified under the log key once per note bytes.
     fn signed_size(&mut self, note: &[u8]) -> Result<u64, LedgerError> {
         let digest = Hash32::digest(note);
-        if let Some(size) = self.heads.0.get(&digest) {
+        if let Some(size) = self.heads.verified.get(&digest) {
             return Ok(*size);
         }
         let size = self.signer.verifier().verify(note)?.size();
-        if self.heads.0.len() >= MAX_HEADS {
-            self.heads.0.clear();
+        if self.heads.verified.len() >= MAX_HEADS {
+            self.heads.verified.clear();
         }
-        self.heads.0.insert(digest, size);
+        self.heads.verified.insert(digest, size);
         Ok(size)
     }
 }

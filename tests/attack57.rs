@@ -209,3 +209,37 @@ fn a_warm_memo_is_not_shown_after_a_flag_whose_row_was_rewritten() {
         assert!(!reader.gate(&Policy::default(), &s.call).is_allow());
     }
 }
+
+/// The check costs no false refusal: while another handle appends and signs a checkpoint after
+/// every entry, a live handle's refreshes all pass (the heads are read before the store's size,
+/// and a checkpoint is committed after its entries) and end with every entry seen. (A check
+/// against the handle's own size instead of the store's refuses here at once; the order of the
+/// two reads is argued, the window being too narrow to show.)
+#[test]
+fn refreshes_beside_a_writer_that_signs_after_every_append_all_pass() {
+    let s = Scene::new();
+    let mut reader = s.open();
+    let path = s.path.clone();
+    let user = WriterKey::for_label("a57/user");
+    let writer = std::thread::spawn(move || {
+        let mut w = Ledger::open(SqliteStore::open(&path).unwrap(), log()).unwrap();
+        for i in 0..40 {
+            let text = format!("later {i}");
+            landlord::ledger_support::put(
+                &mut w,
+                &user,
+                memlineage::record::Kind::Prompt,
+                &text,
+                &[],
+            );
+            w.checkpoint().unwrap();
+        }
+        w.len()
+    });
+    while !writer.is_finished() {
+        reader.refresh().unwrap();
+    }
+    let len = writer.join().unwrap();
+    reader.refresh().unwrap();
+    assert_eq!(reader.len(), len);
+}

@@ -20,7 +20,7 @@ use memlineage::retrieve::Outcome;
 use memlineage::store::{SqliteStore, Store};
 use memlineage::{Ledger, LedgerError};
 use rusqlite::{params, Connection};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[path = "common/landlord.rs"]
 mod landlord;
@@ -95,26 +95,32 @@ impl Scene {
         w.checkpoint().unwrap().note().to_vec()
     }
 
-    /// The store-only attacker cuts everything from leaf `size` on out of the store: rows,
-    /// tree hashes and checkpoints over them, and puts back the seal `seal` it read before.
+    /// [`cut_from`] on this scene's file.
     fn cut_from(&self, size: u64, seal: &str) {
-        let db = self.db();
-        let size = i64::try_from(size).unwrap();
-        db.execute("DELETE FROM entries WHERE idx >= ?1", [size])
-            .unwrap();
-        db.execute("DELETE FROM checkpoints WHERE size > ?1", [size])
-            .unwrap();
-        let want = i64::try_from(memlineage::log::stored_hash_index(0, size as u64)).unwrap();
-        db.execute("DELETE FROM tree_hashes WHERE idx >= ?1", [want])
-            .unwrap();
-        let n = db
-            .execute(
-                "UPDATE meta SET value = ?2 WHERE key = ?1",
-                params![META_SEAL, seal],
-            )
-            .unwrap();
-        assert_eq!(n, 1);
+        cut_from(&self.path, size, seal);
     }
+}
+
+/// The store-only attacker cuts everything from leaf `size` on out of the ledger file at
+/// `path`, in place: rows, tree hashes and checkpoints over them, and puts back the seal `seal`
+/// it read before.
+fn cut_from(path: &Path, size: u64, seal: &str) {
+    let db = Connection::open(path).unwrap();
+    let size = i64::try_from(size).unwrap();
+    db.execute("DELETE FROM entries WHERE idx >= ?1", [size])
+        .unwrap();
+    db.execute("DELETE FROM checkpoints WHERE size > ?1", [size])
+        .unwrap();
+    let want = i64::try_from(memlineage::log::stored_hash_index(0, size as u64)).unwrap();
+    db.execute("DELETE FROM tree_hashes WHERE idx >= ?1", [want])
+        .unwrap();
+    let n = db
+        .execute(
+            "UPDATE meta SET value = ?2 WHERE key = ?1",
+            params![META_SEAL, seal],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
 }
 
 /// A long-lived handle that had not seen the flag yet must not take the cut store as current
@@ -242,4 +248,111 @@ fn refreshes_beside_a_writer_that_signs_after_every_append_all_pass() {
     let len = writer.join().unwrap();
     reader.refresh().unwrap();
     assert_eq!(reader.len(), len);
+}
+
+#[path = "common/cli_support.rs"]
+mod cli_support;
+
+/// One Claude Code hook event of session `a57` (`hook` the subcommand, `name` its
+/// `hook_event_name`, `more` its other members).
+fn event(name: &str, more: serde_json::Value) -> Vec<u8> {
+    let mut e = serde_json::json!({
+        "session_id": "a57",
+        "transcript_path": "/tmp/a57.jsonl",
+        "cwd": "/tmp",
+        "hook_event_name": name,
+    });
+    if let (Some(e), Some(more)) = (e.as_object_mut(), more.as_object()) {
+        e.extend(more.clone());
+    }
+    serde_json::to_vec(&e).unwrap()
+}
+
+/// `memlineage hook HOOK l.db` in `dir` with `MEMLINEAGE_HOOK_SERVER` set to `server`: `only`
+/// through the resident server, `off` in the hook process itself, unset (`None`) as installed
+/// (the server, started when it is not up).
+fn hook(dir: &Path, name: &str, input: &[u8], server: Option<&str>) -> std::process::Output {
+    let mut c = std::process::Command::new(cli_support::BIN);
+    c.args(["hook", name, "l.db"])
+        .current_dir(dir)
+        .env("XDG_STATE_HOME", dir.join(".state"));
+    if let Some(mode) = server {
+        c.env("MEMLINEAGE_HOOK_SERVER", mode);
+    }
+    cli_support::run_command(&mut c, Some(input))
+}
+
+/// Through the real binary: the resident hook server, up and holding the ledger, allows a
+/// payment the user's prompt states; `memlineage flag` then quarantines the prompt (a
+/// checkpoint signed over the flag, in the store and the side file) before the server's next
+/// event, and the attacker cuts the flag out of the file in place (same inode: the server
+/// does not reopen it). A hook in process refuses the payment (the store is behind the side
+/// file); the server's refresh found nothing new and allowed it before the fix.
+#[test]
+fn the_hook_server_refuses_a_store_cut_below_a_flag_it_had_not_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    cli_support::ok(&cli_support::run(&["init", "l.db"], d, None));
+    let iban = "GB33BUKB20201555555555";
+    let start = event("SessionStart", serde_json::json!({"source": "startup"}));
+    let prompt = event(
+        "UserPromptSubmit",
+        serde_json::json!({"prompt": format!("Please send 100 EUR to {iban} for the rent.")}),
+    );
+    let pay = event(
+        "PreToolUse",
+        serde_json::json!({
+            "tool_name": "mcp__bank__send_money",
+            "tool_input": {"recipient": iban, "amount": 100, "subject": "rent", "date": "2022-01-01"},
+        }),
+    );
+    for (name, e) in [("session-start", &start), ("user-prompt-submit", &prompt)] {
+        let out = hook(d, name, e, None);
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+    }
+    let began = std::time::Instant::now();
+    loop {
+        let out = hook(d, "pre-tool-use", &pay, Some("only"));
+        if out.status.code() == Some(0) {
+            break;
+        }
+        assert!(
+            began.elapsed().as_secs() < 30,
+            "the server never allowed the stated payment: {out:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let path = d.join("l.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let size = store.tree_size().unwrap();
+    let seal = store.meta(META_SEAL).unwrap().unwrap();
+    let prompt_id = (0..size)
+        .map(|i| memlineage::record::SignedEntry::decode(&store.entry_bytes(i).unwrap().unwrap()))
+        .map(Result::unwrap)
+        .find(|e| e.entry().kind == memlineage::record::Kind::Prompt)
+        .unwrap()
+        .id();
+    drop(store);
+    cli_support::ok(&cli_support::run(
+        &[
+            "flag",
+            "l.db",
+            &prompt_id.to_string(),
+            "--reason",
+            "not the user's",
+        ],
+        d,
+        None,
+    ));
+    let out = hook(d, "pre-tool-use", &pay, Some("off"));
+    assert_eq!(out.status.code(), Some(2), "flagged, in process: {out:?}");
+    cut_from(&path, size, &seal);
+    let out = hook(d, "pre-tool-use", &pay, Some("off"));
+    assert_eq!(out.status.code(), Some(2), "cut, in process: {out:?}");
+    let out = hook(d, "pre-tool-use", &pay, Some("only"));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "cut, served: the server allowed what a hook in process refuses: {out:?}"
+    );
 }

@@ -8,8 +8,11 @@
 //! signed a checkpoint over, refreshed after the attacker cut the flag out of the store (the
 //! seal from before it put back, the flag's row and the checkpoints over it deleted), took
 //! the store as it was and allowed the payment that a fresh handle refused on open
-//! (`LedgerError::BehindSignedCheckpoint`, from the side file). Refresh now checks the store
-//! against the newest signed head it can find, as opening does (`spec/lineage.md` §5.1).
+//! (`LedgerError::BehindSignedCheckpoint`, from the side file) — through the real binary too:
+//! the resident hook server allowed it with exit 0 where a hook in process refused it. Refresh
+//! now checks the store against the newest signed head it can find, as opening does
+//! (`spec/lineage.md` §5.1), and the hook server and the MCP server hand the handle the pin
+//! as it is now.
 
 use memlineage::gate::{Policy, ToolCall};
 use memlineage::ledger::{OpenOptions, META_SEAL};

@@ -275,26 +275,33 @@ fn event(name: &str, more: serde_json::Value) -> Vec<u8> {
 /// through the resident server, `off` in the hook process itself, unset (`None`) as installed
 /// (the server, started when it is not up).
 fn hook(dir: &Path, name: &str, input: &[u8], server: Option<&str>) -> std::process::Output {
+    hook_in(dir, None, name, input, server)
+}
+
+/// [`hook`] with the state directory `state` (`--state`, `spec/hooks.md` §6.2) when given.
+fn hook_in(
+    dir: &Path,
+    state: Option<&Path>,
+    name: &str,
+    input: &[u8],
+    server: Option<&str>,
+) -> std::process::Output {
     let mut c = std::process::Command::new(cli_support::BIN);
-    c.args(["hook", name, "l.db"])
-        .current_dir(dir)
-        .env("XDG_STATE_HOME", dir.join(".state"));
+    c.args(["hook", name, "l.db"]);
+    if let Some(st) = state {
+        c.arg("--state").arg(st);
+    }
+    c.current_dir(dir).env("XDG_STATE_HOME", dir.join(".state"));
     if let Some(mode) = server {
         c.env("MEMLINEAGE_HOOK_SERVER", mode);
     }
     cli_support::run_command(&mut c, Some(input))
 }
 
-/// Through the real binary: the resident hook server, up and holding the ledger, allows a
-/// payment the user's prompt states; `memlineage flag` then quarantines the prompt (a
-/// checkpoint signed over the flag, in the store and the side file) before the server's next
-/// event, and the attacker cuts the flag out of the file in place (same inode: the server
-/// does not reopen it). A hook in process refuses the payment (the store is behind the side
-/// file); the server's refresh found nothing new and allowed it before the fix.
-#[test]
-fn the_hook_server_refuses_a_store_cut_below_a_flag_it_had_not_seen() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// A ledger in `d` whose session `a57` started and whose user stated a payment, with the
+/// resident hook server up (started by those hooks, with `state` when given) and allowing that
+/// payment. Returns the payment's PreToolUse event.
+fn stated_payment_served(d: &Path, state: Option<&Path>) -> Vec<u8> {
     cli_support::ok(&cli_support::run(&["init", "l.db"], d, None));
     let iban = "GB33BUKB20201555555555";
     let start = event("SessionStart", serde_json::json!({"source": "startup"}));
@@ -302,6 +309,10 @@ fn the_hook_server_refuses_a_store_cut_below_a_flag_it_had_not_seen() {
         "UserPromptSubmit",
         serde_json::json!({"prompt": format!("Please send 100 EUR to {iban} for the rent.")}),
     );
+    for (name, e) in [("session-start", &start), ("user-prompt-submit", &prompt)] {
+        let out = hook_in(d, state, name, e, None);
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+    }
     let pay = event(
         "PreToolUse",
         serde_json::json!({
@@ -309,15 +320,11 @@ fn the_hook_server_refuses_a_store_cut_below_a_flag_it_had_not_seen() {
             "tool_input": {"recipient": iban, "amount": 100, "subject": "rent", "date": "2022-01-01"},
         }),
     );
-    for (name, e) in [("session-start", &start), ("user-prompt-submit", &prompt)] {
-        let out = hook(d, name, e, None);
-        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
-    }
     let began = std::time::Instant::now();
     loop {
-        let out = hook(d, "pre-tool-use", &pay, Some("only"));
+        let out = hook_in(d, state, "pre-tool-use", &pay, Some("only"));
         if out.status.code() == Some(0) {
-            break;
+            return pay;
         }
         assert!(
             began.elapsed().as_secs() < 30,
@@ -325,34 +332,79 @@ fn the_hook_server_refuses_a_store_cut_below_a_flag_it_had_not_seen() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let path = d.join("l.db");
-    let store = SqliteStore::open(&path).unwrap();
+}
+
+/// `memlineage flag` of the ledger's first prompt (a checkpoint signed over the flag, in the
+/// store and the side file). Returns the tree size and the seal from before it.
+fn flag_the_prompt(d: &Path) -> (u64, String) {
+    let store = SqliteStore::open(&d.join("l.db")).unwrap();
     let size = store.tree_size().unwrap();
     let seal = store.meta(META_SEAL).unwrap().unwrap();
-    let prompt_id = (0..size)
+    let prompt = (0..size)
         .map(|i| memlineage::record::SignedEntry::decode(&store.entry_bytes(i).unwrap().unwrap()))
         .map(Result::unwrap)
         .find(|e| e.entry().kind == memlineage::record::Kind::Prompt)
         .unwrap()
-        .id();
+        .id()
+        .to_string();
     drop(store);
-    cli_support::ok(&cli_support::run(
-        &[
-            "flag",
-            "l.db",
-            &prompt_id.to_string(),
-            "--reason",
-            "not the user's",
-        ],
-        d,
-        None,
-    ));
+    let args = ["flag", "l.db", &prompt, "--reason", "not the user's"];
+    cli_support::ok(&cli_support::run(&args, d, None));
+    (size, seal)
+}
+
+/// Through the real binary: the resident hook server, up and holding the ledger, allows a
+/// payment the user's prompt states; `memlineage flag` then quarantines the prompt before the
+/// server's next event, and the attacker cuts the flag out of the file in place (same inode:
+/// the server does not reopen it). A hook in process refuses the payment (the store is behind
+/// the side file); the server's refresh found nothing new and allowed it before the fix.
+#[test]
+fn the_hook_server_refuses_a_store_cut_below_a_flag_it_had_not_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pay = stated_payment_served(d, None);
+    let (size, seal) = flag_the_prompt(d);
     let out = hook(d, "pre-tool-use", &pay, Some("off"));
     assert_eq!(out.status.code(), Some(2), "flagged, in process: {out:?}");
-    cut_from(&path, size, &seal);
+    cut_from(&d.join("l.db"), size, &seal);
     let out = hook(d, "pre-tool-use", &pay, Some("off"));
     assert_eq!(out.status.code(), Some(2), "cut, in process: {out:?}");
     let out = hook(d, "pre-tool-use", &pay, Some("only"));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "cut, served: the server allowed what a hook in process refuses: {out:?}"
+    );
+}
+
+/// The same with the state directory of installed hooks, and the side file put back too (the
+/// attacker writes the whole ledger directory): only the pin, which a hook of another session
+/// advanced past the flag after the server opened, tells. A hook in process refuses the
+/// payment (behind the pin); the server, which read the pin only when it opened, allowed it
+/// until it reads the pin again before each refresh.
+#[test]
+fn the_hook_server_refuses_a_store_cut_below_a_pin_advanced_since_it_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = tempfile::tempdir().unwrap();
+    let (d, st) = (dir.path(), Some(state_dir.path()));
+    let pay = stated_payment_served(d, st);
+    let side = SqliteStore::side_checkpoint_path(&d.join("l.db"));
+    let old_side = std::fs::read(&side).unwrap();
+    let (size, seal) = flag_the_prompt(d);
+    // Another session's prompt, recorded in process: the pin advances past the flag.
+    let other = String::from_utf8(event(
+        "UserPromptSubmit",
+        serde_json::json!({"prompt": "what is the weather"}),
+    ))
+    .unwrap()
+    .replace("\"a57\"", "\"a57-other\"");
+    let out = hook_in(d, st, "user-prompt-submit", other.as_bytes(), Some("off"));
+    assert_eq!(out.status.code(), Some(0), "the other session: {out:?}");
+    cut_from(&d.join("l.db"), size, &seal);
+    std::fs::write(&side, &old_side).unwrap();
+    let out = hook_in(d, st, "pre-tool-use", &pay, Some("off"));
+    assert_eq!(out.status.code(), Some(2), "cut, in process: {out:?}");
+    let out = hook_in(d, st, "pre-tool-use", &pay, Some("only"));
     assert_eq!(
         out.status.code(),
         Some(2),

@@ -19,6 +19,7 @@ mod context;
 mod edges;
 mod effects;
 mod error;
+mod heads;
 mod index;
 #[cfg(feature = "postgres")]
 mod integrate;
@@ -95,6 +96,8 @@ pub struct Ledger<S: Store> {
     rows_hold: Option<RowsCheck>,
     /// This handle among every handle of the process ([`Ledger::instance`]).
     instance: u64,
+    /// Signed heads this handle verified, checked against the store at every refresh.
+    heads: heads::Heads,
 }
 
 /// Most entry ids [`Ledger::get`] remembers as verified (32 MiB of ids and more of set).
@@ -199,6 +202,7 @@ impl<S: Store> Ledger<S> {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
+            heads: Default::default(),
         };
         ledger.load_index()?;
         Ok(ledger)

@@ -15,7 +15,11 @@ impl<S: Store> Ledger<S> {
     /// # Errors
     /// [`LedgerError::Seal`] when the store's entries with effects differ from what the log key
     /// sealed, a row's tag does not verify, or the store holds fewer entries than sealed (fail
-    /// closed: the handle keeps its earlier state); store and decode errors.
+    /// closed: the handle keeps its earlier state);
+    /// [`LedgerError::BehindSignedCheckpoint`] when the store holds fewer entries than the
+    /// newest checkpoint the log key signed that this handle can find (the store's, the side
+    /// file, [`Ledger::know_checkpoint`]), as [`Ledger::open_with`] refuses it (attack review
+    /// 57); checkpoint errors for a head that does not verify; store and decode errors.
     pub fn refresh(&mut self) -> Result<u64, LedgerError> {
         let sealed = match self.store.meta(META_SEAL)? {
             // memlineage 0.1's chain over every row is not believed: its rows are verified
@@ -24,7 +28,14 @@ impl<S: Store> Ledger<S> {
             Some(v) => self.seal_key.open(&v)?,
             None => Sealed::EMPTY,
         };
+        // As on open: a store behind a head the log key signed was cut or rolled back below
+        // what this handle may not have seen yet (attack review 57). The heads first: one
+        // committed meanwhile is never newer than the size read after it.
+        let signed = self.newest_signed_size()?;
         let stored = self.store.tree_size()?;
+        if signed > stored {
+            return Err(LedgerError::BehindSignedCheckpoint { signed, stored });
+        }
         if sealed.size > stored {
             return Err(SealError::Behind {
                 sealed: sealed.size,

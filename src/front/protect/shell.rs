@@ -60,7 +60,7 @@ pub enum Piece {
     /// An unquoted `?` or bracket expression `[…]`: one character but `/`.
     One,
     /// An unquoted `~` at the start of a word, alone or with a user's name (`~root`: any
-    /// user's is read as the home directory, [`tilde`]).
+    /// user's is read as the home directory, `expand::tilde`).
     Home,
     /// `$NAME` or `${NAME}` (a simple parameter), or a special parameter (`$@`, `$1`, `$?`:
     /// its one character).

@@ -6,6 +6,7 @@
 //! otherwise take it as current where a fresh handle refuses to open it.
 
 use super::{Ledger, LedgerError};
+use crate::log::VerifiedCheckpoint;
 use crate::record::Hash32;
 use crate::store::Store;
 use std::collections::HashMap;
@@ -22,6 +23,15 @@ pub(super) struct Heads {
     /// The notes of `known` given by [`Ledger::know_checkpoint`], with their sizes: the
     /// largest, and any of its size learned since (a smaller one is dropped from both).
     learned: Vec<(u64, Vec<u8>)>,
+}
+
+impl Heads {
+    /// Remembers that `c`'s note verified under the log key (opening verified it).
+    pub(super) fn remember(&mut self, c: &VerifiedCheckpoint) {
+        if self.verified.len() < MAX_HEADS {
+            self.verified.insert(Hash32::digest(c.note()), c.size());
+        }
+    }
 }
 
 impl<S: Store> Ledger<S> {

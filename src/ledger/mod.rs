@@ -162,7 +162,13 @@ impl<S: Store> Ledger<S> {
         if vkey != signer.vkey() {
             return Err(LedgerError::WrongLogKey);
         }
-        let newest = signed::newest_signed(&store, &signer.verifier(), &opts.checkpoints)?;
+        let found = signed::signed_heads(&store, &signer.verifier(), &opts.checkpoints)?;
+        let newest = signed::newest_of(&found);
+        // The heads verified here need not be verified again by the first refresh.
+        let mut heads = heads::Heads::default();
+        for c in &found {
+            heads.remember(c);
+        }
         if let Some(c) = &newest {
             let stored = store.tree_size()?;
             if stored < c.size() {
@@ -202,7 +208,7 @@ impl<S: Store> Ledger<S> {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
-            heads: Default::default(),
+            heads,
         };
         ledger.load_index()?;
         Ok(ledger)

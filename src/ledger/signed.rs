@@ -85,19 +85,40 @@ pub(super) fn newest_signed<S: Store>(
     verifier: &LogVerifier,
     known: &[Vec<u8>],
 ) -> Result<Option<VerifiedCheckpoint>, LedgerError> {
+    Ok(newest_of(&signed_heads(store, verifier, known)?))
+}
+
+/// The first of `heads` with the largest size.
+pub(super) fn newest_of(heads: &[VerifiedCheckpoint]) -> Option<VerifiedCheckpoint> {
+    let mut newest: Option<&VerifiedCheckpoint> = None;
+    for c in heads {
+        if newest.is_none_or(|n| c.size() > n.size()) {
+            newest = Some(c);
+        }
+    }
+    newest.cloned()
+}
+
+/// Every head the log key signed that a handle can find (the store's latest, its side file,
+/// `known`), each verified.
+///
+/// # Errors
+/// Checkpoint errors for a note that does not verify; store errors.
+pub(super) fn signed_heads<S: Store>(
+    store: &S,
+    verifier: &LogVerifier,
+    known: &[Vec<u8>],
+) -> Result<Vec<VerifiedCheckpoint>, LedgerError> {
     let mut notes = vec![
         store.latest_checkpoint()?.map(|(_, n)| n),
         store.durable_checkpoint()?,
     ];
     notes.extend(known.iter().cloned().map(Some));
-    let mut newest: Option<VerifiedCheckpoint> = None;
-    for note in notes.into_iter().flatten() {
-        let c = verifier.verify(&note)?;
-        if newest.as_ref().is_none_or(|n| c.size() > n.size()) {
-            newest = Some(c);
-        }
-    }
-    Ok(newest)
+    notes
+        .into_iter()
+        .flatten()
+        .map(|note| Ok(verifier.verify(&note)?))
+        .collect()
 }
 
 /// Checks that `head` extends every head the log key signed that this handle can find (the

@@ -149,6 +149,33 @@ const VARIABLES: &[(&str, Shape)] = &[
     ("LESS", Shape::Options("less")),
 ];
 
+/// npm's settings that name a program or code it runs, or a file of settings that may
+/// (npm-config(7): a variable `npm_config_KEY`, its name in any case and `_` for `-`):
+/// `script-shell` runs every `npm run` script, `git` every git dependency, `node-options`,
+/// `onload-script` and `init-module` are code, and `userconfig`/`globalconfig` are files that
+/// may set any of them (attack review 56).
+const NPM_RUNS: &[&str] = &[
+    "script_shell",
+    "shell",
+    "git",
+    "node_options",
+    "onload_script",
+    "init_module",
+    "userconfig",
+    "globalconfig",
+    "editor",
+    "browser",
+    "viewer",
+];
+
+/// Whether `name` is an npm setting of [`NPM_RUNS`].
+fn npm_runs(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase().replace('-', "_");
+    lower
+        .strip_prefix("npm_config_")
+        .is_some_and(|key| NPM_RUNS.contains(&key))
+}
+
 /// Builtins whose operands are assignments of the shell's (exported or not: a later
 /// simple command of the same call may run a program that reads them).
 const DECLARERS: &[&str] = &["export", "declare", "typeset", "local", "readonly"];
@@ -248,6 +275,8 @@ fn variable(w: &Word, words: &[&Word]) -> Vec<Handed> {
         .and_then(|l| l.split_once('=').map(|(_, v)| v.to_string()));
     let shape = if name.starts_with("GIT_CONFIG_VALUE_") {
         Shape::Text
+    } else if npm_runs(name) {
+        Shape::Unknown
     } else if let Some((_, s)) = VARIABLES.iter().find(|(n, _)| *n == name) {
         *s
     } else {

@@ -34,6 +34,13 @@ fn variables_are_handed_with_the_arguments_their_program_gives() {
     assert_eq!(handed("export XDG_CONFIG_HOME=/tmp/x; git log"), vec![None]);
     assert_eq!(handed("ZDOTDIR=/tmp/z zsh -c true"), vec![None]);
     assert!(handed("HOME=/dev/null git log").is_empty());
+    // npm's settings that run code, in any case (attack review 56).
+    assert_eq!(
+        handed("npm_config_script_shell=/tmp/x.sh npm run build"),
+        vec![None]
+    );
+    assert_eq!(handed("NPM_CONFIG_USERCONFIG=/tmp/rc npm test"), vec![None]);
+    assert!(handed("npm_config_registry=https://r.example npm ci").is_empty());
 }
 
 #[test]

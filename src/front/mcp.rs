@@ -204,9 +204,7 @@ impl<S: Store + Send + 'static, K: Keys + Send + 'static> LedgerServer<S, K> {
         // The pin as it is now (the hooks advance it after this server opened): a store cut
         // below it is refused at the refresh as on open (attack review 57).
         if let Some(pin) = &st.pin {
-            for note in pin.pinned_for(&st.front.ledger().vkey()).map_err(msg)? {
-                st.front.ledger_mut().know_checkpoint(&note).map_err(msg)?;
-            }
+            pin.teach(st.front.ledger_mut()).map_err(msg)?;
         }
         st.front.ledger_mut().refresh().map_err(msg)?;
         match &mut st.reads {

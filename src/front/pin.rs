@@ -9,8 +9,10 @@
 //! `pin.json` is `{"format": "memlineage/pin@v1", "vkey": VKEY, "checkpoint": NOTE}`.
 
 use crate::front::hook::FileSessions;
+use crate::ledger::{Ledger, LedgerError};
 use crate::log::{CheckpointError, LogVerifier, VerifiedCheckpoint};
 use crate::store::durable::{read_regular, write_atomic};
+use crate::store::Store;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -70,6 +72,9 @@ pub enum PinError {
     /// The pinned checkpoint does not verify under the pinned key.
     #[error("pin: the pinned checkpoint does not verify: {0}")]
     Checkpoint(#[from] CheckpointError),
+    /// A live handle refused the pinned checkpoint ([`StateDir::teach`]).
+    #[error("pin: {0}")]
+    Ledger(Box<LedgerError>),
 }
 
 impl StateDir {
@@ -187,6 +192,56 @@ impl StateDir {
             vkey: vkey.to_string(),
             checkpoint: String::from_utf8_lossy(checkpoint.note()).into_owned(),
         })
+    }
+
+    /// Tells the live handle `ledger` the pinned checkpoint ([`Ledger::know_checkpoint`]), so
+    /// that its next [`Ledger::refresh`] refuses a store cut below it, as opening against the
+    /// pin would (attack review 57: the hooks and other fronts advance the pin after a
+    /// long-lived handle opened). Nothing is learned when nothing is pinned.
+    ///
+    /// # Errors
+    /// [`PinError::IdentityChanged`] when the pin names another key; pin read errors;
+    /// [`PinError::Ledger`] when the pinned note does not verify under the ledger's log key.
+    pub fn teach<S: Store>(&self, ledger: &mut Ledger<S>) -> Result<(), PinError> {
+        for note in self.pinned_for(&ledger.vkey())? {
+            ledger
+                .know_checkpoint(&note)
+                .map_err(|e| PinError::Ledger(Box::new(e)))?;
+        }
+        Ok(())
+    }
+
+    /// Copies into this directory's `sessions/` the session records (`*.json`) kept in `from`
+    /// that it does not hold yet, as they are (each carries its seal, `spec/hooks.md` §6):
+    /// what `memlineage hook install` does when it gives the hooks this directory. Nothing is
+    /// copied when `from` cannot be listed.
+    ///
+    /// # Errors
+    /// [`PinError::Io`] when a record cannot be read or written.
+    pub fn take_sessions(&self, from: &FileSessions) -> Result<(), PinError> {
+        let into = self.sessions();
+        let Ok(entries) = std::fs::read_dir(from.dir()) else {
+            return Ok(());
+        };
+        let io = |path: &Path| {
+            let path = path.display().to_string();
+            move |source| PinError::Io { path, source }
+        };
+        std::fs::create_dir_all(into.dir()).map_err(io(into.dir()))?;
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let is_record = name.to_str().is_some_and(|n| n.ends_with(".json"));
+            let target = into.dir().join(&name);
+            if is_record && !target.exists() {
+                let source = e.path();
+                if let Some(bytes) = read_regular(&source, crate::front::hook::MAX_SESSION_BYTES)
+                    .map_err(io(&source))?
+                {
+                    write_atomic(&target, &bytes).map_err(io(&target))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn write(&self, pin: &Pin) -> Result<(), PinError> {

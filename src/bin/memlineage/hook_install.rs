@@ -153,24 +153,7 @@ pub(crate) fn pin(ledger: &Path, state: Option<&Path>) -> Res<StateDir> {
     let (mut l, _) = crate::open::open(ledger)?;
     let c = l.checkpoint()?;
     dir.repin(&l.vkey(), &c)?;
-    let beside = memlineage::front::hook::FileSessions::beside(ledger);
-    let into = dir.sessions();
-    if let Ok(entries) = std::fs::read_dir(beside.dir()) {
-        std::fs::create_dir_all(into.dir())?;
-        for e in entries.flatten() {
-            let name = e.file_name();
-            let is_record = name.to_str().is_some_and(|n| n.ends_with(".json"));
-            let target = into.dir().join(&name);
-            if is_record && !target.exists() {
-                if let Some(bytes) = memlineage::store::durable::read_regular(
-                    &e.path(),
-                    memlineage::front::hook::MAX_SESSION_BYTES,
-                )? {
-                    memlineage::store::durable::write_atomic(&target, &bytes)?;
-                }
-            }
-        }
-    }
+    dir.take_sessions(&memlineage::front::hook::FileSessions::beside(ledger))?;
     crate::io::say!(
         "pinned log key and checkpoint of size {} in {}",
         c.size(),

@@ -560,14 +560,7 @@ impl State {
                 // after the handle opened, and a store cut below it is refused at this
                 // refresh as on open (attack review 57).
                 let pinned = match &self.state {
-                    Some(st) => st
-                        .pinned_for(&l.vkey())
-                        .map_err(|e| e.to_string())
-                        .and_then(|notes| {
-                            notes
-                                .iter()
-                                .try_for_each(|n| l.know_checkpoint(n).map_err(|e| e.to_string()))
-                        }),
+                    Some(st) => st.teach(l),
                     None => Ok(()),
                 };
                 pinned.is_ok() && !shrunk && l.refresh().is_ok()

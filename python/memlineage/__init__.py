@@ -7,7 +7,7 @@ tool node on it.
 
 Every failure is an exception named after the Rust error it carries (``LedgerError``,
 ``FrontError``, ``KeyStoreError``, ``HookError``, ``StoreError``, ``PolicyError``,
-``AuditError``, ``CheckpointError``), all subclasses of ``MemLineageError``, with the Rust
+``AuditError``, ``CheckpointError``, ``PinError``), all subclasses of ``MemLineageError``, with the Rust
 variant's name in ``.variant``. A caller's mistake (a malformed id, a weight out of range) is a
 ``ValueError``.
 """
@@ -22,6 +22,7 @@ from ._native import (
     Ledger,
     LedgerError,
     MemLineageError,
+    PinError,
     PolicyError,
     StoreError,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "Ledger",
     "LedgerError",
     "MemLineageError",
+    "PinError",
     "PolicyError",
     "StoreError",
 ]

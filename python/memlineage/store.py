@@ -148,25 +148,29 @@ class MemLineageStore(BaseStore):
         session: str | None = None,
         policy: str | os.PathLike[str] | None = None,
         agent: str = "agent",
+        state: str | os.PathLike[str] | bool | None = None,
         **create: Any,
     ) -> MemLineageStore:
         """The store of the SQLite ledger at ``path``, created with its key file
         (``path + ".key"``) if there is none yet, as ``SqliteStore.from_conn_string`` opens or
         creates a database. ``create`` holds ``Ledger.create``'s other options (``origin``,
-        ``tau``, ``rule``), used only when the ledger is created.
+        ``tau``, ``rule``), used only when the ledger is created. ``state`` is the state
+        directory that keeps the pin and the session records (``Ledger.open``; by default the
+        one ``memlineage hook install`` gives the hooks for this path).
 
         Raises ``TypeError`` for a path that is not one, ``ValueError`` when the key file
         exists without its ledger, and the ``Ledger.open`` errors."""
         path = os.fsdecode(os.fspath(path))
         if not _has_ledger(path):
             try:
-                ledger = Ledger.create(path, policy=policy, agent=agent, **create)
+                ledger = Ledger.create(path, policy=policy, agent=agent, state=state, **create)
                 return cls(ledger, session=session, index=index)
             except ValueError:
                 # Created by another process meanwhile; otherwise the error stands.
                 if not _has_ledger(path):
                     raise
-        return cls(Ledger.open(path, policy=policy, agent=agent), session=session, index=index)
+        ledger = Ledger.open(path, policy=policy, agent=agent, state=state)
+        return cls(ledger, session=session, index=index)
 
     def bind(self, session: str) -> contextlib.AbstractContextManager[str]:
         """``bind_session(session)``: the session of the calls made in this context."""

@@ -15,6 +15,7 @@ use crate::vectors::Vector;
 use crate::verdicts;
 use memlineage::audit::{audit, reach_quarantine};
 use memlineage::forensics::receipt::{receipt, Cause};
+use memlineage::front::pin::StateDir;
 use memlineage::front::{session_context, Front, Keys, Session};
 use memlineage::lineage::quarantine::Reach;
 use memlineage::log::LogVerifier;
@@ -31,6 +32,16 @@ pub const FLAGGER: &str = "advisory";
 const MAX_WARM: usize = 1 << 20;
 /// How long a call waits for the ledger's key-file lock before it fails.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Takes the key file's lock at `path` (waiting up to [`LOCK_WAIT`]), held until the file is
+/// dropped.
+///
+/// # Errors
+/// `ValueError` (misuse) naming the lock when it cannot be taken.
+pub fn lock(path: &std::path::Path) -> Result<std::fs::File, BindError> {
+    memlineage::store::durable::lock_file(path, LOCK_WAIT)
+        .map_err(|e| BindError::misuse(format!("lock {}: {e}", path.display())))
+}
 
 /// What a Python `Ledger` handle can do. Results are JSON values the Python layer decodes.
 pub trait Engine: Send {
@@ -118,6 +129,11 @@ pub struct Core<S: Store, K: Keys> {
     warm: HashSet<EntryId>,
     /// Reads the audit from the store (the SQLite file's own audit iterator, or the trait).
     audit_source: AuditSource,
+    /// The state directory whose pin this handle learns before each call and advances after
+    /// each call that saw the ledger grow (`spec/python.md` §3.2); `None`: nothing pinned.
+    state: Option<StateDir>,
+    /// The ledger's size the pin was last advanced to by this handle.
+    pinned: u64,
 }
 
 /// Where [`Engine::verify`] reads the entries it audits.
@@ -130,12 +146,16 @@ pub enum AuditSource {
 
 impl<S: Store + Send, K: Keys + Send> Core<S, K> {
     /// A core over `front`.
+    /// `state`: the state directory `front`'s ledger was opened against
+    /// ([`crate::state::open_pinned`]), if any.
     pub fn new(
         front: Front<S, K>,
         sessions: SessionCache,
         lock: Option<PathBuf>,
         audit_source: AuditSource,
+        state: Option<StateDir>,
     ) -> Self {
+        let pinned = front.ledger().len();
         Core {
             front,
             sessions,
@@ -143,21 +163,55 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
             items: ItemIndex::default(),
             warm: HashSet::new(),
             audit_source,
+            state,
+            pinned,
         }
     }
 
-    /// Takes the lock and catches up with other writers.
+    /// Takes the lock, learns the pin as it is now (other fronts advanced it since this
+    /// handle opened) and catches up with other writers: a store cut below the pin is refused
+    /// here as on open (attack review 57).
     fn enter(&mut self) -> Result<Option<std::fs::File>, BindError> {
         let held = match &self.lock {
-            Some(p) => {
-                let f = memlineage::store::durable::lock_file(p, LOCK_WAIT)
-                    .map_err(|e| BindError::misuse(format!("lock {}: {e}", p.display())))?;
-                Some(f)
-            }
+            Some(p) => Some(lock(p)?),
             None => None,
         };
+        if let Some(st) = &self.state {
+            st.teach(self.front.ledger_mut())?;
+        }
         self.front.ledger_mut().refresh()?;
         Ok(held)
+    }
+
+    /// Runs `f` under the lock ([`Core::enter`]), then, when the ledger grew, signs its
+    /// checkpoint and advances the pin to it before the lock is let go (`spec/hooks.md` §6.2:
+    /// what a front appended cannot be rolled back behind what it answered). What was
+    /// appended before a failure is pinned too; a pin that cannot be advanced fails the call.
+    fn locked<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, BindError>,
+    ) -> Result<T, BindError> {
+        let _held = self.enter()?;
+        let out = f(self);
+        let pinned = self.advance_pin();
+        let out = out?;
+        pinned?;
+        Ok(out)
+    }
+
+    /// [`Core::locked`]'s second half.
+    fn advance_pin(&mut self) -> Result<(), BindError> {
+        let Some(st) = &self.state else {
+            return Ok(());
+        };
+        let len = self.front.ledger().len();
+        if len == self.pinned {
+            return Ok(());
+        }
+        let c = self.front.ledger_mut().checkpoint()?;
+        st.advance(&self.front.ledger().vkey(), &c)?;
+        self.pinned = len;
+        Ok(())
     }
 
     /// Runs `f` on the front and session `id` (under the lock); saves the session afterwards
@@ -170,19 +224,20 @@ impl<S: Store + Send, K: Keys + Send> Core<S, K> {
         if id.is_empty() {
             return Err(BindError::misuse("a session id is not empty"));
         }
-        let _held = self.enter()?;
-        let mut session = self.sessions.take(id)?;
-        let caught = self.front.catch_up(&mut session);
-        let start = self.front.ledger().len();
-        let before = Mark::of(&session);
-        let out = match caught {
-            Ok(()) => f(self, &mut session),
-            Err(e) => Err(e.into()),
-        };
-        // What was recorded before a failure stays recorded.
-        let save = self.must_save(&session, &before, start);
-        self.sessions.give_back(session, save)?;
-        out
+        self.locked(|c| {
+            let mut session = c.sessions.take(id)?;
+            let caught = c.front.catch_up(&mut session);
+            let start = c.front.ledger().len();
+            let before = Mark::of(&session);
+            let out = match caught {
+                Ok(()) => f(c, &mut session),
+                Err(e) => Err(e.into()),
+            };
+            // What was recorded before a failure stays recorded.
+            let save = c.must_save(&session, &before, start);
+            c.sessions.give_back(session, save)?;
+            out
+        })
     }
 
     /// Whether a call that turned `before` into `session` must write the session's file: yes,
@@ -405,73 +460,77 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
     }
 
     fn explain(&mut self, id: &EntryId) -> Result<Value, BindError> {
-        let _held = self.enter()?;
-        let l = self.front.ledger();
-        let e = l.get(id)?;
-        let parents: Vec<Value> = e
-            .entry()
-            .parents
-            .iter()
-            .map(|p| json!({"id": p.id.to_string(), "weight": f64::from(p.weight.millionths()) / 1e6}))
-            .collect();
-        let untrusted = l.untrusted_path(id)?;
-        let quarantined = l.is_quarantined(id);
-        let tombstoned = l.is_tombstoned(id);
-        let receipt = match receipt(l, id) {
-            Ok(r) => {
-                let cause = match &r.cause {
-                    Cause::Flagged { flag, reason } => {
-                        json!({"cause": "flagged", "flag": flag.to_string(), "reason": reason})
-                    }
-                    Cause::External => json!({"cause": "external"}),
-                    // A cause this build does not name (the enum is non-exhaustive).
-                    _ => json!({"cause": "other"}),
-                };
-                json!({"sentence": r.sentence(), "cause": cause})
-            }
-            Err(_) => Value::Null,
-        };
-        let mut out = self.hop(id);
-        out["parents"] = Value::Array(parents);
-        out["untrusted_path"] = Value::Array(untrusted.iter().map(|h| self.hop(h)).collect());
-        out["quarantined"] = json!(quarantined);
-        out["tombstoned"] = json!(tombstoned);
-        out["receipt"] = receipt;
-        Ok(out)
+        self.locked(|c| {
+            let l = c.front.ledger();
+            let e = l.get(id)?;
+            let parents: Vec<Value> = e
+                .entry()
+                .parents
+                .iter()
+                .map(|p| json!({"id": p.id.to_string(), "weight": f64::from(p.weight.millionths()) / 1e6}))
+                .collect();
+            let untrusted = l.untrusted_path(id)?;
+            let quarantined = l.is_quarantined(id);
+            let tombstoned = l.is_tombstoned(id);
+            let receipt = match receipt(l, id) {
+                Ok(r) => {
+                    let cause = match &r.cause {
+                        Cause::Flagged { flag, reason } => {
+                            json!({"cause": "flagged", "flag": flag.to_string(), "reason": reason})
+                        }
+                        Cause::External => json!({"cause": "external"}),
+                        // A cause this build does not name (the enum is non-exhaustive).
+                        _ => json!({"cause": "other"}),
+                    };
+                    json!({"sentence": r.sentence(), "cause": cause})
+                }
+                Err(_) => Value::Null,
+            };
+            let mut out = c.hop(id);
+            out["parents"] = Value::Array(parents);
+            out["untrusted_path"] = Value::Array(untrusted.iter().map(|h| c.hop(h)).collect());
+            out["quarantined"] = json!(quarantined);
+            out["tombstoned"] = json!(tombstoned);
+            out["receipt"] = receipt;
+            Ok(out)
+        })
     }
 
     fn flag(&mut self, id: &EntryId, reach: Reach, reason: &str) -> Result<Value, BindError> {
         if reason.trim().is_empty() {
             return Err(BindError::misuse("a flag needs a reason (the advisory)"));
         }
-        let _held = self.enter()?;
-        // No session names who asks: the reason is tied to no reads (`spec/lineage.md` §4.2).
-        let before = self.front.ledger().quarantine().len() as u64;
-        let f = self
-            .front
-            .flag(&mut Session::new(""), FLAGGER, *id, reach, reason)?;
-        let l = self.front.ledger_mut();
-        l.checkpoint()?;
-        let now = l.quarantine().len() as u64;
-        Ok(json!({
-            "flag": f.id.to_string(), "source": id.to_string(), "reach": reach.name(),
-            "quarantined": now, "newly_quarantined": now.saturating_sub(before),
-        }))
+        self.locked(|c| {
+            // No session names who asks: the reason is tied to no reads (`spec/lineage.md` §4.2).
+            let before = c.front.ledger().quarantine().len() as u64;
+            let f = c
+                .front
+                .flag(&mut Session::new(""), FLAGGER, *id, reach, reason)?;
+            let l = c.front.ledger_mut();
+            l.checkpoint()?;
+            let now = l.quarantine().len() as u64;
+            Ok(json!({
+                "flag": f.id.to_string(), "source": id.to_string(), "reach": reach.name(),
+                "quarantined": now, "newly_quarantined": now.saturating_sub(before),
+            }))
+        })
     }
 
     fn tombstone(&mut self, id: &EntryId, reason: &str) -> Result<Value, BindError> {
-        let _held = self.enter()?;
-        Ok(appended(&self.front.tombstone(
-            &mut Session::new(""),
-            *id,
-            reason,
-        )?))
+        self.locked(|c| {
+            Ok(appended(&c.front.tombstone(
+                &mut Session::new(""),
+                *id,
+                reason,
+            )?))
+        })
     }
 
     fn checkpoint(&mut self) -> Result<String, BindError> {
-        let _held = self.enter()?;
-        let c = self.front.ledger_mut().checkpoint()?;
-        Ok(String::from_utf8_lossy(c.note()).into_owned())
+        self.locked(|c| {
+            let signed = c.front.ledger_mut().checkpoint()?;
+            Ok(String::from_utf8_lossy(signed.note()).into_owned())
+        })
     }
 
     fn verify(&mut self) -> Result<Value, BindError> {
@@ -620,17 +679,18 @@ impl<S: Store + Send, K: Keys + Send> Engine for Core<S, K> {
     }
 
     fn item_embed(&mut self, vectors: Vec<(EntryId, Vec<Vector>)>) -> Result<(), BindError> {
-        let _held = self.enter()?;
-        self.items.scan(self.front.ledger())?;
-        for (id, vs) in vectors {
-            let Some(path) = self.items.path_of(&id).cloned() else {
-                continue;
-            };
-            if let Some(slot) = self.items.current_mut(&path) {
-                slot.vectors = Some(vs);
+        self.locked(|c| {
+            c.items.scan(c.front.ledger())?;
+            for (id, vs) in vectors {
+                let Some(path) = c.items.path_of(&id).cloned() else {
+                    continue;
+                };
+                if let Some(slot) = c.items.current_mut(&path) {
+                    slot.vectors = Some(vs);
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn item_get(&mut self, session: &str, path: &Path) -> Result<Value, BindError> {

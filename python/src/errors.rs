@@ -9,6 +9,7 @@
 use memlineage::audit::AuditError;
 use memlineage::front::hook::HookError;
 use memlineage::front::keystore::KeyStoreError;
+use memlineage::front::pin::PinError;
 use memlineage::front::FrontError;
 use memlineage::gate::PolicyError;
 use memlineage::log::CheckpointError;
@@ -69,6 +70,13 @@ pub mod exc {
     );
     pyo3::create_exception!(
         memlineage,
+        PinError,
+        MemLineageError,
+        "memlineage::front::pin::PinError: the state directory's pin refuses the ledger (another \
+         log's key) or cannot be read or written."
+    );
+    pyo3::create_exception!(
+        memlineage,
         CheckpointError,
         MemLineageError,
         "memlineage::log::CheckpointError: a checkpoint could not be signed or verified."
@@ -103,6 +111,9 @@ pub enum BindError {
     /// A checkpoint problem.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// The state directory's pin refuses the ledger, or cannot be read or written.
+    #[error(transparent)]
+    Pin(PinError),
     /// The caller's mistake (becomes `ValueError`).
     #[error("{0}")]
     Misuse(String),
@@ -114,6 +125,18 @@ impl From<FrontError> for BindError {
             FrontError::Ledger(l) => BindError::Ledger(l),
             FrontError::Keys(k) => BindError::Keys(k),
             other => BindError::Front(other),
+        }
+    }
+}
+
+impl From<PinError> for BindError {
+    fn from(e: PinError) -> Self {
+        match e {
+            // A handle that refused the pinned checkpoint: the ledger's own error
+            // (`BehindSignedCheckpoint` for a store rolled back below it).
+            PinError::Ledger(l) => BindError::Ledger(*l),
+            PinError::Checkpoint(c) => BindError::Checkpoint(c),
+            other => BindError::Pin(other),
         }
     }
 }
@@ -167,6 +190,7 @@ impl From<BindError> for PyErr {
                 exc::CheckpointError::new_err(message),
                 variant(&format!("{x:?}")),
             ),
+            BindError::Pin(x) => (exc::PinError::new_err(message), variant(&format!("{x:?}"))),
             BindError::Misuse(_) => return PyValueError::new_err(message),
         };
         Python::attach(|py| {
@@ -189,5 +213,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PolicyError", py.get_type::<exc::PolicyError>())?;
     m.add("AuditError", py.get_type::<exc::AuditError>())?;
     m.add("CheckpointError", py.get_type::<exc::CheckpointError>())?;
+    m.add("PinError", py.get_type::<exc::PinError>())?;
     Ok(())
 }

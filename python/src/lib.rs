@@ -12,6 +12,7 @@
 
 use memlineage::front::hook::FileSessions;
 use memlineage::front::keystore::KeyStore;
+use memlineage::front::pin::StateDir;
 use memlineage::front::{Front, GeneratedKeys};
 use memlineage::gate::Policy;
 use memlineage::lineage::quarantine::Reach;
@@ -35,6 +36,7 @@ mod keyfile;
 mod namespaces;
 mod search;
 mod sessions;
+mod state;
 mod verdicts;
 mod vectors;
 
@@ -53,6 +55,13 @@ struct PyLedger {
     engine: Mutex<Box<dyn Engine>>,
     path: Option<String>,
     vkey: String,
+}
+
+/// `LEDGER.key.lock`, the lock every writer of a file ledger holds (as the CLI and hooks).
+fn lock_path(ledger: &Path) -> PathBuf {
+    let mut p = key_path(ledger).into_os_string();
+    p.push(".lock");
+    PathBuf::from(p)
 }
 
 /// `LEDGER.key`, the key file beside a ledger (as the CLI names it).
@@ -159,7 +168,12 @@ impl PyLedger {
         to_py(py, &v)
     }
 
-    fn open_file(path: &Path, policy: Policy, agent: &str) -> Result<Self, BindError> {
+    fn open_file(
+        path: &Path,
+        policy: Policy,
+        agent: &str,
+        state: Option<StateDir>,
+    ) -> Result<Self, BindError> {
         if !path.is_file() || std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) == 0 {
             return Err(BindError::misuse(format!(
                 "no ledger at {} (Ledger.create makes one)",
@@ -168,21 +182,35 @@ impl PyLedger {
         }
         let keys = key_path(path);
         let ks = KeyStore::load(&keys)?;
-        let ledger = Ledger::open(SqliteStore::open(path)?, ks.log_signer()?)?;
-        Ok(Self::file_core(path, ledger, policy, agent))
+        let ledger = match &state {
+            Some(st) => state::open_pinned(path, ks.log_signer()?, st, &lock_path(path))?,
+            None => Ledger::open(SqliteStore::open(path)?, ks.log_signer()?)?,
+        };
+        Ok(Self::file_core(path, ledger, policy, agent, state))
     }
 
-    fn file_core(path: &Path, ledger: Ledger<SqliteStore>, policy: Policy, agent: &str) -> Self {
+    /// A handle over the file ledger `ledger` at `path`, its sessions kept in `state` (the
+    /// ledger was opened against its pin) or, without one, beside the ledger.
+    fn file_core(
+        path: &Path,
+        ledger: Ledger<SqliteStore>,
+        policy: Policy,
+        agent: &str,
+        state: Option<StateDir>,
+    ) -> Self {
         let keys = key_path(path);
         let vkey = ledger.vkey();
-        let front = Front::new(ledger, policy, LockedKeyFile::new(keys.clone())).with_agent(agent);
-        let mut lock = keys.into_os_string();
-        lock.push(".lock");
+        let front = Front::new(ledger, policy, LockedKeyFile::new(keys)).with_agent(agent);
+        let sessions = match &state {
+            Some(st) => st.sessions(),
+            None => FileSessions::beside(path),
+        };
         let core = Core::new(
             front,
-            SessionCache::files(FileSessions::beside(path)),
-            Some(PathBuf::from(lock)),
+            SessionCache::files(sessions),
+            Some(lock_path(path)),
             AuditSource::Sqlite(path.to_path_buf()),
+            state,
         );
         Self::wrap(Box::new(core), Some(path.display().to_string()), vkey)
     }
@@ -194,11 +222,17 @@ impl PyLedger {
     /// init`), signs the empty tree's checkpoint, and opens it. `tau` in [0, 1] and `rule`
     /// (`fail-closed` or `fail-open`) are the labelling parameters; `policy` is a gate policy
     /// TOML file (default: the bundled `examples/policy.toml`); `agent` is the principal the
-    /// agent's writes are signed by.
+    /// agent's writes are signed by. `state` is the state directory outside the ledger's that
+    /// keeps the pin and the session records (`spec/python.md` §3.2): by default the one
+    /// `memlineage hook install` gives the hooks for this path; a path; or `False` (records
+    /// beside the ledger, nothing pinned). The new ledger is pinned there.
     ///
-    /// Raises `ValueError` if either file exists; `LedgerError`, `KeyStoreError` on failure.
+    /// Raises `ValueError` if either file exists, or the state directory already holds a pin;
+    /// `LedgerError`, `KeyStoreError`, `PinError` on failure; `TypeError` for a `state` that
+    /// is not a path or a bool.
     #[staticmethod]
-    #[pyo3(signature = (path, *, origin = "memlineage.local/ledger", tau = 0.5, rule = "fail-closed", policy = None, agent = "agent"))]
+    #[pyo3(signature = (path, *, origin = "memlineage.local/ledger", tau = 0.5, rule = "fail-closed", policy = None, agent = "agent", state = None))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         path: PathBuf,
@@ -207,7 +241,9 @@ impl PyLedger {
         rule: &str,
         policy: Option<PathBuf>,
         agent: &str,
+        state: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let choice = state::choice(state.as_ref())?;
         let made = py.detach(|| -> Result<Self, BindError> {
             let keys = key_path(&path);
             if path.exists() || keys.exists() {
@@ -216,24 +252,49 @@ impl PyLedger {
                     path.display()
                 )));
             }
+            let state = state::resolve(&path, choice)?;
+            if let Some(st) = &state {
+                state::must_be_new(st)?;
+            }
             let lp = label_policy(tau, rule)?;
             let policy = load_policy(policy)?;
             let ks = KeyStore::generate(origin);
             let signer = ks.log_signer()?;
             ks.save(&keys)?;
             let mut ledger = Ledger::create(SqliteStore::open(&path)?, signer, lp)?;
-            ledger.checkpoint()?;
-            Ok(Self::file_core(&path, ledger, policy, agent))
+            let c = ledger.checkpoint()?;
+            if let Some(st) = &state {
+                st.repin(&ledger.vkey(), &c)?;
+            }
+            Ok(Self::file_core(&path, ledger, policy, agent, state))
         })?;
         Ok(made)
     }
 
-    /// Opens the SQLite ledger at `path` with its key file `path + ".key"`. Sessions are the
-    /// hooks' session files (`path + ".sessions/"`).
+    /// Opens the SQLite ledger at `path` with its key file `path + ".key"`, against the pin of
+    /// its state directory `state` (as in `create`; `spec/python.md` §3.2): the ledger's log
+    /// key must be the pinned one and its tree must not be behind the pinned checkpoint. The
+    /// first open with a directory that holds no pin pins the ledger as it is and copies the
+    /// session records kept beside it so far. With `state=False`, sessions are the hooks'
+    /// session files beside the ledger (`path + ".sessions/"`) and nothing is pinned.
+    ///
+    /// Raises `ValueError` when there is no ledger at `path`; `PinError` for a ledger of
+    /// another log key than the pinned one; `LedgerError` (variant `BehindSignedCheckpoint`)
+    /// for a ledger rolled back behind the pin.
     #[staticmethod]
-    #[pyo3(signature = (path, *, policy = None, agent = "agent"))]
-    fn open(py: Python<'_>, path: PathBuf, policy: Option<PathBuf>, agent: &str) -> PyResult<Self> {
-        Ok(py.detach(|| Self::open_file(&path, load_policy(policy)?, agent))?)
+    #[pyo3(signature = (path, *, policy = None, agent = "agent", state = None))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        policy: Option<PathBuf>,
+        agent: &str,
+        state: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let choice = state::choice(state.as_ref())?;
+        Ok(py.detach(|| {
+            let state = state::resolve(&path, choice)?;
+            Self::open_file(&path, load_policy(policy)?, agent, state)
+        })?)
     }
 
     /// A ledger in memory with fresh random keys, gone when the handle is (tests, a runtime
@@ -253,7 +314,13 @@ impl PyLedger {
         let ledger = Ledger::create(MemoryStore::default(), signer, lp).map_err(BindError::from)?;
         let vkey = ledger.vkey();
         let front = Front::new(ledger, policy, GeneratedKeys::default()).with_agent(agent);
-        let core = Core::new(front, SessionCache::memory(), None, AuditSource::Store);
+        let core = Core::new(
+            front,
+            SessionCache::memory(),
+            None,
+            AuditSource::Store,
+            None,
+        );
         Ok(Self::wrap(Box::new(core), None, vkey))
     }
 

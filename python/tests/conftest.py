@@ -11,6 +11,15 @@ import memlineage
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def state_home(tmp_path, monkeypatch):
+    """Every test's default state directories (the pin and session records of a file ledger,
+    spec/python.md §3.2) under its own temporary `XDG_STATE_HOME`, not the user's."""
+    home = tmp_path / "state-home"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def ledger_path(tmp_path):
     return tmp_path / "agent.db"

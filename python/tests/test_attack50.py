@@ -1,7 +1,10 @@
 """Attack review 50 on the Python front (spec/python.md §9): the injected agent, whose runtime
 exposes the store and the gated tools, and the store-only attacker, who writes every byte of
 the ledger file and of the files beside it without a key. Each test is an attack; it fails if
-the defence it pins regresses."""
+the defence it pins regresses. The store-only attacker's tests open the ledger with
+`state=False` (the session records beside the ledger, nothing pinned): what they pin is what
+the ledger's own receipts hold without a state directory; `test_attack59.py` has the same
+attacker against the default, a state directory outside the ledger's."""
 
 import asyncio
 import os
@@ -275,7 +278,7 @@ def read_then_roll_back(ledger_path, how):
     attacker then deletes the session files, or puts back those from before the `get`."""
     import shutil
 
-    ledger = Ledger.create(ledger_path)
+    ledger = Ledger.create(ledger_path, state=False)
     store = MemLineageStore(ledger)
     with store.bind("t1"):
         ledger.record_tool_result("t1", "read_bill", {}, BILL)
@@ -304,7 +307,7 @@ def test_a_store_read_survives_the_loss_of_the_session_files(ledger_path, how):
     is caught up from."""
     ledger, args = read_then_roll_back(ledger_path, how)
     assert not ledger.check("t2", "send_money", args)["allowed"]
-    assert not Ledger.open(ledger_path).check("t2", "send_money", args)["allowed"]
+    assert not Ledger.open(ledger_path, state=False).check("t2", "send_money", args)["allowed"]
 
 
 # --- attacks that held (pinned) -----------------------------------------------------------
@@ -322,7 +325,7 @@ def refused(ledger, session):
 
 def note_read_by_t2(ledger_path):
     """A file ledger where thread 2, told to pay the ACME bill, got the poisoned note."""
-    ledger = Ledger.create(ledger_path)
+    ledger = Ledger.create(ledger_path, state=False)
     store = MemLineageStore(ledger)
     poisoned_note(ledger, store)
     with store.bind("t2"):
@@ -419,12 +422,12 @@ def test_deleting_the_session_files_keeps_an_unrecorded_output_refusing(ledger_p
     every value."""
     import shutil
 
-    ledger = Ledger.create(ledger_path)
+    ledger = Ledger.create(ledger_path, state=False)
     ledger.record_prompt("t", "Pay my ACME bill.")
     ledger.mark_unrecorded("t")
     assert refused(ledger, "t")
     shutil.rmtree(f"{ledger_path}.sessions")
-    assert refused(Ledger.open(ledger_path), "t")
+    assert refused(Ledger.open(ledger_path, state=False), "t")
 
 
 @pytest.mark.parametrize("edit", ["update entries set label = 0", "delete from content"])
@@ -440,7 +443,7 @@ def test_store_edits_never_make_a_note_better_or_a_payment_allowed(ledger_path, 
         item = store.get(("notes",), "acme")
     assert item is None or item.label == "derived_untrusted"
     assert refused(ledger, "t2") and refused(ledger, "t3")
-    fresh = Ledger.open(ledger_path)
+    fresh = Ledger.open(ledger_path, state=False)
     assert refused(fresh, "t2")
     # A row that does not verify stops the item index (every item call fails); a text that
     # is gone leaves no item.
@@ -459,7 +462,7 @@ def test_a_ledger_retrieve_survives_the_loss_of_the_session_files(ledger_path, h
     hole: a read known only to the session's file)."""
     import shutil
 
-    ledger = Ledger.create(ledger_path)
+    ledger = Ledger.create(ledger_path, state=False)
     store = MemLineageStore(ledger)
     poisoned_note(ledger, store)
     with store.bind("t1"):
@@ -476,7 +479,7 @@ def test_a_ledger_retrieve_survives_the_loss_of_the_session_files(ledger_path, h
     if how == "older" and os.path.isdir(before):
         shutil.copytree(before, sessions)
     assert refused(ledger, "t2")
-    assert refused(Ledger.open(ledger_path), "t2")
+    assert refused(Ledger.open(ledger_path, state=False), "t2")
 
 
 @pytest.mark.xfail(
@@ -500,9 +503,10 @@ def test_an_encoded_iban_in_a_memory_is_refused(ledger):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="open (spec/python.md §9, storage.md §4.5): the context column is an unsigned index; "
-    "with the session files deleted, a receipt whose column names another session is not found "
-    "by the rebuilt session (the hooks close it with a state directory, the Python handle has none)",
+    reason="open without a state directory (spec/python.md §9, storage.md §4.5): the context "
+    "column is an unsigned index; with the session files deleted, a receipt whose column names "
+    "another session is not found by the rebuilt session (a state directory closes it: "
+    "test_attack59.py)",
 )
 def test_a_receipt_hidden_by_its_context_column_is_still_read(ledger_path):
     import shutil
@@ -517,4 +521,4 @@ def test_a_receipt_hidden_by_its_context_column_is_still_read(ledger_path):
             (receipt,),
         )
     shutil.rmtree(f"{ledger_path}.sessions")
-    assert refused(Ledger.open(ledger_path), "t2")
+    assert refused(Ledger.open(ledger_path, state=False), "t2")

@@ -144,7 +144,7 @@ def main() -> None:
             for n in SIZES:
                 if where == "SQLite file" and n > 10_000:
                     continue
-                led = Ledger.in_memory() if where == "in memory" else Ledger.create(Path(d) / f"l{n}.db")
+                led = Ledger.in_memory() if where == "in memory" else Ledger.create(Path(d) / f"l{n}.db", state=Path(d) / f"state{n}")
                 store = MemLineageStore(led)
                 ids = build(led, n)
                 us = timed_puts(store, led, rounds)

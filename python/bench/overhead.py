@@ -157,7 +157,7 @@ def main() -> None:
         rows.append(("one durable SQLite commit (the floor's other half)", commit, "—", 0))
         ledgers = {
             "in memory": Ledger.in_memory(),
-            "SQLite file": Ledger.create(Path(d) / "bench.db"),
+            "SQLite file": Ledger.create(Path(d) / "bench.db", state=Path(d) / "state"),
         }
         for name, led in ledgers.items():
             ml = MemLineageStore(led, session=f"puts-{name}")

@@ -137,7 +137,7 @@ fn append(ledger: &Path, input: &str) -> Res<ExitCode> {
         .map(|(s, c)| (s.clone(), c.as_slice()))
         .collect();
     let appended = l.append_signed(batch)?;
-    l.checkpoint()?;
+    crate::open::sign_and_pin_locked(&mut l, ledger)?;
     for a in appended.iter().skip(bindings.len()) {
         say!(
             "{}",

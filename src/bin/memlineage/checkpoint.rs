@@ -34,7 +34,10 @@ pub fn run(a: Args) -> Res<ExitCode> {
     let mut l = if a.adopt_stored_parameters {
         crate::open::open_with(&a.ledger, true)?.0
     } else {
-        open(&a.ledger)?.0
+        let mut l = open(&a.ledger)?.0;
+        // A checkpoint signed here pins what it signs, as one a hook signs.
+        crate::open::sign_and_pin(&mut l, &a.ledger)?;
+        l
     };
     let c = l.checkpoint()?;
     std::io::stdout().write_all(c.note())?;

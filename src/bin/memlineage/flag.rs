@@ -36,7 +36,7 @@ pub fn run(a: Args) -> Res<ExitCode> {
     let key = principal_key(&a.ledger, &mut l, &a.by, &ADVISORY_ROLES, Role::System)?;
     let before = l.quarantine().len();
     let f = l.flag(source, reach, &key, &a.reason)?;
-    l.checkpoint()?;
+    crate::open::sign_and_pin(&mut l, &a.ledger)?;
     say!(
         "{}",
         serde_json::json!({
@@ -63,7 +63,7 @@ pub fn flag_many(ledger: &Path, sources: &[EntryId], reason: &str, by: &str) -> 
         batch.push((SignedEntry::sign(e, &key)?, reason.as_bytes()));
     }
     let flags = l.append_signed(batch)?;
-    l.checkpoint()?;
+    crate::open::sign_and_pin(&mut l, ledger)?;
     for (f, source) in flags.iter().zip(sources) {
         say!(
             "{}",

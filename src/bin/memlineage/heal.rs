@@ -50,7 +50,7 @@ pub fn run(a: Args) -> Res<ExitCode> {
             .map(|s| s.trim().to_string())
     };
     let out = heal(&mut l, target, &support, claim, &key, now_ms())?;
-    l.checkpoint()?;
+    crate::open::sign_and_pin(&mut l, &a.ledger)?;
     match out {
         HealOutcome::Healed {
             replacement,

@@ -150,7 +150,7 @@ pub(crate) fn pin(ledger: &Path, state: Option<&Path>) -> Res<StateDir> {
         )?,
     };
     let _lock = crate::open::lock_key_file(ledger)?;
-    let (mut l, _) = crate::open::open(ledger)?;
+    let (mut l, _) = crate::open::open_unpinned(ledger)?;
     let c = l.checkpoint()?;
     dir.repin(&l.vkey(), &c)?;
     dir.take_sessions(&memlineage::front::hook::FileSessions::beside(ledger))?;

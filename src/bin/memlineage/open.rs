@@ -73,7 +73,8 @@ pub fn check_ledger_file(ledger: &Path) -> Res<()> {
     Ok(())
 }
 
-/// Opens an existing ledger with the log key from its key file; warns when the key file is
+/// Opens an existing ledger with the log key from its key file, against the pin of the hooks'
+/// default state directory when it holds one ([`default_state`]); warns when the key file is
 /// readable by others.
 pub fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
     let (l, ks) = open_with(ledger, false)?;
@@ -83,9 +84,50 @@ pub fn open(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
 }
 
 /// [`open`], adopting stored labelling parameters no checkpoint signs when `adopt`
-/// (`memlineage checkpoint --adopt-stored-parameters`).
+/// (`memlineage checkpoint --adopt-stored-parameters`, the operator's recovery after every
+/// checkpoint was lost: not against the pin, whose checkpoint signs the parameters).
 pub fn open_with(ledger: &Path, adopt: bool) -> Res<(Ledger<SqliteStore>, KeyStore)> {
-    open_checked(ledger, adopt, None)
+    let state = if adopt { None } else { default_state(ledger) };
+    open_checked(ledger, adopt, state.as_ref())
+}
+
+/// [`open`] without any pin: for `hook install`, which pins the ledger anew (a ledger replaced
+/// on purpose).
+pub fn open_unpinned(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
+    let (l, ks) = open_checked(ledger, false, None)?;
+    l.check_rows_chain()?;
+    Ok((l, ks))
+}
+
+/// The state directory `memlineage hook install` gives the hooks of `ledger` by default
+/// (`spec/hooks.md` §6.2), when it holds a pin: the commands open against it, and those that
+/// write advance it ([`sign_and_pin`]), as the hooks do. `None` when the ledger's path cannot
+/// be resolved, neither `XDG_STATE_HOME` nor `HOME` is set, or nothing is pinned there (hooks
+/// never installed, or installed with another `--state`, which the commands do not know).
+pub fn default_state(ledger: &Path) -> Option<StateDir> {
+    let canonical = std::fs::canonicalize(ledger).ok()?;
+    let state = StateDir::default_for(&canonical)?;
+    std::fs::symlink_metadata(state.pin_path())
+        .is_ok()
+        .then_some(state)
+}
+
+/// After a command wrote to the ledger at `path`: signs its checkpoint and, when the hooks'
+/// default state directory pins this ledger, advances the pin to it, under the key file's lock
+/// (`spec/hooks.md` §6.2): the ledger's directory can then not be rolled back behind what the
+/// command wrote (a flag, a release, an appended read) without every front refusing it.
+pub fn sign_and_pin(ledger: &mut Ledger<SqliteStore>, path: &Path) -> Res<()> {
+    let _lock = lock_key_file(path)?;
+    sign_and_pin_locked(ledger, path)
+}
+
+/// [`sign_and_pin`] for a caller that holds the key file's lock.
+pub fn sign_and_pin_locked(ledger: &mut Ledger<SqliteStore>, path: &Path) -> Res<()> {
+    let c = ledger.checkpoint()?;
+    if let Some(state) = default_state(path) {
+        state.advance(&ledger.vkey(), &c)?;
+    }
+    Ok(())
 }
 
 /// [`open`] against the pin of the state directory `state` (`spec/hooks.md` §6.2), if any: the

@@ -28,7 +28,7 @@ pub fn run(a: Args) -> Res<ExitCode> {
     let (mut l, _) = open(&a.ledger)?;
     let key = principal_key(&a.ledger, &mut l, &a.by, &ADVISORY_ROLES, Role::System)?;
     let r = l.release(flag, &key, &a.reason)?;
-    l.checkpoint()?;
+    crate::open::sign_and_pin(&mut l, &a.ledger)?;
     say!(
         "{}",
         serde_json::json!({"release": r.id.to_string(), "flag": flag.to_string(),

@@ -73,7 +73,7 @@ pub fn run(a: Args) -> Res<ExitCode> {
         |ms| std::thread::sleep(std::time::Duration::from_millis(ms)),
         |_, _, inputs| run_exec(exec, &inputs_text(inputs)),
     )?;
-    l.checkpoint()?;
+    crate::open::sign_and_pin(&mut l, &a.ledger)?;
     say!(
         "{}",
         serde_json::json!({

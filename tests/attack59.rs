@@ -144,32 +144,98 @@ fn ledger_files(dir: &Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-#[test]
-fn a_ledger_rolled_back_behind_a_flag_the_cli_wrote_is_refused() {
-    let i = Installed::new();
-    assert_eq!(i.pay().status.code(), Some(0), "stated by the user: paid");
+/// The attacker's copy of the ledger's files, taken now.
+fn snapshot(i: &Installed) -> std::path::PathBuf {
     let snap = i.path("snap");
     std::fs::create_dir(&snap).unwrap();
     for f in ledger_files(i.dir.path()) {
         std::fs::copy(&f, snap.join(f.file_name().unwrap())).unwrap();
     }
-    let prompt = i.flag_the_prompt();
-    // The attacker puts the directory back as it was before the flag.
+    snap
+}
+
+/// The attacker puts the ledger's directory back as it was at `snap`.
+fn put_back(i: &Installed, snap: &Path) {
     for f in ledger_files(i.dir.path()) {
         std::fs::remove_file(f).unwrap();
     }
-    for f in std::fs::read_dir(&snap).unwrap().flatten() {
+    for f in std::fs::read_dir(snap).unwrap().flatten() {
         std::fs::copy(f.path(), i.path(&f.file_name().to_string_lossy())).unwrap();
     }
-    let out = i.pay();
+}
+
+/// `out` is a refusal because the ledger is behind a checkpoint already signed (the pin).
+fn refused_as_behind_the_pin(out: &Output) {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("already signed a checkpoint"),
         "{out:?}"
     );
+}
+
+#[test]
+fn a_ledger_rolled_back_behind_a_flag_the_cli_wrote_is_refused() {
+    let i = Installed::new();
+    assert_eq!(i.pay().status.code(), Some(0), "stated by the user: paid");
+    let snap = snapshot(&i);
+    let prompt = i.flag_the_prompt();
+    put_back(&i, &snap);
+    refused_as_behind_the_pin(&i.pay());
     // The CLI's reading commands refuse it too.
     let explained = run(&["explain", "l.db", &prompt], i.dir.path(), None);
     assert!(!explained.status.success(), "{explained:?}");
+}
+
+/// A hook command written by hand, without `--state`, beside installed hooks: it takes their
+/// pin (before, it opened unpinned and allowed the rolled-back ledger's payment, exit 0).
+#[test]
+fn a_hook_run_without_state_beside_installed_hooks_takes_their_pin() {
+    let i = Installed::new();
+    let snap = snapshot(&i);
+    i.flag_the_prompt();
+    put_back(&i, &snap);
+    let e = json!({"session_id": SESSION, "hook_event_name": "PreToolUse",
+        "tool_name": "mcp__bank__send_money",
+        "tool_input": {"recipient": IBAN, "amount": 900}});
+    let out = run(
+        &["hook", "pre-tool-use", "l.db"],
+        i.dir.path(),
+        Some(e.to_string().as_bytes()),
+    );
+    refused_as_behind_the_pin(&out);
+}
+
+/// The MCP server started by hand (`memlineage mcp l.db`, no `--state`) beside installed
+/// hooks: its `ledger_flag` advances their pin (before, the flag was in no pinned checkpoint
+/// and a rollback of the directory to before it let the installed hook allow the payment).
+#[tokio::test(flavor = "current_thread")]
+async fn the_mcp_server_run_without_state_advances_the_installed_pin() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    use rmcp::ServiceExt;
+    let i = Installed::new();
+    assert_eq!(i.pay().status.code(), Some(0), "stated by the user: paid");
+    let snap = snapshot(&i);
+    let state = i.path(".state");
+    let cmd = tokio::process::Command::new(cli_support::BIN).configure(|c| {
+        c.args(["mcp", "l.db"])
+            .current_dir(i.dir.path())
+            .env("XDG_STATE_HOME", &state);
+    });
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let Value::Object(args) = json!({"source": i.prompt_id(),
+        "reason": "that IBAN is not my landlord's"})
+    else {
+        unreachable!("an object")
+    };
+    let r = client
+        .call_tool(CallToolRequestParams::new("ledger_flag").with_arguments(args))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    client.cancel().await.unwrap();
+    put_back(&i, &snap);
+    refused_as_behind_the_pin(&i.pay());
 }
 
 #[test]

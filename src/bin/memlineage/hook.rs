@@ -166,10 +166,7 @@ fn hook_cmd(cmd: HookCmd) -> Res<ExitCode> {
         return Err("give LEDGER or --guarded SOCKET --guard-user UID".into());
     };
     // Absolute, as the server's socket name hashes it (`hookd::Paths::of`).
-    let state = args
-        .state
-        .map(|s| std::path::absolute(s).map(StateDir::new))
-        .transpose()?;
+    let state = crate::open::state_for(&ledger, args.state)?;
     hook(event, &ledger, args.policy, state, agent)
 }
 

@@ -231,9 +231,7 @@ fn start_server(ledger: &Path, policy: Option<&Path>, state: Option<&StateDir>) 
 /// for [`IDLE_EXIT`] or until its ledger file or socket disappears. Exits at once (success)
 /// when another server of the same ledger and policy holds the lock.
 pub fn serve(ledger: &Path, policy: Option<PathBuf>, state: Option<PathBuf>) -> Res<ExitCode> {
-    let state = state
-        .map(|s| std::path::absolute(s).map(StateDir::new))
-        .transpose()?;
+    let state = crate::open::state_for(ledger, state)?;
     #[cfg(unix)]
     {
         serve_unix(ledger, policy, state)

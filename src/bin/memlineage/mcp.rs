@@ -66,7 +66,7 @@ pub fn run(a: Args) -> Res<ExitCode> {
         Some(McpCmd::ProbeUpstream { log }) => crate::mcp_doctor::probe_upstream(&log),
         None => {
             let ledger = a.ledger.ok_or("give LEDGER")?;
-            let state = a.state.map(StateDir::new);
+            let state = crate::open::state_for(&ledger, a.state)?;
             mcp(&ledger, a.policy, &a.writer, a.session.as_deref(), state)
         }
     }

@@ -224,13 +224,11 @@ fn from_args(a: Args) -> Res<Plan> {
         deadline: deadline(a.deadline_ms)?,
         declarations: a.record_declarations,
     };
+    let ledger = a.ledger.ok_or("give LEDGER or --config")?;
     Ok(Plan {
-        ledger: a.ledger.ok_or("give LEDGER or --config")?,
+        state: crate::open::state_for(&ledger, a.state)?,
+        ledger,
         policy: a.policy,
-        state: a
-            .state
-            .map(|s| std::path::absolute(s).map(StateDir::new))
-            .transpose()?,
         options,
         target,
     })
@@ -285,10 +283,11 @@ fn from_config(path: &Path, a: &Args) -> Res<Plan> {
             .into())
         }
     };
+    let ledger = at(&c.ledger);
     Ok(Plan {
-        ledger: at(&c.ledger),
+        state: crate::open::state_for(&ledger, c.state.as_deref().map(at))?,
+        ledger,
         policy: c.policy.as_deref().map(at),
-        state: c.state.as_deref().map(|s| StateDir::new(at(s))),
         options: Options {
             events: Events {
                 server: name,

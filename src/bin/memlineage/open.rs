@@ -112,6 +112,17 @@ pub fn default_state(ledger: &Path) -> Option<StateDir> {
         .then_some(state)
 }
 
+/// The state directory a front of `ledger` (a hook, the hook server, the MCP server or proxy)
+/// keeps: `given` (`--state`, made absolute), else the hooks' default one when it holds a pin
+/// ([`default_state`]), so that a front started by hand beside installed hooks opens against
+/// their pin, advances it and shares their session records; `None` when neither.
+pub fn state_for(ledger: &Path, given: Option<PathBuf>) -> Res<Option<StateDir>> {
+    Ok(match given {
+        Some(s) => Some(StateDir::new(std::path::absolute(s)?)),
+        None => default_state(ledger),
+    })
+}
+
 /// After a command wrote to the ledger at `path`: signs its checkpoint and, when the hooks'
 /// default state directory pins this ledger, advances the pin to it, under the key file's lock
 /// (`spec/hooks.md` §6.2): the ledger's directory can then not be rolled back behind what the

@@ -31,6 +31,7 @@ use std::sync::Mutex;
 mod engine;
 mod errors;
 mod filter;
+mod guarded;
 mod items;
 mod keyfile;
 mod namespaces;
@@ -168,12 +169,7 @@ impl PyLedger {
         to_py(py, &v)
     }
 
-    fn open_file(
-        path: &Path,
-        policy: Policy,
-        agent: &str,
-        state: Option<StateDir>,
-    ) -> Result<Self, BindError> {
+    fn open_file(path: &Path, setup: Setup<'_>) -> Result<Self, BindError> {
         if !path.is_file() || std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) == 0 {
             return Err(BindError::misuse(format!(
                 "no ledger at {} (Ledger.create makes one)",
@@ -182,25 +178,37 @@ impl PyLedger {
         }
         let keys = key_path(path);
         let ks = KeyStore::load(&keys)?;
-        let ledger = match &state {
+        let ledger = match &setup.state {
             Some(st) => state::open_pinned(path, ks.log_signer()?, st, &lock_path(path))?,
             None => Ledger::open(SqliteStore::open(path)?, ks.log_signer()?)?,
         };
-        Ok(Self::file_core(path, ledger, policy, agent, state))
+        Self::file_core(path, ledger, setup)
     }
 
-    /// A handle over the file ledger `ledger` at `path`, its sessions kept in `state` (the
-    /// ledger was opened against its pin) or, without one, beside the ledger.
+    /// A handle over the file ledger `ledger` at `path`, its sessions kept in the state
+    /// directory (the ledger was opened against its pin) or, without one, beside the ledger,
+    /// and the guard's own resources protected (`guarded`).
     fn file_core(
         path: &Path,
         ledger: Ledger<SqliteStore>,
-        policy: Policy,
-        agent: &str,
-        state: Option<StateDir>,
-    ) -> Self {
+        setup: Setup<'_>,
+    ) -> Result<Self, BindError> {
+        let Setup {
+            policy,
+            policy_file,
+            agent,
+            state,
+            module,
+        } = setup;
         let keys = key_path(path);
         let vkey = ledger.vkey();
-        let front = Front::new(ledger, policy, LockedKeyFile::new(keys)).with_agent(agent);
+        let mut front = Front::new(ledger, policy, LockedKeyFile::new(keys)).with_agent(agent);
+        front.set_protected(guarded::protected(
+            path,
+            policy_file.as_deref(),
+            state.as_ref(),
+            module.as_deref(),
+        ));
         let sessions = match &state {
             Some(st) => st.sessions(),
             None => FileSessions::beside(path),
@@ -212,7 +220,39 @@ impl PyLedger {
             AuditSource::Sqlite(path.to_path_buf()),
             state,
         );
-        Self::wrap(Box::new(core), Some(path.display().to_string()), vkey)
+        Ok(Self::wrap(
+            Box::new(core),
+            Some(path.display().to_string()),
+            vkey,
+        ))
+    }
+}
+
+/// What a file ledger's handle is opened with besides the ledger: the gate policy and the file
+/// it was read from, the agent's principal, the state directory, and this module's file.
+struct Setup<'a> {
+    policy: Policy,
+    policy_file: Option<PathBuf>,
+    agent: &'a str,
+    state: Option<StateDir>,
+    module: Option<PathBuf>,
+}
+
+impl<'a> Setup<'a> {
+    /// Reads the policy file `policy_file` (the bundled policy when `None`).
+    fn new(
+        policy_file: Option<PathBuf>,
+        agent: &'a str,
+        state: Option<StateDir>,
+        module: Option<PathBuf>,
+    ) -> Result<Self, BindError> {
+        Ok(Setup {
+            policy: load_policy(policy_file.clone())?,
+            policy_file,
+            agent,
+            state,
+            module,
+        })
     }
 }
 
@@ -244,6 +284,7 @@ impl PyLedger {
         state: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let choice = state::choice(state.as_ref())?;
+        let module = guarded::module_file(py);
         let made = py.detach(|| -> Result<Self, BindError> {
             let keys = key_path(&path);
             if path.exists() || keys.exists() {
@@ -257,16 +298,16 @@ impl PyLedger {
                 state::must_be_new(st)?;
             }
             let lp = label_policy(tau, rule)?;
-            let policy = load_policy(policy)?;
+            let setup = Setup::new(policy, agent, state, module)?;
             let ks = KeyStore::generate(origin);
             let signer = ks.log_signer()?;
             ks.save(&keys)?;
             let mut ledger = Ledger::create(SqliteStore::open(&path)?, signer, lp)?;
             let c = ledger.checkpoint()?;
-            if let Some(st) = &state {
+            if let Some(st) = &setup.state {
                 st.repin(&ledger.vkey(), &c)?;
             }
-            Ok(Self::file_core(&path, ledger, policy, agent, state))
+            Self::file_core(&path, ledger, setup)
         })?;
         Ok(made)
     }
@@ -291,9 +332,10 @@ impl PyLedger {
         state: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let choice = state::choice(state.as_ref())?;
+        let module = guarded::module_file(py);
         Ok(py.detach(|| {
             let state = state::resolve(&path, choice)?;
-            Self::open_file(&path, load_policy(policy)?, agent, state)
+            Self::open_file(&path, Setup::new(policy, agent, state, module)?)
         })?)
     }
 

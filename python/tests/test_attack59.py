@@ -170,3 +170,48 @@ def test_state_arguments(tmp_path, ledger_path):
     store = MemLineageStore.open(tmp_path / "third.db", state=tmp_path / "third-state")
     assert (tmp_path / "third-state" / "pin.json").is_file()
     assert store is not None
+
+
+# --- the injected agent against the guard's own resources ----------------------------------
+
+CODING = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "coding-policy.toml")
+
+
+def test_the_agent_cannot_touch_the_guards_own_files(tmp_path, ledger_path, state_home, monkeypatch):
+    """A runtime that gates its agent's shell and file tools with the coding policy
+    (spec/hooks.md §13, spec/python.md §3.3). Before review 59 the Python front protected
+    nothing: reading the key file, emptying the ledger, deleting the state directory, editing
+    the policy or replacing this module were all allowed; the hooks refused each."""
+    import memlineage._native as native
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    policy = tmp_path / "policy.toml"
+    shutil.copy(CODING, policy)
+    ledger = Ledger.create(ledger_path, policy=policy)
+    ledger.record_prompt("s", "Fix the parser bug in src/lib.rs")
+    package = os.path.dirname(native.__file__)
+    refused = [
+        ("Bash", {"command": f"cat {ledger_path}.key"}),
+        ("Bash", {"command": f"sqlite3 {ledger_path} 'delete from entries'"}),
+        ("Bash", {"command": f"rm -rf {state_home}"}),
+        ("Bash", {"command": "echo {} > ~/.claude/settings.json"}),
+        ("Bash", {"command": f"cp /tmp/x {native.__file__}"}),
+        ("Bash", {"command": f"sed -i s/deny/allow/ {package}/toolnode.py"}),
+        ("Read", {"file_path": f"{ledger_path}.key"}),
+        ("Write", {"file_path": f"{package}/toolnode.py", "content": "pass"}),
+        ("Edit", {"file_path": str(policy), "old_string": "deny", "new_string": "allow"}),
+    ]
+    for tool, args in refused:
+        v = ledger.check("s", tool, args)
+        assert v["decision"] == "deny" and v["deny"] == "protected", (tool, args, v)
+    for tool, args in [
+        ("Bash", {"command": "cargo test"}),
+        ("Bash", {"command": "cat README.md"}),
+        ("Read", {"file_path": str(tmp_path / "notes.md")}),
+    ]:
+        assert ledger.check("s", tool, args)["allowed"], (tool, args)
+    # A fresh handle protects the same files.
+    again = Ledger.open(ledger_path, policy=policy)
+    assert again.check("s", "Read", {"file_path": f"{ledger_path}.key"})["deny"] == "protected"

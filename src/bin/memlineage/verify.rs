@@ -348,9 +348,22 @@ fn side_checkpoint(
     let Some(note) = store.durable_checkpoint().map_err(|e| e.to_string())? else {
         return Ok("none beside the store".into());
     };
+    signed_prefix(&note, "the side file", store, verifier, size)
+}
+
+/// A signed checkpoint `note` found beside the audit (the side file) against the store: it
+/// verifies under the log key, its size is one the store holds, and the store's tree hashes
+/// give its root there. `what` names the note in the error when it does not verify.
+fn signed_prefix(
+    note: &[u8],
+    what: &str,
+    store: &SqliteStore,
+    verifier: &LogVerifier,
+    size: u64,
+) -> Result<String, String> {
     let c = verifier
-        .verify(&note)
-        .map_err(|e| format!("the side file holds no checkpoint of this log: {e}"))?;
+        .verify(note)
+        .map_err(|e| format!("{what} holds no checkpoint of this log: {e}"))?;
     if c.size() > size {
         return Err(format!(
             "the log key signed a tree of {} entries, the store holds {size}: entries were cut \

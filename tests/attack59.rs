@@ -181,9 +181,14 @@ fn a_ledger_rolled_back_behind_a_flag_the_cli_wrote_is_refused() {
     let prompt = i.flag_the_prompt();
     put_back(&i, &snap);
     refused_as_behind_the_pin(&i.pay());
-    // The CLI's reading commands refuse it too.
+    // The CLI's reading commands refuse it too, and `verify` names it (before review 59 it
+    // said OK: the rolled-back directory is consistent in itself).
     let explained = run(&["explain", "l.db", &prompt], i.dir.path(), None);
     assert!(!explained.status.success(), "{explained:?}");
+    let verified = run(&["verify", "l.db"], i.dir.path(), None);
+    let text = String::from_utf8_lossy(&verified.stdout);
+    assert_eq!(verified.status.code(), Some(1), "{verified:?}");
+    assert!(text.contains("hooks' pin: MISMATCH"), "{text}");
 }
 
 /// A hook command written by hand, without `--state`, beside installed hooks: it takes their
@@ -245,6 +250,8 @@ fn without_a_rollback_the_flag_refuses_and_the_commands_keep_working() {
     assert_eq!(i.pay().status.code(), Some(2));
     ok(&run(&["explain", "l.db", &prompt], i.dir.path(), None));
     ok(&run(&["checkpoint", "l.db"], i.dir.path(), None));
+    let verified = ok(&run(&["verify", "l.db"], i.dir.path(), None));
+    assert!(verified.contains("hooks' pin: size"), "{verified}");
     // `hook install` again re-pins (a ledger replaced on purpose stays the operator's act).
     install(i.dir.path());
 }

@@ -94,7 +94,7 @@ pub fn verify(
     checkpoint: Option<PathBuf>,
     trust: &Trust,
 ) -> Res<ExitCode> {
-    let (r, stored_tree, side) = audit_ledger(ledger, log_key, checkpoint, trust)?;
+    let (r, stored_tree, side, pinned) = audit_ledger(ledger, log_key, checkpoint, trust)?;
     say!(
         "checkpoint: {} size {} root {}",
         r.checkpoint.origin(),
@@ -159,10 +159,14 @@ pub fn verify(
         Ok(what) => say!("side checkpoint: {what}"),
         Err(why) => say!("side checkpoint: MISMATCH ({why})"),
     }
+    match &pinned {
+        Ok(what) => say!("hooks' pin: {what}"),
+        Err(why) => say!("hooks' pin: MISMATCH ({why})"),
+    }
     for f in &r.failures {
         eprintln!("entry {} ({}): {}", f.index, f.id, f.problem);
     }
-    if r.is_clean() && stored_tree.is_ok() && side.is_ok() {
+    if r.is_clean() && stored_tree.is_ok() && side.is_ok() && pinned.is_ok() {
         say!("OK");
         Ok(ExitCode::SUCCESS)
     } else {
@@ -173,6 +177,7 @@ pub fn verify(
                 + usize::from(r.index_matches() == Some(false))
                 + usize::from(stored_tree.is_err())
                 + usize::from(side.is_err())
+                + usize::from(pinned.is_err())
         );
         Ok(ExitCode::FAILURE)
     }
@@ -192,12 +197,16 @@ fn no_checkpoint(ledger: &Path) -> String {
 /// A check of the store beside the audit: `Err` says why it failed.
 type Checked = Result<(), String>;
 
+/// A signed note found beside the audit (the side file, the hooks' pin) checked against the
+/// store: what was found, or why it does not match.
+type Found = Result<String, String>;
+
 fn audit_ledger(
     ledger: &Path,
     log_key: Option<String>,
     checkpoint: Option<PathBuf>,
     trust: &Trust,
-) -> Res<(AuditReport, Checked, Result<String, String>)> {
+) -> Res<(AuditReport, Checked, Found, Found)> {
     let store = existing_store(ledger)?;
     if trust.quorum.is_some() && trust.witnesses.is_empty() {
         return Err("--quorum needs at least one --witness".into());
@@ -332,7 +341,40 @@ fn audit_ledger(
         Err(e) => Err(e.to_string()),
     };
     let side = side_checkpoint(&store, &verifier, size);
-    Ok((report, stored_tree.and(settings), side))
+    let pinned = hooks_pin(ledger, &vkey, &store, &verifier, size);
+    Ok((report, stored_tree.and(settings), side, pinned))
+}
+
+/// The checkpoint the hooks pinned for this ledger in their default state directory
+/// (`spec/hooks.md` §6.2), against the store, as [`side_checkpoint`] checks the side file: of
+/// this log's key, of a size the store holds, with the root its tree hashes give. A ledger
+/// directory rolled back (side file included) behind what the fronts saw, or replaced by
+/// another log's, is seen here (attack review 59: `verify` said OK of a ledger every front
+/// refused). `Ok` saying so when nothing is pinned.
+fn hooks_pin(
+    ledger: &Path,
+    vkey: &str,
+    store: &SqliteStore,
+    verifier: &LogVerifier,
+    size: u64,
+) -> Result<String, String> {
+    let Some(state) = crate::open::default_state(ledger) else {
+        return Ok("none for this ledger".into());
+    };
+    let where_ = state.pin_path().display().to_string();
+    let pin = match state.load() {
+        Ok(Some(p)) => p,
+        Ok(None) => return Ok("none for this ledger".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    if pin.vkey != vkey {
+        return Err(format!(
+            "{where_} pins the log key {}, not this ledger's: the ledger was replaced by another              log's",
+            pin.vkey
+        ));
+    }
+    signed_prefix(pin.checkpoint.as_bytes(), "the pin", store, verifier, size)
+        .map(|ok| format!("{ok} ({where_})"))
 }
 
 /// The checkpoint the store keeps beside the database (the side file, `spec/storage.md` §6)
@@ -351,9 +393,9 @@ fn side_checkpoint(
     signed_prefix(&note, "the side file", store, verifier, size)
 }
 
-/// A signed checkpoint `note` found beside the audit (the side file) against the store: it
-/// verifies under the log key, its size is one the store holds, and the store's tree hashes
-/// give its root there. `what` names the note in the error when it does not verify.
+/// A signed checkpoint `note` found beside the audit (the side file, the hooks' pin) against
+/// the store: it verifies under the log key, its size is one the store holds, and the store's
+/// tree hashes give its root there. `what` names the note in the error when it does not verify.
 fn signed_prefix(
     note: &[u8],
     what: &str,

@@ -77,12 +77,20 @@ impl Installed {
         run_command(&mut c, Some(event.to_string().as_bytes()))
     }
 
-    /// The PreToolUse hook's answer to paying the rent.
+    /// The installed PreToolUse hook's answer to paying the rent.
     fn pay(&self) -> Output {
-        let e = json!({"session_id": SESSION, "hook_event_name": "PreToolUse",
-            "tool_name": "mcp__bank__send_money",
-            "tool_input": {"recipient": IBAN, "amount": 900}});
-        self.sh(&self.pre, &e)
+        self.sh(&self.pre, &pay_event())
+    }
+
+    /// The same answered by `memlineage hook pre-tool-use l.db` written by hand, without
+    /// `--state`.
+    fn pay_by_hand(&self) -> Output {
+        let e = pay_event().to_string();
+        run(
+            &["hook", "pre-tool-use", "l.db"],
+            self.dir.path(),
+            Some(e.as_bytes()),
+        )
     }
 
     /// The user flags the session's prompt with `memlineage flag`; returns its id.
@@ -113,6 +121,13 @@ impl Installed {
             .id()
             .to_string()
     }
+}
+
+/// The PreToolUse event of paying the rent to the stated IBAN.
+fn pay_event() -> Value {
+    json!({"session_id": SESSION, "hook_event_name": "PreToolUse",
+        "tool_name": "mcp__bank__send_money",
+        "tool_input": {"recipient": IBAN, "amount": 900}})
 }
 
 /// `memlineage hook install` of the Claude Code hooks for `l.db` into `dir/proj`, with the
@@ -199,14 +214,7 @@ fn a_hook_run_without_state_beside_installed_hooks_takes_their_pin() {
     let snap = snapshot(&i);
     i.flag_the_prompt();
     put_back(&i, &snap);
-    let e = json!({"session_id": SESSION, "hook_event_name": "PreToolUse",
-        "tool_name": "mcp__bank__send_money",
-        "tool_input": {"recipient": IBAN, "amount": 900}});
-    let out = run(
-        &["hook", "pre-tool-use", "l.db"],
-        i.dir.path(),
-        Some(e.to_string().as_bytes()),
-    );
+    let out = i.pay_by_hand();
     refused_as_behind_the_pin(&out);
 }
 
@@ -254,4 +262,36 @@ fn without_a_rollback_the_flag_refuses_and_the_commands_keep_working() {
     assert!(verified.contains("hooks' pin: size"), "{verified}");
     // `hook install` again re-pins (a ledger replaced on purpose stays the operator's act).
     install(i.dir.path());
+}
+
+/// The attacker replaces the ledger, its key file and side checkpoint by links to a ledger of
+/// its own (`memlineage init` elsewhere). A command or hook without `--state` found the state
+/// directory by the link's target, which holds no pin, and took that ledger unpinned; the
+/// directory is now found by the path as written too.
+#[test]
+fn a_ledger_replaced_by_a_link_keeps_its_pin() {
+    let i = Installed::new();
+    std::fs::create_dir(i.path("elsewhere")).unwrap();
+    ok(&run(&["init", "elsewhere/l.db"], i.dir.path(), None));
+    for f in ledger_files(i.dir.path()) {
+        std::fs::remove_file(f).unwrap();
+    }
+    for suffix in ["", ".key", ".checkpoint"] {
+        let theirs = i.path(&format!("elsewhere/l.db{suffix}"));
+        if theirs.exists() {
+            std::os::unix::fs::symlink(theirs, i.path(&format!("l.db{suffix}"))).unwrap();
+        }
+    }
+    let out = i.pay_by_hand();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not the one pinned"),
+        "{out:?}"
+    );
+    let verified = run(&["verify", "l.db"], i.dir.path(), None);
+    assert_eq!(verified.status.code(), Some(1), "{verified:?}");
+    assert!(
+        String::from_utf8_lossy(&verified.stdout).contains("hooks' pin: MISMATCH"),
+        "{verified:?}"
+    );
 }

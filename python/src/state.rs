@@ -61,6 +61,12 @@ pub fn resolve(ledger: &Path, choice: Choice) -> Result<Option<StateDir>, BindEr
         Choice::Beside => Ok(None),
         Choice::Dir(d) => Ok(Some(StateDir::new(std::path::absolute(d).map_err(bad)?))),
         Choice::Default => {
+            // A directory that pins this ledger, by its canonical path or as written (a
+            // ledger file replaced by a link to another ledger keeps its pin); else the
+            // canonical path's, pinned on first use.
+            if let Some(pinned) = StateDir::pinned_default_for(ledger) {
+                return Ok(Some(pinned));
+            }
             let canonical = canonical(ledger).map_err(bad)?;
             StateDir::default_for(&canonical).map(Some).ok_or_else(|| {
                 BindError::misuse(

@@ -102,6 +102,23 @@ impl StateDir {
         ))
     }
 
+    /// The default state directory of the ledger at `ledger` that holds a pin, if one does:
+    /// that of its canonical path (what `memlineage hook install` pinned), else that of its
+    /// absolute path with links left as written. The second is what keeps the pin when the
+    /// ledger's file was replaced by a link to another ledger (a store-only attacker writes
+    /// the ledger's directory: the canonical path is then the link's target, whose directory
+    /// holds no pin, and the ledger would be taken on first use). `None` when neither holds
+    /// one, or neither `XDG_STATE_HOME` nor `HOME` is set.
+    pub fn pinned_default_for(ledger: &Path) -> Option<Self> {
+        let canonical = std::fs::canonicalize(ledger).ok();
+        let written = std::path::absolute(ledger).ok();
+        [canonical, written]
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Self::default_for(&p))
+            .find(|d| std::fs::symlink_metadata(d.pin_path()).is_ok())
+    }
+
     /// The session records kept here.
     pub fn sessions(&self) -> FileSessions {
         FileSessions::new(self.0.join("sessions"))

@@ -101,15 +101,12 @@ pub fn open_unpinned(ledger: &Path) -> Res<(Ledger<SqliteStore>, KeyStore)> {
 
 /// The state directory `memlineage hook install` gives the hooks of `ledger` by default
 /// (`spec/hooks.md` §6.2), when it holds a pin: the commands open against it, and those that
-/// write advance it ([`sign_and_pin`]), as the hooks do. `None` when the ledger's path cannot
-/// be resolved, neither `XDG_STATE_HOME` nor `HOME` is set, or nothing is pinned there (hooks
-/// never installed, or installed with another `--state`, which the commands do not know).
+/// write advance it ([`sign_and_pin`]), as the hooks do (`StateDir::pinned_default_for`: also
+/// found when the ledger's file was replaced by a link). `None` when neither `XDG_STATE_HOME`
+/// nor `HOME` is set, or nothing is pinned there (hooks never installed, or installed with
+/// another `--state`, which the commands do not know).
 pub fn default_state(ledger: &Path) -> Option<StateDir> {
-    let canonical = std::fs::canonicalize(ledger).ok()?;
-    let state = StateDir::default_for(&canonical)?;
-    std::fs::symlink_metadata(state.pin_path())
-        .is_ok()
-        .then_some(state)
+    StateDir::pinned_default_for(ledger)
 }
 
 /// The state directory a front of `ledger` (a hook, the hook server, the MCP server or proxy)

@@ -295,3 +295,20 @@ fn a_ledger_replaced_by_a_link_keeps_its_pin() {
         "{verified:?}"
     );
 }
+
+/// `hook prune LEDGER` prunes the records the installed hooks keep in their state directory
+/// (before, only those beside the ledger: with the hooks installed it pruned nothing).
+#[test]
+fn prune_finds_the_records_in_the_installed_state_directory() {
+    let i = Installed::new();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let args = ["hook", "prune", "l.db", "--older-than-days", "0"];
+    let out = ok(&run(&args, i.dir.path(), None));
+    assert!(out.contains("pruned 1 session(s)"), "{out}");
+    let paid = i.pay();
+    assert_eq!(paid.status.code(), Some(2), "{paid:?}");
+    assert!(
+        String::from_utf8_lossy(&paid.stderr).contains("was pruned"),
+        "{paid:?}"
+    );
+}

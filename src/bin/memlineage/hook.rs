@@ -8,7 +8,7 @@ use crate::{hook_install, hook_separate, hookd, io::say, Res};
 use clap::Subcommand;
 use memlineage::front::ask;
 use memlineage::front::hook::{
-    failed, failed_in, session_id_in, FileSessions, HookEvent, HookOutcome, MAX_EVENT_BYTES,
+    failed, failed_in, session_id_in, HookEvent, HookOutcome, MAX_EVENT_BYTES,
 };
 use memlineage::front::pin::StateDir;
 use memlineage::front::{Front, KeyFile};
@@ -268,7 +268,10 @@ fn prune(ledger: &Path, days: u64) -> Res<ExitCode> {
         return Err(format!("no ledger at {}", ledger.display()).into());
     }
     let _lock = lock_within(ledger, LOCK_WAIT)?;
-    let sessions = FileSessions::beside(ledger);
+    // The records the hooks keep: in the state directory `hook install` made, when there is
+    // one (before, only those beside the ledger were pruned).
+    let state = crate::open::default_state(ledger);
+    let sessions = crate::hook_answer::sessions_of(ledger, state.as_ref());
     let age = Duration::from_secs(days.saturating_mul(24 * 3600));
     let done = sessions.prune(age, SystemTime::now())?;
     say!(

@@ -5,7 +5,7 @@
 //! §17); like the lexer it never rejects input.
 
 use super::runners::{is_runner, runs, Runs};
-use super::shell::{Lexed, Piece, Redirect, Token, Word};
+use super::shell::{Lexed, Operator, Piece, Redirect, Token, Word};
 use super::WRAPPERS;
 
 /// One simple command of a lexed command.
@@ -21,6 +21,8 @@ pub struct Simple<'l> {
     pub piped: bool,
     /// Whether it feeds the next command through a pipe (`this | …`).
     pub pipes: bool,
+    /// The operator after it (`None`: it ends the text).
+    pub(crate) ends: Option<Operator>,
 }
 
 impl Simple<'_> {
@@ -52,6 +54,7 @@ pub fn simple_commands(lexed: &Lexed) -> Vec<Simple<'_>> {
     let mut out = Vec::new();
     let mut cur = Simple::default();
     let mut pending: Option<&Token> = None;
+    let mut operators = lexed.operators.iter();
     for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
         match (t, pending.take()) {
             (Token::Word(w), Some(Token::Redirect(r))) => cur.redirects.push((*r, w)),
@@ -60,10 +63,12 @@ pub fn simple_commands(lexed: &Lexed) -> Vec<Simple<'_>> {
             (Token::Redirect(_) | Token::HereDoc, _) => pending = Some(t),
             (Token::Control | Token::Pipe, _) => {
                 let pipe = *t == Token::Pipe;
+                let ends = operators.next().copied();
                 let done = std::mem::take(&mut cur);
                 if !(done.words.is_empty() && done.redirects.is_empty()) || pipe {
                     out.push(Simple {
                         pipes: pipe,
+                        ends,
                         ..done
                     });
                 }
@@ -166,7 +171,7 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
 }
 
 /// Whether word `w` is an assignment: a literal name (and `+`), then a literal `=`.
-fn assigns(w: &Word) -> bool {
+pub(crate) fn assigns(w: &Word) -> bool {
     let Some(eq) = w.pieces.iter().position(|p| *p == Piece::Lit('=')) else {
         return false;
     };

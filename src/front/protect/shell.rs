@@ -60,7 +60,8 @@ pub enum Piece {
     /// An unquoted `?` or bracket expression `[…]`: one character but `/`.
     One,
     /// An unquoted `~` at the start of a word, alone or with a user's name (`~root`: any
-    /// user's is read as the home directory, `expand::tilde`).
+    /// user's is read as the home directory, `expand::tilde`; the word is given a second
+    /// time as zsh's `$root/…`).
     Home,
     /// `$NAME` or `${NAME}` (a simple parameter), or a special parameter (`$@`, `$1`, `$?`:
     /// its one character).

@@ -156,3 +156,22 @@ fn ordinary_moves_still_pass() {
         ],
     );
 }
+
+/// What it costs: a `cd` that may have failed (`;`, not `&&`) leaves the commands after it
+/// in two directories; after untrusted input, a write there is judged in a directory not
+/// known (§17.3), so a file an instruction file may import: asked, where the same write after
+/// `&&` runs. In a session that read nothing both run.
+#[test]
+fn a_write_after_a_cd_that_may_fail_is_asked_after_untrusted_input() {
+    let f = clean_session();
+    open_session(&f, "inj", true);
+    assert_eq!(
+        bash(&f, "inj", "cd docs && echo x >> notes.txt"),
+        Answer::Proceed
+    );
+    assert!(matches!(
+        bash(&f, "inj", "cd docs; echo x >> notes.txt"),
+        Answer::Ask(_)
+    ));
+    none_refused(&f, &["cd docs; echo x >> notes.txt"]);
+}

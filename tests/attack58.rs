@@ -175,3 +175,29 @@ fn a_write_after_a_cd_that_may_fail_is_asked_after_untrusted_input() {
     ));
     none_refused(&f, &["cd docs; echo x >> notes.txt"]);
 }
+
+/// A login shell starts in the target user's home (`sudo -i`, `su -`): a relative name there
+/// is one of a directory the hook does not know, not the project's (from the home, `../g*`
+/// is the ledger's directory).
+#[test]
+fn a_login_shell_runs_in_a_home_directory() {
+    let f = clean_session();
+    refused_by_any_rule(
+        &f,
+        &[
+            "sudo -iu me rm -f ../g*/*.ledger",
+            "sudo -i -u me rm -f ../g*/*.ledger",
+            "sudo -i rm -f ../g*/*.ledger",
+            "sudo --login rm -f ../g*/*.ledger",
+            "runuser -l me -c 'rm -f ../g*/*.ledger'",
+        ],
+    );
+    none_refused(
+        &f,
+        &[
+            "sudo -u me rm -f ../g*/*.ledger",
+            "sudo -u postgres psql -c 'select 1'",
+            "sudo -i whoami",
+        ],
+    );
+}

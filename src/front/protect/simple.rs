@@ -128,12 +128,14 @@ pub fn program_index(words: &[&Word]) -> usize {
 
 /// The directory a wrapper before the program runs it in (`env -C DIR`, `env --chdir=DIR`,
 /// `sudo -D DIR`, `unshare --wd=DIR`, `nsenter -w DIR`: env(1), sudo(8), unshare(1),
-/// nsenter(1)), the last one; `None` when none moves it. Its program's
+/// nsenter(1); a login shell's, `sudo -i`, `su -`: a home directory, not known), the last
+/// one; `None` when none moves it. Its program's
 /// words and the commands it hands are that directory's (`spec/hooks.md` §13.3; attack
 /// review 42: `env -C <key's directory> sh -c 'cat *.key'` printed the signing key).
 pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
     let mut dir = None;
     let mut flags: &[&str] = &[];
+    let mut wrapper = String::new();
     let mut k = 0;
     // Computed once: per word it made every wrapper of `env env … env` cost the whole list
     // again (attack review 49: 5,000 wrappers held the MCP server's lock for a minute).
@@ -145,6 +147,7 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
             continue;
         };
         if WRAPPERS.contains(&basename(&l)) || is_runner(basename(&l)) {
+            wrapper = basename(&l).to_string();
             flags = match basename(&l) {
                 "env" => &["-C", "--chdir"],
                 "sudo" => &["-D", "--chdir"],
@@ -160,7 +163,10 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
                 _ => rest.strip_prefix('=').map(str::to_string),
             }
         });
-        if let Some(d) = glued {
+        if logs_in(&wrapper, &l) {
+            // A login shell starts in the target user's home (attack review 58).
+            dir = Some(None);
+        } else if let Some(d) = glued {
             dir = Some(Some(d));
         } else if flags.contains(&l.as_str()) {
             dir = Some(words.get(k).and_then(|v| v.literal()));
@@ -168,6 +174,26 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
         }
     }
     dir
+}
+
+/// Whether option `o` of `wrapper` runs the program through a login shell, which starts in the
+/// target user's home directory (sudo(8) `-i`/`--login`, su(1) and runuser(1) `-`, `-l`,
+/// `--login`, machinectl's `shell`).
+fn logs_in(wrapper: &str, o: &str) -> bool {
+    match wrapper {
+        "sudo" => {
+            o == "--login"
+                || (o.starts_with('-') && !o.starts_with("--") && {
+                    let letters = o.trim_start_matches('-');
+                    let upto = letters
+                        .find(|c: char| "ugCDhprtUT".contains(c))
+                        .unwrap_or(letters.len());
+                    letters[..upto].contains('i')
+                })
+        }
+        "su" | "runuser" => matches!(o, "-" | "-l" | "--login"),
+        _ => false,
+    }
 }
 
 /// Whether word `w` is an assignment: a literal name (and `+`), then a literal `=`.

@@ -192,10 +192,19 @@ fn a_login_shell_runs_in_a_home_directory() {
             "runuser -l me -c 'rm -f ../g*/*.ledger'",
         ],
     );
+    // Short options combined: `-Eu me` takes `me` as its value, `rm` is the program.
+    refused_by_any_rule(
+        &f,
+        &[
+            "sudo -Eu me rm -rf ../../guard",
+            "sudo -nEu me rm -rf ../../guard",
+        ],
+    );
     none_refused(
         &f,
         &[
             "sudo -u me rm -f ../g*/*.ledger",
+            "sudo -Eu me ls ../../guard",
             "sudo -u postgres psql -c 'select 1'",
             "sudo -i whoami",
         ],

@@ -212,7 +212,28 @@ pub(crate) fn assigns(w: &Word) -> bool {
 }
 
 /// Whether option `o` of wrapper `w` takes the next word as its value.
+///
+/// Short options may be combined (`sudo -Eu USER`, `sudo -iu USER`): the word takes the next
+/// one when its last letter is an option that does and none before it is (one before it
+/// takes the rest of the word as its value). Before attack review 58, `sudo -Eu me rm -rf
+/// <the ledger's directory>` read `me` as the program and passed with exit 0.
 pub(crate) fn takes_value(w: &str, o: &str) -> bool {
+    let letters = o
+        .strip_prefix('-')
+        .filter(|l| l.chars().count() > 1 && !l.starts_with('-') && !l.contains('='));
+    let Some(letters) = letters else {
+        return takes_value_alone(w, o);
+    };
+    for (i, c) in letters.char_indices() {
+        if takes_value_alone(w, &format!("-{c}")) {
+            return i + c.len_utf8() == letters.len();
+        }
+    }
+    false
+}
+
+/// [`takes_value`] of one option.
+fn takes_value_alone(w: &str, o: &str) -> bool {
     matches!(
         (w, o),
         (
@@ -305,6 +326,20 @@ pub fn basename(s: &str) -> &str {
 mod tests {
     use super::*;
     use crate::front::protect::shell::lex;
+
+    #[test]
+    fn combined_short_options_take_the_next_word_when_their_last_letter_does() {
+        assert!(takes_value("sudo", "-Eu"));
+        assert!(takes_value("sudo", "-iu"));
+        assert!(takes_value("sudo", "-u"));
+        assert!(!takes_value("sudo", "-uE"));
+        assert!(!takes_value("sudo", "-Ei"));
+        assert!(!takes_value("nice", "-n5"));
+        assert!(!takes_value("sudo", "--user=x"));
+        let lexed = lex("sudo -Eu me rm -rf d");
+        let s = simple_commands(&lexed);
+        assert_eq!(s[0].program_name().as_deref(), Some("rm"));
+    }
 
     fn programs(text: &str) -> Vec<(Option<String>, bool, bool)> {
         let l = lex(text);

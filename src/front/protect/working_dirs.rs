@@ -118,7 +118,8 @@ impl WorkingDirs {
         WorkingDirs {
             here: vec![start.clone()],
             old: vec![None],
-            stack: Some(Vec::new()),
+            // bash's `DIRSTACK` array is the stack: assigned, any entry may be anything.
+            stack: (!has("dirstack")).then(Vec::new),
             list: vec![start],
             or_seen: false,
             doubtful: doubtful(lexed),
@@ -207,6 +208,13 @@ impl WorkingDirs {
                     false => return (false, self.here.clone()),
                     true => vec![None],
                 }
+            }
+            // `dirs -c` clears the stack, `dirs +N` prints an entry: not followed.
+            "dirs" => {
+                if !args.is_empty() {
+                    self.stack = None;
+                }
+                return (false, self.here.clone());
             }
             "source" | "." => match self.sourced_moves(args, resolve) {
                 false => return (false, self.here.clone()),

@@ -94,6 +94,8 @@ fn the_previous_directory_and_the_stack_are_followed() {
         "cd /a && popd +1 && ls",
         "cd -1 && ls",
         "(pushd /a); popd && ls",
+        "pushd /a && dirs -c && popd && ls",
+        "pushd /a && DIRSTACK[1]=/b && popd && ls",
     ] {
         assert!(last(text).contains(&"?".to_string()), "{text}");
     }

@@ -136,6 +136,8 @@ fn a_git_hook_is_written_where_the_shell_really_is() {
 #[test]
 fn ordinary_moves_still_pass() {
     let f = clean_session();
+    // A sourced file that does not move the shell leaves it where it was.
+    std::fs::write(f.project.join("env.sh"), "export RUST_LOG=debug\n").unwrap();
     none_refused(
         &f,
         &[
@@ -153,6 +155,7 @@ fn ordinary_moves_still_pass() {
             "cd target/debug && rm -rf incremental",
             "cd src || exit 1; cat lib.rs | wc -l",
             "echo ~nobody/src | mytool",
+            ". ./env.sh && cd src && cat lib.rs | wc -l",
         ],
     );
 }

@@ -35,7 +35,7 @@ use super::MAX_NESTING;
 use std::path::{Path, PathBuf};
 
 /// More possible directories than this are one not known.
-const MAX_DIRS: usize = 8;
+const MAX_DIRS: usize = 4;
 
 /// Words that start a compound command or a function, or change what runs (bash(1)
 /// "Reserved Words", zsh's precommand modifiers are skipped separately).
@@ -52,6 +52,10 @@ const MOVERS: &[&str] = &[
 
 /// A sourced file longer than this is read as one that may move the shell.
 const MAX_SOURCED_BYTES: u64 = 1 << 20;
+
+/// How many sourced files one text's reading reads at most; past them a sourced file may move
+/// the shell (a text of thousands of `. ./fN` must not make a decision read gigabytes).
+const MAX_SOURCED_FILES: usize = 16;
 
 /// The directories a possible working directory stands for (`None`: one not known).
 pub(crate) type Dirs = Vec<Option<PathBuf>>;
@@ -87,6 +91,8 @@ pub(crate) struct WorkingDirs {
     depth: usize,
     /// The text read (of the outermost command).
     text: String,
+    /// How many sourced files are still to be read ([`MAX_SOURCED_FILES`]).
+    sourced: usize,
 }
 
 impl WorkingDirs {
@@ -128,6 +134,7 @@ impl WorkingDirs {
             auto_cd: has("autocd"),
             depth: 0,
             text: text.to_string(),
+            sourced: MAX_SOURCED_FILES,
         }
     }
 
@@ -229,10 +236,14 @@ impl WorkingDirs {
     /// shell may be in (bash looks a name without `/` up in `PATH`), or the command names its
     /// file name elsewhere too (it may write it first: `echo 'cd D' > a.sh; . ./a.sh`), or it
     /// cannot be read, or holds code that may move it ([`moves_in`]).
-    fn sourced_moves(&self, args: &[&Word], resolve: &Resolve<'_>) -> bool {
+    fn sourced_moves(&mut self, args: &[&Word], resolve: &Resolve<'_>) -> bool {
         let Some(file) = args.first() else {
             return true;
         };
+        if self.sourced == 0 {
+            return true;
+        }
+        self.sourced -= 1;
         let Some(name) = file.literal() else {
             return true;
         };
@@ -270,12 +281,14 @@ impl WorkingDirs {
         inner.cdpath.extend(self.cdpath.iter().cloned());
         inner.depth = self.depth + 1;
         inner.text = self.text.clone();
+        inner.sourced = self.sourced;
         // The end of its text is where `eval` ends: the caller's step reads that operator.
         for s in simple_commands(&lexed) {
             inner.step(&s.words, s.ends.or(Some(Operator::And)), resolve);
         }
         self.old = inner.old;
         self.stack = inner.stack;
+        self.sourced = inner.sourced;
         Some(inner.here)
     }
 

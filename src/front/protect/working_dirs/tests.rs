@@ -189,6 +189,18 @@ fn a_sourced_file_moves_the_shell_when_its_code_may() {
     assert!(fifo.is_ok_and(|s| s.success()), "mkfifo");
     assert_eq!(last(&format!(". {d}/env.sh && ls")), ["/p"]);
     assert_eq!(last(&format!("source {d}/env.sh && ls")), ["/p"]);
+    // Past the bound, a sourced file may move it.
+    let many: String = (0..MAX_SOURCED_FILES)
+        .map(|i| {
+            let name = format!("e{i}.sh");
+            std::fs::write(dir.path().join(&name), "A=1\n").unwrap();
+            format!(". {d}/{name} && ")
+        })
+        .collect();
+    assert_eq!(last(&format!("{many}ls")), ["/p"]);
+    std::fs::write(dir.path().join("last.sh"), "A=1\n").unwrap();
+    let over = format!("{many}. {d}/last.sh && ls");
+    assert!(last(&over).contains(&"?".to_string()));
     for text in [
         format!(". {d}/go.sh && ls"),
         format!(". {d}/missing.sh && ls"),

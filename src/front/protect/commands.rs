@@ -3,7 +3,7 @@
 
 use super::analysis::Ctx;
 use super::invocation::{invocation, Program};
-use super::pattern::candidate;
+use super::pattern::{candidate, candidate_with};
 use super::programs::{
     DESTROY_PROGRAMS, FILE_PROGRAMS, GIT_TREE, READ_TREE_PROGRAMS, SEARCH_PROGRAMS, SHELLS,
     WRAPPERS,
@@ -11,18 +11,14 @@ use super::programs::{
 use super::runners::{runs, Runs};
 use super::shell::joined;
 use super::shell::{lex, Piece, Token, Word};
+use super::working_dirs::WorkingDirs;
 use super::{pattern, Resource, Touch, MAX_NESTING};
 use crate::front::secrets::{chunks, CodeFiles, Reading, Script, MAX_CODE_TEXTS};
 use std::path::{Path, PathBuf};
 
 impl Ctx<'_> {
     /// The touch of a shell command run in `cwd`, nested `depth` levels deep.
-    pub(super) fn command(
-        &self,
-        text: &str,
-        mut cwd: Option<PathBuf>,
-        depth: usize,
-    ) -> Option<Touch> {
+    pub(super) fn command(&self, text: &str, cwd: Option<PathBuf>, depth: usize) -> Option<Touch> {
         if depth > MAX_NESTING {
             return Some(Touch {
                 resource: Resource::Binary,
@@ -82,6 +78,8 @@ impl Ctx<'_> {
                 }
             }
         }
+        let mut wd = WorkingDirs::new(text, &lexed, cwd.clone());
+        let mut operators = lexed.operators.iter();
         let mut words: Vec<Word> = Vec::new();
         let mut targets: Vec<Word> = Vec::new();
         // The file its standard input is redirected from (`< FILE`): a shell's or
@@ -104,12 +102,24 @@ impl Ctx<'_> {
                 },
                 Some(op @ (Token::Redirect(_) | Token::HereDoc)) => next_is = Some(op),
                 Some(Token::Control | Token::Pipe) | None => {
-                    if let Some(t) = self.segment(&words, &targets, stdin.as_ref(), &mut cwd, depth)
-                    {
-                        return Some(t);
+                    // Each simple command in each directory it may run in (attack review 58).
+                    for here in wd.here() {
+                        let (w, t) = (&words, &targets);
+                        if let Some(t) = self.segment(w, t, stdin.as_ref(), here.as_deref(), depth)
+                        {
+                            return Some(t);
+                        }
                     }
-                    if !dirs.contains(&cwd) {
-                        dirs.push(cwd.clone());
+                    let ends = t.and(operators.next().copied());
+                    let refs: Vec<&Word> = words.iter().collect();
+                    let home = self.p.home.as_deref();
+                    wd.step(&refs, ends, &|w, h| {
+                        candidate_with(w, h, home, &self.vars.borrow()).path()
+                    });
+                    for d in wd.here() {
+                        if !dirs.contains(d) {
+                            dirs.push(d.clone());
+                        }
                     }
                     words.clear();
                     targets.clear();
@@ -140,11 +150,10 @@ impl Ctx<'_> {
         words: &[Word],
         targets: &[Word],
         stdin: Option<&Word>,
-        cwd: &mut Option<PathBuf>,
+        cwd: Option<&Path>,
         depth: usize,
     ) -> Option<Touch> {
-        let here = cwd.clone();
-        let here = here.as_deref();
+        let here = cwd;
         for t in targets {
             if let Some(t) = self.word(t, here, None, true) {
                 return Some(Touch {
@@ -155,7 +164,7 @@ impl Ctx<'_> {
         }
         // A wrapper that runs the program in another directory (`env -C DIR`): the program's
         // words and the commands it hands are that directory's (redirections are the shell's).
-        let mut moved = cwd.clone();
+        let mut moved = cwd.map(Path::to_path_buf);
         if let Some(dir) = super::simple::wrapper_dir(&words.iter().collect::<Vec<_>>()) {
             moved = dir.and_then(|d| {
                 let d = match d.strip_prefix("~/") {
@@ -328,16 +337,8 @@ impl Ctx<'_> {
         };
         let files = FILE_PROGRAMS.contains(&name.as_str());
         match name.as_str() {
-            "cd" | "pushd" => {
-                *cwd = match args
-                    .iter()
-                    .find(|a| a.literal().is_none_or(|l| !l.starts_with('-')))
-                {
-                    None => self.p.home.clone(),
-                    Some(a) => candidate(a, here, self.p.home.as_deref()).path(),
-                };
-                return None;
-            }
+            // Where they move the commands after them is `WorkingDirs`'s reading.
+            "cd" | "chdir" | "pushd" | "popd" => return None,
             "kill" | "pkill" | "killall" | "skill" | "fuser" | "systemctl" | "service"
             | "launchctl"
                 if !self.lenient || args.iter().all(|a| a.literal().is_some()) =>

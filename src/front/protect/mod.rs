@@ -31,6 +31,7 @@ mod programs;
 mod staged;
 pub(crate) mod runners;
 mod terminal;
+pub(crate) mod working_dirs;
 
 pub(crate) use programs::{SHELLS, WRAPPERS};
 

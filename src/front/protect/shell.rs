@@ -60,7 +60,8 @@ pub enum Piece {
     /// An unquoted `?` or bracket expression `[…]`: one character but `/`.
     One,
     /// An unquoted `~` at the start of a word, alone or with a user's name (`~root`: any
-    /// user's is read as the home directory, `expand::tilde`).
+    /// user's is read as the home directory, `expand::tilde`; the word is given a second
+    /// time as zsh's `$root/…`).
     Home,
     /// `$NAME` or `${NAME}` (a simple parameter), or a special parameter (`$@`, `$1`, `$?`:
     /// its one character).
@@ -140,6 +141,27 @@ pub enum Token {
     HereDoc,
 }
 
+/// Which operator a [`Token::Control`] or [`Token::Pipe`] is: what the shell does with the
+/// command before it, which decides whether a `cd` there moves the commands after it
+/// (`super::working_dirs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Operator {
+    /// `&&`: the next command runs when this one succeeded.
+    And,
+    /// `||`: the next command runs when this one failed.
+    Or,
+    /// `;`, a newline: the next command runs whatever this one did.
+    Sequence,
+    /// `&`: this one runs in a subshell of its own, in the background.
+    Background,
+    /// `(`: a subshell (or a function's parameters, an array, a `case` pattern) starts.
+    Open,
+    /// `)`: one ends.
+    Close,
+    /// `|`, `|&`: both run in subshells (zsh runs the last in this shell).
+    Pipe,
+}
+
 /// What a redirection does with its file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -163,6 +185,8 @@ pub struct Lexed {
     /// any characters ([`Piece::Unknown`]). A rule that tells a file named from a pattern
     /// reads it as naming any it may match (fail closed).
     pub unexpanded: bool,
+    /// Which operator each [`Token::Control`] and [`Token::Pipe`] is, in order.
+    pub(crate) operators: Vec<Operator>,
 }
 
 /// Lexes `text` (never fails; see the module docs).
@@ -222,6 +246,11 @@ pub fn lex(text: &str) -> Lexed {
                 }
                 flush(&mut out, &mut word, &mut bare, &mut in_word);
                 out.tokens.push(Token::Control);
+                out.operators.push(match c {
+                    '(' => Operator::Open,
+                    ')' => Operator::Close,
+                    _ => Operator::Sequence,
+                });
                 i += 1;
                 // Here-document bodies start on the line after their operators (POSIX
                 // §2.7.4): their text is not part of the command, and is analysed as a
@@ -242,7 +271,13 @@ pub fn lex(text: &str) -> Lexed {
                 } else if c == '|' && next != Some('|') {
                     i += if next == Some('&') { 2 } else { 1 };
                     out.tokens.push(Token::Pipe);
+                    out.operators.push(Operator::Pipe);
                 } else {
+                    out.operators.push(match (c, next == Some(c)) {
+                        ('&', true) => Operator::And,
+                        ('&', false) => Operator::Background,
+                        _ => Operator::Or,
+                    });
                     i += if next == Some(c) { 2 } else { 1 };
                     out.tokens.push(Token::Control);
                 }

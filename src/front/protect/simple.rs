@@ -5,7 +5,7 @@
 //! §17); like the lexer it never rejects input.
 
 use super::runners::{is_runner, runs, Runs};
-use super::shell::{Lexed, Piece, Redirect, Token, Word};
+use super::shell::{Lexed, Operator, Piece, Redirect, Token, Word};
 use super::WRAPPERS;
 
 /// One simple command of a lexed command.
@@ -21,6 +21,8 @@ pub struct Simple<'l> {
     pub piped: bool,
     /// Whether it feeds the next command through a pipe (`this | …`).
     pub pipes: bool,
+    /// The operator after it (`None`: it ends the text).
+    pub(crate) ends: Option<Operator>,
 }
 
 impl Simple<'_> {
@@ -52,6 +54,7 @@ pub fn simple_commands(lexed: &Lexed) -> Vec<Simple<'_>> {
     let mut out = Vec::new();
     let mut cur = Simple::default();
     let mut pending: Option<&Token> = None;
+    let mut operators = lexed.operators.iter();
     for t in lexed.tokens.iter().chain(std::iter::once(&Token::Control)) {
         match (t, pending.take()) {
             (Token::Word(w), Some(Token::Redirect(r))) => cur.redirects.push((*r, w)),
@@ -60,10 +63,12 @@ pub fn simple_commands(lexed: &Lexed) -> Vec<Simple<'_>> {
             (Token::Redirect(_) | Token::HereDoc, _) => pending = Some(t),
             (Token::Control | Token::Pipe, _) => {
                 let pipe = *t == Token::Pipe;
+                let ends = operators.next().copied();
                 let done = std::mem::take(&mut cur);
                 if !(done.words.is_empty() && done.redirects.is_empty()) || pipe {
                     out.push(Simple {
                         pipes: pipe,
+                        ends,
                         ..done
                     });
                 }
@@ -123,12 +128,14 @@ pub fn program_index(words: &[&Word]) -> usize {
 
 /// The directory a wrapper before the program runs it in (`env -C DIR`, `env --chdir=DIR`,
 /// `sudo -D DIR`, `unshare --wd=DIR`, `nsenter -w DIR`: env(1), sudo(8), unshare(1),
-/// nsenter(1)), the last one; `None` when none moves it. Its program's
+/// nsenter(1); a login shell's, `sudo -i`, `su -`: a home directory, not known), the last
+/// one; `None` when none moves it. Its program's
 /// words and the commands it hands are that directory's (`spec/hooks.md` §13.3; attack
 /// review 42: `env -C <key's directory> sh -c 'cat *.key'` printed the signing key).
 pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
     let mut dir = None;
     let mut flags: &[&str] = &[];
+    let mut wrapper = String::new();
     let mut k = 0;
     // Computed once: per word it made every wrapper of `env env … env` cost the whole list
     // again (attack review 49: 5,000 wrappers held the MCP server's lock for a minute).
@@ -140,6 +147,7 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
             continue;
         };
         if WRAPPERS.contains(&basename(&l)) || is_runner(basename(&l)) {
+            wrapper = basename(&l).to_string();
             flags = match basename(&l) {
                 "env" => &["-C", "--chdir"],
                 "sudo" => &["-D", "--chdir"],
@@ -155,7 +163,10 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
                 _ => rest.strip_prefix('=').map(str::to_string),
             }
         });
-        if let Some(d) = glued {
+        if logs_in(&wrapper, &l) {
+            // A login shell starts in the target user's home (attack review 58).
+            dir = Some(None);
+        } else if let Some(d) = glued {
             dir = Some(Some(d));
         } else if flags.contains(&l.as_str()) {
             dir = Some(words.get(k).and_then(|v| v.literal()));
@@ -165,8 +176,28 @@ pub(crate) fn wrapper_dir(words: &[&Word]) -> Option<Option<String>> {
     dir
 }
 
+/// Whether option `o` of `wrapper` runs the program through a login shell, which starts in the
+/// target user's home directory (sudo(8) `-i`/`--login`, su(1) and runuser(1) `-`, `-l`,
+/// `--login`, machinectl's `shell`).
+fn logs_in(wrapper: &str, o: &str) -> bool {
+    match wrapper {
+        "sudo" => {
+            o == "--login"
+                || (o.starts_with('-') && !o.starts_with("--") && {
+                    let letters = o.trim_start_matches('-');
+                    let upto = letters
+                        .find(|c: char| "ugCDhprtUT".contains(c))
+                        .unwrap_or(letters.len());
+                    letters[..upto].contains('i')
+                })
+        }
+        "su" | "runuser" => matches!(o, "-" | "-l" | "--login"),
+        _ => false,
+    }
+}
+
 /// Whether word `w` is an assignment: a literal name (and `+`), then a literal `=`.
-fn assigns(w: &Word) -> bool {
+pub(crate) fn assigns(w: &Word) -> bool {
     let Some(eq) = w.pieces.iter().position(|p| *p == Piece::Lit('=')) else {
         return false;
     };
@@ -181,7 +212,28 @@ fn assigns(w: &Word) -> bool {
 }
 
 /// Whether option `o` of wrapper `w` takes the next word as its value.
+///
+/// Short options may be combined (`sudo -Eu USER`, `sudo -iu USER`): the word takes the next
+/// one when its last letter is an option that does and none before it is (one before it
+/// takes the rest of the word as its value). Before attack review 58, `sudo -Eu me rm -rf
+/// <the ledger's directory>` read `me` as the program and passed with exit 0.
 pub(crate) fn takes_value(w: &str, o: &str) -> bool {
+    let letters = o
+        .strip_prefix('-')
+        .filter(|l| l.chars().count() > 1 && !l.starts_with('-') && !l.contains('='));
+    let Some(letters) = letters else {
+        return takes_value_alone(w, o);
+    };
+    for (i, c) in letters.char_indices() {
+        if takes_value_alone(w, &format!("-{c}")) {
+            return i + c.len_utf8() == letters.len();
+        }
+    }
+    false
+}
+
+/// [`takes_value`] of one option.
+fn takes_value_alone(w: &str, o: &str) -> bool {
     matches!(
         (w, o),
         (
@@ -274,6 +326,20 @@ pub fn basename(s: &str) -> &str {
 mod tests {
     use super::*;
     use crate::front::protect::shell::lex;
+
+    #[test]
+    fn combined_short_options_take_the_next_word_when_their_last_letter_does() {
+        assert!(takes_value("sudo", "-Eu"));
+        assert!(takes_value("sudo", "-iu"));
+        assert!(takes_value("sudo", "-u"));
+        assert!(!takes_value("sudo", "-uE"));
+        assert!(!takes_value("sudo", "-Ei"));
+        assert!(!takes_value("nice", "-n5"));
+        assert!(!takes_value("sudo", "--user=x"));
+        let lexed = lex("sudo -Eu me rm -rf d");
+        let s = simple_commands(&lexed);
+        assert_eq!(s[0].program_name().as_deref(), Some("rm"));
+    }
 
     fn programs(text: &str) -> Vec<(Option<String>, bool, bool)> {
         let l = lex(text);

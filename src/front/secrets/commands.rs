@@ -6,13 +6,13 @@ use super::environment::dumped;
 use super::hosts::{built_url, destinations};
 use super::servers::{file_server, loopback, served_word};
 use super::stores::printed;
-use super::vars::Assigned;
 use super::{Egress, Facts, SecretRules, INTERPRETERS, TREE_READERS};
 use crate::front::protect::handed::handed_commands;
 use crate::front::protect::invocation::{invocation, Program};
 use crate::front::protect::pattern::{candidate, Resolver};
 use crate::front::protect::shell::{command_text, is_shell_tool, lex, Piece, Token, Word};
 use crate::front::protect::simple::{basename, program_index, wrapper_dir};
+use crate::front::protect::working_dirs::WorkingDirs;
 use crate::front::protect::{MAX_NESTING, SHELLS};
 use crate::front::sinks::command::carried_commands;
 use serde_json::{Map, Value};
@@ -111,8 +111,17 @@ impl SecretRules {
         {
             f.rerouted = true;
         }
-        // `cd`/`pushd` move the working directory of the commands after them.
-        let mut here: PathBuf = cwd.unwrap_or(Path::new(UNKNOWN_CWD)).to_path_buf();
+        // `cd`/`pushd`/`popd` move the working directory of the commands after them; a
+        // command may run in more than one (`cd a; …`: `cd` may fail), each read
+        // (`WorkingDirs`, attack review 58).
+        let mut wd = WorkingDirs::new(
+            text,
+            &lexed,
+            cwd.filter(|c| !c.starts_with(UNKNOWN_CWD))
+                .map(Path::to_path_buf),
+        );
+        let mut operators = lexed.operators.iter();
+        let start = cwd.unwrap_or(Path::new(UNKNOWN_CWD));
         // A nested command runs in one of the directories the command moves to
         // (`cd ~/.ssh; echo $(curl -F f=@id_rsa …)`): it is analysed in each (below).
         let mut dirs: Vec<PathBuf> = Vec::new();
@@ -154,13 +163,24 @@ impl SecretRules {
                 }
                 Token::Control | Token::Pipe => {
                     let io = (stdin.take(), files.as_slice(), heres.as_slice());
-                    self.segment(&segment, io, Some(&here), depth, f, r);
+                    for here in wd.here().to_vec() {
+                        let here = here.unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD));
+                        self.segment(&segment, io, Some(&here), depth, f, r);
+                    }
                     files.clear();
                     heres.clear();
-                    if let Some(to) = self.cd(&segment, &here, &f.vars) {
-                        here = to;
-                        if !dirs.contains(&here) {
-                            dirs.push(here.clone());
+                    let ends = operators.next().copied();
+                    let home = self.home.as_deref();
+                    let vars = &f.vars;
+                    wd.step(&segment, ends, &|w, h| {
+                        vars.spellings(w)
+                            .iter()
+                            .find_map(|s| candidate(s, h, home).path())
+                    });
+                    for here in wd.here() {
+                        let here = here.clone().unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD));
+                        if here.as_path() != start && !dirs.contains(&here) {
+                            dirs.push(here);
                         }
                     }
                     segment.clear();
@@ -173,30 +193,6 @@ impl SecretRules {
                 self.shell(n, Some(dir), depth + 1, f, r);
             }
         }
-    }
-
-    /// Where a `cd`/`pushd` simple command moves to (`None`: it is not one). `cd` alone is
-    /// home; a target that cannot be known is [`UNKNOWN_CWD`].
-    pub(super) fn cd(&self, words: &[&Word], here: &Path, vars: &Assigned) -> Option<PathBuf> {
-        let first = words.first()?.literal()?;
-        if first != "cd" && first != "pushd" {
-            return None;
-        }
-        let target = words[1..]
-            .iter()
-            .find(|w| w.literal().is_none_or(|l| !l.starts_with('-')));
-        Some(match target {
-            None => self
-                .home
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD)),
-            // The target as the command's own assignments spell it, if one is a path.
-            Some(w) => vars
-                .spellings(w)
-                .iter()
-                .find_map(|s| candidate(s, Some(here), self.home.as_deref()).path())
-                .unwrap_or_else(|| PathBuf::from(UNKNOWN_CWD)),
-        })
     }
 
     /// One simple command: its program, the secrets its words name, where it sends.

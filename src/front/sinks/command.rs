@@ -13,6 +13,7 @@ use crate::front::protect::runners::runs;
 use crate::front::protect::shell::joined;
 use crate::front::protect::shell::{lex, Piece, Redirect, Word};
 use crate::front::protect::simple::{basename, is_assignment, simple_commands, Simple};
+use crate::front::protect::working_dirs::WorkingDirs;
 use crate::front::protect::{MAX_NESTING, SHELLS};
 use crate::front::secrets::is_interpreter;
 use crate::gate::extract;
@@ -131,6 +132,9 @@ impl Analysis<'_> {
         for n in &lexed.nested {
             self.walk(n, cwd.clone(), depth + 1, f);
         }
+        // Where each simple command runs (`WorkingDirs`; attack review 58): more than one
+        // directory, or one not known, is a directory not known.
+        let mut wd = WorkingDirs::new(text, &lexed, cwd.clone());
         let mut here = cwd;
         // The working directories the command moves to: a nested command runs in one of
         // them (`cd .git && echo $(… > hooks/pre-commit)`), so it is walked in each (below).
@@ -153,6 +157,22 @@ impl Analysis<'_> {
             }
         }
         for s in &simple {
+            here = wd.single().map(Path::to_path_buf);
+            let home = self.home;
+            let known = vars.clone();
+            wd.step(
+                &s.words,
+                s.ends,
+                &|w, h| match candidate_with(w, h, home, &known) {
+                    Candidate::Path(p) => Some(p),
+                    Candidate::Pattern(_) => None,
+                },
+            );
+            for d in wd.here() {
+                if !dirs.contains(d) {
+                    dirs.push(d.clone());
+                }
+            }
             self.data_words(s, f);
             for (r, w) in &s.redirects {
                 if *r == Redirect::Writes && !is_descriptor(w) {
@@ -197,11 +217,7 @@ impl Analysis<'_> {
                     None => break,
                 }
             }
-            if prog == "cd" || prog == "pushd" {
-                here = cd(args, here.as_deref(), self.home);
-                if !dirs.contains(&here) {
-                    dirs.push(here.clone());
-                }
+            if matches!(prog.as_str(), "cd" | "chdir" | "pushd" | "popd") {
                 continue;
             }
             // Commands another program runs from its arguments (`find -exec`, a git alias or
@@ -517,20 +533,6 @@ fn is_descriptor(w: &Word) -> bool {
                 "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
             )
     })
-}
-
-/// Where `cd`/`pushd` with `args` moves from `here` (`None`: unknown).
-fn cd(args: &[&Word], here: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
-    let target = args
-        .iter()
-        .find(|w| w.literal().is_none_or(|l| !l.starts_with('-')));
-    match target {
-        None => home.map(Path::to_path_buf),
-        Some(w) => match candidate_with(w, here, home, &HashMap::new()) {
-            Candidate::Path(p) => Some(p),
-            Candidate::Pattern(_) => None,
-        },
-    }
 }
 
 /// A file name as a word: its characters literal, a leading `~/` the home directory.

@@ -64,7 +64,7 @@ impl Default for Budget {
 /// is over the bound (then [`cover`] is the word to use).
 pub(super) fn words(items: &[Item], budget: &mut Budget) -> Option<Vec<Vec<Piece>>> {
     if !items.iter().any(|x| x.is('{')) {
-        return Some(vec![tilde_expanded(items)]);
+        return Some(tilde_expanded(items));
     }
     // The word's length is charged whether or not it is spelled out: a text's work is bounded.
     if items.iter().filter(|x| x.is('{')).count() > MAX_OPENS || items.len() > budget.pieces {
@@ -83,7 +83,7 @@ pub(super) fn words(items: &[Item], budget: &mut Budget) -> Option<Vec<Vec<Piece
         expanded
             .into_iter()
             .filter(|w| !w.is_empty())
-            .map(|w| tilde_expanded(&w))
+            .flat_map(|w| tilde_expanded(&w))
             .collect(),
     )
 }
@@ -102,9 +102,9 @@ pub(super) fn cover(items: &[Item]) -> Vec<Piece> {
                 bare: false,
             });
             out.extend_from_slice(&items[b + 1..]);
-            tilde_expanded(&out)
+            tilde_expanded(&out).into_iter().next().unwrap_or_default()
         }
-        _ => tilde_expanded(items),
+        _ => tilde_expanded(items).into_iter().next().unwrap_or_default(),
     }
 }
 
@@ -141,7 +141,7 @@ pub(super) fn alternation(inner: &str, optional: bool) -> Option<Vec<char>> {
 /// - anything else (`~root`, `~$USER`, which zsh expands as a name): the home directory of a
 ///   user. Which user names are the agent's own cannot be told (a test's home is not its
 ///   passwd entry's), so any is read as the home directory (fail closed: `~NAME/.aws/…` is
-///   judged as `~/.aws/…`). zsh's named directories (`hash -d NAME=DIR`) are not read.
+///   judged as `~/.aws/…`). A word holds a second reading of it (`tilde_expanded`).
 pub(crate) fn tilde(rest: &[Piece]) -> Vec<Piece> {
     let end = rest
         .iter()
@@ -171,23 +171,56 @@ fn is_stack_entry(p: &str) -> bool {
     !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
 }
 
-/// The pieces of a word after brace expansion, its tilde prefix expanded when it starts with
-/// an unquoted `~`, and zsh's `=name` (the path of the command `name`, option EQUALS, on by
+/// The words a word gives after brace expansion (one, or two for `~NAME`): its tilde prefix
+/// expanded when it starts with an unquoted `~`, and zsh's `=name` (the path of the command `name`, option EQUALS, on by
 /// default) read as the lexer reads it at a word's start when an alternative starts the word
 /// with it (`{=curl,x}`): a directory only known when it runs, then `/name`.
-fn tilde_expanded(items: &[Item]) -> Vec<Piece> {
+///
+/// `~NAME` is also, in zsh, a named directory (`hash -d NAME=DIR`) or the value of a
+/// parameter holding an absolute path (`d=/x; … ~d/…`, `~PWD`). The word is then two: the
+/// user's home directory's (as bash reads it, [`tilde`]) and the parameter's (`$NAME/…`,
+/// [`Piece::Var`]: what an earlier assignment or the working directory makes it, else any
+/// directory; [`Piece::Unknown`] for a name that cannot be a parameter's), each judged by
+/// every rule. Before attack review 58 it was the home
+/// directory's only, and `g=<ledger's directory>; rm -f ~g/*.ledger` deleted the ledger with
+/// exit 0.
+fn tilde_expanded(items: &[Item]) -> Vec<Vec<Piece>> {
     let pieces = |xs: &[Item]| xs.iter().map(|x| x.piece.clone()).collect::<Vec<_>>();
     match items {
-        [first, rest @ ..] if first.is('~') => tilde(&pieces(rest)),
+        [first, rest @ ..] if first.is('~') => {
+            let home = tilde(&pieces(rest));
+            let name = rest
+                .iter()
+                .take_while(|x| x.piece != Piece::Lit('/'))
+                .count();
+            match home.first() {
+                Some(Piece::Home) if name > 0 => {
+                    let named: Option<String> = rest[..name]
+                        .iter()
+                        .map(|x| match x.piece {
+                            Piece::Lit(c) if c.is_ascii_alphanumeric() || c == '_' => Some(c),
+                            _ => None,
+                        })
+                        .collect();
+                    let mut any = vec![match named {
+                        Some(n) if !n.starts_with(|c: char| c.is_ascii_digit()) => Piece::Var(n),
+                        _ => Piece::Unknown,
+                    }];
+                    any.extend(pieces(&rest[name..]));
+                    vec![home, any]
+                }
+                _ => vec![home],
+            }
+        }
         [first, next, ..]
             if first.is('=')
                 && matches!(next.piece, Piece::Lit(c) if c.is_alphanumeric() || c == '_' || c == '.') =>
         {
             let mut out = vec![Piece::Unknown, Piece::Lit('/')];
             out.extend(pieces(&items[1..]));
-            out
+            vec![out]
         }
-        _ => pieces(items),
+        _ => vec![pieces(items)],
     }
 }
 

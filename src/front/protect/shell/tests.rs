@@ -209,6 +209,36 @@ fn tilde_plus_and_minus_are_the_working_directories() {
     assert_eq!(words("cat '~'/x a~/x"), ["cat", "~/x", "a~/x"]);
 }
 
+/// zsh's `~NAME` is also a named directory or a parameter's value (`d=/x; … ~d/…`, `~PWD`):
+/// the word is given twice, the home directory's and `$NAME/…` (attack review 58).
+#[test]
+fn a_named_tilde_is_also_the_parameter_of_that_name() {
+    let second = |text: &str| -> Vec<Vec<Piece>> {
+        lex(text)
+            .tokens
+            .into_iter()
+            .filter_map(|t| match t {
+                Token::Word(w) => Some(w.pieces),
+                _ => None,
+            })
+            .skip(1)
+            .collect()
+    };
+    let g = second("rm ~g/x");
+    assert_eq!(g.len(), 2);
+    assert_eq!(g[0].first(), Some(&Piece::Home));
+    assert_eq!(g[1].first(), Some(&Piece::Var("g".to_string())));
+    assert_eq!(g[1][1..], g[0][1..]);
+    assert_eq!(second("cat ~PWD")[1], [Piece::Var("PWD".to_string())]);
+    // A name no parameter can have, or an expansion: any directory.
+    assert_eq!(second("cat ~a-b/x")[1].first(), Some(&Piece::Unknown));
+    assert_eq!(second("cat ~$USER/x")[1].first(), Some(&Piece::Unknown));
+    // `~`, `~/x`, `~+`, `~-`, `~1` are read once.
+    for t in ["cat ~", "cat ~/x", "cat ~+/x", "cat ~-", "cat ~1/x"] {
+        assert_eq!(second(t).len(), 1, "{t}");
+    }
+}
+
 #[test]
 fn brace_alternatives_and_sequences_are_words_of_their_own() {
     let cases: &[(&str, &[&str])] = &[

@@ -172,6 +172,53 @@ def test_state_arguments(tmp_path, ledger_path):
     assert store is not None
 
 
+# --- a live handle and the pin another handle advanced --------------------------------------
+
+
+def stored_hash_index(n):
+    """tlog's StoredHashIndex(0, n): where leaf n's hash starts among the stored hashes."""
+    i = 0
+    while n > 0:
+        i += n
+        n >>= 1
+    return i
+
+
+def test_a_live_handle_learns_the_pin_another_handle_advanced(ledger_path):
+    """A long-lived handle that had not seen a flag another handle wrote: the attacker cuts the
+    flag out of the ledger file in place (its row, the tree hashes and checkpoints over it; the
+    older seal and side file put back: byte for byte the state before it). The live handle is
+    handed the pin, which the other handle advanced over the flag, before its next call, and
+    refuses the store as a fresh handle would (StateDir::teach, as the servers; attack review
+    57's cut, through the Python front)."""
+    path = ledger_path
+    live = Ledger.create(path)
+    memory = remembered_then_paid(live)
+    assert pay(live, "t2")
+    size = len(live)
+    with sqlite3.connect(path) as db:
+        (seal,) = db.execute("select value from meta where key = 'label_seal'").fetchone()
+    side = f"{path}.checkpoint"
+    old_side = open(side, "rb").read() if os.path.exists(side) else None
+    other = Ledger.open(path)
+    other.flag(memory, "advisory: that IBAN is not the landlord's")
+    assert not pay(other, "t2")
+    del other
+    db = sqlite3.connect(path)
+    db.execute("delete from entries where idx >= ?", (size,))
+    db.execute("delete from checkpoints where size > ?", (size,))
+    db.execute("delete from tree_hashes where idx >= ?", (stored_hash_index(size),))
+    db.execute("update meta set value = ? where key = 'label_seal'", (seal,))
+    db.commit()
+    db.close()
+    if old_side is not None:
+        open(side, "wb").write(old_side)
+    assert Ledger.open(path, state=False) is not None
+    with pytest.raises(memlineage.LedgerError) as e:
+        pay(live, "t2")
+    assert e.value.variant == "BehindSignedCheckpoint"
+
+
 # --- the injected agent against the guard's own resources ----------------------------------
 
 CODING = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "coding-policy.toml")

@@ -286,3 +286,32 @@ def test_a_ledger_replaced_by_a_link_to_another_is_refused(tmp_path, ledger_path
     with pytest.raises(memlineage.PinError) as e:
         Ledger.open(ledger_path)
     assert e.value.variant == "IdentityChanged"
+
+
+def test_a_pin_that_cannot_be_read_or_verified_refuses(tmp_path, ledger_path, state_home):
+    """Fail closed on the pin itself: a pin file that is not a pin, or whose checkpoint does not
+    verify under the log key, refuses the ledger on open and refuses the next call of a live
+    handle; it is never taken as "nothing pinned"."""
+    import json
+
+    ledger = Ledger.create(ledger_path)
+    remembered_then_paid(ledger)
+    (pin,) = glob.glob(str(state_home / "memlineage" / "ledgers" / "*" / "pin.json"))
+    good = open(pin).read()
+    open(pin, "w").write("not a pin")
+    with pytest.raises(memlineage.PinError) as e:
+        Ledger.open(ledger_path)
+    assert e.value.variant == "Format"
+    with pytest.raises(memlineage.PinError):
+        pay(ledger, "t2")
+    forged = json.loads(good)
+    lines = forged["checkpoint"].split("\n")
+    lines[2] = "A" * len(lines[2])  # the root hash line: the signature no longer verifies
+    forged["checkpoint"] = "\n".join(lines)
+    open(pin, "w").write(json.dumps(forged))
+    with pytest.raises(memlineage.MemLineageError):
+        Ledger.open(ledger_path)
+    with pytest.raises(memlineage.MemLineageError):
+        pay(ledger, "t2")
+    open(pin, "w").write(good)
+    assert pay(Ledger.open(ledger_path), "t2")
